@@ -1,0 +1,1 @@
+//! botgate gateway library.

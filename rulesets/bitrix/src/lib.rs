@@ -1,0 +1,1 @@
+//! Rule set for bitrix (being written).

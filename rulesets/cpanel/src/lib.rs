@@ -1,0 +1,1 @@
+//! Rule set for cpanel (being written).

@@ -1,0 +1,111 @@
+//! The SDK for botgate rule components: bindings to the WIT contract, request helpers,
+//! opinion builders, the export macro and a native test kit.
+//!
+//! A rule component is a type implementing [`Ruleset`], exported with
+//! [`export_ruleset!`]. Its logic is plain Rust over [`Request`], so it is unit-tested
+//! natively with [`testing`]; only the export shim is compiled for `wasm32-wasip2`.
+//!
+//! ```ignore
+//! use botgate_ruleset_sdk::{Category, Info, Opinion, Request, Ruleset, opinion};
+//!
+//! pub struct MyCms;
+//! impl Ruleset for MyCms {
+//!     fn info() -> Info { botgate_ruleset_sdk::info!("mycms", "Recognises MyCMS login brute force.") }
+//!     fn evaluate(req: &Request) -> Option<Opinion> {
+//!         if req.is_method("POST") && req.path_lower() == "/login" && req.behaviour().requests > 30 {
+//!             return opinion(Category::SecurityIssues, 80, "mycms.login-brute-force");
+//!         }
+//!         None
+//!     }
+//! }
+//! botgate_ruleset_sdk::export_ruleset!(MyCms);
+//! ```
+
+pub mod request;
+pub mod testing;
+pub mod ua;
+
+/// Bindings generated from the one WIT source, `wit/ruleset.wit` at the repository root.
+#[allow(missing_docs, clippy::all)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "ruleset",
+        pub_export_macro: true,
+        export_macro_name: "export_bindings",
+        default_bindings_module: "botgate_ruleset_sdk::bindings",
+    });
+}
+
+pub use bindings::botgate::ruleset::types::{
+    Behaviour, Category, ChallengePass, ComponentInfo as Info, CrawlerVerification, HttpVersion,
+    IpAddress, Opinion, RequestFacts, Scheme, TlsFacts, TlsVersion,
+};
+pub use request::Request;
+
+/// A rule component's logic.
+pub trait Ruleset {
+    /// Name, version and description; the name must equal the `.wasm` file's stem.
+    fn info() -> Info;
+    /// The opinion on one request, or `None` to abstain.
+    fn evaluate(req: &Request<'_>) -> Option<Opinion>;
+}
+
+/// Builds `Some(Opinion)`; the usual return value of [`Ruleset::evaluate`].
+///
+/// `reason` is a stable id such as `wordpress.xmlrpc-multicall` (`[a-z0-9.-]`, at
+/// most 64 bytes); the host drops opinions with another shape.
+pub fn opinion(category: Category, confidence: u8, reason: &str) -> Option<Opinion> {
+    debug_assert!(
+        is_valid_reason(reason),
+        "reason id `{reason}` must be [a-z0-9.-], at most 64 bytes"
+    );
+    Some(Opinion {
+        category,
+        confidence: confidence.min(100),
+        reason: reason.to_owned(),
+    })
+}
+
+/// Whether `reason` is a well-formed reason id: 1 to 64 bytes of `[a-z0-9.-]`.
+pub fn is_valid_reason(reason: &str) -> bool {
+    !reason.is_empty()
+        && reason.len() <= 64
+        && reason
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
+}
+
+/// Builds the [`Info`] of a component: its name, the crate's version and a description.
+#[macro_export]
+macro_rules! info {
+    ($name:expr, $description:expr) => {
+        $crate::Info {
+            name: ::std::string::String::from($name),
+            version: ::std::string::String::from(env!("CARGO_PKG_VERSION")),
+            description: ::std::string::String::from($description),
+        }
+    };
+}
+
+/// Exports a [`Ruleset`] implementation as the component's `rules` interface.
+///
+/// The shim exists only when compiling for `wasm32`; natively the crate is plain Rust.
+#[macro_export]
+macro_rules! export_ruleset {
+    ($ty:ty) => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            struct BotgateExport;
+            impl $crate::bindings::exports::botgate::ruleset::rules::Guest for BotgateExport {
+                fn info() -> $crate::Info {
+                    <$ty as $crate::Ruleset>::info()
+                }
+                fn evaluate(facts: $crate::RequestFacts) -> Option<$crate::Opinion> {
+                    <$ty as $crate::Ruleset>::evaluate(&$crate::Request::new(&facts))
+                }
+            }
+            $crate::bindings::export_bindings!(BotgateExport with_types_in $crate::bindings);
+        };
+    };
+}

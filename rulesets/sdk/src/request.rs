@@ -1,0 +1,255 @@
+//! [`Request`]: read-only helpers over the request facts the host passes in.
+
+use crate::{
+    Behaviour, ChallengePass, CrawlerVerification, IpAddress, RequestFacts, Scheme, TlsFacts,
+};
+use percent_encoding::percent_decode_str;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// One request as a rule component sees it, with normalised views computed once.
+pub struct Request<'a> {
+    facts: &'a RequestFacts,
+    path_lower: String,
+    query_lower: String,
+}
+
+/// Percent-decodes `s` (and `+` as space when `plus_is_space`), lossily as UTF-8, then
+/// lower-cases it.
+fn decode_lower(s: &str, plus_is_space: bool) -> String {
+    let decoded = if plus_is_space && s.contains('+') {
+        let spaced = s.replace('+', " ");
+        percent_decode_str(&spaced).decode_utf8_lossy().into_owned()
+    } else {
+        percent_decode_str(s).decode_utf8_lossy().into_owned()
+    };
+    decoded.to_lowercase()
+}
+
+/// Decodes, lower-cases and collapses repeated `/` in a path, so `//WP-Login.php` and
+/// `/wp%2Dlogin.php` both read `/wp-login.php`.
+fn normalise_path(path: &str) -> String {
+    let lower = decode_lower(path, false);
+    let mut out = String::with_capacity(lower.len());
+    let mut last_slash = false;
+    for c in lower.chars() {
+        if c == '/' && last_slash {
+            continue;
+        }
+        last_slash = c == '/';
+        out.push(c);
+    }
+    out
+}
+
+impl<'a> Request<'a> {
+    /// Wraps the facts the host passed in.
+    pub fn new(facts: &'a RequestFacts) -> Self {
+        Request {
+            facts,
+            path_lower: normalise_path(&facts.path),
+            query_lower: decode_lower(&facts.query, true),
+        }
+    }
+
+    /// The raw facts.
+    pub fn facts(&self) -> &RequestFacts {
+        self.facts
+    }
+
+    /// The method, upper case.
+    pub fn method(&self) -> &str {
+        &self.facts.method
+    }
+
+    /// Whether the method is `method` (compared case-insensitively).
+    pub fn is_method(&self, method: &str) -> bool {
+        self.facts.method.eq_ignore_ascii_case(method)
+    }
+
+    /// Whether the method only reads (`GET`, `HEAD`, `OPTIONS`).
+    pub fn is_read(&self) -> bool {
+        ["GET", "HEAD", "OPTIONS"]
+            .iter()
+            .any(|m| self.facts.method.eq_ignore_ascii_case(m))
+    }
+
+    /// The host name, lower case.
+    pub fn host(&self) -> &str {
+        &self.facts.host
+    }
+
+    /// The path as sent (percent-encoded, original case).
+    pub fn path(&self) -> &str {
+        &self.facts.path
+    }
+
+    /// The path percent-decoded, lower case, with repeated `/` collapsed.
+    pub fn path_lower(&self) -> &str {
+        &self.path_lower
+    }
+
+    /// Whether the normalised path starts with any of `prefixes` (give them lower case).
+    pub fn path_starts_with_any(&self, prefixes: &[&str]) -> bool {
+        prefixes.iter().any(|p| self.path_lower.starts_with(p))
+    }
+
+    /// Whether the normalised path ends with any of `suffixes` (give them lower case).
+    pub fn path_ends_with_any(&self, suffixes: &[&str]) -> bool {
+        suffixes.iter().any(|s| self.path_lower.ends_with(s))
+    }
+
+    /// Whether the normalised path contains any of `needles` (give them lower case).
+    pub fn path_contains_any(&self, needles: &[&str]) -> bool {
+        needles.iter().any(|n| self.path_lower.contains(n))
+    }
+
+    /// The last path segment of the normalised path (`wp-login.php` for `/blog/wp-login.php`).
+    pub fn file_name(&self) -> &str {
+        self.path_lower.rsplit('/').next().unwrap_or("")
+    }
+
+    /// The query string as sent, without `?`.
+    pub fn query(&self) -> &str {
+        &self.facts.query
+    }
+
+    /// The query string percent-decoded (`+` as space) and lower case.
+    pub fn query_lower(&self) -> &str {
+        &self.query_lower
+    }
+
+    /// The decoded value of the first query parameter called `name` (case-sensitive
+    /// name); `Some("")` for a parameter without a value.
+    pub fn query_param(&self, name: &str) -> Option<String> {
+        self.facts.query.split('&').find_map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let key = percent_decode_str(key).decode_utf8_lossy();
+            (key == name).then(|| {
+                let value = value.replace('+', " ");
+                percent_decode_str(&value).decode_utf8_lossy().into_owned()
+            })
+        })
+    }
+
+    /// Whether the query has a parameter called `name`.
+    pub fn has_query_param(&self, name: &str) -> bool {
+        self.query_param(name).is_some()
+    }
+
+    /// The values of every header called `name` (give it lower case), in order.
+    pub fn header_values<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'a str> + 's {
+        self.facts.headers.split('\n').filter_map(move |line| {
+            let (key, value) = line.split_once(':')?;
+            (key.trim() == name).then(|| value.trim())
+        })
+    }
+
+    /// The first value of the header called `name` (give it lower case).
+    pub fn header(&self, name: &str) -> Option<&'a str> {
+        self.header_values(name).next()
+    }
+
+    /// Whether a header called `name` was sent.
+    pub fn has_header(&self, name: &str) -> bool {
+        self.header(name).is_some()
+    }
+
+    /// The `user-agent` header, empty when none was sent.
+    pub fn user_agent(&self) -> &'a str {
+        self.header("user-agent").unwrap_or("")
+    }
+
+    /// Whether the user agent contains `needle`, ignoring ASCII case.
+    pub fn ua_contains(&self, needle: &str) -> bool {
+        crate::ua::contains_ignore_case(self.user_agent(), needle)
+    }
+
+    /// Whether the user agent looks like a real desktop or mobile browser.
+    pub fn is_browser(&self) -> bool {
+        crate::ua::is_browser(self.user_agent())
+    }
+
+    /// The number of header lines.
+    pub fn header_count(&self) -> usize {
+        self.facts.headers.lines().filter(|l| !l.is_empty()).count()
+    }
+
+    /// The real client address.
+    pub fn client_ip(&self) -> IpAddr {
+        match self.facts.client_ip {
+            IpAddress::Ipv4((a, b, c, d)) => IpAddr::V4(Ipv4Addr::new(a, b, c, d)),
+            IpAddress::Ipv6((a, b, c, d, e, f, g, h)) => {
+                IpAddr::V6(Ipv6Addr::new(a, b, c, d, e, f, g, h))
+            }
+        }
+    }
+
+    /// Whether the client address is loopback or private (RFC 1918, unique local).
+    pub fn client_is_private(&self) -> bool {
+        match self.client_ip() {
+            IpAddr::V4(v4) => v4.is_loopback() || v4.is_private(),
+            IpAddr::V6(v6) => v6.is_loopback() || (v6.segments()[0] & 0xfe00) == 0xfc00,
+        }
+    }
+
+    /// Whether the request came over TLS.
+    pub fn is_https(&self) -> bool {
+        matches!(self.facts.scheme, Scheme::Https)
+    }
+
+    /// The TLS facts, when the request came over TLS.
+    pub fn tls(&self) -> Option<&'a TlsFacts> {
+        self.facts.tls.as_ref()
+    }
+
+    /// The host's verification of a crawler claim.
+    pub fn crawler(&self) -> CrawlerVerification {
+        self.facts.crawler
+    }
+
+    /// The client's challenge-pass state.
+    pub fn challenge(&self) -> ChallengePass {
+        self.facts.challenge
+    }
+
+    /// The client's behaviour counters.
+    pub fn behaviour(&self) -> Behaviour {
+        self.facts.behaviour
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::get;
+
+    #[test]
+    fn path_is_decoded_lowered_and_collapsed() {
+        let facts = get("//WP%2DLogin.php?a=1").build();
+        let req = crate::Request::new(&facts);
+        assert_eq!(req.path_lower(), "/wp-login.php");
+        assert_eq!(req.file_name(), "wp-login.php");
+        assert_eq!(req.query(), "a=1");
+    }
+
+    #[test]
+    fn query_params_are_decoded() {
+        let facts = get("/x?q=a+b%21&flag&x=1").build();
+        let req = crate::Request::new(&facts);
+        assert_eq!(req.query_param("q").as_deref(), Some("a b!"));
+        assert_eq!(req.query_param("flag").as_deref(), Some(""));
+        assert_eq!(req.query_param("missing"), None);
+        assert_eq!(req.query_lower(), "q=a b!&flag&x=1");
+    }
+
+    #[test]
+    fn headers_are_found_by_lower_case_name() {
+        let facts = get("/")
+            .header("X-Test", "one")
+            .header("x-test", "two")
+            .build();
+        let req = crate::Request::new(&facts);
+        assert_eq!(req.header("x-test"), Some("one"));
+        assert_eq!(req.header_values("x-test").collect::<Vec<_>>(), ["one", "two"]);
+        assert_eq!(req.user_agent(), "");
+    }
+}

@@ -1,0 +1,88 @@
+//! User-agent helpers shared by rule components.
+
+/// Whether `haystack` contains `needle`, ignoring ASCII case, without allocating.
+pub fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
+    let (h, n) = (haystack.as_bytes(), needle.as_bytes());
+    if n.is_empty() {
+        return true;
+    }
+    h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+}
+
+/// Whether `ua` contains any of `needles`, ignoring ASCII case.
+pub fn contains_any_ignore_case(ua: &str, needles: &[&str]) -> bool {
+    needles.iter().any(|n| contains_ignore_case(ua, n))
+}
+
+/// Tokens that real browsers do not send but bots, crawlers and libraries do.
+const NON_BROWSER_MARKERS: &[&str] = &[
+    "bot", "crawl", "spider", "slurp", "+http", "http://", "https://", "headless", "phantomjs",
+    "python", "curl", "wget", "java/", "go-http", "okhttp", "scrapy", "libwww", "httpclient",
+];
+
+/// Whether `ua` looks like a mainstream desktop or mobile browser (Chrome, Edge, Firefox,
+/// Safari, Opera, Samsung Internet) and carries no bot or library marker.
+pub fn is_browser(ua: &str) -> bool {
+    ua.starts_with("Mozilla/5.0 (")
+        && contains_any_ignore_case(ua, &["Chrome/", "Firefox/", "Safari/", "Edg/", "OPR/"])
+        && !contains_any_ignore_case(ua, NON_BROWSER_MARKERS)
+}
+
+/// The browser family a user agent claims, for consistency checks against client hints
+/// and TLS fingerprints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrowserFamily {
+    /// Chrome, Edge, Opera, Brave, Samsung Internet: Chromium-based, send client hints.
+    Chromium,
+    /// Firefox: sends no client hints.
+    Firefox,
+    /// Safari: sends no client hints.
+    Safari,
+}
+
+/// The browser family `ua` claims, if it claims one.
+pub fn browser_family(ua: &str) -> Option<BrowserFamily> {
+    if !is_browser(ua) {
+        None
+    } else if ua.contains("Firefox/") || ua.contains("FxiOS/") {
+        Some(BrowserFamily::Firefox)
+    } else if ua.contains("Chrome/") && !ua.contains("CriOS/") {
+        Some(BrowserFamily::Chromium)
+    } else if ua.contains("Safari/") {
+        Some(BrowserFamily::Safari)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{CHROME_UA, FIREFOX_UA, SAFARI_IOS_UA};
+
+    #[test]
+    fn browsers_are_recognised() {
+        assert_eq!(browser_family(CHROME_UA), Some(BrowserFamily::Chromium));
+        assert_eq!(browser_family(FIREFOX_UA), Some(BrowserFamily::Firefox));
+        assert_eq!(browser_family(SAFARI_IOS_UA), Some(BrowserFamily::Safari));
+    }
+
+    #[test]
+    fn bots_and_libraries_are_not_browsers() {
+        for ua in [
+            "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+            "curl/8.5.0",
+            "python-requests/2.31.0",
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/120.0.0.0 Safari/537.36",
+            "",
+        ] {
+            assert!(!is_browser(ua), "{ua}");
+        }
+    }
+
+    #[test]
+    fn contains_ignores_ascii_case() {
+        assert!(contains_ignore_case("Mozilla WordPress/6.4", "wordpress"));
+        assert!(!contains_ignore_case("abc", "abcd"));
+    }
+}

@@ -1,0 +1,1 @@
+//! Rule set for xenforo (being written).

@@ -1,0 +1,1 @@
+//! rule engine tests
