@@ -1,1 +1,85 @@
-fn main(){}
+//! Criterion benchmarks of the rule engine: the full decision (classifier and all nine
+//! CMS rule sets) over a realistic request mix, one component call, and the hot swap.
+//!
+//! Run: `cargo bench -p botgate-benches --bench decision`.
+
+use botgate_benches::realistic_mix;
+use botgate_host::rules::facts::smoke_facts;
+use botgate_host::rules::{DirectorySource, Outcome, decide};
+use botgate_model::{KNOWN_RULESETS, Policy};
+use botgate_tests::{guest_bytes, registry, shipped_dir};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use std::hint::black_box;
+use std::sync::Arc;
+
+fn decision(c: &mut Criterion) {
+    let registry = registry();
+    let dir = shipped_dir();
+    let report = registry.sync(&DirectorySource::new(dir.path()));
+    assert!(report.refused.is_empty(), "{report:?}");
+    let set = registry.snapshot();
+    let mix = realistic_mix();
+    let policy = Policy::default();
+
+    let mut group = c.benchmark_group("decision");
+    group.throughput(Throughput::Elements(1));
+    let mut i = 0usize;
+    group.bench_function("full: classifier + 9 rule sets, realistic mix", |b| {
+        b.iter(|| {
+            let facts = &mix[i % mix.len()].facts;
+            i += 1;
+            black_box(decide(&set, facts, KNOWN_RULESETS, &policy))
+        })
+    });
+    let mut i = 0usize;
+    group.bench_function("classifier only, realistic mix", |b| {
+        b.iter(|| {
+            let facts = &mix[i % mix.len()].facts;
+            i += 1;
+            black_box(decide(&set, facts, [], &policy))
+        })
+    });
+    let template = set.get("template").unwrap().clone();
+    let facts = smoke_facts();
+    group.bench_function("one call of a small component (template)", |b| {
+        b.iter(|| {
+            let outcome = template.evaluate(black_box(&facts));
+            debug_assert!(!matches!(outcome, Outcome::Failed(_)));
+            black_box(outcome)
+        })
+    });
+    group.finish();
+}
+
+fn hot_swap(c: &mut Criterion) {
+    let registry = registry();
+    let dir = shipped_dir();
+    registry.sync(&DirectorySource::new(dir.path()));
+    let v1 = Arc::new(
+        registry
+            .check("versioned", &guest_bytes("versioned_one"), "bench")
+            .unwrap(),
+    );
+    let v2 = Arc::new(
+        registry
+            .check("versioned", &guest_bytes("versioned_two"), "bench")
+            .unwrap(),
+    );
+    let mut group = c.benchmark_group("hot_swap");
+    let mut flip = false;
+    group.bench_function("install a validated component (atomic swap of 12)", |b| {
+        b.iter(|| {
+            flip = !flip;
+            black_box(registry.install(if flip { v1.clone() } else { v2.clone() }))
+        })
+    });
+    let bytes = guest_bytes("versioned_one");
+    group.bench_function(
+        "load from the compile cache, validate and smoke-test",
+        |b| b.iter(|| black_box(registry.check("versioned", &bytes, "bench").unwrap())),
+    );
+    group.finish();
+}
+
+criterion_group!(benches, decision, hot_swap);
+criterion_main!(benches);

@@ -1,1 +1,7 @@
-//! botgate gateway library.
+//! botgate's gateway library: the sandboxed Wasm rule engine (and, later, the data plane).
+//!
+//! The rule engine lives in [`rules`]: it compiles rule components once, keeps them in
+//! an atomically swapped [`rules::Registry`], calls each one under a CPU deadline and a
+//! memory cap, and merges their opinions into one [`rules::Decision`].
+
+pub mod rules;

@@ -1,0 +1,30 @@
+//! Host bindings generated from the one WIT source (`wit/ruleset.wit`), and conversions
+//! between the WIT types and the domain model.
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "ruleset",
+    additional_derives: [PartialEq, Eq],
+});
+
+pub use botgate::ruleset::types::{
+    Behaviour, Category as WitCategory, ChallengePass, ComponentInfo, CrawlerVerification,
+    HttpVersion, IpAddress, Opinion, RequestFacts, Scheme, TlsFacts, TlsVersion,
+};
+
+use botgate_model::Category;
+
+impl From<WitCategory> for Category {
+    fn from(c: WitCategory) -> Self {
+        match c {
+            WitCategory::ContentScrapers => Category::ContentScrapers,
+            WitCategory::EmulatedHumans => Category::EmulatedHumans,
+            WitCategory::Humans => Category::Humans,
+            WitCategory::SearchEngines => Category::SearchEngines,
+            WitCategory::SecurityIssues => Category::SecurityIssues,
+            WitCategory::ServicesAndPayments => Category::ServicesAndPayments,
+            WitCategory::SocialNetworks => Category::SocialNetworks,
+            WitCategory::SuspiciousBehaviour => Category::SuspiciousBehaviour,
+        }
+    }
+}

@@ -1,0 +1,452 @@
+//! One loaded rule component: validation on load, a pool of warm instances, bounded
+//! calls, failure accounting and the switch-off of a component that keeps failing.
+
+use super::bindings::{ComponentInfo, Opinion, RequestFacts, Ruleset, RulesetPre};
+use super::cache::ComponentCache;
+use super::facts::smoke_facts;
+use super::sandbox::{GuestState, Sandbox};
+use botgate_model::RulesetName;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use wasmtime::component::{Component, Linker, types::ComponentItem};
+use wasmtime::{Store, Trap};
+
+/// Longest accepted `reason`, `version` and `description`.
+const MAX_REASON: usize = 64;
+const MAX_VERSION: usize = 64;
+const MAX_DESCRIPTION: usize = 1024;
+
+/// Why a component was refused. The previous version, if any, stays in service.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{0}")]
+    BadName(#[from] botgate_model::InvalidRulesetName),
+    #[error("not a WebAssembly file (no `\\0asm` header)")]
+    NotWasm,
+    #[error(
+        "a core WebAssembly module, not a component; build for wasm32-wasip2 or wrap it with `wasm-tools component new`"
+    )]
+    CoreModule,
+    #[error("does not compile: {0}")]
+    Compile(String),
+    #[error(
+        "imports `{0}`, which botgate does not provide (rule components may import only WASI, which traps, and botgate:ruleset types)"
+    )]
+    ForeignImport(String),
+    #[error("is not a `botgate:ruleset/ruleset@1.x` component (wrong world): {0}")]
+    WrongWorld(String),
+    #[error("cannot be instantiated: {0}")]
+    Instantiate(String),
+    #[error("`info` failed: {0}")]
+    Info(String),
+    #[error("`info` says its name is `{claimed}`, but the file says `{file}`")]
+    NameMismatch { claimed: String, file: String },
+    #[error("`info` returned an invalid {field}: {why}")]
+    BadInfo { field: &'static str, why: String },
+    #[error("fails on the smoke request: {0}")]
+    Smoke(String),
+}
+
+/// The result of one call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The component gave an opinion.
+    Opinion(Opinion),
+    /// The component abstained.
+    Abstain,
+    /// The component is switched off after repeated failures; it was not called.
+    Disabled,
+    /// The call failed; the opinion is dropped (fail-open).
+    Failed(Failure),
+}
+
+/// How a call failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// The guest trapped (panic, unreachable, stack overflow, a WASI call).
+    Trap(String),
+    /// The call ran past its CPU deadline.
+    Deadline,
+    /// The guest asked for more memory than its cap.
+    Memory,
+    /// The guest returned an opinion the contract forbids (bad reason id).
+    BadOutput(String),
+    /// A fresh instance could not be created.
+    Instantiate(String),
+}
+
+/// Counters of one component, kept for metrics and logs.
+#[derive(Debug, Default)]
+pub struct ComponentStats {
+    pub calls: AtomicU64,
+    pub opinions: AtomicU64,
+    pub abstains: AtomicU64,
+    pub traps: AtomicU64,
+    pub deadlines: AtomicU64,
+    pub memory: AtomicU64,
+    pub bad_output: AtomicU64,
+    pub skipped_disabled: AtomicU64,
+    pub disabled_times: AtomicU64,
+    pub instances_created: AtomicU64,
+}
+
+impl ComponentStats {
+    /// All failed calls.
+    pub fn failures(&self) -> u64 {
+        self.traps.load(Relaxed)
+            + self.deadlines.load(Relaxed)
+            + self.memory.load(Relaxed)
+            + self.bad_output.load(Relaxed)
+    }
+}
+
+/// A warm instance and its store.
+struct Instance {
+    store: Store<GuestState>,
+    bindings: Ruleset,
+}
+
+/// A validated, compiled component ready to be called from many threads.
+pub struct LoadedComponent {
+    name: Arc<str>,
+    version: Arc<str>,
+    description: String,
+    hash: String,
+    origin: String,
+    sandbox: Arc<Sandbox>,
+    pre: RulesetPre<GuestState>,
+    pool: Mutex<Vec<Instance>>,
+    consecutive_failures: AtomicU32,
+    /// Milliseconds since [`clock_base`] until which the component is switched off.
+    disabled_until_ms: AtomicU64,
+    stats: ComponentStats,
+}
+
+fn clock_base() -> Instant {
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    *BASE.get_or_init(Instant::now)
+}
+
+fn now_ms() -> u64 {
+    clock_base().elapsed().as_millis() as u64
+}
+
+/// Checks the 8-byte preamble: `\0asm`, then version and layer (layer 1 = component).
+fn check_preamble(bytes: &[u8]) -> Result<(), LoadError> {
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Err(LoadError::NotWasm);
+    }
+    if bytes[6..8] == [0, 0] {
+        return Err(LoadError::CoreModule);
+    }
+    Ok(())
+}
+
+fn valid_reason(reason: &str) -> bool {
+    !reason.is_empty()
+        && reason.len() <= MAX_REASON
+        && reason
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
+}
+
+impl LoadedComponent {
+    /// Compiles (or takes from `cache`) and validates the component `bytes` that the
+    /// operator named `name` (the file stem); `origin` says where it came from, for logs.
+    pub fn load(
+        sandbox: &Arc<Sandbox>,
+        cache: &ComponentCache,
+        name: &str,
+        bytes: &[u8],
+        origin: &str,
+    ) -> Result<LoadedComponent, LoadError> {
+        let name: RulesetName = name.parse()?;
+        check_preamble(bytes)?;
+        let hash = super::cache::content_hash(bytes);
+        let engine = sandbox.engine();
+        let component = cache
+            .compile(engine, bytes, &hash)
+            .map_err(|e| LoadError::Compile(format!("{e:#}")))?;
+        Self::check_imports(&component, engine)?;
+
+        let mut linker: Linker<GuestState> = Linker::new(engine);
+        // Every import (WASI included) becomes a function that traps: guests get no
+        // files, network, clocks or randomness.
+        linker
+            .define_unknown_imports_as_traps(&component)
+            .map_err(|e| LoadError::Instantiate(format!("{e:#}")))?;
+        let instance_pre = linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::Instantiate(format!("{e:#}")))?;
+        let pre =
+            RulesetPre::new(instance_pre).map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
+
+        let loaded = LoadedComponent {
+            name: Arc::from(name.as_str()),
+            version: Arc::from(""),
+            description: String::new(),
+            hash,
+            origin: origin.to_owned(),
+            sandbox: sandbox.clone(),
+            pre,
+            pool: Mutex::new(Vec::new()),
+            consecutive_failures: AtomicU32::new(0),
+            disabled_until_ms: AtomicU64::new(0),
+            stats: ComponentStats::default(),
+        };
+        let (mut instance, info) = loaded.instantiate().map_err(|e| match e {
+            InstantiateError::Instantiate(e) => LoadError::Instantiate(e),
+            InstantiateError::Info(e) => LoadError::Info(e),
+            InstantiateError::Smoke(e) => LoadError::Smoke(e),
+        })?;
+        let loaded = loaded.with_info(info)?;
+        // The smoke request must succeed within the ordinary deadline on a warm instance.
+        match loaded.call(
+            &mut instance,
+            &smoke_facts(),
+            loaded.sandbox.config().call_deadline,
+        ) {
+            Outcome::Failed(f) => return Err(LoadError::Smoke(format!("{f:?}"))),
+            _ => loaded.pool.lock().expect("pool lock").push(instance),
+        }
+        Ok(loaded)
+    }
+
+    /// Refuses components that import anything but WASI and the contract's types.
+    fn check_imports(component: &Component, engine: &wasmtime::Engine) -> Result<(), LoadError> {
+        for (name, item) in component.component_type().imports(engine) {
+            let allowed = name.starts_with("wasi:") || name.starts_with("botgate:ruleset/types@");
+            let harmless_type =
+                matches!(item.ty, ComponentItem::Type(_) | ComponentItem::Resource(_));
+            if !allowed && !harmless_type {
+                return Err(LoadError::ForeignImport(name.to_owned()));
+            }
+        }
+        Ok(())
+    }
+
+    fn with_info(mut self, info: ComponentInfo) -> Result<Self, LoadError> {
+        if info.name != *self.name {
+            return Err(LoadError::NameMismatch {
+                claimed: info.name.chars().take(80).collect(),
+                file: self.name.to_string(),
+            });
+        }
+        let version_ok = !info.version.is_empty()
+            && info.version.len() <= MAX_VERSION
+            && info.version.bytes().all(|b| b.is_ascii_graphic());
+        if !version_ok {
+            return Err(LoadError::BadInfo {
+                field: "version",
+                why: format!("expected 1 to {MAX_VERSION} printable ASCII characters"),
+            });
+        }
+        if info.description.len() > MAX_DESCRIPTION {
+            return Err(LoadError::BadInfo {
+                field: "description",
+                why: format!("longer than {MAX_DESCRIPTION} bytes"),
+            });
+        }
+        self.version = Arc::from(info.version.as_str());
+        self.description = info.description;
+        Ok(self)
+    }
+
+    /// A fresh instance, its `info`, and one warm-up call so lazily built tables exist
+    /// before it serves traffic.
+    fn instantiate(&self) -> Result<(Instance, ComponentInfo), InstantiateError> {
+        self.stats.instances_created.fetch_add(1, Relaxed);
+        let sandbox = &self.sandbox;
+        let warmup = sandbox.config().warmup_deadline;
+        let mut store = sandbox.new_store();
+        sandbox.arm_deadline(&mut store, warmup);
+        let bindings = self
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| InstantiateError::Instantiate(describe(&store, &e)))?;
+        sandbox.arm_deadline(&mut store, warmup);
+        let info = bindings
+            .botgate_ruleset_rules()
+            .call_info(&mut store)
+            .map_err(|e| InstantiateError::Info(describe(&store, &e)))?;
+        let mut instance = Instance { store, bindings };
+        if let Outcome::Failed(f) = self.call(&mut instance, &smoke_facts(), warmup) {
+            return Err(InstantiateError::Smoke(format!("{f:?}")));
+        }
+        Ok((instance, info))
+    }
+
+    /// One bounded call of `evaluate` on `instance`. Does not touch the counters.
+    fn call(&self, instance: &mut Instance, facts: &RequestFacts, deadline: Duration) -> Outcome {
+        let store = &mut instance.store;
+        store.data_mut().limiter.memory_cap_hit = false;
+        self.sandbox.arm_deadline(store, deadline);
+        match instance
+            .bindings
+            .botgate_ruleset_rules()
+            .call_evaluate(&mut *store, facts)
+        {
+            Ok(Some(mut opinion)) => {
+                if !valid_reason(&opinion.reason) {
+                    let shown: String = opinion.reason.chars().take(80).collect();
+                    return Outcome::Failed(Failure::BadOutput(format!(
+                        "reason id {shown:?} ({} bytes) is not 1-{MAX_REASON} bytes of [a-z0-9.-]",
+                        opinion.reason.len()
+                    )));
+                }
+                opinion.confidence = opinion.confidence.min(100);
+                Outcome::Opinion(opinion)
+            }
+            Ok(None) => Outcome::Abstain,
+            Err(err) => Outcome::Failed(classify(store, &err)),
+        }
+    }
+
+    /// The component's opinion of `facts`, bounded by the sandbox; never panics and
+    /// never fails the caller. Failures are counted, and a component that keeps
+    /// failing is switched off for a while.
+    pub fn evaluate(&self, facts: &RequestFacts) -> Outcome {
+        let until = self.disabled_until_ms.load(Relaxed);
+        if until != 0 && now_ms() < until {
+            self.stats.skipped_disabled.fetch_add(1, Relaxed);
+            return Outcome::Disabled;
+        }
+        self.stats.calls.fetch_add(1, Relaxed);
+        let pooled = self.pool.lock().expect("pool lock").pop();
+        let mut instance = match pooled {
+            Some(instance) => instance,
+            None => match self.instantiate() {
+                Ok((instance, _)) => instance,
+                Err(err) => {
+                    let failure = Failure::Instantiate(format!("{err:?}"));
+                    self.stats.traps.fetch_add(1, Relaxed);
+                    self.record_failure(&failure);
+                    return Outcome::Failed(failure);
+                }
+            },
+        };
+        let outcome = self.call(&mut instance, facts, self.sandbox.config().call_deadline);
+        match &outcome {
+            Outcome::Opinion(_) | Outcome::Abstain => {
+                if matches!(outcome, Outcome::Opinion(_)) {
+                    self.stats.opinions.fetch_add(1, Relaxed);
+                } else {
+                    self.stats.abstains.fetch_add(1, Relaxed);
+                }
+                self.consecutive_failures.store(0, Relaxed);
+                self.disabled_until_ms.store(0, Relaxed);
+                let mut pool = self.pool.lock().expect("pool lock");
+                if pool.len() < self.sandbox.config().max_idle_instances {
+                    pool.push(instance);
+                }
+            }
+            Outcome::Failed(failure) => {
+                let counter = match failure {
+                    Failure::Deadline => &self.stats.deadlines,
+                    Failure::Memory => &self.stats.memory,
+                    Failure::BadOutput(_) => &self.stats.bad_output,
+                    Failure::Trap(_) | Failure::Instantiate(_) => &self.stats.traps,
+                };
+                counter.fetch_add(1, Relaxed);
+                self.record_failure(failure);
+                // A bad opinion leaves the instance sound; a trapped one is poisoned
+                // and dropped here.
+                if matches!(failure, Failure::BadOutput(_)) {
+                    self.pool.lock().expect("pool lock").push(instance);
+                }
+            }
+            Outcome::Disabled => unreachable!("call() never answers Disabled"),
+        }
+        outcome
+    }
+
+    fn record_failure(&self, failure: &Failure) {
+        let failures = self.consecutive_failures.fetch_add(1, Relaxed) + 1;
+        tracing::debug!(component = %self.name, version = %self.version, ?failure, "rule component call failed; opinion dropped");
+        let limit = self.sandbox.config().failures_before_disable;
+        if failures >= limit {
+            let pause = self.sandbox.config().disable_for;
+            self.disabled_until_ms
+                .store(now_ms() + pause.as_millis() as u64, Relaxed);
+            self.consecutive_failures.store(0, Relaxed);
+            self.stats.disabled_times.fetch_add(1, Relaxed);
+            tracing::warn!(
+                component = %self.name,
+                version = %self.version,
+                failures,
+                last_failure = ?failure,
+                disabled_for_s = pause.as_secs_f64(),
+                "rule component keeps failing; switched off for a while (requests are decided without it)"
+            );
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The name as a shared string, for decisions and logs.
+    pub fn name_arc(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The version as a shared string, for decisions and logs.
+    pub fn version_arc(&self) -> &Arc<str> {
+        &self.version
+    }
+
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// SHA-256 of the component's bytes, in hex.
+    pub fn hash(&self) -> &str {
+        &self.hash
+    }
+
+    /// Where the component came from (a file path, a store key).
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    pub fn stats(&self) -> &ComponentStats {
+        &self.stats
+    }
+
+    /// Whether the component is switched off now.
+    pub fn is_disabled(&self) -> bool {
+        let until = self.disabled_until_ms.load(Relaxed);
+        until != 0 && now_ms() < until
+    }
+}
+
+#[derive(Debug)]
+enum InstantiateError {
+    Instantiate(String),
+    Info(String),
+    Smoke(String),
+}
+
+/// Names a failed call: memory cap, deadline or trap.
+fn classify(store: &Store<GuestState>, err: &wasmtime::Error) -> Failure {
+    if store.data().limiter.memory_cap_hit {
+        Failure::Memory
+    } else if err.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+        Failure::Deadline
+    } else {
+        Failure::Trap(format!("{err:#}"))
+    }
+}
+
+fn describe(store: &Store<GuestState>, err: &wasmtime::Error) -> String {
+    match classify(store, err) {
+        Failure::Memory => "memory cap exceeded".into(),
+        Failure::Deadline => "deadline exceeded".into(),
+        other => format!("{other:?}"),
+    }
+}

@@ -1,0 +1,259 @@
+//! The decision: run the classifier and a website's enabled rule sets on one request,
+//! merge their opinions by a fixed precedence, and look the category up in the
+//! website's policy.
+//!
+//! # Precedence
+//!
+//! 1. Opinions of components that failed, timed out or are switched off are dropped
+//!    (fail-open); so are rule sets the website enabled that are not loaded.
+//! 2. An opinion of `security_issues` with confidence ≥ 50 beats every other category:
+//!    attack evidence is never outweighed by a claim of legitimacy.
+//! 3. Otherwise the highest confidence wins.
+//! 4. Ties go to a CMS rule set over the classifier (specific knowledge beats general
+//!    knowledge), then to the category whose action under this website's policy is
+//!    stricter (`deny` > `captcha` > `grant`), then to the component name in
+//!    alphabetical order, so the result never depends on call order.
+//! 5. When every component abstains the request counts as `humans`, decided by no
+//!    component.
+
+use super::bindings::RequestFacts;
+use super::component::{LoadedComponent, Outcome};
+use super::registry::RulesetSet;
+use botgate_model::{Action, Category, Policy};
+use std::sync::Arc;
+
+/// The name of the general classifier, which runs for every website.
+pub const CLASSIFIER: &str = "classifier";
+
+/// The confidence from which `security_issues` overrides every other opinion.
+pub const SECURITY_OVERRIDE_CONFIDENCE: u8 = 50;
+
+/// The component whose opinion decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decider {
+    pub name: Arc<str>,
+    pub version: Arc<str>,
+}
+
+/// What the engine decided for one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub category: Category,
+    pub action: Action,
+    pub confidence: u8,
+    /// The deciding component; `None` when every component abstained.
+    pub decided_by: Option<Decider>,
+    /// The deciding opinion's reason id (`none` when every component abstained).
+    pub reason: String,
+    /// Components whose call failed or that were switched off for this request.
+    pub failed_components: u8,
+}
+
+fn strictness(action: Action) -> u8 {
+    match action {
+        Action::Deny => 2,
+        Action::Captcha => 1,
+        Action::Grant => 0,
+    }
+}
+
+/// The precedence key of an opinion: larger wins (see the module documentation).
+type PrecedenceKey<'a> = (bool, u8, bool, u8, std::cmp::Reverse<&'a str>);
+
+/// The precedence key of `component`'s opinion (`category`, `confidence`) under `policy`.
+fn precedence_key<'a>(
+    component: &'a str,
+    category: Category,
+    confidence: u8,
+    policy: &Policy,
+) -> PrecedenceKey<'a> {
+    (
+        category == Category::SecurityIssues && confidence >= SECURITY_OVERRIDE_CONFIDENCE,
+        confidence,
+        component != CLASSIFIER,
+        strictness(policy.action(category)),
+        std::cmp::Reverse(component),
+    )
+}
+
+/// The best opinion so far.
+struct Candidate<'a> {
+    key: PrecedenceKey<'a>,
+    category: Category,
+    confidence: u8,
+    component: &'a LoadedComponent,
+    reason: String,
+}
+
+/// Runs the classifier and every rule set of `enabled` that `set` holds (each once, in
+/// name order), merges the opinions and applies `policy`.
+pub fn decide<'a>(
+    set: &RulesetSet,
+    facts: &RequestFacts,
+    enabled: impl IntoIterator<Item = &'a str>,
+    policy: &Policy,
+) -> Decision {
+    let mut names: Vec<&str> = enabled.into_iter().filter(|n| *n != CLASSIFIER).collect();
+    names.sort_unstable();
+    names.dedup();
+
+    let mut best: Option<Candidate> = None;
+    let mut failed = 0u8;
+
+    for name in std::iter::once(CLASSIFIER).chain(names) {
+        let Some(component) = set.get(name) else {
+            continue;
+        };
+        let opinion = match component.evaluate(facts) {
+            Outcome::Opinion(opinion) => opinion,
+            Outcome::Abstain => continue,
+            Outcome::Disabled | Outcome::Failed(_) => {
+                failed = failed.saturating_add(1);
+                continue;
+            }
+        };
+        let category = Category::from(opinion.category);
+        let confidence = opinion.confidence;
+        let key = precedence_key(component.name(), category, confidence, policy);
+        if best.as_ref().is_none_or(|b| key > b.key) {
+            best = Some(Candidate {
+                key,
+                category,
+                confidence,
+                component,
+                reason: opinion.reason,
+            });
+        }
+    }
+
+    match best {
+        Some(best) => Decision {
+            category: best.category,
+            action: policy.action(best.category),
+            confidence: best.confidence,
+            decided_by: Some(Decider {
+                name: best.component.name_arc().clone(),
+                version: best.component.version_arc().clone(),
+            }),
+            reason: best.reason,
+            failed_components: failed,
+        },
+        None => Decision {
+            category: Category::Humans,
+            action: policy.action(Category::Humans),
+            confidence: 0,
+            decided_by: None,
+            reason: "none".into(),
+            failed_components: failed,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Category::*;
+
+    /// The winner among `(component, category, confidence)` opinions.
+    fn winner(
+        opinions: &[(&'static str, Category, u8)],
+        policy: &Policy,
+    ) -> (&'static str, Category) {
+        let best = opinions
+            .iter()
+            .max_by_key(|(name, category, confidence)| {
+                precedence_key(name, *category, *confidence, policy)
+            })
+            .unwrap();
+        (best.0, best.1)
+    }
+
+    #[test]
+    fn security_issues_beat_higher_confidence_claims_of_legitimacy() {
+        let p = Policy::default();
+        let got = winner(
+            &[
+                ("wordpress", ServicesAndPayments, 95),
+                ("classifier", SecurityIssues, 60),
+            ],
+            &p,
+        );
+        assert_eq!(got, ("classifier", SecurityIssues));
+    }
+
+    #[test]
+    fn weak_security_opinion_does_not_override() {
+        let p = Policy::default();
+        let got = winner(
+            &[
+                ("classifier", SecurityIssues, 40),
+                ("nextcloud", ServicesAndPayments, 90),
+            ],
+            &p,
+        );
+        assert_eq!(got, ("nextcloud", ServicesAndPayments));
+    }
+
+    #[test]
+    fn highest_confidence_wins_otherwise() {
+        let p = Policy::default();
+        let got = winner(
+            &[
+                ("classifier", SuspiciousBehaviour, 55),
+                ("nextcloud", ServicesAndPayments, 90),
+            ],
+            &p,
+        );
+        assert_eq!(got, ("nextcloud", ServicesAndPayments));
+        let got = winner(
+            &[
+                ("classifier", ContentScrapers, 85),
+                ("drupal", SuspiciousBehaviour, 60),
+            ],
+            &p,
+        );
+        assert_eq!(got, ("classifier", ContentScrapers));
+    }
+
+    #[test]
+    fn ties_go_to_the_cms_rule_set_then_the_stricter_action_then_the_name() {
+        let p = Policy::default();
+        assert_eq!(
+            winner(
+                &[
+                    ("classifier", ContentScrapers, 80),
+                    ("wordpress", ServicesAndPayments, 80)
+                ],
+                &p
+            ),
+            ("wordpress", ServicesAndPayments)
+        );
+        assert_eq!(
+            winner(
+                &[("drupal", Humans, 70), ("joomla", SuspiciousBehaviour, 70)],
+                &p
+            ),
+            ("joomla", SuspiciousBehaviour),
+            "captcha is stricter than grant"
+        );
+        let strict_humans = Policy::default().with(Humans, Action::Deny);
+        assert_eq!(
+            winner(
+                &[("drupal", Humans, 70), ("joomla", SuspiciousBehaviour, 70)],
+                &strict_humans
+            ),
+            ("drupal", Humans),
+            "strictness follows the website's policy"
+        );
+        assert_eq!(
+            winner(
+                &[
+                    ("joomla", SuspiciousBehaviour, 70),
+                    ("bitrix", SuspiciousBehaviour, 70)
+                ],
+                &p
+            ),
+            ("bitrix", SuspiciousBehaviour)
+        );
+    }
+}

@@ -1,0 +1,27 @@
+//! The rule engine: sandboxed Wasm rule components and the decision they feed.
+//!
+//! Phases of one evaluation (see ARCHITECTURE.md):
+//! 1. the data plane builds a [`RequestFacts`] record ([`facts`]);
+//! 2. [`decide`] takes one [`RulesetSet`] snapshot from the [`Registry`], runs the
+//!    classifier and each enabled rule set once ([`component`]), each call bounded by
+//!    the [`sandbox`];
+//! 3. opinions are merged by the documented precedence into a [`Decision`] and the
+//!    website's policy picks the action.
+
+pub mod bindings;
+pub mod cache;
+pub mod component;
+pub mod decision;
+pub mod facts;
+pub mod registry;
+pub mod sandbox;
+pub mod source;
+pub mod watcher;
+
+pub use bindings::RequestFacts;
+pub use component::{ComponentStats, LoadError, LoadedComponent, Outcome};
+pub use decision::{CLASSIFIER, Decider, Decision, decide};
+pub use registry::{Registry, RulesetSet, SyncReport};
+pub use sandbox::{Sandbox, SandboxConfig};
+pub use source::{DirectorySource, RulesetBlob, RulesetSource};
+pub use watcher::Watcher;

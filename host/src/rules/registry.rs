@@ -1,0 +1,201 @@
+//! The registry of loaded rule components: an atomically swapped, immutable set.
+//!
+//! Readers take a snapshot (`Arc<RulesetSet>`) and keep it for a whole evaluation, so
+//! in-flight requests finish on the versions they started with. A sync with a source
+//! builds a new set beside the old one and swaps it in one store; a component that
+//! fails validation is refused and its previous version, if any, stays.
+
+use super::cache::{ComponentCache, content_hash};
+use super::component::{LoadError, LoadedComponent};
+use super::sandbox::Sandbox;
+use super::source::RulesetSource;
+use arc_swap::ArcSwap;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// One immutable generation of loaded components, keyed by name.
+#[derive(Default)]
+pub struct RulesetSet {
+    generation: u64,
+    components: BTreeMap<String, Arc<LoadedComponent>>,
+}
+
+impl RulesetSet {
+    /// The component called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<LoadedComponent>> {
+        self.components.get(name)
+    }
+
+    /// Every component, by name.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<LoadedComponent>> {
+        self.components.values()
+    }
+
+    pub fn len(&self) -> usize {
+        self.components.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.components.is_empty()
+    }
+
+    /// Increases by one with every swap that changed something.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+}
+
+/// What one sync did.
+#[derive(Debug, Default)]
+pub struct SyncReport {
+    /// Components added or replaced: (name, version).
+    pub loaded: Vec<(String, String)>,
+    /// Components removed because the source no longer holds them.
+    pub removed: Vec<String>,
+    /// Entries refused: (origin, reason). The previous version of each stays.
+    pub refused: Vec<(String, String)>,
+    /// The generation in service after the sync.
+    pub generation: u64,
+}
+
+impl SyncReport {
+    pub fn changed(&self) -> bool {
+        !self.loaded.is_empty() || !self.removed.is_empty()
+    }
+}
+
+/// The registry: a sandbox, a compile cache and the current set.
+pub struct Registry {
+    sandbox: Arc<Sandbox>,
+    cache: ComponentCache,
+    current: ArcSwap<RulesetSet>,
+    /// Serialises syncs; readers never take it.
+    sync_lock: Mutex<()>,
+}
+
+impl Registry {
+    /// An empty registry; compiled code is cached under `cache_dir` when given.
+    pub fn new(sandbox: Arc<Sandbox>, cache_dir: Option<PathBuf>) -> Self {
+        let cache = ComponentCache::new(sandbox.engine(), cache_dir);
+        Registry {
+            sandbox,
+            cache,
+            current: ArcSwap::from_pointee(RulesetSet::default()),
+            sync_lock: Mutex::new(()),
+        }
+    }
+
+    pub fn sandbox(&self) -> &Arc<Sandbox> {
+        &self.sandbox
+    }
+
+    /// The set in service now. Hold it for the whole of one evaluation.
+    pub fn snapshot(&self) -> Arc<RulesetSet> {
+        self.current.load_full()
+    }
+
+    /// Validates one component without putting it in service.
+    pub fn check(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        origin: &str,
+    ) -> Result<LoadedComponent, LoadError> {
+        LoadedComponent::load(&self.sandbox, &self.cache, name, bytes, origin)
+    }
+
+    /// Puts an already loaded component in service (replacing one of the same name) with
+    /// one atomic swap; returns the new generation. This is the whole cost of a hot
+    /// swap once a component is compiled and validated.
+    pub fn install(&self, component: Arc<LoadedComponent>) -> u64 {
+        let _guard = self.sync_lock.lock().expect("sync lock");
+        let old = self.current.load();
+        let mut components = old.components.clone();
+        components.insert(component.name().to_owned(), component);
+        let generation = old.generation + 1;
+        self.current.store(Arc::new(RulesetSet {
+            generation,
+            components,
+        }));
+        generation
+    }
+
+    /// Makes the set equal what `source` holds: new and changed components are loaded
+    /// and validated beside the running ones, removed ones are dropped, refused ones
+    /// keep their previous version; then the new set is swapped in at once.
+    pub fn sync(&self, source: &dyn RulesetSource) -> SyncReport {
+        let _guard = self.sync_lock.lock().expect("sync lock");
+        let old = self.current.load_full();
+        let (blobs, errors) = source.list();
+        let mut report = SyncReport::default();
+        let mut next = BTreeMap::new();
+
+        for error in errors {
+            tracing::error!(origin = %error.origin, reason = %error.message, "rule set not loaded");
+            report.refused.push((error.origin, error.message));
+        }
+        for blob in blobs {
+            let hash = content_hash(&blob.bytes);
+            let previous = old.get(&blob.name);
+            if let Some(previous) = previous.filter(|p| p.hash() == hash) {
+                next.insert(blob.name, previous.clone());
+                continue;
+            }
+            match LoadedComponent::load(
+                &self.sandbox,
+                &self.cache,
+                &blob.name,
+                &blob.bytes,
+                &blob.origin,
+            ) {
+                Ok(component) => {
+                    tracing::info!(
+                        component = %component.name(),
+                        version = %component.version(),
+                        origin = %blob.origin,
+                        hash = %&hash[..12],
+                        replaced = previous.map(|p| p.version()),
+                        "rule set loaded"
+                    );
+                    report
+                        .loaded
+                        .push((blob.name.clone(), component.version().to_owned()));
+                    next.insert(blob.name, Arc::new(component));
+                }
+                Err(err) => {
+                    let kept = previous.map(|p| p.version().to_owned());
+                    tracing::error!(
+                        origin = %blob.origin,
+                        reason = %err,
+                        kept_version = kept.as_deref().unwrap_or("none"),
+                        "rule set refused; the previous version stays in service"
+                    );
+                    report.refused.push((blob.origin.clone(), err.to_string()));
+                    if let Some(previous) = previous {
+                        next.insert(blob.name, previous.clone());
+                    }
+                }
+            }
+        }
+        for name in old.components.keys() {
+            if !next.contains_key(name) {
+                tracing::info!(component = %name, "rule set removed");
+                report.removed.push(name.clone());
+            }
+        }
+        if report.changed() {
+            let generation = old.generation + 1;
+            let keep: Vec<&str> = next.values().map(|c| c.hash()).collect();
+            self.cache.retain(&keep);
+            self.current.store(Arc::new(RulesetSet {
+                generation,
+                components: next,
+            }));
+            report.generation = generation;
+        } else {
+            report.generation = old.generation;
+        }
+        report
+    }
+}

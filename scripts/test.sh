@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs all of botgate's checks and tests on a fresh clone of a fresh machine:
+# installs the toolchain pieces it needs, builds the guest components, checks format
+# and lints in every workspace, then runs the guests' native tests and the host's tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "toolchain: wasm32-wasip2 target, rustfmt, clippy"
+rustup target add wasm32-wasip2
+rustup component add rustfmt clippy
+
+step "guest components (wasm32-wasip2)"
+scripts/build-guests.sh
+
+step "format"
+cargo fmt --all --check
+cargo fmt --all --check --manifest-path rulesets/Cargo.toml
+cargo fmt --all --check --manifest-path tests/guests/Cargo.toml
+
+step "lints"
+cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --workspace --all-targets --manifest-path rulesets/Cargo.toml -- -D warnings
+cargo clippy --workspace --release --target wasm32-wasip2 --manifest-path tests/guests/Cargo.toml \
+    --target-dir rulesets/target -- -D warnings
+
+step "guest logic, natively"
+cargo test --workspace --manifest-path rulesets/Cargo.toml
+
+step "host, engine and integration tests"
+cargo test --workspace

@@ -1,0 +1,154 @@
+//! A realistic mix of requests, as a protected WordPress/Nextcloud hosting server sees
+//! them: browsers, verified and impostor crawlers, services, scanners and attacks.
+
+use botgate_host::rules::RequestFacts;
+use botgate_host::rules::bindings::{
+    Behaviour, CrawlerVerification, HttpVersion, Scheme, TlsFacts, TlsVersion,
+};
+use botgate_host::rules::facts::request_facts;
+use std::net::IpAddr;
+
+const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+const CHROME_JA4: &str = "t13d1516h2_8daaf6152771_02713d6af862";
+
+/// One request of the mix.
+pub struct MixRequest {
+    pub label: &'static str,
+    pub facts: RequestFacts,
+}
+
+struct Req {
+    method: &'static str,
+    target: &'static str,
+    headers: Vec<(&'static str, &'static str)>,
+    ja4: Option<&'static str>,
+    alpn: &'static str,
+    ip: [u8; 4],
+    crawler: CrawlerVerification,
+    requests: u32,
+}
+
+fn req(method: &'static str, target: &'static str) -> Req {
+    Req {
+        method,
+        target,
+        headers: vec![("host", "www.example.com")],
+        ja4: None,
+        alpn: "h2",
+        ip: [203, 0, 113, 10],
+        crawler: CrawlerVerification::NoClaim,
+        requests: 3,
+    }
+}
+
+impl Req {
+    fn h(mut self, name: &'static str, value: &'static str) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+
+    fn chrome(self) -> Self {
+        let mut r = self
+            .h("user-agent", CHROME)
+            .h("sec-ch-ua", "\"Google Chrome\";v=\"131\", \"Chromium\";v=\"131\", \"Not_A Brand\";v=\"24\"")
+            .h("sec-ch-ua-mobile", "?0")
+            .h("sec-ch-ua-platform", "\"Windows\"")
+            .h("accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8")
+            .h("accept-encoding", "gzip, deflate, br, zstd")
+            .h("accept-language", "en-GB,en;q=0.9")
+            .h("sec-fetch-mode", "navigate");
+        r.ja4 = Some(CHROME_JA4);
+        r
+    }
+
+    fn tool(mut self, ua: &'static str) -> Self {
+        self = self.h("user-agent", ua).h("accept", "*/*");
+        self.alpn = "http/1.1";
+        self.ja4 = Some("t13d3112h1_e8f1e7e78f70_6bebaf5329ac");
+        self
+    }
+
+    fn build(self) -> RequestFacts {
+        let (path, query) = self.target.split_once('?').unwrap_or((self.target, ""));
+        let mut facts = request_facts(
+            self.method,
+            Scheme::Https,
+            "www.example.com",
+            path,
+            query,
+            if self.alpn == "h2" {
+                HttpVersion::Http2
+            } else {
+                HttpVersion::Http11
+            },
+            self.headers.iter().map(|(n, v)| (*n, v.as_bytes())),
+            IpAddr::from(self.ip),
+        );
+        facts.tls = Some(TlsFacts {
+            version: TlsVersion::Tls13,
+            alpn: self.alpn.into(),
+            ja4: self.ja4.unwrap_or_default().into(),
+        });
+        facts.crawler = self.crawler;
+        facts.behaviour = Behaviour {
+            window_seconds: 60,
+            requests: self.requests,
+            distinct_paths: self.requests.min(3),
+            failed_challenges: 0,
+        };
+        facts
+    }
+}
+
+/// The mix: sixteen requests, most of them ordinary visitors as on a real site.
+pub fn realistic_mix() -> Vec<MixRequest> {
+    let mut googlebot = req("GET", "/blog/hello-world/")
+        .h(
+            "user-agent",
+            "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+        )
+        .h("accept", "text/html,application/xhtml+xml")
+        .h("accept-encoding", "gzip, deflate, br");
+    googlebot.crawler = CrawlerVerification::VerifiedSearchEngine;
+    googlebot.ip = [66, 249, 66, 1];
+    let mut impostor = req("GET", "/shop/")
+        .h(
+            "user-agent",
+            "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+        )
+        .h("accept", "*/*");
+    impostor.crawler = CrawlerVerification::Failed;
+    let mut brute = req("POST", "/wp-login.php")
+        .tool("python-requests/2.31.0")
+        .h("content-type", "application/x-www-form-urlencoded");
+    brute.requests = 240;
+
+    let entries = vec![
+        ("browser home page", req("GET", "/").chrome()),
+        ("browser blog post", req("GET", "/blog/2024/06/summer-sale/").chrome()),
+        ("browser search", req("GET", "/?s=garden+chairs").chrome()),
+        ("browser asset", req("GET", "/wp-content/themes/twentytwentyfour/style.css?ver=1.1").chrome()),
+        ("browser product", req("GET", "/product/blue-mug/").chrome()),
+        ("browser login", req("POST", "/wp-login.php").chrome().h("content-type", "application/x-www-form-urlencoded")),
+        ("browser nextcloud files", req("GET", "/apps/files/").chrome()),
+        ("browser cart", req("GET", "/cart/").chrome()),
+        ("verified googlebot", googlebot),
+        ("googlebot impostor", impostor),
+        ("gptbot", req("GET", "/blog/").tool("Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)")),
+        ("sqlmap", req("GET", "/index.php?id=1%27%20UNION%20SELECT%20NULL--").tool("sqlmap/1.8#stable (https://sqlmap.org)")),
+        ("env probe", req("GET", "/.env").tool("Mozilla/5.0 zgrab/0.x")),
+        ("wp-login brute force", brute),
+        ("nextcloud sync client", req("PROPFIND", "/remote.php/dav/files/alice/")
+            .tool("Mozilla/5.0 (Windows) mirall/3.14.1stable-Win64 (build 20240807) (Nextcloud, windows-10.0.22631 ClientArchitecture: x86_64 OsArchitecture: x86_64)")
+            .h("authorization", "Basic YWxpY2U6c2VjcmV0")
+            .h("depth", "1")),
+        ("uptime monitor", req("HEAD", "/").tool("Mozilla/5.0+(compatible; UptimeRobot/2.0; http://www.uptimerobot.com/)")),
+    ];
+    entries
+        .into_iter()
+        .map(|(label, r)| MixRequest {
+            label,
+            facts: r.build(),
+        })
+        .collect()
+}

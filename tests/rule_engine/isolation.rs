@@ -1,0 +1,229 @@
+//! Hostile guests cannot hurt the host: deadlines, memory caps, traps, denied WASI,
+//! oversized or malformed output all drop only that component's opinion.
+
+use botgate_host::rules::component::Failure;
+use botgate_host::rules::facts::smoke_facts;
+use botgate_host::rules::{DirectorySource, Outcome, RequestFacts, SandboxConfig, decide};
+use botgate_model::{Action, Category, Policy};
+use botgate_tests::{init_logs, registry, registry_with, ruleset_dir};
+use std::time::Duration;
+
+fn facts_for(path: &str) -> RequestFacts {
+    let mut facts = smoke_facts();
+    facts.path = path.into();
+    facts
+}
+
+fn load_hostile(config: SandboxConfig) -> std::sync::Arc<botgate_host::rules::LoadedComponent> {
+    let registry = registry_with(config);
+    let dir = ruleset_dir(&[("hostile", "hostile")]);
+    let report = registry.sync(&DirectorySource::new(dir.path()));
+    assert!(report.refused.is_empty(), "{report:?}");
+    registry
+        .snapshot()
+        .get("hostile")
+        .expect("hostile loaded")
+        .clone()
+}
+
+fn lenient() -> SandboxConfig {
+    SandboxConfig {
+        failures_before_disable: 1000,
+        ..SandboxConfig::default()
+    }
+}
+
+#[test]
+fn endless_loop_hits_the_deadline_and_the_next_call_works() {
+    init_logs();
+    let hostile = load_hostile(lenient());
+    assert_eq!(
+        hostile.evaluate(&facts_for("/loop")),
+        Outcome::Failed(Failure::Deadline)
+    );
+    assert!(matches!(
+        hostile.evaluate(&facts_for("/")),
+        Outcome::Opinion(_)
+    ));
+    assert_eq!(
+        hostile
+            .stats()
+            .deadlines
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+}
+
+#[test]
+fn memory_bomb_hits_the_cap() {
+    init_logs();
+    let hostile = load_hostile(SandboxConfig {
+        max_memory_bytes: 16 << 20,
+        ..lenient()
+    });
+    assert_eq!(
+        hostile.evaluate(&facts_for("/bomb")),
+        Outcome::Failed(Failure::Memory)
+    );
+    assert!(matches!(
+        hostile.evaluate(&facts_for("/")),
+        Outcome::Opinion(_)
+    ));
+}
+
+#[test]
+fn panic_is_a_trap() {
+    init_logs();
+    let hostile = load_hostile(lenient());
+    assert!(
+        matches!(
+            hostile.evaluate(&facts_for("/trap")),
+            Outcome::Failed(Failure::Trap(_))
+        ),
+        "a panic must surface as a trap"
+    );
+    assert!(matches!(
+        hostile.evaluate(&facts_for("/")),
+        Outcome::Opinion(_)
+    ));
+}
+
+#[test]
+fn wasi_is_not_granted() {
+    init_logs();
+    let hostile = load_hostile(lenient());
+    match hostile.evaluate(&facts_for("/wasi")) {
+        Outcome::Failed(Failure::Trap(message)) => {
+            assert!(message.contains("wasi:clocks"), "{message}")
+        }
+        other => panic!("reading the clock must trap, got {other:?}"),
+    }
+}
+
+#[test]
+fn huge_output_is_dropped() {
+    init_logs();
+    let hostile = load_hostile(lenient());
+    assert!(matches!(
+        hostile.evaluate(&facts_for("/huge")),
+        Outcome::Failed(Failure::BadOutput(_) | Failure::Memory)
+    ));
+    assert!(matches!(
+        hostile.evaluate(&facts_for("/")),
+        Outcome::Opinion(_)
+    ));
+}
+
+#[test]
+fn malformed_reason_is_dropped() {
+    init_logs();
+    let hostile = load_hostile(lenient());
+    match hostile.evaluate(&facts_for("/bad-reason")) {
+        Outcome::Failed(Failure::BadOutput(why)) => assert!(why.contains("Bad Reason"), "{why}"),
+        other => panic!("expected BadOutput, got {other:?}"),
+    }
+}
+
+#[test]
+fn failing_component_never_fails_the_decision() {
+    init_logs();
+    let registry = registry_with(lenient());
+    let dir = ruleset_dir(&[("classifier", "classifier"), ("hostile", "hostile")]);
+    registry.sync(&DirectorySource::new(dir.path()));
+    let set = registry.snapshot();
+    for path in ["/loop", "/bomb", "/trap", "/wasi", "/huge", "/bad-reason"] {
+        let decision = decide(&set, &facts_for(path), ["hostile"], &Policy::default());
+        assert_eq!(decision.failed_components, 1, "{path}");
+        assert_eq!(
+            decision.decided_by.as_ref().map(|d| &*d.name),
+            Some("classifier"),
+            "{path}: the classifier decides when the hostile guest fails"
+        );
+    }
+    // When it behaves, its opinion (content_scrapers, 99) counts.
+    let decision = decide(&set, &facts_for("/"), ["hostile"], &Policy::default());
+    assert_eq!(decision.category, Category::ContentScrapers);
+    assert_eq!(decision.action, Action::Deny);
+}
+
+#[test]
+fn component_that_keeps_failing_is_switched_off_then_retried() {
+    init_logs();
+    let hostile = load_hostile(SandboxConfig {
+        failures_before_disable: 3,
+        disable_for: Duration::from_millis(300),
+        ..SandboxConfig::default()
+    });
+    for _ in 0..3 {
+        assert!(matches!(
+            hostile.evaluate(&facts_for("/trap")),
+            Outcome::Failed(_)
+        ));
+    }
+    assert!(hostile.is_disabled());
+    assert_eq!(hostile.evaluate(&facts_for("/")), Outcome::Disabled);
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(matches!(
+        hostile.evaluate(&facts_for("/")),
+        Outcome::Opinion(_)
+    ));
+    assert!(!hostile.is_disabled());
+    let stats = hostile.stats();
+    assert_eq!(
+        stats
+            .disabled_times
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+    assert_eq!(
+        stats
+            .skipped_disabled
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+}
+
+#[test]
+fn hostile_guest_is_safe_under_concurrency() {
+    init_logs();
+    let hostile = load_hostile(lenient());
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let hostile = &hostile;
+            s.spawn(move || {
+                for i in 0..20 {
+                    let path = match (t + i) % 4 {
+                        0 => "/trap",
+                        1 => "/bad-reason",
+                        _ => "/",
+                    };
+                    let outcome = hostile.evaluate(&facts_for(path));
+                    assert_eq!(
+                        matches!(outcome, Outcome::Opinion(_)),
+                        path == "/",
+                        "{path}: {outcome:?}"
+                    );
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn unknown_enabled_ruleset_is_skipped() {
+    init_logs();
+    let registry = registry();
+    let dir = ruleset_dir(&[("classifier", "classifier")]);
+    registry.sync(&DirectorySource::new(dir.path()));
+    let decision = decide(
+        &registry.snapshot(),
+        &smoke_facts(),
+        ["not-loaded"],
+        &Policy::default(),
+    );
+    assert_eq!(decision.failed_components, 0);
+    assert_eq!(
+        decision.decided_by.map(|d| d.name.to_string()).as_deref(),
+        Some("classifier")
+    );
+}

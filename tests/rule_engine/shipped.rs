@@ -1,0 +1,258 @@
+//! The shipped components: each loads under its own name, each is exercised here with
+//! a request it must have an opinion on, and the full decision over the realistic mix
+//! gives the expected category and action.
+
+use botgate_host::rules::{DirectorySource, Outcome, RequestFacts, decide};
+use botgate_model::{Action, Category, KNOWN_RULESETS, Policy};
+use botgate_tests::mix::realistic_mix;
+use botgate_tests::{SHIPPED, init_logs, registry, repo_root, shipped_dir};
+
+#[test]
+fn every_shipped_component_loads_under_its_own_name() {
+    init_logs();
+    let registry = registry();
+    let dir = shipped_dir();
+    let report = registry.sync(&DirectorySource::new(dir.path()));
+    assert!(report.refused.is_empty(), "{report:?}");
+    let set = registry.snapshot();
+    for name in SHIPPED {
+        let component = set.get(name).unwrap_or_else(|| panic!("{name} not loaded"));
+        assert_eq!(component.name(), name);
+        assert_eq!(component.version(), "1.0.0");
+        assert!(
+            !component.description().is_empty(),
+            "{name} describes itself"
+        );
+    }
+}
+
+#[test]
+fn shipped_list_matches_the_rulesets_workspace() {
+    let mut crates: Vec<String> = std::fs::read_dir(repo_root().join("rulesets"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("Cargo.toml").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "sdk")
+        .collect();
+    crates.sort();
+    let mut shipped: Vec<String> = SHIPPED.iter().map(|s| s.to_string()).collect();
+    shipped.sort();
+    assert_eq!(
+        crates, shipped,
+        "every rule-set crate must be listed in SHIPPED (and so tested)"
+    );
+}
+
+fn facts(method: &str, target: &str, headers: &[(&str, &str)]) -> RequestFacts {
+    use botgate_host::rules::bindings::{HttpVersion, Scheme};
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    botgate_host::rules::facts::request_facts(
+        method,
+        Scheme::Https,
+        "www.example.com",
+        path,
+        query,
+        HttpVersion::Http11,
+        headers.iter().map(|(n, v)| (*n, v.as_bytes())),
+        std::net::IpAddr::from([198, 51, 100, 7]),
+    )
+}
+
+/// For every shipped component, a request it must give this opinion on.
+fn exercise() -> Vec<(&'static str, RequestFacts, Category)> {
+    let scanner = [("user-agent", "python-requests/2.31.0"), ("accept", "*/*")];
+    vec![
+        (
+            "classifier",
+            facts(
+                "GET",
+                "/",
+                &[("user-agent", "sqlmap/1.8#stable (https://sqlmap.org)")],
+            ),
+            Category::SecurityIssues,
+        ),
+        (
+            "template",
+            facts("GET", "/backup-2024.tar.gz", &scanner),
+            Category::SecurityIssues,
+        ),
+        (
+            "bitrix",
+            facts("GET", "/bitrix/php_interface/dbconn.php", &scanner),
+            Category::SecurityIssues,
+        ),
+        (
+            "cpanel",
+            facts("GET", "/.cpanel/", &scanner),
+            Category::SecurityIssues,
+        ),
+        (
+            "dokuwiki",
+            facts("GET", "/conf/users.auth.php", &scanner),
+            Category::SecurityIssues,
+        ),
+        (
+            "drupal",
+            facts("GET", "/sites/default/settings.php.bak", &scanner),
+            Category::SecurityIssues,
+        ),
+        (
+            "joomla",
+            facts("GET", "/configuration.php.bak", &scanner),
+            Category::SecurityIssues,
+        ),
+        (
+            "nextcloud",
+            facts("GET", "/config/config.php", &scanner),
+            Category::SecurityIssues,
+        ),
+        (
+            "prestashop",
+            facts("GET", "/app/config/parameters.php", &scanner),
+            Category::SecurityIssues,
+        ),
+        (
+            "wordpress",
+            facts("GET", "/wp-config.php.bak", &scanner),
+            Category::SecurityIssues,
+        ),
+        (
+            "xenforo",
+            facts("GET", "/src/config.php", &scanner),
+            Category::SecurityIssues,
+        ),
+    ]
+}
+
+#[test]
+fn every_shipped_component_is_exercised() {
+    init_logs();
+    let registry = registry();
+    let dir = shipped_dir();
+    registry.sync(&DirectorySource::new(dir.path()));
+    let set = registry.snapshot();
+    let cases = exercise();
+    for name in SHIPPED {
+        assert!(
+            cases.iter().any(|(n, ..)| *n == name),
+            "{name} has no exercise case"
+        );
+    }
+    for (name, facts, expected) in cases {
+        let component = set.get(name).unwrap();
+        match component.evaluate(&facts) {
+            Outcome::Opinion(o) => {
+                assert_eq!(Category::from(o.category), expected, "{name}: {o:?}");
+                assert!(
+                    o.reason.starts_with(&format!("{name}.")),
+                    "{name}: reason {}",
+                    o.reason
+                );
+            }
+            other => panic!("{name} gave no opinion: {other:?}"),
+        }
+        assert_eq!(component.stats().failures(), 0, "{name}");
+    }
+}
+
+#[test]
+fn realistic_mix_is_decided_as_expected() {
+    init_logs();
+    let registry = registry();
+    let dir = shipped_dir();
+    registry.sync(&DirectorySource::new(dir.path()));
+    let set = registry.snapshot();
+    let policy = Policy::default();
+    let expected: &[(&str, Category, Action)] = &[
+        ("browser home page", Category::Humans, Action::Grant),
+        ("browser blog post", Category::Humans, Action::Grant),
+        ("browser search", Category::Humans, Action::Grant),
+        ("browser asset", Category::Humans, Action::Grant),
+        ("browser product", Category::Humans, Action::Grant),
+        ("browser login", Category::Humans, Action::Grant),
+        ("browser nextcloud files", Category::Humans, Action::Grant),
+        ("browser cart", Category::Humans, Action::Grant),
+        ("verified googlebot", Category::SearchEngines, Action::Grant),
+        (
+            "googlebot impostor",
+            Category::SuspiciousBehaviour,
+            Action::Captcha,
+        ),
+        ("gptbot", Category::ContentScrapers, Action::Deny),
+        ("sqlmap", Category::SecurityIssues, Action::Deny),
+        ("env probe", Category::SecurityIssues, Action::Deny),
+        (
+            "wp-login brute force",
+            Category::SecurityIssues,
+            Action::Deny,
+        ),
+        (
+            "nextcloud sync client",
+            Category::ServicesAndPayments,
+            Action::Grant,
+        ),
+        (
+            "uptime monitor",
+            Category::ServicesAndPayments,
+            Action::Grant,
+        ),
+    ];
+    let mix = realistic_mix();
+    assert_eq!(mix.len(), expected.len());
+    for (request, (label, category, action)) in mix.iter().zip(expected) {
+        assert_eq!(request.label, *label);
+        let decision = decide(&set, &request.facts, KNOWN_RULESETS, &policy);
+        assert_eq!(
+            (decision.category, decision.action),
+            (*category, *action),
+            "{label}: {decision:?}"
+        );
+        assert_eq!(decision.failed_components, 0, "{label}");
+    }
+}
+
+#[test]
+fn website_policy_decides_the_action() {
+    init_logs();
+    let registry = registry();
+    let dir = shipped_dir();
+    registry.sync(&DirectorySource::new(dir.path()));
+    let set = registry.snapshot();
+    let mix = realistic_mix();
+    let gptbot = &mix.iter().find(|r| r.label == "gptbot").unwrap().facts;
+    let permissive = Policy::default().with(Category::ContentScrapers, Action::Grant);
+    let decision = decide(&set, gptbot, KNOWN_RULESETS, &permissive);
+    assert_eq!(
+        (decision.category, decision.action),
+        (Category::ContentScrapers, Action::Grant)
+    );
+    assert_eq!(decision.decided_by.unwrap().name.as_ref(), "classifier");
+}
+
+#[test]
+fn cms_rule_sets_run_only_when_enabled() {
+    init_logs();
+    let registry = registry();
+    let dir = shipped_dir();
+    registry.sync(&DirectorySource::new(dir.path()));
+    let set = registry.snapshot();
+    let mix = realistic_mix();
+    let sync = &mix
+        .iter()
+        .find(|r| r.label == "nextcloud sync client")
+        .unwrap()
+        .facts;
+    let with = decide(&set, sync, ["nextcloud"], &Policy::default());
+    assert_eq!(
+        with.decided_by.as_ref().unwrap().name.as_ref(),
+        "nextcloud",
+        "{with:?}"
+    );
+    assert_eq!(with.category, Category::ServicesAndPayments);
+    let without = decide(&set, sync, ["wordpress"], &Policy::default());
+    assert_ne!(
+        without.decided_by.as_ref().map(|d| d.name.as_ref()),
+        Some("nextcloud")
+    );
+}
