@@ -62,17 +62,22 @@ pub enum Outcome {
 }
 
 /// How a call failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Failure {
     /// The guest trapped (panic, unreachable, stack overflow, a WASI call).
+    #[error("trapped: {0}")]
     Trap(String),
     /// The call ran past its CPU deadline.
+    #[error("ran past its CPU deadline")]
     Deadline,
     /// The guest asked for more memory than its cap.
+    #[error("exceeded its memory cap")]
     Memory,
     /// The guest returned an opinion the contract forbids (bad reason id).
+    #[error("returned a malformed opinion: {0}")]
     BadOutput(String),
     /// A fresh instance could not be created.
+    #[error("could not be instantiated: {0}")]
     Instantiate(String),
 }
 
@@ -207,7 +212,7 @@ impl LoadedComponent {
             &smoke_facts(),
             loaded.sandbox.config().call_deadline,
         ) {
-            Outcome::Failed(f) => return Err(LoadError::Smoke(format!("{f:?}"))),
+            Outcome::Failed(f) => return Err(LoadError::Smoke(f.to_string())),
             _ => loaded.pool.lock().expect("pool lock").push(instance),
         }
         Ok(loaded)
@@ -272,7 +277,7 @@ impl LoadedComponent {
             .map_err(|e| InstantiateError::Info(describe(&store, &e)))?;
         let mut instance = Instance { store, bindings };
         if let Outcome::Failed(f) = self.call(&mut instance, &smoke_facts(), warmup) {
-            return Err(InstantiateError::Smoke(format!("{f:?}")));
+            return Err(InstantiateError::Smoke(f.to_string()));
         }
         Ok((instance, info))
     }
@@ -319,7 +324,7 @@ impl LoadedComponent {
             None => match self.instantiate() {
                 Ok((instance, _)) => instance,
                 Err(err) => {
-                    let failure = Failure::Instantiate(format!("{err:?}"));
+                    let failure = Failure::Instantiate(err.to_string());
                     self.stats.traps.fetch_add(1, Relaxed);
                     self.record_failure(&failure);
                     return Outcome::Failed(failure);
@@ -425,10 +430,13 @@ impl LoadedComponent {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 enum InstantiateError {
+    #[error("{0}")]
     Instantiate(String),
+    #[error("`info` failed: {0}")]
     Info(String),
+    #[error("the warm-up request failed: {0}")]
     Smoke(String),
 }
 
@@ -444,9 +452,5 @@ fn classify(store: &Store<GuestState>, err: &wasmtime::Error) -> Failure {
 }
 
 fn describe(store: &Store<GuestState>, err: &wasmtime::Error) -> String {
-    match classify(store, err) {
-        Failure::Memory => "memory cap exceeded".into(),
-        Failure::Deadline => "deadline exceeded".into(),
-        other => format!("{other:?}"),
-    }
+    classify(store, err).to_string()
 }
