@@ -105,7 +105,7 @@ macro_rules! export_ruleset {
                     <$ty as $crate::Ruleset>::evaluate(&$crate::Request::new(&facts))
                 }
             }
-            $crate::bindings::export_bindings!(BotgateExport with_types_in $crate::bindings);
+    $crate::bindings::export_bindings!(BotgateExport with_types_in $crate::bindings);
         };
     };
 }

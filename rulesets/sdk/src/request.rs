@@ -249,7 +249,10 @@ mod tests {
             .build();
         let req = crate::Request::new(&facts);
         assert_eq!(req.header("x-test"), Some("one"));
-        assert_eq!(req.header_values("x-test").collect::<Vec<_>>(), ["one", "two"]);
+        assert_eq!(
+            req.header_values("x-test").collect::<Vec<_>>(),
+            ["one", "two"]
+        );
         assert_eq!(req.user_agent(), "");
     }
 }

@@ -238,7 +238,11 @@ pub fn assert_category<R: Ruleset>(req: RequestBuilder, expected: Option<Categor
         req.build().headers
     );
     if let Some(o) = &got {
-        assert!(crate::is_valid_reason(&o.reason), "bad reason id {:?}", o.reason);
+        assert!(
+            crate::is_valid_reason(&o.reason),
+            "bad reason id {:?}",
+            o.reason
+        );
         assert!(o.confidence <= 100);
     }
 }

@@ -16,8 +16,24 @@ pub fn contains_any_ignore_case(ua: &str, needles: &[&str]) -> bool {
 
 /// Tokens that real browsers do not send but bots, crawlers and libraries do.
 const NON_BROWSER_MARKERS: &[&str] = &[
-    "bot", "crawl", "spider", "slurp", "+http", "http://", "https://", "headless", "phantomjs",
-    "python", "curl", "wget", "java/", "go-http", "okhttp", "scrapy", "libwww", "httpclient",
+    "bot",
+    "crawl",
+    "spider",
+    "slurp",
+    "+http",
+    "http://",
+    "https://",
+    "headless",
+    "phantomjs",
+    "python",
+    "curl",
+    "wget",
+    "java/",
+    "go-http",
+    "okhttp",
+    "scrapy",
+    "libwww",
+    "httpclient",
 ];
 
 /// Whether `ua` looks like a mainstream desktop or mobile browser (Chrome, Edge, Firefox,

@@ -31,7 +31,11 @@ impl Ruleset for Template {
                 return opinion(Category::SecurityIssues, 80, "template.login-brute-force");
             }
             if !req.is_browser() {
-                return opinion(Category::SuspiciousBehaviour, 60, "template.login-non-browser");
+                return opinion(
+                    Category::SuspiciousBehaviour,
+                    60,
+                    "template.login-non-browser",
+                );
             }
         }
         // Everything else: leave it to the classifier.
