@@ -22,6 +22,7 @@
 //! ```
 
 pub mod request;
+pub mod signals;
 pub mod testing;
 pub mod ua;
 
