@@ -5,7 +5,7 @@ use botgate_host::rules::facts::{ip_address, request_facts};
 use botgate_host::rules::{
     CLASSIFIER, DirectorySource, Outcome, Registry, RulesetSource, Sandbox, SandboxConfig, Watcher,
     bindings::{HttpVersion, Scheme, TlsFacts, TlsVersion},
-    decide,
+    decide_observed,
 };
 use botgate_model::Policy;
 use clap::{Parser, Subcommand};
@@ -187,10 +187,14 @@ fn eval(
     if set.get(CLASSIFIER).is_none() {
         eprintln!("warning: no classifier.wasm in {}", dir.display());
     }
-    for name in std::iter::once(CLASSIFIER).chain(enable.iter().map(String::as_str)) {
-        match set.get(name) {
-            None => println!("{name:<12} not loaded"),
-            Some(c) => match c.evaluate(&facts) {
+    let decision = decide_observed(
+        &set,
+        &facts,
+        enable.iter().map(String::as_str),
+        &Policy::default(),
+        |component, outcome| {
+            let name = component.name();
+            match outcome {
                 Outcome::Opinion(o) => println!(
                     "{name:<12} {:<22} confidence {:>3}  {}",
                     botgate_model::Category::from(o.category).as_str(),
@@ -198,16 +202,14 @@ fn eval(
                     o.reason
                 ),
                 Outcome::Abstain => println!("{name:<12} abstains"),
-                other => println!("{name:<12} {other:?}"),
-            },
-        }
-    }
-    let decision = decide(
-        &set,
-        &facts,
-        enable.iter().map(String::as_str),
-        &Policy::default(),
+                Outcome::Disabled => println!("{name:<12} switched off"),
+                Outcome::Failed(failure) => println!("{name:<12} failed: {failure}"),
+            }
+        },
     );
+    for name in enable.iter().filter(|n| set.get(n).is_none()) {
+        println!("{name:<12} not loaded");
+    }
     println!(
         "decision     {} -> {} (by {}, reason {}, confidence {})",
         decision.category,

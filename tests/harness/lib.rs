@@ -94,9 +94,20 @@ pub fn registry_with(config: SandboxConfig) -> Arc<Registry> {
     Arc::new(Registry::new(sandbox, Some(cache_dir())))
 }
 
-/// A registry with the default sandbox and the shared cache.
+/// The sandbox configuration of tests: the defaults, but with a call deadline long
+/// enough that a busy machine descheduling a thread never fails an ordinary call (the
+/// deadline is wall-clock, counted in epoch ticks).
+pub fn test_config() -> SandboxConfig {
+    SandboxConfig {
+        call_deadline: std::time::Duration::from_millis(1_000),
+        instantiate_deadline: std::time::Duration::from_millis(2_000),
+        ..SandboxConfig::default()
+    }
+}
+
+/// A registry with [`test_config`] and the shared cache.
 pub fn registry() -> Arc<Registry> {
-    registry_with(SandboxConfig::default())
+    registry_with(test_config())
 }
 
 /// A temporary rule-set directory holding copies of the named built guests, each

@@ -3,6 +3,7 @@
 
 use botgate_host::rules::{Registry, Sandbox, SandboxConfig};
 use botgate_tests::guest_bytes;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 fn cwasm_files(dir: &Path) -> Vec<std::path::PathBuf> {
@@ -39,7 +40,7 @@ fn compiled_code_is_written_once_and_reused() {
         name.starts_with(first.hash()),
         "{name} is keyed by the content hash"
     );
-    let written = std::fs::metadata(&files[0]).unwrap().modified().unwrap();
+    let written = std::fs::metadata(&files[0]).unwrap().ino();
 
     // A new engine with the same configuration reads the file instead of compiling.
     let second = fresh_registry(cache.path())
@@ -48,8 +49,9 @@ fn compiled_code_is_written_once_and_reused() {
     assert_eq!(second.hash(), first.hash());
     assert_eq!(cwasm_files(cache.path()), files);
     assert_eq!(
-        std::fs::metadata(&files[0]).unwrap().modified().unwrap(),
-        written
+        std::fs::metadata(&files[0]).unwrap().ino(),
+        written,
+        "not rewritten (a rewrite renames a new file into place)"
     );
 }
 
@@ -69,5 +71,19 @@ fn corrupt_cache_file_is_recompiled() {
     assert!(
         std::fs::metadata(&file).unwrap().len() > 1000,
         "the file was rewritten"
+    );
+}
+
+#[test]
+fn a_cache_directory_others_can_write_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let cache = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(cache.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    fresh_registry(cache.path())
+        .check("template", &guest_bytes("template"), "test")
+        .unwrap();
+    assert!(
+        cwasm_files(cache.path()).is_empty(),
+        "no native code written to a shared directory"
     );
 }

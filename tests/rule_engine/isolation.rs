@@ -5,7 +5,7 @@ use botgate_host::rules::component::Failure;
 use botgate_host::rules::facts::smoke_facts;
 use botgate_host::rules::{DirectorySource, Outcome, RequestFacts, SandboxConfig, decide};
 use botgate_model::{Action, Category, Policy};
-use botgate_tests::{init_logs, registry, registry_with, ruleset_dir};
+use botgate_tests::{init_logs, registry, registry_with, ruleset_dir, test_config};
 use std::time::Duration;
 
 fn facts_for(path: &str) -> RequestFacts {
@@ -29,7 +29,7 @@ fn load_hostile(config: SandboxConfig) -> std::sync::Arc<botgate_host::rules::Lo
 fn lenient() -> SandboxConfig {
     SandboxConfig {
         failures_before_disable: 1000,
-        ..SandboxConfig::default()
+        ..test_config()
     }
 }
 
@@ -152,7 +152,7 @@ fn component_that_keeps_failing_is_switched_off_then_retried() {
     let hostile = load_hostile(SandboxConfig {
         failures_before_disable: 3,
         disable_for: Duration::from_millis(300),
-        ..SandboxConfig::default()
+        ..test_config()
     });
     for _ in 0..3 {
         assert!(matches!(
@@ -225,5 +225,63 @@ fn unknown_enabled_ruleset_is_skipped() {
     assert_eq!(
         decision.decided_by.map(|d| d.name.to_string()).as_deref(),
         Some("classifier")
+    );
+}
+
+#[test]
+fn a_mostly_failing_component_is_still_switched_off() {
+    init_logs();
+    let hostile = load_hostile(SandboxConfig {
+        failures_before_disable: 3,
+        disable_for: Duration::from_secs(60),
+        ..test_config()
+    });
+    // Two failures for every success: successes forgive, but not enough.
+    for _ in 0..4 {
+        hostile.evaluate(&facts_for("/trap"));
+        hostile.evaluate(&facts_for("/trap"));
+        if hostile.is_disabled() {
+            break;
+        }
+        hostile.evaluate(&facts_for("/"));
+    }
+    assert!(hostile.is_disabled());
+}
+
+#[test]
+fn instances_that_grew_large_are_not_kept_idle() {
+    init_logs();
+    let hostile = load_hostile(SandboxConfig {
+        max_pooled_memory_bytes: 4 << 20,
+        ..lenient()
+    });
+    let created = || {
+        hostile
+            .stats()
+            .instances_created
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    assert!(matches!(
+        hostile.evaluate(&facts_for("/")),
+        Outcome::Opinion(_)
+    ));
+    let before = created();
+    assert!(matches!(
+        hostile.evaluate(&facts_for("/")),
+        Outcome::Opinion(_)
+    ));
+    assert_eq!(created(), before, "a small instance is reused");
+    assert!(matches!(
+        hostile.evaluate(&facts_for("/grow")),
+        Outcome::Opinion(_)
+    ));
+    assert!(matches!(
+        hostile.evaluate(&facts_for("/")),
+        Outcome::Opinion(_)
+    ));
+    assert_eq!(
+        created(),
+        before + 1,
+        "the grown instance was dropped, a new one made"
     );
 }

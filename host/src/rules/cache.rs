@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::PoisonError;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -13,6 +14,33 @@ use wasmtime::component::Component;
 pub fn content_hash(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
     digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Creates `dir` (mode 0700) if needed and checks that only this user can write it:
+/// it will hold native code that is loaded without further checks.
+pub fn trusted_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let meta = std::fs::metadata(dir)?;
+    if meta.mode() & 0o022 != 0 {
+        return Err(std::io::Error::other(format!(
+            "writable by group or others (mode {:o})",
+            meta.mode() & 0o777
+        )));
+    }
+    // A file this process creates is owned by its effective user.
+    let probe = tempfile::NamedTempFile::new_in(dir)?;
+    let me = probe.as_file().metadata()?.uid();
+    if meta.uid() != me {
+        return Err(std::io::Error::other(format!(
+            "owned by uid {}, not by this process's uid {me}",
+            meta.uid()
+        )));
+    }
+    Ok(())
 }
 
 /// A compiler with a cache. Compiled code on disk is trusted: the cache directory must
@@ -25,9 +53,18 @@ pub struct ComponentCache {
 
 impl ComponentCache {
     /// A cache for `engine`, persisted under `dir` when given.
+    /// A directory that fails [`trusted_dir`] is not used: components are then compiled
+    /// in memory only, and a warning says why.
     pub fn new(engine: &Engine, dir: Option<PathBuf>) -> Self {
         let mut hasher = DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
+        let dir = dir.and_then(|dir| match trusted_dir(&dir) {
+            Ok(()) => Some(dir),
+            Err(why) => {
+                tracing::warn!(dir = %dir.display(), %why, "not using the compiled-component cache directory");
+                None
+            }
+        });
         ComponentCache {
             dir,
             engine_hash: format!("{:016x}", hasher.finish()),
@@ -43,7 +80,12 @@ impl ComponentCache {
         bytes: &[u8],
         hash: &str,
     ) -> wasmtime::Result<Component> {
-        if let Some(component) = self.memory.lock().expect("cache lock").get(hash) {
+        if let Some(component) = self
+            .memory
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(hash)
+        {
             return Ok(component.clone());
         }
         let component = match self.disk_path(hash) {
@@ -59,7 +101,7 @@ impl ComponentCache {
         };
         self.memory
             .lock()
-            .expect("cache lock")
+            .unwrap_or_else(PoisonError::into_inner)
             .insert(hash.to_owned(), component.clone());
         Ok(component)
     }
@@ -68,7 +110,7 @@ impl ComponentCache {
     pub fn retain(&self, keep: &[&str]) {
         self.memory
             .lock()
-            .expect("cache lock")
+            .unwrap_or_else(PoisonError::into_inner)
             .retain(|hash, _| keep.contains(&hash.as_str()));
     }
 
@@ -96,8 +138,9 @@ impl ComponentCache {
 
     fn write_disk(component: &Component, path: &Path) {
         let write = || -> std::io::Result<()> {
-            let dir = path.parent().expect("cache path has a parent");
-            std::fs::create_dir_all(dir)?;
+            let dir = path
+                .parent()
+                .ok_or_else(|| std::io::Error::other("cache path without a directory"))?;
             let bytes = component
                 .serialize()
                 .map_err(|e| std::io::Error::other(e.to_string()))?;

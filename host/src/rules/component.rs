@@ -6,6 +6,7 @@ use super::cache::ComponentCache;
 use super::facts::smoke_facts;
 use super::sandbox::{GuestState, Sandbox};
 use botgate_model::RulesetName;
+use std::sync::PoisonError;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -200,7 +201,8 @@ impl LoadedComponent {
             disabled_until_ms: AtomicU64::new(0),
             stats: ComponentStats::default(),
         };
-        let (mut instance, info) = loaded.instantiate().map_err(|e| match e {
+        let warmup = sandbox.config().warmup_deadline;
+        let (mut instance, info) = loaded.instantiate(warmup).map_err(|e| match e {
             InstantiateError::Instantiate(e) => LoadError::Instantiate(e),
             InstantiateError::Info(e) => LoadError::Info(e),
             InstantiateError::Smoke(e) => LoadError::Smoke(e),
@@ -213,7 +215,11 @@ impl LoadedComponent {
             loaded.sandbox.config().call_deadline,
         ) {
             Outcome::Failed(f) => return Err(LoadError::Smoke(f.to_string())),
-            _ => loaded.pool.lock().expect("pool lock").push(instance),
+            _ => loaded
+                .pool
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(instance),
         }
         Ok(loaded)
     }
@@ -259,11 +265,10 @@ impl LoadedComponent {
     }
 
     /// A fresh instance, its `info`, and one warm-up call so lazily built tables exist
-    /// before it serves traffic.
-    fn instantiate(&self) -> Result<(Instance, ComponentInfo), InstantiateError> {
+    /// before it serves traffic; each step bounded by `warmup`.
+    fn instantiate(&self, warmup: Duration) -> Result<(Instance, ComponentInfo), InstantiateError> {
         self.stats.instances_created.fetch_add(1, Relaxed);
         let sandbox = &self.sandbox;
-        let warmup = sandbox.config().warmup_deadline;
         let mut store = sandbox.new_store();
         sandbox.arm_deadline(&mut store, warmup);
         let bindings = self
@@ -318,10 +323,14 @@ impl LoadedComponent {
             return Outcome::Disabled;
         }
         self.stats.calls.fetch_add(1, Relaxed);
-        let pooled = self.pool.lock().expect("pool lock").pop();
+        let pooled = self
+            .pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
         let mut instance = match pooled {
             Some(instance) => instance,
-            None => match self.instantiate() {
+            None => match self.instantiate(self.sandbox.config().instantiate_deadline) {
                 Ok((instance, _)) => instance,
                 Err(err) => {
                     let failure = Failure::Instantiate(err.to_string());
@@ -339,12 +348,12 @@ impl LoadedComponent {
                 } else {
                     self.stats.abstains.fetch_add(1, Relaxed);
                 }
-                self.consecutive_failures.store(0, Relaxed);
-                self.disabled_until_ms.store(0, Relaxed);
-                let mut pool = self.pool.lock().expect("pool lock");
-                if pool.len() < self.sandbox.config().max_idle_instances {
-                    pool.push(instance);
-                }
+                // A success forgives one earlier failure: a component failing most of its
+                // calls still reaches the switch-off threshold.
+                let _ = self
+                    .consecutive_failures
+                    .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
+                self.recycle(instance);
             }
             Outcome::Failed(failure) => {
                 let counter = match failure {
@@ -358,12 +367,25 @@ impl LoadedComponent {
                 // A bad opinion leaves the instance sound; a trapped one is poisoned
                 // and dropped here.
                 if matches!(failure, Failure::BadOutput(_)) {
-                    self.pool.lock().expect("pool lock").push(instance);
+                    self.recycle(instance);
                 }
             }
             Outcome::Disabled => unreachable!("call() never answers Disabled"),
         }
         outcome
+    }
+
+    /// Returns a sound instance to the pool, unless the pool is full or the instance's
+    /// memory grew past what idle instances may keep.
+    fn recycle(&self, instance: Instance) {
+        let config = self.sandbox.config();
+        if instance.store.data().limiter.memory_bytes > config.max_pooled_memory_bytes {
+            return;
+        }
+        let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
+        if pool.len() < config.max_idle_instances {
+            pool.push(instance);
+        }
     }
 
     fn record_failure(&self, failure: &Failure) {

@@ -93,6 +93,18 @@ pub fn decide<'a>(
     enabled: impl IntoIterator<Item = &'a str>,
     policy: &Policy,
 ) -> Decision {
+    decide_observed(set, facts, enabled, policy, |_, _| {})
+}
+
+/// [`decide`], showing each component's outcome to `observe` as it comes (for
+/// `botgate ruleset eval` and debugging; the data plane uses [`decide`]).
+pub fn decide_observed<'a>(
+    set: &RulesetSet,
+    facts: &RequestFacts,
+    enabled: impl IntoIterator<Item = &'a str>,
+    policy: &Policy,
+    mut observe: impl FnMut(&LoadedComponent, &Outcome),
+) -> Decision {
     let mut names: Vec<&str> = enabled.into_iter().filter(|n| *n != CLASSIFIER).collect();
     names.sort_unstable();
     names.dedup();
@@ -104,7 +116,9 @@ pub fn decide<'a>(
         let Some(component) = set.get(name) else {
             continue;
         };
-        let opinion = match component.evaluate(facts) {
+        let outcome = component.evaluate(facts);
+        observe(component, &outcome);
+        let opinion = match outcome {
             Outcome::Opinion(opinion) => opinion,
             Outcome::Abstain => continue,
             Outcome::Disabled | Outcome::Failed(_) => {

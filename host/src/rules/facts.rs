@@ -26,23 +26,62 @@ pub fn truncate(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
+/// Most bytes of one header value; longer values are cut.
+pub const MAX_HEADER_VALUE_BYTES: usize = 2 * 1024;
+
+/// Headers rule components rely on. When the line bound is reached, each of these is
+/// still kept once, so that a flood of filler headers cannot hide them.
+const ESSENTIAL_HEADERS: [&str; 16] = [
+    "host",
+    "user-agent",
+    "accept",
+    "accept-language",
+    "accept-encoding",
+    "sec-ch-ua",
+    "sec-ch-ua-mobile",
+    "sec-ch-ua-platform",
+    "sec-fetch-site",
+    "sec-fetch-mode",
+    "sec-fetch-dest",
+    "authorization",
+    "content-type",
+    "origin",
+    "referer",
+    "cookie",
+];
+
 /// Joins headers as the contract wants them: `name: value` lines, names lower-cased,
-/// separated by `\n`, at most [`MAX_HEADER_LINES`] lines and [`MAX_HEADER_BYTES`] bytes
-/// (whole lines only). Values that are not UTF-8 are passed lossily; line breaks inside
-/// a value are replaced by spaces so that a value can never forge a header line.
-pub fn join_headers<'a, I>(headers: I) -> String
+/// separated by `\n`, in the order received, within the bounds: at most
+/// [`MAX_HEADER_LINES`] lines (plus, past that, the first occurrence of each essential
+/// header), [`MAX_HEADER_BYTES`] bytes, values cut to [`MAX_HEADER_VALUE_BYTES`]. Values
+/// that are not UTF-8 are passed lossily; line breaks inside a value become spaces so a
+/// value can never forge a header line. The flag says whether anything was cut.
+pub fn join_headers<'a, I>(headers: I) -> (String, bool)
 where
     I: IntoIterator<Item = (&'a str, &'a [u8])>,
 {
     let mut out = String::with_capacity(512);
-    for (lines, (name, value)) in headers.into_iter().enumerate() {
-        if lines == MAX_HEADER_LINES {
-            break;
-        }
+    let mut lines = 0usize;
+    let mut late_essentials = 0u32;
+    let mut truncated = false;
+    for (name, value) in headers {
         let value = String::from_utf8_lossy(value);
-        let extra = name.len() + 2 + value.len() + usize::from(!out.is_empty());
+        let cut = truncate(&value, MAX_HEADER_VALUE_BYTES);
+        truncated |= cut.len() < value.len();
+        if lines >= MAX_HEADER_LINES {
+            truncated = true;
+            let essential = ESSENTIAL_HEADERS
+                .iter()
+                .position(|e| e.eq_ignore_ascii_case(name));
+            match essential {
+                Some(i) if late_essentials & (1 << i) == 0 => late_essentials |= 1 << i,
+                _ => continue,
+            }
+        }
+        let extra = name.len() + 2 + cut.len() + usize::from(!out.is_empty());
         if out.len() + extra > MAX_HEADER_BYTES {
-            break;
+            truncated = true;
+            continue;
         }
         if !out.is_empty() {
             out.push('\n');
@@ -50,12 +89,12 @@ where
         out.extend(name.chars().map(|c| c.to_ascii_lowercase()));
         out.push_str(": ");
         out.extend(
-            value
-                .chars()
+            cut.chars()
                 .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
         );
+        lines += 1;
     }
-    out
+    (out, truncated)
 }
 
 /// The WIT form of an address.
@@ -97,6 +136,8 @@ pub fn request_facts<'a>(
     headers: impl IntoIterator<Item = (&'a str, &'a [u8])>,
     client_ip: IpAddr,
 ) -> RequestFacts {
+    let (headers, headers_cut) = join_headers(headers);
+    let truncated = headers_cut || path.len() > MAX_PATH_BYTES || query.len() > MAX_PATH_BYTES;
     RequestFacts {
         method: truncate(method, 32).to_ascii_uppercase(),
         scheme,
@@ -104,7 +145,8 @@ pub fn request_facts<'a>(
         path: truncate(path, MAX_PATH_BYTES).to_owned(),
         query: truncate(query, MAX_PATH_BYTES).to_owned(),
         version,
-        headers: join_headers(headers),
+        headers,
+        truncated,
         client_ip: ip_address(client_ip),
         tls: None,
         crawler: CrawlerVerification::NoClaim,
@@ -158,14 +200,37 @@ mod tests {
 
     #[test]
     fn headers_are_lowercased_and_joined() {
-        let joined = join_headers([("User-Agent", &b"x"[..]), ("Accept", b"*/*")]);
+        let (joined, cut) = join_headers([("User-Agent", &b"x"[..]), ("Accept", b"*/*")]);
         assert_eq!(joined, "user-agent: x\naccept: */*");
+        assert!(!cut);
     }
 
     #[test]
     fn header_values_cannot_forge_lines() {
-        let joined = join_headers([("x-a", &b"1\nuser-agent: forged"[..])]);
+        let (joined, _) = join_headers([("x-a", &b"1\nuser-agent: forged"[..])]);
         assert_eq!(joined.lines().count(), 1);
+    }
+
+    #[test]
+    fn filler_headers_cannot_hide_the_user_agent() {
+        let filler: Vec<(String, Vec<u8>)> = (0..100)
+            .map(|i| (format!("x-filler-{i}"), b"v".to_vec()))
+            .chain([("User-Agent".to_owned(), b"sqlmap/1.8".to_vec())])
+            .chain((0..5).map(|_| ("user-agent".to_owned(), b"again".to_vec())))
+            .collect();
+        let (joined, cut) = join_headers(filler.iter().map(|(n, v)| (n.as_str(), v.as_slice())));
+        assert!(cut);
+        assert_eq!(joined.lines().count(), MAX_HEADER_LINES + 1);
+        assert!(joined.ends_with("user-agent: sqlmap/1.8"));
+    }
+
+    #[test]
+    fn a_huge_value_is_cut_not_dropped() {
+        let huge = vec![b'a'; 100_000];
+        let (joined, cut) = join_headers([("user-agent", huge.as_slice()), ("accept", b"*/*")]);
+        assert!(cut);
+        assert_eq!(joined.lines().count(), 2);
+        assert!(joined.len() <= MAX_HEADER_BYTES);
     }
 
     #[test]
@@ -173,13 +238,19 @@ mod tests {
         let many: Vec<(String, Vec<u8>)> = (0..200)
             .map(|i| (format!("x-{i}"), vec![b'v'; 10]))
             .collect();
-        let joined = join_headers(many.iter().map(|(n, v)| (n.as_str(), v.as_slice())));
+        let (joined, cut) = join_headers(many.iter().map(|(n, v)| (n.as_str(), v.as_slice())));
         assert_eq!(joined.lines().count(), MAX_HEADER_LINES);
+        assert!(cut);
 
         let big = vec![b'v'; 6000];
-        let joined = join_headers((0..10).map(|_| ("x-big", big.as_slice())));
+        let (joined, cut) = join_headers((0..20).map(|_| ("x-big", big.as_slice())));
         assert!(joined.len() <= MAX_HEADER_BYTES);
-        assert_eq!(joined.lines().count(), 2);
+        assert_eq!(
+            joined.lines().count(),
+            7,
+            "values are cut to 2 KiB, 7 fit in 16 KiB"
+        );
+        assert!(cut);
     }
 
     #[test]
@@ -198,6 +269,7 @@ mod tests {
         assert_eq!(facts.method, "GET");
         assert_eq!(facts.host, "www.example.com");
         assert_eq!(facts.path.len(), MAX_PATH_BYTES);
+        assert!(facts.truncated);
         assert_eq!(strip_port("[::1]:8443"), "[::1]");
         assert_eq!(strip_port("[::1]"), "[::1]");
         assert_eq!(strip_port("example.com"), "example.com");

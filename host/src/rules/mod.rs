@@ -20,7 +20,7 @@ pub mod watcher;
 
 pub use bindings::RequestFacts;
 pub use component::{ComponentStats, LoadError, LoadedComponent, Outcome};
-pub use decision::{CLASSIFIER, Decider, Decision, decide};
+pub use decision::{CLASSIFIER, Decider, Decision, decide, decide_observed};
 pub use registry::{Registry, RulesetSet, SyncReport};
 pub use sandbox::{Sandbox, SandboxConfig};
 pub use source::{DirectorySource, RulesetBlob, RulesetSource};

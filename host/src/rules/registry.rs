@@ -10,9 +10,12 @@ use super::component::{LoadError, LoadedComponent};
 use super::sandbox::Sandbox;
 use super::source::RulesetSource;
 use arc_swap::ArcSwap;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::sync::PoisonError;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// One immutable generation of loaded components, keyed by name.
 #[derive(Default)]
@@ -55,6 +58,8 @@ pub struct SyncReport {
     pub removed: Vec<String>,
     /// Entries refused: (origin, reason). The previous version of each stays.
     pub refused: Vec<(String, String)>,
+    /// The source could not be read at all; nothing changed.
+    pub source_error: Option<String>,
     /// The generation in service after the sync.
     pub generation: u64,
 }
@@ -72,7 +77,22 @@ pub struct Registry {
     current: ArcSwap<RulesetSet>,
     /// Serialises syncs; readers never take it.
     sync_lock: Mutex<()>,
+    /// Components refused recently, by content hash, so an unchanged refused file is
+    /// not validated again on every sync.
+    refused: Mutex<HashMap<String, Refusal>>,
+    syncs: AtomicU64,
 }
+
+/// A refused component's reason, remembered for [`RETRY_REFUSED`].
+struct Refusal {
+    reason: String,
+    at: Instant,
+}
+
+/// How long an unchanged refused component is not validated again. A refusal can be
+/// transient (a smoke request that ran out of time on a busy machine), so it is retried
+/// after a while.
+const RETRY_REFUSED: Duration = Duration::from_secs(60);
 
 impl Registry {
     /// An empty registry; compiled code is cached under `cache_dir` when given.
@@ -83,6 +103,8 @@ impl Registry {
             cache,
             current: ArcSwap::from_pointee(RulesetSet::default()),
             sync_lock: Mutex::new(()),
+            refused: Mutex::new(HashMap::new()),
+            syncs: AtomicU64::new(0),
         }
     }
 
@@ -109,7 +131,10 @@ impl Registry {
     /// one atomic swap; returns the new generation. This is the whole cost of a hot
     /// swap once a component is compiled and validated.
     pub fn install(&self, component: Arc<LoadedComponent>) -> u64 {
-        let _guard = self.sync_lock.lock().expect("sync lock");
+        let _guard = self
+            .sync_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let old = self.current.load();
         let mut components = old.components.clone();
         components.insert(component.name().to_owned(), component);
@@ -125,30 +150,70 @@ impl Registry {
     /// and validated beside the running ones, removed ones are dropped, refused ones
     /// keep their previous version; then the new set is swapped in at once.
     pub fn sync(&self, source: &dyn RulesetSource) -> SyncReport {
-        let _guard = self.sync_lock.lock().expect("sync lock");
+        let _guard = self
+            .sync_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.syncs.fetch_add(1, Relaxed);
         let old = self.current.load_full();
-        let (blobs, errors) = source.list();
-        let mut report = SyncReport::default();
+        let mut report = SyncReport {
+            generation: old.generation,
+            ..SyncReport::default()
+        };
+        let listing = match source.list() {
+            Ok(listing) => listing,
+            Err(error) => {
+                tracing::error!(source = %source.describe(), reason = %error.message, "rule-set source unreadable; keeping every rule set in service");
+                report.source_error = Some(error.message);
+                return report;
+            }
+        };
         let mut next = BTreeMap::new();
-
-        for error in errors {
-            tracing::error!(origin = %error.origin, reason = %error.message, "rule set not loaded");
+        for error in listing.errors {
+            tracing::error!(origin = %error.origin, reason = %error.message, "rule set not read; the previous version stays in service");
+            if let Some(previous) = error.name.as_deref().and_then(|n| old.get(n)) {
+                next.insert(previous.name().to_owned(), previous.clone());
+            }
             report.refused.push((error.origin, error.message));
         }
-        for blob in blobs {
+        let mut refused = self.refused.lock().unwrap_or_else(PoisonError::into_inner);
+        refused.retain(|_, r| r.at.elapsed() < RETRY_REFUSED);
+        for blob in listing.blobs {
             let hash = content_hash(&blob.bytes);
             let previous = old.get(&blob.name);
             if let Some(previous) = previous.filter(|p| p.hash() == hash) {
                 next.insert(blob.name, previous.clone());
                 continue;
             }
-            match LoadedComponent::load(
-                &self.sandbox,
-                &self.cache,
-                &blob.name,
-                &blob.bytes,
-                &blob.origin,
-            ) {
+            let outcome = match refused.get(&hash) {
+                // Refused recently: do not pay for validation again until it changes.
+                Some(earlier) => Err(earlier.reason.clone()),
+                None => LoadedComponent::load(
+                    &self.sandbox,
+                    &self.cache,
+                    &blob.name,
+                    &blob.bytes,
+                    &blob.origin,
+                )
+                .map_err(|err| {
+                    let kept = previous.map(|p| p.version().to_owned());
+                    tracing::error!(
+                        origin = %blob.origin,
+                        reason = %err,
+                        kept_version = kept.as_deref().unwrap_or("none"),
+                        "rule set refused; the previous version stays in service"
+                    );
+                    refused.insert(
+                        hash.clone(),
+                        Refusal {
+                            reason: err.to_string(),
+                            at: Instant::now(),
+                        },
+                    );
+                    err.to_string()
+                }),
+            };
+            match outcome {
                 Ok(component) => {
                     tracing::info!(
                         component = %component.name(),
@@ -163,21 +228,15 @@ impl Registry {
                         .push((blob.name.clone(), component.version().to_owned()));
                     next.insert(blob.name, Arc::new(component));
                 }
-                Err(err) => {
-                    let kept = previous.map(|p| p.version().to_owned());
-                    tracing::error!(
-                        origin = %blob.origin,
-                        reason = %err,
-                        kept_version = kept.as_deref().unwrap_or("none"),
-                        "rule set refused; the previous version stays in service"
-                    );
-                    report.refused.push((blob.origin.clone(), err.to_string()));
+                Err(reason) => {
+                    report.refused.push((blob.origin, reason));
                     if let Some(previous) = previous {
                         next.insert(blob.name, previous.clone());
                     }
                 }
             }
         }
+        drop(refused);
         for name in old.components.keys() {
             if !next.contains_key(name) {
                 tracing::info!(component = %name, "rule set removed");
@@ -193,9 +252,12 @@ impl Registry {
                 components: next,
             }));
             report.generation = generation;
-        } else {
-            report.generation = old.generation;
         }
         report
+    }
+
+    /// How many syncs ran since the registry was created.
+    pub fn sync_count(&self) -> u64 {
+        self.syncs.load(Relaxed)
     }
 }

@@ -11,11 +11,17 @@ use wasmtime::{Config, Engine, ResourceLimiter, Store};
 pub struct SandboxConfig {
     /// CPU deadline of one `evaluate` call.
     pub call_deadline: Duration,
-    /// Deadline of the first calls on a fresh instance (`info` and the warm-up
-    /// request), which build lazily initialised tables.
+    /// Deadline of each step of loading a component (instantiation, `info`, the smoke
+    /// request on a fresh instance, which builds lazily initialised tables).
     pub warmup_deadline: Duration,
-    /// Most linear memory one instance may hold, in bytes.
+    /// Deadline of each step of creating an extra instance while serving requests
+    /// (when the pool is empty): shorter than `warmup_deadline`, because a request waits.
+    pub instantiate_deadline: Duration,
+    /// Most linear memory one instance may hold, all its memories together, in bytes.
     pub max_memory_bytes: usize,
+    /// An instance whose memory grew beyond this is dropped after its call instead of
+    /// going back to the pool, so idle instances stay small.
+    pub max_pooled_memory_bytes: usize,
     /// Consecutive failures after which a component is switched off.
     pub failures_before_disable: u32,
     /// How long a failing component stays switched off.
@@ -31,7 +37,9 @@ impl Default for SandboxConfig {
         SandboxConfig {
             call_deadline: Duration::from_millis(20),
             warmup_deadline: Duration::from_millis(2_000),
-            max_memory_bytes: 64 << 20,
+            instantiate_deadline: Duration::from_millis(200),
+            max_memory_bytes: 32 << 20,
+            max_pooled_memory_bytes: 8 << 20,
             failures_before_disable: 5,
             disable_for: Duration::from_secs(30),
             max_idle_instances: threads * 2,
@@ -88,6 +96,7 @@ impl Sandbox {
             GuestState {
                 limiter: GuestLimiter {
                     max_memory_bytes: self.config.max_memory_bytes,
+                    memory_bytes: 0,
                     memory_cap_hit: false,
                 },
             },
@@ -110,24 +119,29 @@ pub struct GuestState {
     pub(crate) limiter: GuestLimiter,
 }
 
-/// Caps linear memory and tables, and remembers that the cap was hit so that the
-/// failure is reported as memory exhaustion rather than a generic trap.
+/// Caps the linear memory of a store (all its memories together) and its tables, and
+/// remembers that the cap was hit so that the failure is reported as memory exhaustion
+/// rather than a generic trap.
 pub(crate) struct GuestLimiter {
     max_memory_bytes: usize,
+    /// Bytes of linear memory the store holds now.
+    pub(crate) memory_bytes: usize,
     pub(crate) memory_cap_hit: bool,
 }
 
 impl ResourceLimiter for GuestLimiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.max_memory_bytes {
+        let total = self.memory_bytes - current.min(self.memory_bytes) + desired;
+        if total > self.max_memory_bytes {
             self.memory_cap_hit = true;
             return Ok(false);
         }
+        self.memory_bytes = total;
         Ok(true)
     }
 
@@ -149,6 +163,6 @@ impl ResourceLimiter for GuestLimiter {
     }
 
     fn memories(&self) -> usize {
-        16
+        4
     }
 }

@@ -13,17 +13,30 @@ pub struct RulesetBlob {
     pub origin: String,
 }
 
-/// A problem reading one entry of a source; the other entries still load.
+/// A problem reading one entry of a source; the other entries still load, and the
+/// entry's previous version stays in service.
 #[derive(Debug, Clone)]
 pub struct SourceError {
+    /// The component the entry holds, when known.
+    pub name: Option<String>,
     pub origin: String,
     pub message: String,
 }
 
+/// What a source holds now.
+#[derive(Debug, Default)]
+pub struct Listing {
+    pub blobs: Vec<RulesetBlob>,
+    /// Entries that could not be read.
+    pub errors: Vec<SourceError>,
+}
+
 /// Lists the components a registry should hold.
 pub trait RulesetSource: Send + Sync {
-    /// Every component the source holds now, and the entries it could not read.
-    fn list(&self) -> (Vec<RulesetBlob>, Vec<SourceError>);
+    /// Every component the source holds now. An `Err` means the source as a whole could
+    /// not be read (a missing directory, a store that does not answer): the registry
+    /// then keeps what it has.
+    fn list(&self) -> Result<Listing, SourceError>;
     /// A short description for logs.
     fn describe(&self) -> String;
 }
@@ -56,20 +69,19 @@ impl DirectorySource {
 }
 
 impl RulesetSource for DirectorySource {
-    fn list(&self) -> (Vec<RulesetBlob>, Vec<SourceError>) {
-        let mut blobs = Vec::new();
-        let mut errors = Vec::new();
-        let entries = match std::fs::read_dir(&self.dir) {
-            Ok(entries) => entries,
-            Err(err) => {
-                errors.push(SourceError {
-                    origin: self.dir.display().to_string(),
-                    message: format!("cannot read the rule-set directory: {err}"),
-                });
-                return (blobs, errors);
-            }
-        };
-        for entry in entries.flatten() {
+    fn list(&self) -> Result<Listing, SourceError> {
+        let mut listing = Listing::default();
+        let entries = std::fs::read_dir(&self.dir).map_err(|err| SourceError {
+            name: None,
+            origin: self.dir.display().to_string(),
+            message: format!("cannot read the rule-set directory: {err}"),
+        })?;
+        for entry in entries {
+            let entry = entry.map_err(|err| SourceError {
+                name: None,
+                origin: self.dir.display().to_string(),
+                message: format!("cannot list the rule-set directory: {err}"),
+            })?;
             let path = entry.path();
             let Some(name) = Self::component_name(&path) else {
                 continue;
@@ -78,19 +90,20 @@ impl RulesetSource for DirectorySource {
                 continue;
             }
             match std::fs::read(&path) {
-                Ok(bytes) => blobs.push(RulesetBlob {
+                Ok(bytes) => listing.blobs.push(RulesetBlob {
                     name: name.to_owned(),
                     bytes,
                     origin: path.display().to_string(),
                 }),
-                Err(err) => errors.push(SourceError {
+                Err(err) => listing.errors.push(SourceError {
+                    name: Some(name.to_owned()),
                     origin: path.display().to_string(),
                     message: format!("cannot read: {err}"),
                 }),
             }
         }
-        blobs.sort_by(|a, b| a.name.cmp(&b.name));
-        (blobs, errors)
+        listing.blobs.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(listing)
     }
 
     fn describe(&self) -> String {

@@ -6,11 +6,13 @@ use notify::{RecursiveMode, Watcher as _};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long the directory must be quiet before a sync, so that a file being copied
 /// in is read whole.
 const DEBOUNCE: Duration = Duration::from_millis(150);
+/// The longest a stream of events may delay a sync.
+const MAX_SETTLE: Duration = Duration::from_secs(2);
 /// A full resync at this interval heals any missed event.
 const RESYNC: Duration = Duration::from_secs(10);
 
@@ -27,7 +29,20 @@ impl Watcher {
         let (tx, rx) = mpsc::channel::<()>();
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-                if event.is_ok() {
+                // Reading the directory opens it and its files: react only to changes of
+                // component files, or a sync would trigger the next one.
+                let relevant = match event {
+                    Ok(event) => {
+                        is_change(&event.kind)
+                            && event
+                                .paths
+                                .iter()
+                                .any(|p| DirectorySource::component_name(p).is_some())
+                    }
+                    // The watch itself is in trouble (queue overflow): resync to be safe.
+                    Err(_) => true,
+                };
+                if relevant {
                     let _ = tx.send(());
                 }
             })?;
@@ -42,8 +57,11 @@ impl Watcher {
                 while !stopping.load(Ordering::Relaxed) {
                     match rx.recv_timeout(RESYNC) {
                         Ok(()) => {
-                            // Let a burst of events settle, then sync once.
-                            while rx.recv_timeout(DEBOUNCE).is_ok() {}
+                            // Let a burst of events settle (a bounded while), then sync once.
+                            let settle_until = Instant::now() + MAX_SETTLE;
+                            while Instant::now() < settle_until && rx.recv_timeout(DEBOUNCE).is_ok()
+                            {
+                            }
                         }
                         Err(mpsc::RecvTimeoutError::Timeout) => {}
                         Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -60,6 +78,18 @@ impl Watcher {
             thread: Some(thread),
             watcher: Some(watcher),
         })
+    }
+}
+
+/// Whether an event kind can change what the directory holds (not a mere read).
+fn is_change(kind: &notify::EventKind) -> bool {
+    use notify::EventKind::{Any, Create, Modify, Remove};
+    use notify::event::ModifyKind;
+    match kind {
+        Create(_) | Remove(_) | Any => true,
+        Modify(ModifyKind::Metadata(_)) => false,
+        Modify(_) => true,
+        _ => false,
     }
 }
 

@@ -174,6 +174,11 @@ impl<'a> Request<'a> {
         self.facts.headers.lines().filter(|l| !l.is_empty()).count()
     }
 
+    /// Whether the host cut the path, query or headers to its bounds.
+    pub fn truncated(&self) -> bool {
+        self.facts.truncated
+    }
+
     /// The real client address.
     pub fn client_ip(&self) -> IpAddr {
         match self.facts.client_ip {

@@ -49,6 +49,7 @@ pub fn request(method: &str, target: &str) -> RequestBuilder {
             query: query.into(),
             version: HttpVersion::Http2,
             headers: String::new(),
+            truncated: false,
             client_ip: IpAddress::Ipv4((203, 0, 113, 10)),
             tls: Some(TlsFacts {
                 version: TlsVersion::Tls13,
@@ -178,6 +179,12 @@ impl RequestBuilder {
                 IpAddress::Ipv6((a, b, c, d, e, f, g, h))
             }
         };
+        self
+    }
+
+    /// Marks the request as cut to the host's bounds.
+    pub fn truncated(mut self) -> Self {
+        self.facts.truncated = true;
         self
     }
 

@@ -8,7 +8,7 @@ impl Ruleset for Hostile {
     fn info() -> Info {
         botgate_ruleset_sdk::info!(
             "hostile",
-            "Misbehaves on /loop, /bomb, /trap, /wasi, /huge, /bad-reason."
+            "Misbehaves on /loop, /bomb, /trap, /grow, /wasi, /huge, /bad-reason."
         )
     }
 
@@ -25,6 +25,12 @@ impl Ruleset for Hostile {
                 }
             }
             "/trap" => panic!("hostile guest panics on purpose"),
+            "/grow" => {
+                // Grows memory by 12 MiB (within the cap) and keeps it.
+                let kept: &'static mut [u8] = Vec::leak(vec![7u8; 12 << 20]);
+                std::hint::black_box(kept);
+                opinion(Category::Humans, 1, "hostile.grew")
+            }
             "/wasi" => {
                 // Asks the host for the time: no WASI is granted, so this traps.
                 let now = std::time::SystemTime::now();
