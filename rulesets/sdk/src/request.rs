@@ -11,6 +11,8 @@ pub struct Request<'a> {
     facts: &'a RequestFacts,
     path_lower: String,
     query_lower: String,
+    /// [`crate::ua::is_browser`] of the user agent, computed on first use.
+    browser: std::cell::OnceCell<bool>,
 }
 
 /// Percent-decodes `s` (and `+` as space when `plus_is_space`), lossily as UTF-8, then
@@ -48,6 +50,7 @@ impl<'a> Request<'a> {
             facts,
             path_lower: normalise_path(&facts.path),
             query_lower: decode_lower(&facts.query, true),
+            browser: std::cell::OnceCell::new(),
         }
     }
 
@@ -166,7 +169,9 @@ impl<'a> Request<'a> {
 
     /// Whether the user agent looks like a real desktop or mobile browser.
     pub fn is_browser(&self) -> bool {
-        crate::ua::is_browser(self.user_agent())
+        *self
+            .browser
+            .get_or_init(|| crate::ua::is_browser(self.user_agent()))
     }
 
     /// The number of header lines.

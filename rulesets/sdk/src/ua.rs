@@ -3,10 +3,18 @@
 /// Whether `haystack` contains `needle`, ignoring ASCII case, without allocating.
 pub fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
     let (h, n) = (haystack.as_bytes(), needle.as_bytes());
-    if n.is_empty() {
+    let Some((&first, rest)) = n.split_first() else {
         return true;
+    };
+    if h.len() < n.len() {
+        return false;
     }
-    h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+    // Compare only where the first byte matches: most positions are rejected by one
+    // comparison instead of a whole window.
+    let first = first.to_ascii_lowercase();
+    (0..=h.len() - n.len()).any(|i| {
+        h[i].to_ascii_lowercase() == first && h[i + 1..i + n.len()].eq_ignore_ascii_case(rest)
+    })
 }
 
 /// Whether `ua` contains any of `needles`, ignoring ASCII case.
