@@ -49,6 +49,21 @@ fn decision(c: &mut Criterion) {
         })
     });
     group.finish();
+
+    // Each component alone over the same mix: where the time of the full decision goes.
+    let mut group = c.benchmark_group("component");
+    for name in botgate_tests::SHIPPED {
+        let component = set.get(name).unwrap().clone();
+        let mut i = 0usize;
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let facts = &mix[i % mix.len()].facts;
+                i += 1;
+                black_box(component.evaluate(facts))
+            })
+        });
+    }
+    group.finish();
 }
 
 fn hot_swap(c: &mut Criterion) {

@@ -4,7 +4,7 @@ use anyhow::{Context, Result, bail};
 use botgate_host::rules::facts::{ip_address, request_facts};
 use botgate_host::rules::{
     CLASSIFIER, DirectorySource, Outcome, Registry, RulesetSource, Sandbox, SandboxConfig, Watcher,
-    bindings::{HttpVersion, Scheme, TlsFacts, TlsVersion},
+    bindings::{AlpnProtocol, HttpVersion, Scheme, TlsFacts, TlsVersion},
     decide_observed,
 };
 use botgate_model::Policy;
@@ -171,7 +171,7 @@ fn eval(
         facts.version = HttpVersion::Http2;
         facts.tls = Some(TlsFacts {
             version: TlsVersion::Tls13,
-            alpn: "h2".into(),
+            alpn: AlpnProtocol::H2,
             ja4: String::new(),
         });
     }

@@ -3,7 +3,7 @@
 
 use botgate_host::rules::RequestFacts;
 use botgate_host::rules::bindings::{
-    Behaviour, CrawlerVerification, HttpVersion, Scheme, TlsFacts, TlsVersion,
+    AlpnProtocol, Behaviour, CrawlerVerification, HttpVersion, Scheme, TlsFacts, TlsVersion,
 };
 use botgate_host::rules::facts::request_facts;
 use std::net::IpAddr;
@@ -22,7 +22,7 @@ struct Req {
     target: &'static str,
     headers: Vec<(&'static str, &'static str)>,
     ja4: Option<&'static str>,
-    alpn: &'static str,
+    alpn: AlpnProtocol,
     ip: [u8; 4],
     crawler: CrawlerVerification,
     requests: u32,
@@ -34,7 +34,7 @@ fn req(method: &'static str, target: &'static str) -> Req {
         target,
         headers: vec![("host", "www.example.com")],
         ja4: None,
-        alpn: "h2",
+        alpn: AlpnProtocol::H2,
         ip: [203, 0, 113, 10],
         crawler: CrawlerVerification::NoClaim,
         requests: 3,
@@ -63,7 +63,7 @@ impl Req {
 
     fn tool(mut self, ua: &'static str) -> Self {
         self = self.h("user-agent", ua).h("accept", "*/*");
-        self.alpn = "http/1.1";
+        self.alpn = AlpnProtocol::Http11;
         self.ja4 = Some("t13d3112h1_e8f1e7e78f70_6bebaf5329ac");
         self
     }
@@ -76,7 +76,7 @@ impl Req {
             "www.example.com",
             path,
             query,
-            if self.alpn == "h2" {
+            if self.alpn == AlpnProtocol::H2 {
                 HttpVersion::Http2
             } else {
                 HttpVersion::Http11
@@ -86,7 +86,7 @@ impl Req {
         );
         facts.tls = Some(TlsFacts {
             version: TlsVersion::Tls13,
-            alpn: self.alpn.into(),
+            alpn: self.alpn,
             ja4: self.ja4.unwrap_or_default().into(),
         });
         facts.crawler = self.crawler;

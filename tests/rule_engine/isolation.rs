@@ -10,7 +10,7 @@ use std::time::Duration;
 
 fn facts_for(path: &str) -> RequestFacts {
     let mut facts = smoke_facts();
-    facts.path = path.into();
+    facts.target = path.into();
     facts
 }
 

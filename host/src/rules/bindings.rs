@@ -8,8 +8,9 @@ wasmtime::component::bindgen!({
 });
 
 pub use botgate::ruleset::types::{
-    Behaviour, Category as WitCategory, ChallengePass, ComponentInfo, CrawlerVerification,
-    HttpVersion, IpAddress, Opinion, RequestFacts, Scheme, TlsFacts, TlsVersion,
+    AlpnProtocol, Behaviour, Category as WitCategory, ChallengePass, ComponentInfo,
+    CrawlerVerification, HttpVersion, IpAddress, Opinion, RequestFacts, Scheme, TlsFacts,
+    TlsVersion,
 };
 
 use botgate_model::Category;

@@ -2,13 +2,13 @@
 //! contract's bounds on path, query and headers applied.
 
 use super::bindings::{
-    Behaviour, ChallengePass, CrawlerVerification, HttpVersion, IpAddress, RequestFacts, Scheme,
-    TlsFacts, TlsVersion,
+    AlpnProtocol, Behaviour, ChallengePass, CrawlerVerification, HttpVersion, IpAddress,
+    RequestFacts, Scheme, TlsFacts, TlsVersion,
 };
 use std::net::IpAddr;
 
-/// Most bytes of `path` and of `query` passed to components.
-pub const MAX_PATH_BYTES: usize = 8 * 1024;
+/// Most bytes of the request target (`path?query`) passed to components.
+pub const MAX_TARGET_BYTES: usize = 16 * 1024;
 /// Most header lines passed to components.
 pub const MAX_HEADER_LINES: usize = 64;
 /// Most bytes of the joined header string passed to components.
@@ -31,8 +31,7 @@ pub const MAX_HEADER_VALUE_BYTES: usize = 2 * 1024;
 
 /// Headers rule components rely on. When the line bound is reached, each of these is
 /// still kept once, so that a flood of filler headers cannot hide them.
-const ESSENTIAL_HEADERS: [&str; 16] = [
-    "host",
+const ESSENTIAL_HEADERS: [&str; 15] = [
     "user-agent",
     "accept",
     "accept-language",
@@ -50,21 +49,27 @@ const ESSENTIAL_HEADERS: [&str; 16] = [
     "cookie",
 ];
 
-/// Joins headers as the contract wants them: `name: value` lines, names lower-cased,
-/// separated by `\n`, in the order received, within the bounds: at most
+/// Joins headers as the contract wants them: `host: <host>` first, then the other
+/// headers as `name: value` lines (incoming `host` headers are replaced by that first
+/// line), names lower-cased, separated by `\n`, in the order received, within the bounds: at most
 /// [`MAX_HEADER_LINES`] lines (plus, past that, the first occurrence of each essential
 /// header), [`MAX_HEADER_BYTES`] bytes, values cut to [`MAX_HEADER_VALUE_BYTES`]. Values
 /// that are not UTF-8 are passed lossily; line breaks inside a value become spaces so a
 /// value can never forge a header line. The flag says whether anything was cut.
-pub fn join_headers<'a, I>(headers: I) -> (String, bool)
+pub fn join_headers<'a, I>(host: &str, headers: I) -> (String, bool)
 where
     I: IntoIterator<Item = (&'a str, &'a [u8])>,
 {
     let mut out = String::with_capacity(512);
-    let mut lines = 0usize;
+    out.push_str("host: ");
+    out.push_str(host);
+    let mut lines = 1usize;
     let mut late_essentials = 0u32;
     let mut truncated = false;
     for (name, value) in headers {
+        if name.eq_ignore_ascii_case("host") {
+            continue;
+        }
         let value = String::from_utf8_lossy(value);
         let cut = truncate(&value, MAX_HEADER_VALUE_BYTES);
         truncated |= cut.len() < value.len();
@@ -78,14 +83,12 @@ where
                 _ => continue,
             }
         }
-        let extra = name.len() + 2 + cut.len() + usize::from(!out.is_empty());
+        let extra = 1 + name.len() + 2 + cut.len();
         if out.len() + extra > MAX_HEADER_BYTES {
             truncated = true;
             continue;
         }
-        if !out.is_empty() {
-            out.push('\n');
-        }
+        out.push('\n');
         out.extend(name.chars().map(|c| c.to_ascii_lowercase()));
         out.push_str(": ");
         out.extend(
@@ -136,17 +139,27 @@ pub fn request_facts<'a>(
     headers: impl IntoIterator<Item = (&'a str, &'a [u8])>,
     client_ip: IpAddr,
 ) -> RequestFacts {
-    let (headers, headers_cut) = join_headers(headers);
-    let truncated = headers_cut || path.len() > MAX_PATH_BYTES || query.len() > MAX_PATH_BYTES;
+    let host: String = truncate(strip_port(host), 253)
+        .chars()
+        .filter(|c| !c.is_control())
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    let (headers, headers_cut) = join_headers(&host, headers);
+    let mut target = String::with_capacity(path.len() + query.len() + 1);
+    target.push_str(truncate(path, MAX_TARGET_BYTES));
+    if !query.is_empty() && target.len() < MAX_TARGET_BYTES {
+        target.push('?');
+        let room = MAX_TARGET_BYTES - target.len();
+        target.push_str(truncate(query, room));
+    }
+    let target_cut = target.len() < path.len() + query.len() + usize::from(!query.is_empty());
     RequestFacts {
         method: truncate(method, 32).to_ascii_uppercase(),
         scheme,
-        host: truncate(strip_port(host), 253).to_ascii_lowercase(),
-        path: truncate(path, MAX_PATH_BYTES).to_owned(),
-        query: truncate(query, MAX_PATH_BYTES).to_owned(),
+        target,
         version,
         headers,
-        truncated,
+        truncated: headers_cut || target_cut,
         client_ip: ip_address(client_ip),
         tls: None,
         crawler: CrawlerVerification::NoClaim,
@@ -163,12 +176,16 @@ pub fn request_facts<'a>(
 /// The request every component must survive at load time: an ordinary browser
 /// fetching a page over HTTPS.
 pub fn smoke_facts() -> RequestFacts {
-    let headers: [(&str, &[u8]); 5] = [
+    let headers: [(&str, &[u8]); 9] = [
         ("host", b"www.example.com"),
         ("user-agent", b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"),
+        ("sec-ch-ua", b"\"Google Chrome\";v=\"131\", \"Chromium\";v=\"131\", \"Not_A Brand\";v=\"24\""),
+        ("sec-ch-ua-mobile", b"?0"),
+        ("sec-ch-ua-platform", b"\"Windows\""),
         ("accept", b"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
         ("accept-language", b"en-GB,en;q=0.9"),
         ("accept-encoding", b"gzip, deflate, br"),
+        ("sec-fetch-mode", b"navigate"),
     ];
     let mut facts = request_facts(
         "GET",
@@ -182,7 +199,7 @@ pub fn smoke_facts() -> RequestFacts {
     );
     facts.tls = Some(TlsFacts {
         version: TlsVersion::Tls13,
-        alpn: "h2".into(),
+        alpn: AlpnProtocol::H2,
         ja4: "t13d1516h2_8daaf6152771_02713d6af862".into(),
     });
     facts
@@ -192,6 +209,10 @@ pub fn smoke_facts() -> RequestFacts {
 mod tests {
     use super::*;
 
+    fn join<'a>(headers: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> (String, bool) {
+        join_headers("www.example.com", headers)
+    }
+
     #[test]
     fn truncate_respects_char_boundaries() {
         assert_eq!(truncate("héllo", 2), "h");
@@ -199,16 +220,20 @@ mod tests {
     }
 
     #[test]
-    fn headers_are_lowercased_and_joined() {
-        let (joined, cut) = join_headers([("User-Agent", &b"x"[..]), ("Accept", b"*/*")]);
-        assert_eq!(joined, "user-agent: x\naccept: */*");
+    fn headers_are_lowercased_and_joined_after_the_host_line() {
+        let (joined, cut) = join([
+            ("User-Agent", &b"x"[..]),
+            ("Host", b"evil"),
+            ("Accept", b"*/*"),
+        ]);
+        assert_eq!(joined, "host: www.example.com\nuser-agent: x\naccept: */*");
         assert!(!cut);
     }
 
     #[test]
     fn header_values_cannot_forge_lines() {
-        let (joined, _) = join_headers([("x-a", &b"1\nuser-agent: forged"[..])]);
-        assert_eq!(joined.lines().count(), 1);
+        let (joined, _) = join([("x-a", &b"1\nuser-agent: forged"[..])]);
+        assert_eq!(joined.lines().count(), 2);
     }
 
     #[test]
@@ -218,7 +243,7 @@ mod tests {
             .chain([("User-Agent".to_owned(), b"sqlmap/1.8".to_vec())])
             .chain((0..5).map(|_| ("user-agent".to_owned(), b"again".to_vec())))
             .collect();
-        let (joined, cut) = join_headers(filler.iter().map(|(n, v)| (n.as_str(), v.as_slice())));
+        let (joined, cut) = join(filler.iter().map(|(n, v)| (n.as_str(), v.as_slice())));
         assert!(cut);
         assert_eq!(joined.lines().count(), MAX_HEADER_LINES + 1);
         assert!(joined.ends_with("user-agent: sqlmap/1.8"));
@@ -227,9 +252,9 @@ mod tests {
     #[test]
     fn a_huge_value_is_cut_not_dropped() {
         let huge = vec![b'a'; 100_000];
-        let (joined, cut) = join_headers([("user-agent", huge.as_slice()), ("accept", b"*/*")]);
+        let (joined, cut) = join([("user-agent", huge.as_slice()), ("accept", b"*/*")]);
         assert!(cut);
-        assert_eq!(joined.lines().count(), 2);
+        assert_eq!(joined.lines().count(), 3);
         assert!(joined.len() <= MAX_HEADER_BYTES);
     }
 
@@ -238,38 +263,52 @@ mod tests {
         let many: Vec<(String, Vec<u8>)> = (0..200)
             .map(|i| (format!("x-{i}"), vec![b'v'; 10]))
             .collect();
-        let (joined, cut) = join_headers(many.iter().map(|(n, v)| (n.as_str(), v.as_slice())));
+        let (joined, cut) = join(many.iter().map(|(n, v)| (n.as_str(), v.as_slice())));
         assert_eq!(joined.lines().count(), MAX_HEADER_LINES);
         assert!(cut);
 
         let big = vec![b'v'; 6000];
-        let (joined, cut) = join_headers((0..20).map(|_| ("x-big", big.as_slice())));
+        let (joined, cut) = join((0..20).map(|_| ("x-big", big.as_slice())));
         assert!(joined.len() <= MAX_HEADER_BYTES);
         assert_eq!(
             joined.lines().count(),
-            7,
-            "values are cut to 2 KiB, 7 fit in 16 KiB"
+            8,
+            "the host line and 7 values cut to 2 KiB"
         );
         assert!(cut);
     }
 
     #[test]
-    fn path_and_host_are_bounded_and_normalised() {
-        let long = "/".repeat(20_000);
+    fn target_and_host_are_bounded_and_normalised() {
         let facts = request_facts(
             "get",
             Scheme::Http,
             "WWW.Example.COM:8080",
-            &long,
-            "",
+            "/a",
+            "b=1",
             HttpVersion::Http11,
             [],
             IpAddr::from([10, 0, 0, 1]),
         );
         assert_eq!(facts.method, "GET");
-        assert_eq!(facts.host, "www.example.com");
-        assert_eq!(facts.path.len(), MAX_PATH_BYTES);
+        assert_eq!(facts.headers, "host: www.example.com");
+        assert_eq!(facts.target, "/a?b=1");
+        assert!(!facts.truncated);
+
+        let long = "/".repeat(20_000);
+        let facts = request_facts(
+            "GET",
+            Scheme::Http,
+            "h",
+            &long,
+            "q=1",
+            HttpVersion::Http11,
+            [],
+            IpAddr::from([10, 0, 0, 1]),
+        );
+        assert_eq!(facts.target.len(), MAX_TARGET_BYTES);
         assert!(facts.truncated);
+
         assert_eq!(strip_port("[::1]:8443"), "[::1]");
         assert_eq!(strip_port("[::1]"), "[::1]");
         assert_eq!(strip_port("example.com"), "example.com");

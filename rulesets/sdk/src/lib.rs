@@ -39,8 +39,8 @@ pub mod bindings {
 }
 
 pub use bindings::botgate::ruleset::types::{
-    Behaviour, Category, ChallengePass, ComponentInfo as Info, CrawlerVerification, HttpVersion,
-    IpAddress, Opinion, RequestFacts, Scheme, TlsFacts, TlsVersion,
+    AlpnProtocol, Behaviour, Category, ChallengePass, ComponentInfo as Info, CrawlerVerification,
+    HttpVersion, IpAddress, Opinion, RequestFacts, Scheme, TlsFacts, TlsVersion,
 };
 pub use request::Request;
 

@@ -4,33 +4,48 @@ use crate::{
     Behaviour, ChallengePass, CrawlerVerification, IpAddress, RequestFacts, Scheme, TlsFacts,
 };
 use percent_encoding::percent_decode_str;
+use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// One request as a rule component sees it, with normalised views computed once.
 pub struct Request<'a> {
     facts: &'a RequestFacts,
-    path_lower: String,
-    query_lower: String,
+    path: &'a str,
+    query: &'a str,
+    path_lower: Cow<'a, str>,
+    query_lower: Cow<'a, str>,
     /// [`crate::ua::is_browser`] of the user agent, computed on first use.
-    browser: std::cell::OnceCell<bool>,
+    browser: OnceCell<bool>,
+    /// The header lines split into (name, value), on first use.
+    header_index: OnceCell<Vec<(&'a str, &'a str)>>,
 }
 
 /// Percent-decodes `s` (and `+` as space when `plus_is_space`), lossily as UTF-8, then
-/// lower-cases it.
-fn decode_lower(s: &str, plus_is_space: bool) -> String {
+/// lower-cases it; borrows `s` when there is nothing to change (the usual case).
+fn decode_lower(s: &str, plus_is_space: bool) -> Cow<'_, str> {
+    let clean = s.bytes().all(|b| {
+        b != b'%' && !b.is_ascii_uppercase() && b.is_ascii() && !(plus_is_space && b == b'+')
+    });
+    if clean {
+        return Cow::Borrowed(s);
+    }
     let decoded = if plus_is_space && s.contains('+') {
         let spaced = s.replace('+', " ");
         percent_decode_str(&spaced).decode_utf8_lossy().into_owned()
     } else {
         percent_decode_str(s).decode_utf8_lossy().into_owned()
     };
-    decoded.to_lowercase()
+    Cow::Owned(decoded.to_lowercase())
 }
 
 /// Decodes, lower-cases and collapses repeated `/` in a path, so `//WP-Login.php` and
-/// `/wp%2Dlogin.php` both read `/wp-login.php`.
-fn normalise_path(path: &str) -> String {
+/// `/wp%2Dlogin.php` both read `/wp-login.php`; borrows when nothing changes.
+fn normalise_path(path: &str) -> Cow<'_, str> {
     let lower = decode_lower(path, false);
+    if !lower.contains("//") {
+        return lower;
+    }
     let mut out = String::with_capacity(lower.len());
     let mut last_slash = false;
     for c in lower.chars() {
@@ -40,17 +55,24 @@ fn normalise_path(path: &str) -> String {
         last_slash = c == '/';
         out.push(c);
     }
-    out
+    Cow::Owned(out)
 }
 
 impl<'a> Request<'a> {
     /// Wraps the facts the host passed in.
     pub fn new(facts: &'a RequestFacts) -> Self {
+        let (path, query) = facts
+            .target
+            .split_once('?')
+            .unwrap_or((facts.target.as_str(), ""));
         Request {
             facts,
-            path_lower: normalise_path(&facts.path),
-            query_lower: decode_lower(&facts.query, true),
-            browser: std::cell::OnceCell::new(),
+            path,
+            query,
+            path_lower: normalise_path(path),
+            query_lower: decode_lower(query, true),
+            browser: OnceCell::new(),
+            header_index: OnceCell::new(),
         }
     }
 
@@ -76,14 +98,18 @@ impl<'a> Request<'a> {
             .any(|m| self.facts.method.eq_ignore_ascii_case(m))
     }
 
-    /// The host name, lower case.
-    pub fn host(&self) -> &str {
-        &self.facts.host
+    /// The host name the request addressed, lower case, without the port (the first
+    /// header line, as the host writes it).
+    pub fn host(&self) -> &'a str {
+        match self.headers().first() {
+            Some(("host", host)) => host,
+            _ => "",
+        }
     }
 
     /// The path as sent (percent-encoded, original case).
     pub fn path(&self) -> &str {
-        &self.facts.path
+        self.path
     }
 
     /// The path percent-decoded, lower case, with repeated `/` collapsed.
@@ -103,7 +129,9 @@ impl<'a> Request<'a> {
 
     /// Whether the normalised path contains any of `needles` (give them lower case).
     pub fn path_contains_any(&self, needles: &[&str]) -> bool {
-        needles.iter().any(|n| self.path_lower.contains(n))
+        needles
+            .iter()
+            .any(|n| memchr::memmem::find(self.path_lower.as_bytes(), n.as_bytes()).is_some())
     }
 
     /// The last path segment of the normalised path (`wp-login.php` for `/blog/wp-login.php`).
@@ -113,7 +141,7 @@ impl<'a> Request<'a> {
 
     /// The query string as sent, without `?`.
     pub fn query(&self) -> &str {
-        &self.facts.query
+        self.query
     }
 
     /// The query string percent-decoded (`+` as space) and lower case.
@@ -124,7 +152,7 @@ impl<'a> Request<'a> {
     /// The decoded value of the first query parameter called `name` (case-sensitive
     /// name); `Some("")` for a parameter without a value.
     pub fn query_param(&self, name: &str) -> Option<String> {
-        self.facts.query.split('&').find_map(|pair| {
+        self.query.split('&').find_map(|pair| {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
             let key = percent_decode_str(key).decode_utf8_lossy();
             (key == name).then(|| {
@@ -139,12 +167,27 @@ impl<'a> Request<'a> {
         self.query_param(name).is_some()
     }
 
+    /// The header lines as (name, value) pairs, split once per request.
+    pub fn headers(&self) -> &[(&'a str, &'a str)] {
+        self.header_index.get_or_init(|| {
+            let facts: &'a RequestFacts = self.facts;
+            facts
+                .headers
+                .split('\n')
+                .filter_map(|line| {
+                    let (key, value) = line.split_once(':')?;
+                    Some((key.trim(), value.trim()))
+                })
+                .collect()
+        })
+    }
+
     /// The values of every header called `name` (give it lower case), in order.
     pub fn header_values<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'a str> + 's {
-        self.facts.headers.split('\n').filter_map(move |line| {
-            let (key, value) = line.split_once(':')?;
-            (key.trim() == name).then(|| value.trim())
-        })
+        self.headers()
+            .iter()
+            .filter(move |(key, _)| *key == name)
+            .map(|(_, value)| *value)
     }
 
     /// The first value of the header called `name` (give it lower case).
@@ -176,7 +219,7 @@ impl<'a> Request<'a> {
 
     /// The number of header lines.
     pub fn header_count(&self) -> usize {
-        self.facts.headers.lines().filter(|l| !l.is_empty()).count()
+        self.headers().len()
     }
 
     /// Whether the host cut the path, query or headers to its bounds.

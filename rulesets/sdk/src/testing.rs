@@ -6,8 +6,8 @@
 //! ```
 
 use crate::{
-    Behaviour, Category, ChallengePass, CrawlerVerification, HttpVersion, IpAddress, Opinion,
-    Request, RequestFacts, Ruleset, Scheme, TlsFacts, TlsVersion,
+    AlpnProtocol, Behaviour, Category, ChallengePass, CrawlerVerification, HttpVersion, IpAddress,
+    Opinion, Request, RequestFacts, Ruleset, Scheme, TlsFacts, TlsVersion,
 };
 use std::net::IpAddr;
 
@@ -39,21 +39,18 @@ pub struct RequestBuilder {
 
 /// A request with `method` to `target` (a path with an optional `?query`).
 pub fn request(method: &str, target: &str) -> RequestBuilder {
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
     RequestBuilder {
         facts: RequestFacts {
             method: method.to_ascii_uppercase(),
             scheme: Scheme::Https,
-            host: "www.example.com".into(),
-            path: path.into(),
-            query: query.into(),
+            target: target.into(),
             version: HttpVersion::Http2,
             headers: String::new(),
             truncated: false,
             client_ip: IpAddress::Ipv4((203, 0, 113, 10)),
             tls: Some(TlsFacts {
                 version: TlsVersion::Tls13,
-                alpn: "h2".into(),
+                alpn: AlpnProtocol::H2,
                 ja4: String::new(),
             }),
             crawler: CrawlerVerification::NoClaim,
@@ -80,8 +77,11 @@ pub fn post(target: &str) -> RequestBuilder {
 }
 
 impl RequestBuilder {
-    /// Adds a header (the name is lower-cased).
+    /// Adds a header (the name is lower-cased); `host` sets the host name instead.
     pub fn header(mut self, name: &str, value: &str) -> Self {
+        if name.eq_ignore_ascii_case("host") {
+            return self.host(value);
+        }
         self.headers.push((name.to_ascii_lowercase(), value.into()));
         self
     }
@@ -92,11 +92,10 @@ impl RequestBuilder {
         self.header("user-agent", ua)
     }
 
-    /// Sets the host name (and the `host` header).
+    /// Sets the host name (the first header line, as the host writes it).
     pub fn host(mut self, host: &str) -> Self {
-        self.facts.host = host.to_ascii_lowercase();
-        self.headers.retain(|(n, _)| n != "host");
-        self.header("host", host)
+        self.headers[0].1 = host.to_ascii_lowercase();
+        self
     }
 
     /// The headers and TLS fingerprint Chrome 131 on Windows sends.
@@ -148,7 +147,13 @@ impl RequestBuilder {
     /// Sets the negotiated ALPN protocol (keeps TLS on).
     pub fn alpn(mut self, alpn: &str) -> Self {
         if let Some(tls) = self.facts.tls.as_mut() {
-            tls.alpn = alpn.into();
+            tls.alpn = match alpn {
+                "" => AlpnProtocol::None,
+                "http/1.1" => AlpnProtocol::Http11,
+                "h2" => AlpnProtocol::H2,
+                "h3" => AlpnProtocol::H3,
+                _ => AlpnProtocol::Other,
+            };
         }
         self
     }
@@ -238,10 +243,9 @@ pub fn assert_category<R: Ruleset>(req: RequestBuilder, expected: Option<Categor
     let category = got.as_ref().map(|o| o.category);
     assert!(
         category == expected,
-        "expected {expected:?}, got {got:?} for {} {}?{} headers:\n{}",
+        "expected {expected:?}, got {got:?} for {} {} headers:\n{}",
         req.facts.method,
-        req.facts.path,
-        req.facts.query,
+        req.facts.target,
         req.build().headers
     );
     if let Some(o) = &got {

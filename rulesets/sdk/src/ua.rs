@@ -9,12 +9,12 @@ pub fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
     if h.len() < n.len() {
         return false;
     }
-    // Compare only where the first byte matches: most positions are rejected by one
-    // comparison instead of a whole window.
-    let first = first.to_ascii_lowercase();
-    (0..=h.len() - n.len()).any(|i| {
-        h[i].to_ascii_lowercase() == first && h[i + 1..i + n.len()].eq_ignore_ascii_case(rest)
-    })
+    // Jump between occurrences of the first byte (either case) with memchr, then
+    // compare the rest: most of the haystack is skipped a word at a time.
+    let last_start = h.len() - n.len();
+    memchr::memchr2_iter(first.to_ascii_lowercase(), first.to_ascii_uppercase(), h)
+        .take_while(|&i| i <= last_start)
+        .any(|i| h[i + 1..i + n.len()].eq_ignore_ascii_case(rest))
 }
 
 /// Whether `ua` contains any of `needles`, ignoring ASCII case.

@@ -117,19 +117,18 @@ pub(crate) fn assert_opinion(req: RequestBuilder, category: Category, reason: &s
     let facts = req.build();
     let Some(opinion) = got else {
         panic!(
-            "expected {category:?} ({reason}), got no opinion for {} {}?{}\n{}",
-            facts.method, facts.path, facts.query, facts.headers
+            "expected {category:?} ({reason}), got no opinion for {} {}\n{}",
+            facts.method, facts.target, facts.headers
         );
     };
     assert!(
         opinion.category == category && opinion.reason == reason,
-        "expected {category:?} ({reason}), got {:?} ({}, {}) for {} {}?{}\n{}",
+        "expected {category:?} ({reason}), got {:?} ({}, {}) for {} {}\n{}",
         opinion.category,
         opinion.reason,
         opinion.confidence,
         facts.method,
-        facts.path,
-        facts.query,
+        facts.target,
         facts.headers
     );
     assert!(botgate_ruleset_sdk::is_valid_reason(&opinion.reason));
