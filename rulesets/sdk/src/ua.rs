@@ -44,12 +44,37 @@ const NON_BROWSER_MARKERS: &[&str] = &[
     "httpclient",
 ];
 
+/// Tokens of the mainstream browser engines and brands.
+const BROWSER_MARKERS: &[&str] = &["Chrome/", "Firefox/", "Safari/", "Edg/", "OPR/"];
+
+/// One automaton over both marker lists (ASCII case-insensitive), built once per
+/// instance: a user agent is scanned once instead of once per marker.
+fn markers() -> &'static aho_corasick::AhoCorasick {
+    static MARKERS: std::sync::OnceLock<aho_corasick::AhoCorasick> = std::sync::OnceLock::new();
+    MARKERS.get_or_init(|| {
+        aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .build(BROWSER_MARKERS.iter().chain(NON_BROWSER_MARKERS))
+            .expect("the marker lists are valid patterns")
+    })
+}
+
 /// Whether `ua` looks like a mainstream desktop or mobile browser (Chrome, Edge, Firefox,
 /// Safari, Opera, Samsung Internet) and carries no bot or library marker.
 pub fn is_browser(ua: &str) -> bool {
-    ua.starts_with("Mozilla/5.0 (")
-        && contains_any_ignore_case(ua, &["Chrome/", "Firefox/", "Safari/", "Edg/", "OPR/"])
-        && !contains_any_ignore_case(ua, NON_BROWSER_MARKERS)
+    if !ua.starts_with("Mozilla/5.0 (") {
+        return false;
+    }
+    let mut browser = false;
+    for m in markers().find_overlapping_iter(ua) {
+        if m.pattern().as_usize() < BROWSER_MARKERS.len() {
+            browser = true;
+        } else {
+            return false;
+        }
+    }
+    browser
 }
 
 /// The browser family a user agent claims, for consistency checks against client hints
