@@ -110,7 +110,7 @@
 //!   `classifier.browser-without-accept-language` 55,
 //!   `classifier.browser-without-accept-encoding` 55.
 //! - `classifier.unrecognised-client` 40: a non-browser user agent nothing recognises.
-//! - `classifier.oversized-url` 55: the host cut the path or query at its 8 KiB bound
+//! - `classifier.oversized-url` 55: the host cut the request target at its 16 KiB bound
 //!   (`truncated`; a header cut alone, such as a large cookie, is not a signal).
 //!
 //! Behaviour (per 60 seconds):
@@ -379,7 +379,7 @@ fn classify(req: &Request<'_>) -> Option<Opinion> {
     let consistent = !browser || check_consistency(req, &headers, &scan, &mut verdict);
 
     // 5. Headers and request shape.
-    if req.truncated() && (is_at_url_bound(req.path()) || is_at_url_bound(req.query())) {
+    if req.truncated() && is_at_target_bound(req) {
         verdict.offer_weak(
             Category::SuspiciousBehaviour,
             55,
@@ -481,13 +481,13 @@ fn table_opinion(class: Class) -> Option<(Category, u8, &'static str)> {
     })
 }
 
-/// The host's bound on the path and on the query (`request-facts` in the WIT).
-const URL_BOUND: usize = 8 << 10;
+/// The host's bound on the request target (`request-facts` in the WIT).
+const TARGET_BOUND: usize = 16 << 10;
 
-/// Whether a path or query is at the host's bound, so the host cut it (a cut at a
+/// Whether the request target is at the host's bound, so the host cut it (a cut at a
 /// character boundary can leave up to 3 bytes less).
-fn is_at_url_bound(part: &str) -> bool {
-    part.len() + 3 >= URL_BOUND
+fn is_at_target_bound(req: &Request<'_>) -> bool {
+    req.facts().target.len() + 3 >= TARGET_BOUND
 }
 
 /// Whether `ua` starts like an HTTP library the crawler data lacks.

@@ -244,7 +244,7 @@ fn expired_pass_does_not_soften() {
 
 #[test]
 fn url_cut_at_the_host_bound_is_oversized() {
-    let query = format!("q={}", "A".repeat(8 * 1024 - 2));
+    let query = format!("q={}", "A".repeat(16 * 1024 - 10));
     assert_opinion(
         chrome(&format!("/search?{query}")).truncated(),
         SuspiciousBehaviour,
