@@ -17,7 +17,7 @@ scripts/build-guests.sh
 step "format"
 cargo fmt --all --check
 cargo fmt --all --check --manifest-path rulesets/Cargo.toml
-cargo fmt --check --manifest-path tests/guests/Cargo.toml
+cargo fmt --all --check --manifest-path tests/guests/Cargo.toml
 
 step "lints"
 cargo clippy --workspace --all-targets -- -D warnings
