@@ -55,10 +55,9 @@
 //!
 //! Everything else, page views and static files included, is left to the classifier.
 
+use botgate_ruleset_sdk::signals::{guessing_passwords, is_scripted, repeating};
 use botgate_ruleset_sdk::ua::contains_any_ignore_case;
-use botgate_ruleset_sdk::{
-    Category, CrawlerVerification, Info, Opinion, Request, Ruleset, opinion,
-};
+use botgate_ruleset_sdk::{Category, Info, Opinion, Request, Ruleset, opinion};
 
 /// The Bitrix rule set.
 pub struct Bitrix;
@@ -184,7 +183,10 @@ fn attack(req: &Request<'_>) -> Option<Opinion> {
 
 /// Password guessing against the public or the admin login form.
 fn brute_force(req: &Request<'_>) -> Option<Opinion> {
-    if req.is_method("POST") && (is_admin_login(req) || is_public_login(req)) && is_hammering(req) {
+    if req.is_method("POST")
+        && (is_admin_login(req) || is_public_login(req))
+        && guessing_passwords(req)
+    {
         return opinion(Category::SecurityIssues, 88, "bitrix.login-brute-force");
     }
     None
@@ -266,7 +268,7 @@ fn spam(req: &Request<'_>) -> Option<Opinion> {
         return None;
     }
     let scripted = !req.is_browser();
-    if !scripted && !is_repeating(req, 10) {
+    if !scripted && !repeating(req, 10) {
         return None;
     }
     if param_is(req, "register", "yes") || path.contains("/auth/registration") {
@@ -400,31 +402,6 @@ fn param_is(req: &Request<'_>, name: &str, value: &str) -> bool {
 /// Whether `file` is a script PHP would execute.
 fn is_php(file: &str) -> bool {
     PHP_EXTENSIONS.iter().any(|e| file.ends_with(e))
-}
-
-/// Whether the host verified the client as a search-engine or social-network crawler.
-fn is_verified_crawler(req: &Request<'_>) -> bool {
-    matches!(
-        req.crawler(),
-        CrawlerVerification::VerifiedSearchEngine | CrawlerVerification::VerifiedSocialNetwork
-    )
-}
-
-/// A client that is neither a real browser nor a crawler the host verified.
-fn is_scripted(req: &Request<'_>) -> bool {
-    !req.is_browser() && !is_verified_crawler(req)
-}
-
-/// At least `min` requests in the window on at most half as many distinct paths:
-/// a loop over one form rather than a visitor loading pages and their assets.
-fn is_repeating(req: &Request<'_>, min: u32) -> bool {
-    let b = req.behaviour();
-    b.requests >= min && b.distinct_paths.saturating_mul(2) <= b.requests
-}
-
-/// The shape of password guessing: 20 repeats from a browser, 10 from anything else.
-fn is_hammering(req: &Request<'_>) -> bool {
-    is_repeating(req, if req.is_browser() { 20 } else { 10 })
 }
 
 #[cfg(test)]

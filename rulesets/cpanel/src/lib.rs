@@ -53,10 +53,9 @@
 //!
 //! Everything else is left to the classifier.
 
+use botgate_ruleset_sdk::signals::{authorization, guessing_passwords, is_scripted, repeating};
 use botgate_ruleset_sdk::ua::contains_any_ignore_case;
-use botgate_ruleset_sdk::{
-    Category, CrawlerVerification, Info, Opinion, Request, Ruleset, opinion,
-};
+use botgate_ruleset_sdk::{Category, Info, Opinion, Request, Ruleset, opinion};
 
 /// The cPanel rule set.
 pub struct Cpanel;
@@ -190,13 +189,13 @@ fn attack(req: &Request<'_>) -> Option<Opinion> {
 /// Password guessing against the panel login, the APIs and Mailman.
 fn brute_force(req: &Request<'_>) -> Option<Opinion> {
     let path = req.path_lower();
-    if req.is_method("POST") && is_panel_login(req) && is_hammering(req) {
+    if req.is_method("POST") && is_panel_login(req) && guessing_passwords(req) {
         return opinion(Category::SecurityIssues, 90, "cpanel.login-brute-force");
     }
-    if is_api_path(path) && credentials(req, "basic").is_some() && is_repeating(req, 30) {
+    if is_api_path(path) && authorization(req, "basic").is_some() && repeating(req, 30) {
         return opinion(Category::SecurityIssues, 88, "cpanel.api-basic-brute-force");
     }
-    if req.is_method("POST") && path.starts_with("/mailman/admin") && is_hammering(req) {
+    if req.is_method("POST") && path.starts_with("/mailman/admin") && guessing_passwords(req) {
         return opinion(
             Category::SecurityIssues,
             85,
@@ -216,14 +215,14 @@ fn service(req: &Request<'_>) -> Option<Opinion> {
         return opinion(Category::ServicesAndPayments, 92, "cpanel.autossl-dcv");
     }
     if is_api_path(path) {
-        if credentials(req, "cpanel").is_some_and(is_user_token) {
+        if authorization(req, "cpanel").is_some_and(is_user_token) {
             return opinion(
                 Category::ServicesAndPayments,
                 92,
                 "cpanel.uapi-token-client",
             );
         }
-        if credentials(req, "whm").is_some_and(is_user_token) {
+        if authorization(req, "whm").is_some_and(is_user_token) {
             return opinion(
                 Category::ServicesAndPayments,
                 92,
@@ -273,7 +272,7 @@ fn probe(req: &Request<'_>) -> Option<Opinion> {
 
 /// Form-mail, mailing-list and password-reset abuse.
 fn spam(req: &Request<'_>) -> Option<Opinion> {
-    if !req.is_method("POST") || (req.is_browser() && !is_repeating(req, 10)) {
+    if !req.is_method("POST") || (req.is_browser() && !repeating(req, 10)) {
         return None;
     }
     let path = req.path_lower();
@@ -363,38 +362,6 @@ fn is_user_token(value: &str) -> bool {
     value
         .split_once(':')
         .is_some_and(|(user, token)| !user.is_empty() && !token.trim().is_empty())
-}
-
-/// The credentials of an `Authorization: <scheme> <credentials>` header.
-fn credentials<'a>(req: &Request<'a>, scheme: &str) -> Option<&'a str> {
-    let (s, creds) = req.header("authorization")?.split_once(' ')?;
-    let creds = creds.trim();
-    (s.eq_ignore_ascii_case(scheme) && !creds.is_empty()).then_some(creds)
-}
-
-/// Whether the host verified the client as a search-engine or social-network crawler.
-fn is_verified_crawler(req: &Request<'_>) -> bool {
-    matches!(
-        req.crawler(),
-        CrawlerVerification::VerifiedSearchEngine | CrawlerVerification::VerifiedSocialNetwork
-    )
-}
-
-/// A client that is neither a real browser nor a crawler the host verified.
-fn is_scripted(req: &Request<'_>) -> bool {
-    !req.is_browser() && !is_verified_crawler(req)
-}
-
-/// At least `min` requests in the window on at most half as many distinct paths:
-/// a loop over one form rather than a visitor loading pages and their assets.
-fn is_repeating(req: &Request<'_>, min: u32) -> bool {
-    let b = req.behaviour();
-    b.requests >= min && b.distinct_paths.saturating_mul(2) <= b.requests
-}
-
-/// The shape of password guessing: 20 repeats from a browser, 10 from anything else.
-fn is_hammering(req: &Request<'_>) -> bool {
-    is_repeating(req, if req.is_browser() { 20 } else { 10 })
 }
 
 #[cfg(test)]

@@ -44,10 +44,9 @@
 //!
 //! Everything else, page views, media and the web-bug included, is left to the classifier.
 
+use botgate_ruleset_sdk::signals::{authorization, guessing_passwords, is_scripted, repeating};
 use botgate_ruleset_sdk::ua::contains_any_ignore_case;
-use botgate_ruleset_sdk::{
-    Category, CrawlerVerification, Info, Opinion, Request, Ruleset, opinion,
-};
+use botgate_ruleset_sdk::{Category, Info, Opinion, Request, Ruleset, opinion};
 
 /// The DokuWiki rule set.
 pub struct Dokuwiki;
@@ -138,11 +137,11 @@ fn attack(req: &Request<'_>) -> Option<Opinion> {
 
 /// Password guessing against the login form or the RPC `dokuwiki.login` call.
 fn brute_force(req: &Request<'_>) -> Option<Opinion> {
-    if !req.is_method("POST") || has_auth_cookie(req) || !is_hammering(req) {
+    if !req.is_method("POST") || has_auth_cookie(req) || !guessing_passwords(req) {
         return None;
     }
     if is_rpc(req).is_some() {
-        if credentials(req, "basic").is_none() && credentials(req, "bearer").is_none() {
+        if authorization(req, "basic").is_none() && authorization(req, "bearer").is_none() {
             return opinion(Category::SecurityIssues, 85, "dokuwiki.rpc-brute-force");
         }
         return None;
@@ -156,8 +155,8 @@ fn brute_force(req: &Request<'_>) -> Option<Opinion> {
 /// Legitimate machine clients, recognised by path, method and their own marks.
 fn service(req: &Request<'_>) -> Option<Opinion> {
     if let Some(rpc) = is_rpc(req) {
-        let authenticated = credentials(req, "basic").is_some()
-            || credentials(req, "bearer").is_some()
+        let authenticated = authorization(req, "basic").is_some()
+            || authorization(req, "bearer").is_some()
             || has_auth_cookie(req);
         let body = req.header("content-type").is_some_and(|ct| {
             contains_any_ignore_case(ct, if rpc == Rpc::Xml { &["xml"] } else { &["json"] })
@@ -208,7 +207,7 @@ fn spam(req: &Request<'_>) -> Option<Opinion> {
         return None;
     }
     let scripted = !req.is_browser();
-    if !scripted && !is_repeating(req, 10) {
+    if !scripted && !repeating(req, 10) {
         return None;
     }
     if do_is(req, "register") {
@@ -288,38 +287,6 @@ fn has_auth_cookie(req: &Request<'_>) -> bool {
                 && name[2..].bytes().all(|b| b.is_ascii_hexdigit())
         })
     })
-}
-
-/// The credentials of an `Authorization: <scheme> <credentials>` header.
-fn credentials<'a>(req: &Request<'a>, scheme: &str) -> Option<&'a str> {
-    let (s, creds) = req.header("authorization")?.split_once(' ')?;
-    let creds = creds.trim();
-    (s.eq_ignore_ascii_case(scheme) && !creds.is_empty()).then_some(creds)
-}
-
-/// Whether the host verified the client as a search-engine or social-network crawler.
-fn is_verified_crawler(req: &Request<'_>) -> bool {
-    matches!(
-        req.crawler(),
-        CrawlerVerification::VerifiedSearchEngine | CrawlerVerification::VerifiedSocialNetwork
-    )
-}
-
-/// A client that is neither a real browser nor a crawler the host verified.
-fn is_scripted(req: &Request<'_>) -> bool {
-    !req.is_browser() && !is_verified_crawler(req)
-}
-
-/// At least `min` requests in the window on at most half as many distinct paths:
-/// a loop over one form rather than a visitor loading pages and their assets.
-fn is_repeating(req: &Request<'_>, min: u32) -> bool {
-    let b = req.behaviour();
-    b.requests >= min && b.distinct_paths.saturating_mul(2) <= b.requests
-}
-
-/// The shape of password guessing: 20 repeats from a browser, 10 from anything else.
-fn is_hammering(req: &Request<'_>) -> bool {
-    is_repeating(req, if req.is_browser() { 20 } else { 10 })
 }
 
 #[cfg(test)]

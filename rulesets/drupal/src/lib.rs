@@ -65,10 +65,11 @@
 
 use std::borrow::Cow;
 
-use botgate_ruleset_sdk::ua::contains_any_ignore_case;
-use botgate_ruleset_sdk::{
-    Category, CrawlerVerification, Info, Opinion, Request, Ruleset, opinion,
+use botgate_ruleset_sdk::signals::{
+    authorization, guessing_passwords, is_scripted, is_verified_crawler, repeating,
 };
+use botgate_ruleset_sdk::ua::contains_any_ignore_case;
+use botgate_ruleset_sdk::{Category, Info, Opinion, Request, Ruleset, opinion};
 
 /// The Drupal rule set.
 pub struct Drupal;
@@ -239,7 +240,7 @@ fn attack(req: &Request<'_>, route: &str) -> Option<Opinion> {
 
 /// Password guessing, XML-RPC abuse and user enumeration.
 fn brute_force(req: &Request<'_>, route: &str) -> Option<Opinion> {
-    if req.is_method("POST") && is_hammering(req) {
+    if req.is_method("POST") && guessing_passwords(req) {
         if LOGIN_ROUTES.contains(&route) {
             return opinion(Category::SecurityIssues, 88, "drupal.login-brute-force");
         }
@@ -303,7 +304,7 @@ fn service(req: &Request<'_>, route: &str) -> Option<Opinion> {
     if route == "/oauth/token"
         && req.is_method("POST")
         && !req.is_browser()
-        && credentials(req, "basic").is_some()
+        && authorization(req, "basic").is_some()
         && content_type_has(req, &["application/x-www-form-urlencoded"])
     {
         return opinion(
@@ -342,7 +343,7 @@ fn spam(req: &Request<'_>, route: &str) -> Option<Opinion> {
         return None;
     }
     let scripted = !req.is_browser();
-    if !scripted && !is_repeating(req, 10) {
+    if !scripted && !repeating(req, 10) {
         return None;
     }
     if route.starts_with("/user/register") {
@@ -468,39 +469,7 @@ fn content_type_has(req: &Request<'_>, needles: &[&str]) -> bool {
 
 /// `Authorization: Bearer` or `Basic` with credentials.
 fn has_api_credentials(req: &Request<'_>) -> bool {
-    credentials(req, "bearer").is_some() || credentials(req, "basic").is_some()
-}
-
-/// The credentials of an `Authorization: <scheme> <credentials>` header.
-fn credentials<'a>(req: &Request<'a>, scheme: &str) -> Option<&'a str> {
-    let (s, creds) = req.header("authorization")?.split_once(' ')?;
-    let creds = creds.trim();
-    (s.eq_ignore_ascii_case(scheme) && !creds.is_empty()).then_some(creds)
-}
-
-/// Whether the host verified the client as a search-engine or social-network crawler.
-fn is_verified_crawler(req: &Request<'_>) -> bool {
-    matches!(
-        req.crawler(),
-        CrawlerVerification::VerifiedSearchEngine | CrawlerVerification::VerifiedSocialNetwork
-    )
-}
-
-/// A client that is neither a real browser nor a crawler the host verified.
-fn is_scripted(req: &Request<'_>) -> bool {
-    !req.is_browser() && !is_verified_crawler(req)
-}
-
-/// At least `min` requests in the window on at most half as many distinct paths:
-/// a loop over one form rather than a visitor loading pages and their assets.
-fn is_repeating(req: &Request<'_>, min: u32) -> bool {
-    let b = req.behaviour();
-    b.requests >= min && b.distinct_paths.saturating_mul(2) <= b.requests
-}
-
-/// The shape of password guessing: 20 repeats from a browser, 10 from anything else.
-fn is_hammering(req: &Request<'_>) -> bool {
-    is_repeating(req, if req.is_browser() { 20 } else { 10 })
+    authorization(req, "bearer").is_some() || authorization(req, "basic").is_some()
 }
 
 #[cfg(test)]

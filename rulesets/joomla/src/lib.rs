@@ -70,10 +70,11 @@
 //!
 //! Everything else, page views and media included, is left to the classifier.
 
-use botgate_ruleset_sdk::ua::{contains_any_ignore_case, contains_ignore_case};
-use botgate_ruleset_sdk::{
-    Category, CrawlerVerification, Info, Opinion, Request, Ruleset, opinion,
+use botgate_ruleset_sdk::signals::{
+    guessing_passwords, is_scripted, is_verified_crawler, repeating,
 };
+use botgate_ruleset_sdk::ua::{contains_any_ignore_case, contains_ignore_case};
+use botgate_ruleset_sdk::{Category, Info, Opinion, Request, Ruleset, opinion};
 
 /// The Joomla rule set.
 pub struct Joomla;
@@ -278,7 +279,7 @@ fn attack(req: &Request<'_>, component: &str) -> Option<Opinion> {
 
 /// Password guessing against the administrator and the site login.
 fn brute_force(req: &Request<'_>, component: &str) -> Option<Opinion> {
-    if !req.is_method("POST") || !is_hammering(req) {
+    if !req.is_method("POST") || !guessing_passwords(req) {
         return None;
     }
     if is_admin_login(req, component) {
@@ -372,7 +373,7 @@ fn spam(req: &Request<'_>, component: &str) -> Option<Opinion> {
         return None;
     }
     let scripted = !req.is_browser();
-    if !scripted && !is_repeating(req, 10) {
+    if !scripted && !repeating(req, 10) {
         return None;
     }
     if task_is(req, "registration.register")
@@ -518,31 +519,6 @@ fn query_value<'q>(query: &'q str, key: &str) -> Option<&'q str> {
         let (k, v) = pair.split_once('=')?;
         (k == key).then_some(v)
     })
-}
-
-/// Whether the host verified the client as a search-engine or social-network crawler.
-fn is_verified_crawler(req: &Request<'_>) -> bool {
-    matches!(
-        req.crawler(),
-        CrawlerVerification::VerifiedSearchEngine | CrawlerVerification::VerifiedSocialNetwork
-    )
-}
-
-/// A client that is neither a real browser nor a crawler the host verified.
-fn is_scripted(req: &Request<'_>) -> bool {
-    !req.is_browser() && !is_verified_crawler(req)
-}
-
-/// At least `min` requests in the window on at most half as many distinct paths:
-/// a loop over one form rather than a visitor loading pages and their assets.
-fn is_repeating(req: &Request<'_>, min: u32) -> bool {
-    let b = req.behaviour();
-    b.requests >= min && b.distinct_paths.saturating_mul(2) <= b.requests
-}
-
-/// The shape of password guessing: 20 repeats from a browser, 10 from anything else.
-fn is_hammering(req: &Request<'_>) -> bool {
-    is_repeating(req, if req.is_browser() { 20 } else { 10 })
 }
 
 #[cfg(test)]

@@ -2,8 +2,8 @@
 //! payment-provider signatures and feed readers. Cheap, allocation-free checks over
 //! [`Request`].
 
-use crate::Request;
 use crate::ua::contains_any_ignore_case;
+use crate::{CrawlerVerification, Request};
 
 /// Requests in the window from which a login endpoint is under brute force when the
 /// client claims a browser (a person mistyping a password a few times stays far below).
@@ -131,6 +131,40 @@ pub fn is_php_file(file_name: &str) -> bool {
     ]
     .iter()
     .any(|ext| file_name.ends_with(ext))
+}
+
+/// Whether the host verified the client as a search-engine or social-network crawler.
+pub fn is_verified_crawler(req: &Request<'_>) -> bool {
+    matches!(
+        req.crawler(),
+        CrawlerVerification::VerifiedSearchEngine | CrawlerVerification::VerifiedSocialNetwork
+    )
+}
+
+/// A client that is neither a real browser nor a crawler the host verified.
+pub fn is_scripted(req: &Request<'_>) -> bool {
+    !req.is_browser() && !is_verified_crawler(req)
+}
+
+/// At least `min` requests in the window on at most half as many distinct paths: a
+/// loop over one form rather than a visitor loading pages and their assets.
+pub fn repeating(req: &Request<'_>, min: u32) -> bool {
+    let b = req.behaviour();
+    b.requests >= min && b.distinct_paths.saturating_mul(2) <= b.requests
+}
+
+/// The shape of password guessing by [`repeating`]: 20 repeats from a browser, 10 from
+/// anything else.
+pub fn guessing_passwords(req: &Request<'_>) -> bool {
+    repeating(req, if req.is_browser() { 20 } else { 10 })
+}
+
+/// The credentials of an `Authorization: <scheme> <credentials>` header when the scheme
+/// is `scheme` (compared ignoring case) and the credentials are not empty.
+pub fn authorization<'a>(req: &Request<'a>, scheme: &str) -> Option<&'a str> {
+    let (s, creds) = req.header("authorization")?.split_once(' ')?;
+    let creds = creds.trim();
+    (s.eq_ignore_ascii_case(scheme) && !creds.is_empty()).then_some(creds)
 }
 
 #[cfg(test)]
