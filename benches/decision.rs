@@ -52,7 +52,7 @@ fn decision(c: &mut Criterion) {
 
     // Each component alone over the same mix: where the time of the full decision goes.
     let mut group = c.benchmark_group("component");
-    for name in botgate_tests::SHIPPED {
+    for name in botgate_tests::shipped() {
         let component = set.get(name).unwrap().clone();
         let mut i = 0usize;
         group.bench_function(name, |b| {

@@ -9,21 +9,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
-/// The components shipped from `rulesets/`: the classifier, the nine CMS rule sets and
-/// the template.
-pub const SHIPPED: [&str; 11] = [
-    "classifier",
-    "bitrix",
-    "cpanel",
-    "dokuwiki",
-    "drupal",
-    "joomla",
-    "nextcloud",
-    "prestashop",
-    "wordpress",
-    "xenforo",
-    "template",
-];
+/// The components shipped from `rulesets/`: the classifier, the nine CMS rule sets of
+/// the specification and the template.
+pub fn shipped() -> Vec<&'static str> {
+    std::iter::once(botgate_host::rules::CLASSIFIER)
+        .chain(botgate_model::KNOWN_RULESETS)
+        .chain(["template"])
+        .collect()
+}
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
@@ -124,7 +117,7 @@ pub fn ruleset_dir(entries: &[(&str, &str)]) -> tempfile::TempDir {
 
 /// A temporary rule-set directory with every shipped component.
 pub fn shipped_dir() -> tempfile::TempDir {
-    let entries: Vec<(&str, &str)> = SHIPPED.iter().map(|n| (*n, *n)).collect();
+    let entries: Vec<(&str, &str)> = shipped().into_iter().map(|n| (n, n)).collect();
     ruleset_dir(&entries)
 }
 

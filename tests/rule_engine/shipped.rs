@@ -2,20 +2,27 @@
 //! a request it must have an opinion on, and the full decision over the realistic mix
 //! gives the expected category and action.
 
+use botgate_host::rules::RulesetSet;
 use botgate_host::rules::{DirectorySource, Outcome, RequestFacts, decide};
 use botgate_model::{Action, Category, KNOWN_RULESETS, Policy};
 use botgate_tests::mix::realistic_mix;
-use botgate_tests::{SHIPPED, init_logs, registry, repo_root, shipped_dir};
+use botgate_tests::{init_logs, registry, repo_root, shipped, shipped_dir};
+use std::sync::Arc;
 
-#[test]
-fn every_shipped_component_loads_under_its_own_name() {
+/// Every shipped component, loaded and validated.
+fn loaded_shipped() -> Arc<RulesetSet> {
     init_logs();
     let registry = registry();
     let dir = shipped_dir();
     let report = registry.sync(&DirectorySource::new(dir.path()));
     assert!(report.refused.is_empty(), "{report:?}");
-    let set = registry.snapshot();
-    for name in SHIPPED {
+    registry.snapshot()
+}
+
+#[test]
+fn every_shipped_component_loads_under_its_own_name() {
+    let set = loaded_shipped();
+    for name in shipped() {
         let component = set.get(name).unwrap_or_else(|| panic!("{name} not loaded"));
         assert_eq!(component.name(), name);
         assert_eq!(component.version(), "1.0.0");
@@ -36,11 +43,11 @@ fn shipped_list_matches_the_rulesets_workspace() {
         .filter(|n| n != "sdk")
         .collect();
     crates.sort();
-    let mut shipped: Vec<String> = SHIPPED.iter().map(|s| s.to_string()).collect();
-    shipped.sort();
+    let mut expected: Vec<String> = shipped().iter().map(|s| s.to_string()).collect();
+    expected.sort();
     assert_eq!(
-        crates, shipped,
-        "every rule-set crate must be listed in SHIPPED (and so tested)"
+        crates, expected,
+        "every rule-set crate must be shipped (and so tested)"
     );
 }
 
@@ -127,13 +134,9 @@ fn exercise() -> Vec<(&'static str, RequestFacts, Category)> {
 
 #[test]
 fn every_shipped_component_is_exercised() {
-    init_logs();
-    let registry = registry();
-    let dir = shipped_dir();
-    registry.sync(&DirectorySource::new(dir.path()));
-    let set = registry.snapshot();
+    let set = loaded_shipped();
     let cases = exercise();
-    for name in SHIPPED {
+    for name in shipped() {
         assert!(
             cases.iter().any(|(n, ..)| *n == name),
             "{name} has no exercise case"
@@ -158,11 +161,7 @@ fn every_shipped_component_is_exercised() {
 
 #[test]
 fn realistic_mix_is_decided_as_expected() {
-    init_logs();
-    let registry = registry();
-    let dir = shipped_dir();
-    registry.sync(&DirectorySource::new(dir.path()));
-    let set = registry.snapshot();
+    let set = loaded_shipped();
     let policy = Policy::default();
     let expected: &[(&str, Category, Action)] = &[
         ("browser home page", Category::Humans, Action::Grant),
@@ -214,11 +213,7 @@ fn realistic_mix_is_decided_as_expected() {
 
 #[test]
 fn website_policy_decides_the_action() {
-    init_logs();
-    let registry = registry();
-    let dir = shipped_dir();
-    registry.sync(&DirectorySource::new(dir.path()));
-    let set = registry.snapshot();
+    let set = loaded_shipped();
     let mix = realistic_mix();
     let gptbot = &mix.iter().find(|r| r.label == "gptbot").unwrap().facts;
     let permissive = Policy::default().with(Category::ContentScrapers, Action::Grant);
@@ -232,11 +227,7 @@ fn website_policy_decides_the_action() {
 
 #[test]
 fn cms_rule_sets_run_only_when_enabled() {
-    init_logs();
-    let registry = registry();
-    let dir = shipped_dir();
-    registry.sync(&DirectorySource::new(dir.path()));
-    let set = registry.snapshot();
+    let set = loaded_shipped();
     let mix = realistic_mix();
     let sync = &mix
         .iter()
