@@ -25,8 +25,14 @@ cargo clippy --workspace --all-targets --manifest-path rulesets/Cargo.toml -- -D
 cargo clippy --workspace --release --target wasm32-wasip2 --manifest-path tests/guests/Cargo.toml \
     --target-dir rulesets/target -- -D warnings
 
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+
 step "guest logic, natively"
-cargo test --workspace --manifest-path rulesets/Cargo.toml
+cargo test --workspace --manifest-path rulesets/Cargo.toml 2>&1 | tee -a "$results"
 
 step "host, engine and integration tests"
-cargo test --workspace
+cargo test --workspace 2>&1 | tee -a "$results"
+
+# One closing line over every test binary of both runs.
+awk '/^test result:/ { passed += $4; failed += $6 } END { printf "\ntests: %d passed, %d failed\n", passed, failed }' "$results"
