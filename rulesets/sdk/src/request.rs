@@ -14,7 +14,8 @@ pub struct Request<'a> {
     path: &'a str,
     query: &'a str,
     path_lower: Cow<'a, str>,
-    query_lower: Cow<'a, str>,
+    /// The decoded, lower-case query, on first use.
+    query_lower: OnceCell<Cow<'a, str>>,
     /// [`crate::ua::is_browser`] of the user agent, computed on first use.
     browser: OnceCell<bool>,
     /// The header lines split into (name, value), on first use.
@@ -43,7 +44,7 @@ fn decode_lower(s: &str, plus_is_space: bool) -> Cow<'_, str> {
 /// `/wp%2Dlogin.php` both read `/wp-login.php`; borrows when nothing changes.
 fn normalise_path(path: &str) -> Cow<'_, str> {
     let lower = decode_lower(path, false);
-    if !lower.contains("//") {
+    if memchr::memmem::find(lower.as_bytes(), b"//").is_none() {
         return lower;
     }
     let mut out = String::with_capacity(lower.len());
@@ -70,7 +71,7 @@ impl<'a> Request<'a> {
             path,
             query,
             path_lower: normalise_path(path),
-            query_lower: decode_lower(query, true),
+            query_lower: OnceCell::new(),
             browser: OnceCell::new(),
             header_index: OnceCell::new(),
         }
@@ -146,7 +147,8 @@ impl<'a> Request<'a> {
 
     /// The query string percent-decoded (`+` as space) and lower case.
     pub fn query_lower(&self) -> &str {
-        &self.query_lower
+        self.query_lower
+            .get_or_init(|| decode_lower(self.query, true))
     }
 
     /// The decoded value of the first query parameter called `name` (case-sensitive
