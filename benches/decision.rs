@@ -28,7 +28,7 @@ fn decision(c: &mut Criterion) {
         b.iter(|| {
             let facts = &mix[i % mix.len()].facts;
             i += 1;
-            black_box(decide(&set, facts, KNOWN_RULESETS, &policy))
+            black_box(decide(&set, facts, &KNOWN_RULESETS, &policy))
         })
     });
     let mut i = 0usize;
@@ -36,7 +36,7 @@ fn decision(c: &mut Criterion) {
         b.iter(|| {
             let facts = &mix[i % mix.len()].facts;
             i += 1;
-            black_box(decide(&set, facts, [], &policy))
+            black_box(decide(&set, facts, &[], &policy))
         })
     });
     let template = set.get("template").unwrap().clone();

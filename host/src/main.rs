@@ -187,10 +187,11 @@ fn eval(
     if set.get(CLASSIFIER).is_none() {
         eprintln!("warning: no classifier.wasm in {}", dir.display());
     }
+    let enabled: Vec<&str> = enable.iter().map(String::as_str).collect();
     let decision = decide_observed(
         &set,
         &facts,
-        enable.iter().map(String::as_str),
+        &enabled,
         &Policy::default(),
         |component, outcome| {
             let name = component.name();

@@ -132,7 +132,7 @@ fn failing_component_never_fails_the_decision() {
     registry.sync(&DirectorySource::new(dir.path()));
     let set = registry.snapshot();
     for path in ["/loop", "/bomb", "/trap", "/wasi", "/huge", "/bad-reason"] {
-        let decision = decide(&set, &facts_for(path), ["hostile"], &Policy::default());
+        let decision = decide(&set, &facts_for(path), &["hostile"], &Policy::default());
         assert_eq!(decision.failed_components, 1, "{path}");
         assert_eq!(
             decision.decided_by.as_ref().map(|d| &*d.name),
@@ -141,7 +141,7 @@ fn failing_component_never_fails_the_decision() {
         );
     }
     // When it behaves, its opinion (content_scrapers, 99) counts.
-    let decision = decide(&set, &facts_for("/"), ["hostile"], &Policy::default());
+    let decision = decide(&set, &facts_for("/"), &["hostile"], &Policy::default());
     assert_eq!(decision.category, Category::ContentScrapers);
     assert_eq!(decision.action, Action::Deny);
 }
@@ -218,7 +218,7 @@ fn unknown_enabled_ruleset_is_skipped() {
     let decision = decide(
         &registry.snapshot(),
         &smoke_facts(),
-        ["not-loaded"],
+        &["not-loaded"],
         &Policy::default(),
     );
     assert_eq!(decision.failed_components, 0);

@@ -201,7 +201,7 @@ fn realistic_mix_is_decided_as_expected() {
     assert_eq!(mix.len(), expected.len());
     for (request, (label, category, action)) in mix.iter().zip(expected) {
         assert_eq!(request.label, *label);
-        let decision = decide(&set, &request.facts, KNOWN_RULESETS, &policy);
+        let decision = decide(&set, &request.facts, &KNOWN_RULESETS, &policy);
         assert_eq!(
             (decision.category, decision.action),
             (*category, *action),
@@ -217,7 +217,7 @@ fn website_policy_decides_the_action() {
     let mix = realistic_mix();
     let gptbot = &mix.iter().find(|r| r.label == "gptbot").unwrap().facts;
     let permissive = Policy::default().with(Category::ContentScrapers, Action::Grant);
-    let decision = decide(&set, gptbot, KNOWN_RULESETS, &permissive);
+    let decision = decide(&set, gptbot, &KNOWN_RULESETS, &permissive);
     assert_eq!(
         (decision.category, decision.action),
         (Category::ContentScrapers, Action::Grant)
@@ -234,16 +234,38 @@ fn cms_rule_sets_run_only_when_enabled() {
         .find(|r| r.label == "nextcloud sync client")
         .unwrap()
         .facts;
-    let with = decide(&set, sync, ["nextcloud"], &Policy::default());
+    let with = decide(&set, sync, &["nextcloud"], &Policy::default());
     assert_eq!(
         with.decided_by.as_ref().unwrap().name.as_ref(),
         "nextcloud",
         "{with:?}"
     );
     assert_eq!(with.category, Category::ServicesAndPayments);
-    let without = decide(&set, sync, ["wordpress"], &Policy::default());
+    let without = decide(&set, sync, &["wordpress"], &Policy::default());
     assert_ne!(
         without.decided_by.as_ref().map(|d| d.name.as_ref()),
         Some("nextcloud")
     );
+}
+
+#[test]
+fn each_component_runs_once_per_decision() {
+    let set = loaded_shipped();
+    let calls = |name: &str| {
+        set.get(name)
+            .unwrap()
+            .stats()
+            .calls
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let (wordpress, classifier) = (calls("wordpress"), calls("classifier"));
+    let facts = &realistic_mix()[0].facts;
+    decide(
+        &set,
+        facts,
+        &["wordpress", "classifier", "wordpress"],
+        &Policy::default(),
+    );
+    assert_eq!(calls("wordpress"), wordpress + 1);
+    assert_eq!(calls("classifier"), classifier + 1);
 }

@@ -85,12 +85,12 @@ struct Candidate<'a> {
     reason: String,
 }
 
-/// Runs the classifier and every rule set of `enabled` that `set` holds (each once, in
-/// name order), merges the opinions and applies `policy`.
-pub fn decide<'a>(
+/// Runs the classifier and every rule set of `enabled` that `set` holds (each once),
+/// merges the opinions and applies `policy`.
+pub fn decide(
     set: &RulesetSet,
     facts: &RequestFacts,
-    enabled: impl IntoIterator<Item = &'a str>,
+    enabled: &[&str],
     policy: &Policy,
 ) -> Decision {
     decide_observed(set, facts, enabled, policy, |_, _| {})
@@ -98,16 +98,20 @@ pub fn decide<'a>(
 
 /// [`decide`], showing each component's outcome to `observe` as it comes (for
 /// `botgate ruleset eval` and debugging; the data plane uses [`decide`]).
-pub fn decide_observed<'a>(
+pub fn decide_observed(
     set: &RulesetSet,
     facts: &RequestFacts,
-    enabled: impl IntoIterator<Item = &'a str>,
+    enabled: &[&str],
     policy: &Policy,
     mut observe: impl FnMut(&LoadedComponent, &Outcome),
 ) -> Decision {
-    let mut names: Vec<&str> = enabled.into_iter().filter(|n| *n != CLASSIFIER).collect();
-    names.sort_unstable();
-    names.dedup();
+    // The classifier, then each enabled rule set once (a name listed twice runs once),
+    // in the order given: the merge does not depend on the order. No allocation.
+    let names = enabled
+        .iter()
+        .enumerate()
+        .filter(|&(i, name)| *name != CLASSIFIER && !enabled[..i].contains(name))
+        .map(|(_, name)| *name);
 
     let mut best: Option<Candidate> = None;
     let mut failed = 0u8;
