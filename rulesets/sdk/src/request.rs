@@ -44,7 +44,7 @@ fn decode_lower(s: &str, plus_is_space: bool) -> Cow<'_, str> {
 /// `/wp%2Dlogin.php` both read `/wp-login.php`; borrows when nothing changes.
 fn normalise_path(path: &str) -> Cow<'_, str> {
     let lower = decode_lower(path, false);
-    if memchr::memmem::find(lower.as_bytes(), b"//").is_none() {
+    if !lower.as_bytes().windows(2).any(|w| w == b"//") {
         return lower;
     }
     let mut out = String::with_capacity(lower.len());
@@ -132,7 +132,7 @@ impl<'a> Request<'a> {
     pub fn path_contains_any(&self, needles: &[&str]) -> bool {
         needles
             .iter()
-            .any(|n| memchr::memmem::find(self.path_lower.as_bytes(), n.as_bytes()).is_some())
+            .any(|n| crate::ua::contains(&self.path_lower, n))
     }
 
     /// The last path segment of the normalised path (`wp-login.php` for `/blog/wp-login.php`).
@@ -172,15 +172,18 @@ impl<'a> Request<'a> {
     /// The header lines as (name, value) pairs, split once per request.
     pub fn headers(&self) -> &[(&'a str, &'a str)] {
         self.header_index.get_or_init(|| {
-            let facts: &'a RequestFacts = self.facts;
-            facts
-                .headers
-                .split('\n')
-                .filter_map(|line| {
-                    let (key, value) = line.split_once(':')?;
-                    Some((key.trim(), value.trim()))
-                })
-                .collect()
+            let headers: &'a str = &self.facts.headers;
+            let mut index = Vec::with_capacity(16);
+            let mut rest = headers;
+            while !rest.is_empty() {
+                let end = memchr::memchr(b'\n', rest.as_bytes()).unwrap_or(rest.len());
+                let line = &rest[..end];
+                rest = rest.get(end + 1..).unwrap_or("");
+                if let Some(colon) = memchr::memchr(b':', line.as_bytes()) {
+                    index.push((line[..colon].trim_ascii(), line[colon + 1..].trim_ascii()));
+                }
+            }
+            index
         })
     }
 
