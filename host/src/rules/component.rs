@@ -123,7 +123,8 @@ pub struct LoadedComponent {
     sandbox: Arc<Sandbox>,
     pre: RulesetPre<GuestState>,
     pool: Mutex<Vec<Instance>>,
-    consecutive_failures: AtomicU32,
+    /// Failures minus successes since the last switch-off, never below zero.
+    failure_score: AtomicU32,
     /// Milliseconds since [`clock_base`] until which the component is switched off.
     disabled_until_ms: AtomicU64,
     stats: ComponentStats,
@@ -197,7 +198,7 @@ impl LoadedComponent {
             sandbox: sandbox.clone(),
             pre,
             pool: Mutex::new(Vec::new()),
-            consecutive_failures: AtomicU32::new(0),
+            failure_score: AtomicU32::new(0),
             disabled_until_ms: AtomicU64::new(0),
             stats: ComponentStats::default(),
         };
@@ -351,7 +352,7 @@ impl LoadedComponent {
                 // A success forgives one earlier failure: a component failing most of its
                 // calls still reaches the switch-off threshold.
                 let _ = self
-                    .consecutive_failures
+                    .failure_score
                     .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
                 self.recycle(instance);
             }
@@ -389,14 +390,14 @@ impl LoadedComponent {
     }
 
     fn record_failure(&self, failure: &Failure) {
-        let failures = self.consecutive_failures.fetch_add(1, Relaxed) + 1;
+        let failures = self.failure_score.fetch_add(1, Relaxed) + 1;
         tracing::debug!(component = %self.name, version = %self.version, ?failure, "rule component call failed; opinion dropped");
         let limit = self.sandbox.config().failures_before_disable;
         if failures >= limit {
             let pause = self.sandbox.config().disable_for;
             self.disabled_until_ms
                 .store(now_ms() + pause.as_millis() as u64, Relaxed);
-            self.consecutive_failures.store(0, Relaxed);
+            self.failure_score.store(0, Relaxed);
             self.stats.disabled_times.fetch_add(1, Relaxed);
             tracing::warn!(
                 component = %self.name,

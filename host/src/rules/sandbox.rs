@@ -22,7 +22,8 @@ pub struct SandboxConfig {
     /// An instance whose memory grew beyond this is dropped after its call instead of
     /// going back to the pool, so idle instances stay small.
     pub max_pooled_memory_bytes: usize,
-    /// Consecutive failures after which a component is switched off.
+    /// Failures, less one for each success in between, after which a component is
+    /// switched off.
     pub failures_before_disable: u32,
     /// How long a failing component stays switched off.
     pub disable_for: Duration,
