@@ -77,7 +77,7 @@ impl Sandbox {
                     thread::sleep(EPOCH_TICK);
                 }
             })
-            .expect("spawning the epoch thread");
+            .map_err(|e| wasmtime::Error::msg(format!("cannot start the epoch thread: {e}")))?;
         Ok(sandbox)
     }
 

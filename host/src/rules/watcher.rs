@@ -72,7 +72,7 @@ impl Watcher {
                     registry.sync(&source);
                 }
             })
-            .expect("spawning the rule-set watcher");
+            .map_err(notify::Error::io)?;
         Ok(Watcher {
             stop,
             thread: Some(thread),
