@@ -1,10 +1,10 @@
 //! Abuse of Nextcloud's endpoints: brute force, enumeration and spam.
 
 use crate::signals::{
-    FORM_BURST, LOGIN_BURST_MACHINE, credentials, forged_browser_post, hammering, login_burst,
-    nextcloud_client,
+    FORM_BURST, LOGIN_BURST_MACHINE, credentials, hammering, login_burst, nextcloud_client,
 };
 use crate::{root, route, services::form_submission};
+use botgate_ruleset_sdk::signals::{SpamForm, form_spam};
 use botgate_ruleset_sdk::{Category, CrawlerVerification, Opinion, Request, opinion};
 
 /// Distinct paths under `/s/` in the window from which a client is guessing share tokens.
@@ -21,20 +21,13 @@ const USER_LISTINGS: &[&str] = &[
     "/ocs/v2.php/apps/files_sharing/api/v1/sharees",
 ];
 
-/// The reason ids of one spam-prone form.
-struct Form {
-    non_browser: &'static str,
-    forged_browser: &'static str,
-    burst: &'static str,
-}
-
-const REGISTRATION: Form = Form {
+const REGISTRATION: SpamForm = SpamForm {
     non_browser: "nextcloud.registration-non-browser",
     forged_browser: "nextcloud.registration-forged-browser",
     burst: "nextcloud.registration-burst",
 };
 
-const PUBLIC_FORM: Form = Form {
+const PUBLIC_FORM: SpamForm = SpamForm {
     non_browser: "nextcloud.form-non-browser",
     forged_browser: "nextcloud.form-forged-browser",
     burst: "nextcloud.form-burst",
@@ -122,24 +115,10 @@ fn enumeration(req: &Request<'_>) -> Option<Opinion> {
 /// The Registration app's sign-up and the Forms app's public submissions.
 fn forms(req: &Request<'_>) -> Option<Opinion> {
     if route(req).starts_with("/apps/registration") {
-        return spam(req, &REGISTRATION);
+        return form_spam(req, &REGISTRATION);
     }
     if form_submission(req) {
-        return spam(req, &PUBLIC_FORM);
-    }
-    None
-}
-
-/// A post to a spam-prone form: a burst, a script, or a script wearing a browser's agent.
-fn spam(req: &Request<'_>, form: &Form) -> Option<Opinion> {
-    if hammering(req, FORM_BURST) {
-        return opinion(Category::SuspiciousBehaviour, 75, form.burst);
-    }
-    if !req.is_browser() {
-        return opinion(Category::SuspiciousBehaviour, 75, form.non_browser);
-    }
-    if forged_browser_post(req) {
-        return opinion(Category::SuspiciousBehaviour, 65, form.forged_browser);
+        return form_spam(req, &PUBLIC_FORM);
     }
     None
 }

@@ -5,7 +5,7 @@ use botgate_ruleset_sdk::Request;
 use botgate_ruleset_sdk::ua::contains_any_ignore_case;
 
 pub use botgate_ruleset_sdk::signals::{
-    FORM_BURST, LOGIN_BURST_MACHINE, credentials, forged_browser_post, hammering, login_burst,
+    FORM_BURST, LOGIN_BURST_MACHINE, credentials, hammering, login_burst,
 };
 
 /// Nextcloud's own clients: the desktop sync client (`mirall/3.x … (Nextcloud, …)`), the

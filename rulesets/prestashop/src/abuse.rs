@@ -2,9 +2,8 @@
 
 use crate::services::CALLBACK_NAMES;
 use crate::{back_office, core_controller, front_module};
-use botgate_ruleset_sdk::signals::{
-    FORM_BURST, LOGIN_BURST_MACHINE, forged_browser_post, hammering, login_burst, param,
-};
+use botgate_ruleset_sdk::signals::{LOGIN_BURST_MACHINE, hammering, login_burst, param};
+use botgate_ruleset_sdk::signals::{SpamForm, form_spam};
 use botgate_ruleset_sdk::{Category, Opinion, Request, opinion};
 
 /// Payment posts in the window, to a few paths, from which cards are being tested.
@@ -13,32 +12,25 @@ const CARD_TESTING_BURST: u32 = 8;
 /// Payment modules whose front controllers card testers drive.
 const PAYMENT_MODULES: &[&str] = &["stripe_official", "ps_checkout", "paypal"];
 
-/// The reason ids of one spam-prone form.
-struct Form {
-    non_browser: &'static str,
-    forged_browser: &'static str,
-    burst: &'static str,
-}
-
-const REGISTRATION: Form = Form {
+const REGISTRATION: SpamForm = SpamForm {
     non_browser: "prestashop.registration-non-browser",
     forged_browser: "prestashop.registration-forged-browser",
     burst: "prestashop.registration-burst",
 };
 
-const CONTACT: Form = Form {
+const CONTACT: SpamForm = SpamForm {
     non_browser: "prestashop.contact-non-browser",
     forged_browser: "prestashop.contact-forged-browser",
     burst: "prestashop.contact-burst",
 };
 
-const NEWSLETTER: Form = Form {
+const NEWSLETTER: SpamForm = SpamForm {
     non_browser: "prestashop.newsletter-non-browser",
     forged_browser: "prestashop.newsletter-forged-browser",
     burst: "prestashop.newsletter-burst",
 };
 
-const REVIEW: Form = Form {
+const REVIEW: SpamForm = SpamForm {
     non_browser: "prestashop.review-non-browser",
     forged_browser: "prestashop.review-forged-browser",
     burst: "prestashop.review-burst",
@@ -114,7 +106,7 @@ fn customer_forms(req: &Request<'_>) -> Option<Opinion> {
         || at_page(req, &["/registration", "/inscription"])
         || (authentication && create_account)
     {
-        return spam(req, &REGISTRATION);
+        return form_spam(req, &REGISTRATION);
     }
     if authentication {
         if login_burst(req) {
@@ -146,7 +138,7 @@ fn customer_forms(req: &Request<'_>) -> Option<Opinion> {
         return None;
     }
     if controller == Some("contact") || at_page(req, &["/contact-us", "/nous-contacter"]) {
-        return spam(req, &CONTACT);
+        return form_spam(req, &CONTACT);
     }
     None
 }
@@ -155,22 +147,8 @@ fn customer_forms(req: &Request<'_>) -> Option<Opinion> {
 /// reviews (`productcomments`' `PostComment`).
 fn module_forms(req: &Request<'_>) -> Option<Opinion> {
     match front_module(req)? {
-        ("ps_emailsubscription" | "blocknewsletter", _) => spam(req, &NEWSLETTER),
-        ("productcomments", "postcomment") => spam(req, &REVIEW),
+        ("ps_emailsubscription" | "blocknewsletter", _) => form_spam(req, &NEWSLETTER),
+        ("productcomments", "postcomment") => form_spam(req, &REVIEW),
         _ => None,
     }
-}
-
-/// A post to a spam-prone form: a burst, a script, or a script wearing a browser's agent.
-fn spam(req: &Request<'_>, form: &Form) -> Option<Opinion> {
-    if hammering(req, FORM_BURST) {
-        return opinion(Category::SuspiciousBehaviour, 75, form.burst);
-    }
-    if !req.is_browser() {
-        return opinion(Category::SuspiciousBehaviour, 75, form.non_browser);
-    }
-    if forged_browser_post(req) {
-        return opinion(Category::SuspiciousBehaviour, 65, form.forged_browser);
-    }
-    None
 }

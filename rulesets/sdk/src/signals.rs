@@ -3,7 +3,7 @@
 //! [`Request`].
 
 use crate::ua::contains_any_ignore_case;
-use crate::{CrawlerVerification, Request};
+use crate::{Category, CrawlerVerification, Opinion, Request, opinion};
 
 /// Requests in the window from which a login endpoint is under brute force when the
 /// client claims a browser (a person mistyping a password a few times stays far below).
@@ -165,6 +165,32 @@ pub fn authorization<'a>(req: &Request<'a>, scheme: &str) -> Option<&'a str> {
     let (s, creds) = req.header("authorization")?.split_once(' ')?;
     let creds = creds.trim();
     (s.eq_ignore_ascii_case(scheme) && !creds.is_empty()).then_some(creds)
+}
+
+/// The reason ids of one spam-prone form (registration, comment, contact...), for
+/// [`form_spam`].
+pub struct SpamForm {
+    /// A client that is not a browser posts the form.
+    pub non_browser: &'static str,
+    /// A browser user agent posts it without `Origin` or `Referer`.
+    pub forged_browser: &'static str,
+    /// One client posts it [`FORM_BURST`] times on few paths.
+    pub burst: &'static str,
+}
+
+/// The opinion on a post to a spam-prone form: a burst (75), a non-browser (75), or a
+/// forged browser (65), all `suspicious_behaviour`; `None` for an ordinary browser post.
+pub fn form_spam(req: &Request<'_>, form: &SpamForm) -> Option<Opinion> {
+    if hammering(req, FORM_BURST) {
+        return opinion(Category::SuspiciousBehaviour, 75, form.burst);
+    }
+    if !req.is_browser() {
+        return opinion(Category::SuspiciousBehaviour, 75, form.non_browser);
+    }
+    if forged_browser_post(req) {
+        return opinion(Category::SuspiciousBehaviour, 65, form.forged_browser);
+    }
+    None
 }
 
 #[cfg(test)]

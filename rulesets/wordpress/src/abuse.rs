@@ -2,9 +2,9 @@
 
 use crate::rest_route;
 use botgate_ruleset_sdk::signals::{
-    FORM_BURST, LOGIN_BURST_MACHINE, credentials, forged_browser_post, hammering, login_burst,
-    param,
+    FORM_BURST, LOGIN_BURST_MACHINE, credentials, hammering, login_burst, param,
 };
+use botgate_ruleset_sdk::signals::{SpamForm, form_spam};
 use botgate_ruleset_sdk::ua::contains_any_ignore_case;
 use botgate_ruleset_sdk::{Category, Opinion, Request, opinion};
 
@@ -19,20 +19,13 @@ const PINGBACK_FLOOD: u32 = 3;
 /// sender (the Incutio library): not browsers, but not scripts either.
 const XMLRPC_CLIENTS: &[&str] = &["Incutio XML-RPC", "MarsEdit", "Live Writer"];
 
-/// The reason ids of one spam-prone form.
-struct Form {
-    non_browser: &'static str,
-    forged_browser: &'static str,
-    burst: &'static str,
-}
-
-const COMMENT: Form = Form {
+const COMMENT: SpamForm = SpamForm {
     non_browser: "wordpress.comment-non-browser",
     forged_browser: "wordpress.comment-forged-browser",
     burst: "wordpress.comment-burst",
 };
 
-const REGISTRATION: Form = Form {
+const REGISTRATION: SpamForm = SpamForm {
     non_browser: "wordpress.registration-non-browser",
     forged_browser: "wordpress.registration-forged-browser",
     burst: "wordpress.registration-burst",
@@ -136,13 +129,13 @@ fn checkout(req: &Request<'_>) -> Option<Opinion> {
 /// Comments, registrations and password resets.
 fn forms(req: &Request<'_>) -> Option<Opinion> {
     if req.file_name() == "wp-comments-post.php" {
-        return spam(req, &COMMENT);
+        return form_spam(req, &COMMENT);
     }
     if req.file_name() == "wp-signup.php" {
-        return spam(req, &REGISTRATION);
+        return form_spam(req, &REGISTRATION);
     }
     match login_action(req) {
-        Some("register") => spam(req, &REGISTRATION),
+        Some("register") => form_spam(req, &REGISTRATION),
         Some("lostpassword" | "retrievepassword")
             if !req.is_browser() || hammering(req, LOGIN_BURST_MACHINE) =>
         {
@@ -154,20 +147,6 @@ fn forms(req: &Request<'_>) -> Option<Opinion> {
         }
         _ => None,
     }
-}
-
-/// A post to a spam-prone form: a burst, a script, or a script wearing a browser's agent.
-fn spam(req: &Request<'_>, form: &Form) -> Option<Opinion> {
-    if hammering(req, FORM_BURST) {
-        return opinion(Category::SuspiciousBehaviour, 75, form.burst);
-    }
-    if !req.is_browser() {
-        return opinion(Category::SuspiciousBehaviour, 75, form.non_browser);
-    }
-    if forged_browser_post(req) {
-        return opinion(Category::SuspiciousBehaviour, 65, form.forged_browser);
-    }
-    None
 }
 
 /// User enumeration: `?author=N` redirects to `/author/<login>/`, and the users endpoint

@@ -1,53 +1,45 @@
 //! Abuse of XenForo's endpoints: brute force, member enumeration and spam.
 
 use crate::{has_segment, last_segment, route, route_is};
-use botgate_ruleset_sdk::signals::{
-    FORM_BURST, LOGIN_BURST_MACHINE, forged_browser_post, hammering, login_burst,
-};
+use botgate_ruleset_sdk::signals::{FORM_BURST, LOGIN_BURST_MACHINE, hammering, login_burst};
+use botgate_ruleset_sdk::signals::{SpamForm, form_spam};
 use botgate_ruleset_sdk::{Category, CrawlerVerification, Opinion, Request, opinion};
 
 /// Distinct paths in the window from which a non-browser on member profiles is
 /// walking the member list.
 const MEMBER_WALK: u32 = 30;
 
-/// The reason ids of one spam-prone form.
-struct Form {
-    non_browser: &'static str,
-    forged_browser: &'static str,
-    burst: &'static str,
-}
-
-const REGISTRATION: Form = Form {
+const REGISTRATION: SpamForm = SpamForm {
     non_browser: "xenforo.registration-non-browser",
     forged_browser: "xenforo.registration-forged-browser",
     burst: "xenforo.registration-burst",
 };
 
-const REPLY: Form = Form {
+const REPLY: SpamForm = SpamForm {
     non_browser: "xenforo.reply-non-browser",
     forged_browser: "xenforo.reply-forged-browser",
     burst: "xenforo.reply-burst",
 };
 
-const THREAD: Form = Form {
+const THREAD: SpamForm = SpamForm {
     non_browser: "xenforo.thread-non-browser",
     forged_browser: "xenforo.thread-forged-browser",
     burst: "xenforo.thread-burst",
 };
 
-const CONVERSATION: Form = Form {
+const CONVERSATION: SpamForm = SpamForm {
     non_browser: "xenforo.conversation-non-browser",
     forged_browser: "xenforo.conversation-forged-browser",
     burst: "xenforo.conversation-burst",
 };
 
-const PROFILE_POST: Form = Form {
+const PROFILE_POST: SpamForm = SpamForm {
     non_browser: "xenforo.profile-post-non-browser",
     forged_browser: "xenforo.profile-post-forged-browser",
     burst: "xenforo.profile-post-burst",
 };
 
-const CONTACT: Form = Form {
+const CONTACT: SpamForm = SpamForm {
     non_browser: "xenforo.contact-non-browser",
     forged_browser: "xenforo.contact-forged-browser",
     burst: "xenforo.contact-burst",
@@ -122,21 +114,7 @@ fn forms(req: &Request<'_>) -> Option<Opinion> {
     } else {
         return None;
     };
-    spam(req, form)
-}
-
-/// A post to a spam-prone form: a burst, a script, or a script wearing a browser's agent.
-fn spam(req: &Request<'_>, form: &Form) -> Option<Opinion> {
-    if hammering(req, FORM_BURST) {
-        return opinion(Category::SuspiciousBehaviour, 75, form.burst);
-    }
-    if !req.is_browser() {
-        return opinion(Category::SuspiciousBehaviour, 75, form.non_browser);
-    }
-    if forged_browser_post(req) {
-        return opinion(Category::SuspiciousBehaviour, 65, form.forged_browser);
-    }
-    None
+    form_spam(req, form)
 }
 
 /// Harvesting member names: the mention autocomplete (`members/find?q=`) from scripts,
