@@ -204,6 +204,7 @@ fn eval(
                 ),
                 Outcome::Abstain => println!("{name:<12} abstains"),
                 Outcome::Disabled => println!("{name:<12} switched off"),
+                Outcome::OutOfScope => println!("{name:<12} not called (outside its scope)"),
                 Outcome::Failed(failure) => println!("{name:<12} failed: {failure}"),
             }
         },

@@ -10,6 +10,7 @@ impl Ruleset for Versioned {
             name: "versioned".into(),
             version: VERSION.into(),
             description: "Answers with its own version in the reason id.".into(),
+            scope: Vec::new(),
         }
     }
 

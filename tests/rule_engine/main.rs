@@ -4,5 +4,6 @@
 mod cache;
 mod hot_reload;
 mod isolation;
+mod scope;
 mod shipped;
 mod validation;

@@ -3,7 +3,7 @@
 //! gives the expected category and action.
 
 use botgate_host::rules::RulesetSet;
-use botgate_host::rules::{DirectorySource, Outcome, RequestFacts, decide};
+use botgate_host::rules::{DirectorySource, Outcome, RequestFacts, decide, decide_observed};
 use botgate_model::{Action, Category, KNOWN_RULESETS, Policy};
 use botgate_tests::mix::realistic_mix;
 use botgate_tests::{init_logs, registry, repo_root, shipped, shipped_dir};
@@ -259,7 +259,11 @@ fn each_component_runs_once_per_decision() {
             .load(std::sync::atomic::Ordering::Relaxed)
     };
     let (wordpress, classifier) = (calls("wordpress"), calls("classifier"));
-    let facts = &realistic_mix()[0].facts;
+    let facts = &realistic_mix()
+        .into_iter()
+        .find(|r| r.label == "browser login")
+        .unwrap()
+        .facts;
     decide(
         &set,
         facts,
@@ -268,4 +272,69 @@ fn each_component_runs_once_per_decision() {
     );
     assert_eq!(calls("wordpress"), wordpress + 1);
     assert_eq!(calls("classifier"), classifier + 1);
+}
+
+#[test]
+fn skipping_out_of_scope_rule_sets_changes_no_decision() {
+    let set = loaded_shipped();
+    let mut requests: Vec<RequestFacts> = realistic_mix().into_iter().map(|r| r.facts).collect();
+    requests.extend(exercise().into_iter().map(|(_, facts, _)| facts));
+    let browser = [(
+        "user-agent",
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+    )];
+    for target in [
+        "/WP-LOGIN.PHP",
+        "/blog//wp%2Dadmin/",
+        "/?author=1",
+        "/index.php?option=com_users&view=registration",
+        "/index.php?rest_route=/wp/v2/users",
+        "/remote.php/dav/files/alice/",
+        "/user/login?destination=/node/1",
+        "/bitrix/admin/",
+        "/doku.php?id=start&do=login",
+        "/index.php?controller=authentication",
+        "/login/login",
+        "/cpanel",
+        "/about-us/",
+        "/assets/app.js?v=3",
+    ] {
+        requests.push(facts("GET", target, &browser));
+        requests.push(facts(
+            "POST",
+            target,
+            &[("user-agent", "python-requests/2.31.0")],
+        ));
+    }
+    let mut skipped = 0;
+    for facts in &requests {
+        let mut out_of_scope = Vec::new();
+        let decision = decide_observed(
+            &set,
+            facts,
+            &KNOWN_RULESETS,
+            &Policy::default(),
+            |c, outcome| {
+                if *outcome == Outcome::OutOfScope {
+                    out_of_scope.push(set.get(c.name()).unwrap().clone());
+                }
+            },
+        );
+        for component in out_of_scope {
+            skipped += 1;
+            // Called anyway, it abstains: the host read the scope as the guest does.
+            assert_eq!(
+                component.evaluate(facts),
+                Outcome::Abstain,
+                "{} skipped for {} {}, but has an opinion there (decision {decision:?})",
+                component.name(),
+                facts.method,
+                facts.target
+            );
+        }
+    }
+    assert!(
+        skipped > requests.len(),
+        "scopes skip most rule sets for most requests ({skipped})"
+    );
 }

@@ -121,3 +121,15 @@ fn files_that_are_not_components_are_ignored() {
     assert!(report.refused.is_empty(), "{report:?}");
     assert_eq!(registry.snapshot().len(), 1);
 }
+
+#[test]
+fn scope_that_can_never_match_is_refused() {
+    let err = check("bad_scope", &guest_bytes("bad_scope"));
+    match &err {
+        LoadError::BadInfo { field, why } => {
+            assert_eq!(*field, "scope");
+            assert!(why.contains("/WP-ADMIN/"), "{why}");
+        }
+        other => panic!("expected BadInfo on the scope, got {other}"),
+    }
+}

@@ -60,6 +60,9 @@ pub enum Outcome {
     Disabled,
     /// The call failed; the opinion is dropped (fail-open).
     Failed(Failure),
+    /// The request is outside the component's declared scope; it was not called and
+    /// counts as an abstention. Only [`super::decide`] reports this.
+    OutOfScope,
 }
 
 /// How a call failed.
@@ -118,6 +121,8 @@ pub struct LoadedComponent {
     name: Arc<str>,
     version: Arc<str>,
     description: String,
+    /// Markers over the normalised path and query; empty: every request.
+    scope: Box<[Box<str>]>,
     hash: String,
     origin: String,
     sandbox: Arc<Sandbox>,
@@ -193,6 +198,7 @@ impl LoadedComponent {
             name: Arc::from(name.as_str()),
             version: Arc::from(""),
             description: String::new(),
+            scope: Box::default(),
             hash,
             origin: origin.to_owned(),
             sandbox: sandbox.clone(),
@@ -260,6 +266,11 @@ impl LoadedComponent {
                 why: format!("longer than {MAX_DESCRIPTION} bytes"),
             });
         }
+        botgate_normalise::check_scope(&info.scope).map_err(|e| LoadError::BadInfo {
+            field: "scope",
+            why: e.to_string(),
+        })?;
+        self.scope = info.scope.into_iter().map(Box::from).collect();
         self.version = Arc::from(info.version.as_str());
         self.description = info.description;
         Ok(self)
@@ -371,7 +382,8 @@ impl LoadedComponent {
                     self.recycle(instance);
                 }
             }
-            Outcome::Disabled => unreachable!("call() never answers Disabled"),
+            // `call` answers neither; had it, the instance would still be sound.
+            Outcome::Disabled | Outcome::OutOfScope => self.recycle(instance),
         }
         outcome
     }
@@ -426,6 +438,12 @@ impl LoadedComponent {
     /// The version as a shared string, for decisions and logs.
     pub fn version_arc(&self) -> &Arc<str> {
         &self.version
+    }
+
+    /// The scope the component declared: markers over the normalised path and query
+    /// (empty: every request).
+    pub fn scope(&self) -> &[Box<str>] {
+        &self.scope
     }
 
     pub fn description(&self) -> &str {

@@ -5,7 +5,9 @@
 //! # Precedence
 //!
 //! 1. Opinions of components that failed, timed out or are switched off are dropped
-//!    (fail-open); so are rule sets the website enabled that are not loaded.
+//!    (fail-open); so are rule sets the website enabled that are not loaded. A rule set
+//!    is not called for a request outside its declared scope (see [`super::scope`]):
+//!    it abstains there by contract, so this changes no decision.
 //! 2. An opinion of `security_issues` with confidence ≥ 50 beats every other category:
 //!    attack evidence is never outweighed by a claim of legitimacy.
 //! 3. Otherwise the highest confidence wins.
@@ -115,16 +117,21 @@ pub fn decide_observed(
 
     let mut best: Option<Candidate> = None;
     let mut failed = 0u8;
+    let in_scope = set.scopes().matching(&facts.target, &facts.headers);
 
     for name in std::iter::once(CLASSIFIER).chain(names) {
-        let Some(component) = set.get(name) else {
+        let Some((slot, component)) = set.get_with_slot(name) else {
             continue;
         };
-        let outcome = component.evaluate(facts);
+        let outcome = if in_scope.contains(slot) {
+            component.evaluate(facts)
+        } else {
+            Outcome::OutOfScope
+        };
         observe(component, &outcome);
         let opinion = match outcome {
             Outcome::Opinion(opinion) => opinion,
-            Outcome::Abstain => continue,
+            Outcome::Abstain | Outcome::OutOfScope => continue,
             Outcome::Disabled | Outcome::Failed(_) => {
                 failed = failed.saturating_add(1);
                 continue;

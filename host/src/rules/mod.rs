@@ -15,6 +15,7 @@ pub mod decision;
 pub mod facts;
 pub mod registry;
 pub mod sandbox;
+pub mod scope;
 pub mod source;
 pub mod watcher;
 

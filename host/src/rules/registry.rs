@@ -8,6 +8,7 @@
 use super::cache::{ComponentCache, content_hash};
 use super::component::{LoadError, LoadedComponent};
 use super::sandbox::Sandbox;
+use super::scope::ScopeIndex;
 use super::source::RulesetSource;
 use arc_swap::ArcSwap;
 use std::collections::{BTreeMap, HashMap};
@@ -17,22 +18,62 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// One immutable generation of loaded components, keyed by name.
-#[derive(Default)]
+/// One immutable generation of loaded components, keyed by name, with their scopes
+/// indexed.
 pub struct RulesetSet {
     generation: u64,
-    components: BTreeMap<String, Arc<LoadedComponent>>,
+    /// Each component with its slot in `scopes` (its position in name order).
+    components: BTreeMap<String, (usize, Arc<LoadedComponent>)>,
+    scopes: ScopeIndex,
+}
+
+impl Default for RulesetSet {
+    fn default() -> Self {
+        RulesetSet::new(0, BTreeMap::new())
+    }
 }
 
 impl RulesetSet {
+    fn new(generation: u64, components: BTreeMap<String, Arc<LoadedComponent>>) -> Self {
+        let scopes = ScopeIndex::new(components.values());
+        let components = components
+            .into_iter()
+            .enumerate()
+            .map(|(slot, (name, component))| (name, (slot, component)))
+            .collect();
+        RulesetSet {
+            generation,
+            components,
+            scopes,
+        }
+    }
+
+    /// The components by name, to build the next generation from.
+    fn to_map(&self) -> BTreeMap<String, Arc<LoadedComponent>> {
+        self.components
+            .iter()
+            .map(|(name, (_, c))| (name.clone(), c.clone()))
+            .collect()
+    }
+
     /// The component called `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<LoadedComponent>> {
-        self.components.get(name)
+        self.components.get(name).map(|(_, c)| c)
+    }
+
+    /// The component called `name` and its slot in [`RulesetSet::scopes`].
+    pub fn get_with_slot(&self, name: &str) -> Option<(usize, &Arc<LoadedComponent>)> {
+        self.components.get(name).map(|(slot, c)| (*slot, c))
+    }
+
+    /// The scopes of the components, by slot.
+    pub fn scopes(&self) -> &ScopeIndex {
+        &self.scopes
     }
 
     /// Every component, by name.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<LoadedComponent>> {
-        self.components.values()
+        self.components.values().map(|(_, c)| c)
     }
 
     pub fn len(&self) -> usize {
@@ -136,13 +177,11 @@ impl Registry {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let old = self.current.load();
-        let mut components = old.components.clone();
+        let mut components = old.to_map();
         components.insert(component.name().to_owned(), component);
         let generation = old.generation + 1;
-        self.current.store(Arc::new(RulesetSet {
-            generation,
-            components,
-        }));
+        self.current
+            .store(Arc::new(RulesetSet::new(generation, components)));
         generation
     }
 
@@ -247,10 +286,8 @@ impl Registry {
             let generation = old.generation + 1;
             let keep: Vec<&str> = next.values().map(|c| c.hash()).collect();
             self.cache.retain(&keep);
-            self.current.store(Arc::new(RulesetSet {
-                generation,
-                components: next,
-            }));
+            self.current
+                .store(Arc::new(RulesetSet::new(generation, next)));
             report.generation = generation;
         }
         report

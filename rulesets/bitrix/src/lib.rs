@@ -63,6 +63,48 @@ use botgate_ruleset_sdk::{Category, Info, Opinion, Request, Ruleset, opinion};
 pub struct Bitrix;
 
 impl Ruleset for Bitrix {
+    const SCOPE: &'static [&'static str] = &[
+        // Every PHP file a rule names: the config files and their backups, the include
+        // files (`.access.php`...), PHP under `/upload/` and `/bitrix/cache/`, the vote
+        // exploit, 1C exchange, payment results, redirectors, installers. A marker for
+        // PHP rather than for the folders keeps uploaded images and `/bitrix/js/`,
+        // `/bitrix/templates/`, `/bitrix/cache/css/` assets outside the scope.
+        ".ph",
+        "/bitrix/backup",
+        "/bitrix/modules/",
+        "/bitrix/php_interface/",
+        "/bitrix/managed_cache/",
+        "/bitrix/stack_cache/",
+        "/bitrix/updates/",
+        "/local/php_interface/",
+        "/local/modules/",
+        // `*.log` under `/bitrix/`.
+        ".log",
+        // The admin login and admin probes.
+        "/bitrix/admin",
+        // The public login (`?login=yes`), registration (`?register=yes`,
+        // `/auth/registration`), password reset (`forgot_password=`, `change_password=`).
+        "login=yes",
+        "regist",
+        "_password=",
+        // REST webhooks and OAuth clients.
+        "/rest/",
+        // Comment spam: any scripted post under these, so blog page views are in scope.
+        "/forum/",
+        "/blog/",
+        "/reviews/",
+        "/feedback/",
+        "/bitrix/components/bitrix/forum.",
+        "/bitrix/components/bitrix/blog.",
+        "/bitrix/components/bitrix/main.feedback",
+        "/bitrix/components/bitrix/form.result.new",
+        "web_form_id",
+        // The desktop and mobile apps, recognised by their agents on their endpoints.
+        "ua:bitrixdesktop/",
+        "ua:bitrixmobile",
+        "ua:bitrix24/janative",
+    ];
+
     fn info() -> Info {
         botgate_ruleset_sdk::info!(
             "bitrix",
@@ -419,6 +461,22 @@ mod tests {
     // Ordinary visitors.
 
     #[test]
+    fn ordinary_pages_are_outside_the_scope() {
+        // Uploaded images and the core and template assets too. Not `/blog/...`: a scripted
+        // post to any `/blog/` path is comment spam, so the `/blog/` marker holds blog pages.
+        assert_outside_scope::<Bitrix>(&[
+            "/",
+            "/product/blue-mug/",
+            "/cart/",
+            "/assets/app.js?v=3",
+            "/?s=garden+chairs",
+            "/upload/iblock/3f2/mug.jpg",
+            "/bitrix/js/main/core/core.min.js?1700000000",
+            "/local/templates/shop/styles.css",
+        ]);
+    }
+
+    #[test]
     fn catalog_page_view_is_left_to_the_classifier() {
         assert_category::<Bitrix>(get("/catalog/phones/iphone-15/").browser(), None);
     }
@@ -665,6 +723,15 @@ mod tests {
         assert_category::<Bitrix>(
             post("/bitrix/services/main/ajax.php?action=mobile.tabs.get")
                 .machine("Bitrix24/Janative"),
+            Some(ServicesAndPayments),
+        );
+        // On endpoints that are not PHP files: in the scope by their agents.
+        assert_category::<Bitrix>(
+            get("/bitrix/subws/?CHANNEL_ID=a1b2c3d4e5f6/1700000000").ua(DESKTOP_UA),
+            Some(ServicesAndPayments),
+        );
+        assert_category::<Bitrix>(
+            get("/mobileapp/jn/im.messenger/?version=2").machine("Bitrix24/Janative"),
             Some(ServicesAndPayments),
         );
     }

@@ -20,6 +20,7 @@ pub(crate) enum Kind {
     CommandInjection,
     Log4Shell,
     Shellshock,
+    PhpObjectInjection,
     TemplateInjection,
     StreamWrapper,
     Ssrf,
@@ -40,6 +41,7 @@ impl Kind {
             Kind::CommandInjection => "classifier.command-injection",
             Kind::Log4Shell => "classifier.log4shell",
             Kind::Shellshock => "classifier.shellshock",
+            Kind::PhpObjectInjection => "classifier.php-object-injection",
             Kind::TemplateInjection => "classifier.template-injection",
             Kind::StreamWrapper => "classifier.stream-wrapper",
             Kind::Ssrf => "classifier.ssrf-metadata",
@@ -59,6 +61,7 @@ impl Kind {
             | Kind::CommandInjection
             | Kind::Log4Shell
             | Kind::Shellshock
+            | Kind::PhpObjectInjection
             | Kind::StreamWrapper => 95,
             _ => 90,
         }

@@ -1,6 +1,7 @@
 //! One pass over the request's header lines for the headers the rules read, and one
 //! byte search over the whole block for injection payloads carried in any header
-//! (log4shell lookups, shellshock).
+//! (log4shell lookups, shellshock); PHP object-injection payloads are looked for in
+//! the user agent and `X-Forwarded-For`, the headers PHP applications store.
 
 use crate::attacks::{Finding, Kind};
 
@@ -27,6 +28,16 @@ pub(crate) struct Headers<'a> {
     pub(crate) injection: Option<Finding>,
 }
 
+/// Markers of a PHP object-injection payload (compared ignoring case): the gadget chain
+/// of the Joomla session exploit (CVE-2015-8562), `}__test|O:21:"JDatabaseDriverMysqli"…`,
+/// which scanners still send to every site in `User-Agent` or `X-Forwarded-For`.
+const OBJECT_INJECTION: &[&str] = &[
+    "JDatabaseDriverMysql",
+    "JSimplepieFactory",
+    "disconnectHandlers",
+    "}__test",
+];
+
 /// What follows `${` in a log4j lookup an attacker uses (compared ignoring case: log4j
 /// lower-cases lookup names, so `${JnDi:` works too).
 const LOG4J_LOOKUPS: &[&[u8]] = &[
@@ -38,6 +49,7 @@ impl<'a> Headers<'a> {
     pub(crate) fn parse(raw: &'a str) -> Self {
         let mut headers = Headers::default();
         let mut user_agent = None;
+        let mut object_injection = false;
         let bytes = raw.as_bytes();
         let mut start = 0;
         while start < bytes.len() {
@@ -45,8 +57,9 @@ impl<'a> Headers<'a> {
             // `\n` is ASCII, so both ends are character boundaries.
             let line = &raw[start..end];
             start = end + 1;
-            // Only names starting `u`, `s` or `a` matter: skip the rest (cookies...) unread.
-            if !matches!(line.as_bytes().first(), Some(b'u' | b's' | b'a')) {
+            // Only names starting `u`, `s`, `a` or `x` matter: skip the rest (cookies...)
+            // unread.
+            if !matches!(line.as_bytes().first(), Some(b'u' | b's' | b'a' | b'x')) {
                 continue;
             }
             let Some(colon) = line.bytes().position(|b| b == b':') else {
@@ -70,6 +83,7 @@ impl<'a> Headers<'a> {
                 "accept-language" => headers.accept_language = true,
                 "accept-encoding" => headers.accept_encoding = true,
                 "upgrade" => headers.upgrade = true,
+                "x-forwarded-for" => object_injection |= has_object_injection(value),
                 _ => {}
             }
         }
@@ -78,6 +92,8 @@ impl<'a> Headers<'a> {
             headers.injection = Some(Kind::Log4Shell.finding());
         } else if has_shellshock(raw.as_bytes()) {
             headers.injection = Some(Kind::Shellshock.finding());
+        } else if object_injection || has_object_injection(headers.user_agent) {
+            headers.injection = Some(Kind::PhpObjectInjection.finding());
         }
         headers
     }
@@ -106,6 +122,13 @@ fn has_shellshock(text: &[u8]) -> bool {
                 .find(|b| **b != b' ' && **b != b'\t')
                 .is_some_and(|b| *b == b':')
     })
+}
+
+/// Whether a header value carries a marker of a PHP object-injection payload.
+fn has_object_injection(value: &str) -> bool {
+    OBJECT_INJECTION
+        .iter()
+        .any(|m| botgate_ruleset_sdk::ua::contains_ignore_case(value, m))
 }
 
 /// Whether `text` holds `${` followed by a lookup an attacker uses.
@@ -140,6 +163,25 @@ mod tests {
         assert!(has_log4j_lookup(b"x-api: ${JnDi:ldap://a/b}"));
         assert!(has_log4j_lookup(b"referer: ${${lower:j}ndi:x}"));
         assert!(!has_log4j_lookup(b"accept: ${price} and $ {jndi:"));
+    }
+
+    #[test]
+    fn object_injection_is_read_in_the_user_agent_and_forwarded_for() {
+        let chain = r#"}__test|O:21:"JDatabaseDriverMysqli":3:{}"#;
+        let found = |raw: &str| Headers::parse(raw).injection;
+        let object = Some(Kind::PhpObjectInjection.finding());
+        assert_eq!(found(&format!("host: a\nuser-agent: {chain}")), object);
+        assert_eq!(
+            found(&format!(
+                "x-forwarded-for: 1.2.3.4\nx-forwarded-for: {chain}"
+            )),
+            object
+        );
+        assert_eq!(found(&format!("referer: https://a/?q={chain}")), None);
+        assert_eq!(
+            found("user-agent: Mozilla/5.0 (X11)\nx-forwarded-for: 1.2.3.4"),
+            None
+        );
     }
 
     #[test]

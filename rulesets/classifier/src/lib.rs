@@ -33,6 +33,10 @@
 //! - `classifier.log4shell` 95: `${jndi:` and obfuscated lookups (`${${`, `${lower:`...)
 //!   in any header, the path or the query. `classifier.shellshock` 95: a header value
 //!   starting `() {`.
+//! - `classifier.php-object-injection` 95: a PHP object-injection payload in the user
+//!   agent or any `X-Forwarded-For` (the gadget chain of the Joomla session exploit,
+//!   CVE-2015-8562: `JDatabaseDriverMysql`, `JSimplepieFactory`, `disconnectHandlers`,
+//!   `}__test`, ignoring case), on any path.
 //! - `classifier.sql-injection` 95: `union [all] select`, tautologies such as
 //!   `' or '1'='1` or `or 1=1--`, `sleep(5)`, `benchmark(n,`, `information_schema.`,
 //!   `load_file(`, `xp_cmdshell`, `into outfile`, `@@version`, `'; drop table`...

@@ -61,6 +61,44 @@ use botgate_ruleset_sdk::{Category, Info, Opinion, Request, Ruleset, opinion};
 pub struct Cpanel;
 
 impl Ruleset for Cpanel {
+    const SCOPE: &'static [&'static str] = &[
+        // Home-directory dot folders and files (`/.cpanel/`, `/.my.cnf`...).
+        "/.",
+        // The panels, `/cpanelwebcall/`, `/whm-server-status`, session paths.
+        "/cpanel",
+        "/whm",
+        "/webmail",
+        "/3rdparty",
+        "/cpsess",
+        // The rest of the home directory.
+        "/softaculous_backups",
+        "/access-logs",
+        "/public_",
+        "/tmp/awstats",
+        "/tmp/webalizer",
+        "/tmp/analog",
+        "/cpbackup-exclude.conf",
+        "/etc/",
+        // Account backups, `backup-<date>_<user>.tar.gz`.
+        "/backup-",
+        "/cgi-sys/",
+        "/frontend/",
+        // The panel login, `/login/?login_only=1`.
+        "login_only",
+        // The APIs.
+        "/execute/",
+        "/json-api/",
+        "/xml-api/",
+        "/mailman/",
+        "/resetpass",
+        // AutoSSL domain-control validation (DCV_AGENTS, matched ignoring case): the
+        // check needs one of these agents, so `/<md5>.txt` needs no `.txt` marker.
+        "ua:cpanel-http-client",
+        "ua:sectigo dcv",
+        "ua:comodo dcv",
+        "ua:let's encrypt validation server",
+    ];
+
     fn info() -> Info {
         botgate_ruleset_sdk::info!(
             "cpanel",
@@ -377,6 +415,12 @@ mod tests {
     // Ordinary visitors.
 
     #[test]
+    fn ordinary_pages_are_outside_the_scope() {
+        assert_outside_scope::<Cpanel>(ORDINARY_PAGES);
+        assert_outside_scope::<Cpanel>(&["/robots.txt"]);
+    }
+
+    #[test]
     fn website_page_view_is_left_to_the_classifier() {
         assert_category::<Cpanel>(get("/about-us/").browser(), None);
     }
@@ -552,6 +596,18 @@ mod tests {
         assert_category::<Cpanel>(
             get("/.well-known/acme-challenge/I2I61_4DQ3KA_0XG9NMR937P1-57Z3XQ").machine(LE_UA),
             Some(ServicesAndPayments),
+        );
+    }
+
+    #[test]
+    fn sectigo_dcv_file_at_the_document_root_is_a_service() {
+        assert_category::<Cpanel>(
+            get("/4F571E4CB76F46E37B8118CEA1DB42BA.txt").machine("SECTIGO DCV"),
+            Some(ServicesAndPayments),
+        );
+        assert_category::<Cpanel>(
+            get("/4F571E4CB76F46E37B8118CEA1DB42BA.txt").machine("curl/8.5.0"),
+            None,
         );
     }
 

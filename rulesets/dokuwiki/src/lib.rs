@@ -52,6 +52,29 @@ use botgate_ruleset_sdk::{Category, Info, Opinion, Request, Ruleset, opinion};
 pub struct Dokuwiki;
 
 impl Ruleset for Dokuwiki {
+    const SCOPE: &'static [&'static str] = &[
+        // CVE-2009-1960 (`?config_cascade[...]`), `users.auth.php`, `acl.auth.php`.
+        "config_cascade",
+        ".auth.php",
+        // conf/, data/ and the code folders.
+        "/conf/",
+        "/data/",
+        "/inc/",
+        "/bin/",
+        "/vendor/",
+        // fetch.php, spellcheck.php, XML-RPC, JSON-RPC, taskrunner.php.
+        "/lib/exe/",
+        "/install.php",
+        // The release file `/VERSION`.
+        "/version",
+        // The front controller and page URLs with `do` or `id` (login brute force,
+        // scripted posts, `do=admin`, `do=register`, `do=resendpwd`); `is_wiki_entry`
+        // counts them only with a value.
+        "doku.php",
+        "do=",
+        "id=",
+    ];
+
     fn info() -> Info {
         botgate_ruleset_sdk::info!(
             "dokuwiki",
@@ -255,9 +278,11 @@ fn exe_script(path: &str) -> Option<&str> {
 }
 
 /// A request to the wiki's front controller: `doku.php`, or a rewritten page URL
-/// carrying DokuWiki's `do` or `id` parameter.
+/// carrying DokuWiki's `do` or `id` parameter with a value (DokuWiki always sends one;
+/// a bare `?id` is not its, and the scope's `do=` / `id=` markers rely on the value).
 fn is_wiki_entry(req: &Request<'_>) -> bool {
-    req.file_name() == "doku.php" || req.has_query_param("do") || req.has_query_param("id")
+    let valued = |name| req.query_param(name).is_some_and(|v| !v.is_empty());
+    req.file_name() == "doku.php" || valued("do") || valued("id")
 }
 
 /// Whether the `do` action is `action`.
@@ -299,6 +324,12 @@ mod tests {
         "DokuWiki=8k2m0fqv1d3b; DW68700bfd16c2027de7de74a5a8202a6f=YWxpY2U%3D%7C0%7CZmFrZQ%3D%3D";
 
     // Ordinary visitors.
+
+    #[test]
+    fn ordinary_pages_are_outside_the_scope() {
+        assert_outside_scope::<Dokuwiki>(ORDINARY_PAGES);
+        assert_outside_scope::<Dokuwiki>(&["/lib/tpl/dokuwiki/images/logo.png"]);
+    }
 
     #[test]
     fn reading_a_page_is_left_to_the_classifier() {
@@ -530,6 +561,22 @@ mod tests {
             post("/doku.php?id=playground:playground").machine("libwww-perl/6.72"),
             Some(SuspiciousBehaviour),
         );
+    }
+
+    #[test]
+    fn scripted_post_to_a_rewritten_page_url_is_spam() {
+        assert_category::<Dokuwiki>(
+            post("/playground/playground?do=edit&id=playground:playground")
+                .machine("libwww-perl/6.72"),
+            Some(SuspiciousBehaviour),
+        );
+    }
+
+    #[test]
+    fn bare_do_or_id_keys_are_not_dokuwiki() {
+        // DokuWiki always gives `do` and `id` a value: a bare key is another site's.
+        assert_category::<Dokuwiki>(post("/api/items?id").machine("libwww-perl/6.72"), None);
+        assert_category::<Dokuwiki>(post("/shop/cart?do").machine("libwww-perl/6.72"), None);
     }
 
     #[test]

@@ -75,6 +75,75 @@ use botgate_ruleset_sdk::{Category, Info, Opinion, Request, Ruleset, opinion};
 pub struct Drupal;
 
 impl Ruleset for Drupal {
+    // Routes can come from `?q=` on `/` and `/index.php`, so a route prefix is written
+    // twice, `/user` for the path (and `?q=/user`) and `q=user` for the query, or
+    // without its leading `/`.
+    const SCOPE: &'static [&'static str] = &[
+        // Form API injection: `#` keys and segments, `[%23` (double-encoded, read as
+        // `[`), `%23post_render`-style callbacks.
+        "#",
+        "[",
+        "_render",
+        "lazy_builder",
+        "access_callback",
+        // Every PHP file a rule names: settings files, `sites.php`, `eval-stdin.php`,
+        // backups of PHP files, PHP under `sites/*/files/` (so its images stay outside),
+        // contrib exploit scripts, `xmlrpc.php`, the maintenance scripts.
+        ".ph",
+        // Databases and dumps.
+        ".ht.sqlite",
+        ".sql",
+        ".mysql",
+        ".pgsql",
+        // Build files and the extensions Drupal's .htaccess denies.
+        "composer.",
+        "package.json",
+        "yarn.lock",
+        "web.config",
+        ".engine",
+        ".inc",
+        ".install",
+        ".make",
+        ".module",
+        ".profile",
+        ".po",
+        ".sh",
+        ".theme",
+        ".twig",
+        ".xtmpl",
+        ".yml",
+        "vendor/",
+        "fckeditor/editor/filemanager/",
+        "elfinder/php/connector",
+        // REST formats (clients and the CVE-2019-6340 probe).
+        "_format=",
+        // Login, registration, password, user enumeration, personal contact forms.
+        "/user",
+        "q=user",
+        "oauth/token",
+        "/cron",
+        "q=cron",
+        "payment/notify/",
+        "paypal/ipn",
+        "jsonapi",
+        "graphql",
+        // Version files (`install.txt`, `changelog.txt`...).
+        "install.",
+        "update.txt",
+        "changelog.txt",
+        "upgrade.txt",
+        "maintainers.txt",
+        "copyright.txt",
+        "/admin",
+        "q=admin",
+        "comment/reply/",
+        "/contact",
+        "q=contact",
+        "/form/",
+        "q=form/",
+        "node/add/",
+    ];
+
     fn info() -> Info {
         botgate_ruleset_sdk::info!(
             "drupal",
@@ -484,6 +553,41 @@ mod tests {
     const BEARER: &str = "Bearer eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.eyJhdWQiOiJkcnVwYWwifQ.c2ln";
 
     // Ordinary visitors.
+
+    #[test]
+    fn ordinary_pages_are_outside_the_scope() {
+        // Images under sites/*/files/ too: only PHP there is a probe.
+        assert_outside_scope::<Drupal>(ORDINARY_PAGES);
+        assert_outside_scope::<Drupal>(&[
+            "/sites/default/files/styles/large/public/2024-06/mug.jpg",
+            "/core/misc/drupal.js?v=10.3",
+        ]);
+    }
+
+    #[test]
+    fn routes_read_from_q_are_inside_the_scope() {
+        let script = "python-requests/2.31.0";
+        assert_category::<Drupal>(
+            post("/?q=user/login").machine(script).behaviour(30, 1, 0),
+            Some(SecurityIssues),
+        );
+        assert_category::<Drupal>(
+            get("/?q=admin/reports/status").machine("curl/8.5.0"),
+            Some(SecurityIssues),
+        );
+        assert_category::<Drupal>(
+            post("/?q=contact").machine(script),
+            Some(SuspiciousBehaviour),
+        );
+        assert_category::<Drupal>(
+            post("/?q=/form/contact-us").machine(script),
+            Some(SuspiciousBehaviour),
+        );
+        assert_category::<Drupal>(
+            get("/?q=cron/Xv3wJk8pQ2mZr7TnL5yB9cH4dF6gA1sE0uWqRtYiOpK").machine("curl/8.5.0"),
+            Some(ServicesAndPayments),
+        );
+    }
 
     #[test]
     fn article_view_is_left_to_the_classifier() {

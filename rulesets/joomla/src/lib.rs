@@ -7,9 +7,6 @@
 //! * Attacks, whoever sends them (`security_issues`):
 //!   - `joomla.cve-2023-23752` (95): `?public=true` on the Web Services API
 //!     (`/api/index.php/v1/config/application?public=true` leaks the database password).
-//!   - `joomla.object-injection` (95): the CVE-2015-8562 session object-injection payload
-//!     (`JDatabaseDriverMysqli`, `disconnectHandlers`, `}__test`) in `User-Agent` or
-//!     `X-Forwarded-For`.
 //!   - `joomla.config-traversal` (95): a path to `configuration.php` in a query
 //!     (`../../configuration.php`: the file download/LFI bugs of com_hdflvplayer,
 //!     com_macgallery, com_jdownloads and others).
@@ -68,18 +65,61 @@
 //!   - `joomla.password-reset-abuse` (70): `task=reset.request`, `task=remind.remind`.
 //!   - `joomla.scripted-login` (68): a non-browser posting the site login once.
 //!
-//! Everything else, page views and media included, is left to the classifier.
+//! Everything else, page views and media included, is left to the classifier, and so
+//! is the CVE-2015-8562 session object-injection payload in `User-Agent` or
+//! `X-Forwarded-For`, which any path carries (`classifier.php-object-injection`).
 
 use botgate_ruleset_sdk::signals::{
     guessing_passwords, is_scripted, is_verified_crawler, repeating,
 };
-use botgate_ruleset_sdk::ua::{contains_any_ignore_case, contains_ignore_case};
+use botgate_ruleset_sdk::ua::contains_any_ignore_case;
 use botgate_ruleset_sdk::{Category, Info, Opinion, Request, Ruleset, opinion};
 
 /// The Joomla rule set.
 pub struct Joomla;
 
 impl Ruleset for Joomla {
+    const SCOPE: &'static [&'static str] = &[
+        // The Web Services API (CVE-2023-23752, API clients and probes).
+        "/api/",
+        // `configuration.php`, its backups, and paths to it in a query.
+        "configuration.",
+        // `task=user.register`, `user.login`, `registration.register`, `contact.submit`...
+        "task=",
+        // The component every component rule names: `?option=com_x` or SEF
+        // `/component/x/`; `/media/com_x/` assets stay outside.
+        "option=com_",
+        "/component/",
+        // Extension exploit folders (`com_sexycontactform/fileupload/`...).
+        "/fileupload/",
+        // Every PHP file a rule names: PHP under `images/`, `tmp/`, `cache/`,
+        // `libraries/`, `includes/`, `layouts/`, `cli/` (so images stay outside),
+        // extension exploit scripts, `kickstart.php`, `configuration.php`.
+        ".ph",
+        // Akeeba Backup archives: `.jpa`, `.jps`, `.j01`...
+        ".jpa",
+        ".jps",
+        ".j0",
+        ".j1",
+        ".j2",
+        ".j3",
+        ".j4",
+        ".j5",
+        ".j6",
+        ".j7",
+        ".j8",
+        ".j9",
+        "/administrator",
+        "/logs/",
+        "/installation",
+        // Version fingerprinting: manifests and root files.
+        ".xml",
+        "/readme.txt",
+        "/license.txt",
+        "/htaccess.txt",
+        "/web.config.txt",
+    ];
+
     fn info() -> Info {
         botgate_ruleset_sdk::info!(
             "joomla",
@@ -99,14 +139,6 @@ impl Ruleset for Joomla {
 }
 
 botgate_ruleset_sdk::export_ruleset!(Joomla);
-
-/// Markers of the CVE-2015-8562 session object-injection payload.
-const OBJECT_INJECTION: &[&str] = &[
-    "JDatabaseDriverMysql",
-    "JSimplepieFactory",
-    "disconnectHandlers",
-    "}__test",
-];
 
 /// Backup names of `configuration.php` that are not caught by the `configuration.php` prefix.
 const CONFIG_BACKUPS: &[&str] = &[
@@ -211,10 +243,6 @@ fn attack(req: &Request<'_>, component: &str) -> Option<Opinion> {
     let query = req.query_lower();
     if is_api(path) && param_is(req, "public", "true") {
         return opinion(Category::SecurityIssues, 95, "joomla.cve-2023-23752");
-    }
-    let injected = |v: &str| OBJECT_INJECTION.iter().any(|m| contains_ignore_case(v, m));
-    if injected(req.user_agent()) || req.header_values("x-forwarded-for").any(injected) {
-        return opinion(Category::SecurityIssues, 95, "joomla.object-injection");
     }
     // A path to the file (`../../configuration.php`, `/var/www/configuration.php`), not
     // the bare word a visitor might type into a search box.
@@ -532,6 +560,16 @@ mod tests {
     // Ordinary visitors.
 
     #[test]
+    fn ordinary_pages_are_outside_the_scope() {
+        // Images and media assets too.
+        assert_outside_scope::<Joomla>(ORDINARY_PAGES);
+        assert_outside_scope::<Joomla>(&[
+            "/images/banners/summer.jpg",
+            "/media/com_content/js/admin-articles.min.js",
+        ]);
+    }
+
+    #[test]
     fn article_view_is_left_to_the_classifier() {
         assert_category::<Joomla>(
             get("/index.php?option=com_content&view=article&id=12&catid=2").browser(),
@@ -597,14 +635,6 @@ mod tests {
     fn configuration_php_itself_is_a_probe() {
         assert_category::<Joomla>(
             get("/configuration.php").machine("curl/8.5.0"),
-            Some(SecurityIssues),
-        );
-    }
-
-    #[test]
-    fn session_object_injection_cve_2015_8562_is_an_attack() {
-        assert_category::<Joomla>(
-            get("/").ua(r#"}__test|O:21:"JDatabaseDriverMysqli":3:{s:2:"fc";O:17:"JSimplepieFactory":0:{}s:21:"\0\0\0disconnectHandlers";a:1:{}}"#),
             Some(SecurityIssues),
         );
     }

@@ -50,6 +50,47 @@ use botgate_ruleset_sdk::{Info, Opinion, Request, Ruleset};
 pub struct Nextcloud;
 
 impl Ruleset for Nextcloud {
+    const SCOPE: &'static [&'static str] = &[
+        // WebDAV, public shares, CVE-2023-49105 signed URLs.
+        "/remote.php/",
+        "/public.php/",
+        "oc-credential=",
+        // The configuration and data folders, logs anywhere (`nextcloud.log`).
+        "/config",
+        "/data/",
+        "cloud.log",
+        // Folders and files the .htaccess refuses, installer and updater.
+        "/lib/",
+        "/3rdparty/",
+        "/build/",
+        "/tests/",
+        "/templates/",
+        "/occ",
+        "/console.php",
+        "/db_structure.xml",
+        "/autotest",
+        "setup-nextcloud.php",
+        "/updater",
+        // App APIs, Forms, Registration, CVE-2023-49103 graphapi.
+        "/apps/",
+        // DAV discovery, OCM and setup checks.
+        "/.well-known/",
+        "/ocs",
+        "/ocm",
+        // Login, Login Flow, two-factor, password reset, share passwords.
+        "/login",
+        "/lostpassword/",
+        "/status.php",
+        "/cron.php",
+        "/s/",
+        // services::client_app: Nextcloud's own clients (signals::NEXTCLOUD_CLIENTS,
+        // matched ignoring case) with credentials or a session, on any path.
+        "ua:mirall/",
+        "ua:nextcloud-android/",
+        "ua:nextcloud-ios/",
+        "ua:nextcloud-talk",
+    ];
+
     fn info() -> Info {
         botgate_ruleset_sdk::info!(
             "nextcloud",

@@ -15,6 +15,12 @@ const SCRIPT_UA: &str = "python-requests/2.31.0";
 // --- Visitors: left to the classifier. ---
 
 #[test]
+fn ordinary_pages_are_outside_the_scope() {
+    assert_outside_scope::<Nextcloud>(ORDINARY_PAGES);
+    assert_outside_scope::<Nextcloud>(&["/img/logo.svg"]);
+}
+
+#[test]
 fn browser_opening_the_files_app_is_left_alone() {
     assert_category::<Nextcloud>(get("/apps/files/").browser(), None);
     assert_category::<Nextcloud>(get("/index.php/apps/dashboard/").firefox(), None);
@@ -133,6 +139,22 @@ fn ocs_api_client_with_credentials_is_a_service() {
             .machine(IOS_UA)
             .header("ocs-apirequest", "true")
             .header("authorization", APP_PASSWORD),
+        Some(ServicesAndPayments),
+    );
+}
+
+#[test]
+fn client_apps_on_their_other_endpoints_are_services() {
+    assert_category::<Nextcloud>(
+        get("/index.php/avatar/alice/64")
+            .machine(DESKTOP_UA)
+            .header("authorization", APP_PASSWORD),
+        Some(ServicesAndPayments),
+    );
+    assert_category::<Nextcloud>(
+        get("/core/preview?fileId=1234&x=256&y=256&a=true")
+            .machine(ANDROID_UA)
+            .header("cookie", "oc_sessionPassphrase=abc; nc_session_id=def"),
         Some(ServicesAndPayments),
     );
 }

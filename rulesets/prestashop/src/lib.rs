@@ -52,6 +52,40 @@ use signals::param;
 pub struct Prestashop;
 
 impl Ruleset for Prestashop {
+    const SCOPE: &'static [&'static str] = &[
+        // `parameters.php`, `parameters.yml` (`settings.inc.php` is PHP, below).
+        "parameters.",
+        // Every PHP file a rule names: config files, PHP under `/upload/`, `/download/`,
+        // `/img/` (so product images stay outside), module scripts (payment callbacks,
+        // crons, exploits), `/webservice/dispatcher.php`.
+        ".ph",
+        "/logs/",
+        "/log/",
+        "/var/cache/",
+        "/cache/smarty/",
+        // The back office (`/admin*/`) and the Admin API.
+        "/admin",
+        "/install",
+        "/vendor/phpunit/",
+        // Module front controllers (`/module/x/y`, `?fc=module`) and the two exploit
+        // paths that are folders; module assets under `/modules/` stay outside.
+        "/module/",
+        "fc=module",
+        "/modules/wg24themeadministration/",
+        "/modules/megamenu/uploadify/",
+        "/api",
+        // Core front controllers (`?controller=authentication`...) and their friendly URLs.
+        "controller=",
+        "/login",
+        "/connexion",
+        "/registration",
+        "/inscription",
+        "/password-recovery",
+        "/recuperation-mot-de-passe",
+        "/contact-us",
+        "/nous-contacter",
+    ];
+
     fn info() -> Info {
         botgate_ruleset_sdk::info!(
             "prestashop",

@@ -13,6 +13,17 @@ const STRIPE_SIG: &str =
 // --- Visitors: left to the classifier. ---
 
 #[test]
+fn ordinary_pages_are_outside_the_scope() {
+    // Product images, module assets and the theme's combined assets too.
+    assert_outside_scope::<Prestashop>(ORDINARY_PAGES);
+    assert_outside_scope::<Prestashop>(&[
+        "/img/p/1/2/12-home_default.jpg",
+        "/modules/ps_imageslider/images/sample-1.jpg",
+        "/themes/classic/assets/cache/bottom-1a2b3c.js",
+    ]);
+}
+
+#[test]
 fn shopper_browsing_products_is_left_alone() {
     assert_category::<Prestashop>(
         get("/en/men/1-1-hummingbird-printed-t-shirt.html").browser(),

@@ -46,10 +46,60 @@ pub use request::Request;
 
 /// A rule component's logic.
 pub trait Ruleset {
-    /// Name, version and description; the name must equal the `.wasm` file's stem.
+    /// The requests this rule set has opinions on: lower-case markers, each a substring
+    /// of [`Request::path_lower`] or [`Request::query_lower`] of every request it may
+    /// answer (`"/wp-"`, `"author="`), or, written `ua:…`, of the lower-cased user agent
+    /// (`"ua:wordpress/"`). Outside the scope the host does not call the
+    /// component and [`judge`] abstains without calling [`Ruleset::evaluate`], so a
+    /// scope that is too narrow shows up in the rule set's own tests. Empty (the
+    /// default) holds every request; at most 64 markers of 1 to 64 bytes.
+    const SCOPE: &'static [&'static str] = &[];
+    /// Name, version and description; the name must equal the `.wasm` file's stem. The
+    /// export shim fills in the scope from [`Ruleset::SCOPE`].
     fn info() -> Info;
     /// The opinion on one request, or `None` to abstain.
     fn evaluate(req: &Request<'_>) -> Option<Opinion>;
+}
+
+/// The rule set's answer as the host sees it: [`Ruleset::evaluate`] inside
+/// [`Ruleset::SCOPE`], abstention outside. The export shim and the test kit both call
+/// this.
+pub fn judge<R: Ruleset>(req: &Request<'_>) -> Option<Opinion> {
+    if in_scope(R::SCOPE, req) {
+        R::evaluate(req)
+    } else {
+        None
+    }
+}
+
+/// Whether `req` is inside `scope`, read exactly as the host reads it.
+pub fn in_scope(scope: &[&str], req: &Request<'_>) -> bool {
+    if scope.is_empty() {
+        return true;
+    }
+    let needs_ua = scope
+        .iter()
+        .any(|m| m.starts_with(botgate_normalise::USER_AGENT_MARKER));
+    let user_agent = if needs_ua {
+        botgate_normalise::header(&req.facts().headers, "user-agent")
+            .unwrap_or("")
+            .to_ascii_lowercase()
+    } else {
+        String::new()
+    };
+    let view = botgate_normalise::ScopeView {
+        path: req.path_lower(),
+        query: req.query_lower(),
+        user_agent: &user_agent,
+    };
+    botgate_normalise::in_scope(scope, &view)
+}
+
+/// [`Ruleset::info`] with the scope filled in from [`Ruleset::SCOPE`].
+pub fn info_of<R: Ruleset>() -> Info {
+    let mut info = R::info();
+    info.scope = R::SCOPE.iter().map(|m| (*m).to_owned()).collect();
+    info
 }
 
 /// Builds `Some(Opinion)`; the usual return value of [`Ruleset::evaluate`].
@@ -85,6 +135,7 @@ macro_rules! info {
             name: ::std::string::String::from($name),
             version: ::std::string::String::from(env!("CARGO_PKG_VERSION")),
             description: ::std::string::String::from($description),
+            scope: ::std::vec::Vec::new(),
         }
     };
 }
@@ -100,10 +151,10 @@ macro_rules! export_ruleset {
             struct BotgateExport;
             impl $crate::bindings::exports::botgate::ruleset::rules::Guest for BotgateExport {
                 fn info() -> $crate::Info {
-                    <$ty as $crate::Ruleset>::info()
+                    $crate::info_of::<$ty>()
                 }
                 fn evaluate(facts: $crate::RequestFacts) -> Option<$crate::Opinion> {
-                    <$ty as $crate::Ruleset>::evaluate(&$crate::Request::new(&facts))
+                    $crate::judge::<$ty>(&$crate::Request::new(&facts))
                 }
             }
     $crate::bindings::export_bindings!(BotgateExport with_types_in $crate::bindings);

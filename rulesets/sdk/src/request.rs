@@ -22,55 +22,15 @@ pub struct Request<'a> {
     header_index: OnceCell<Vec<(&'a str, &'a str)>>,
 }
 
-/// Percent-decodes `s` (and `+` as space when `plus_is_space`), lossily as UTF-8, then
-/// lower-cases it; borrows `s` when there is nothing to change (the usual case).
-fn decode_lower(s: &str, plus_is_space: bool) -> Cow<'_, str> {
-    let clean = s.bytes().all(|b| {
-        b != b'%' && !b.is_ascii_uppercase() && b.is_ascii() && !(plus_is_space && b == b'+')
-    });
-    if clean {
-        return Cow::Borrowed(s);
-    }
-    let decoded = if plus_is_space && s.contains('+') {
-        let spaced = s.replace('+', " ");
-        percent_decode_str(&spaced).decode_utf8_lossy().into_owned()
-    } else {
-        percent_decode_str(s).decode_utf8_lossy().into_owned()
-    };
-    Cow::Owned(decoded.to_lowercase())
-}
-
-/// Decodes, lower-cases and collapses repeated `/` in a path, so `//WP-Login.php` and
-/// `/wp%2Dlogin.php` both read `/wp-login.php`; borrows when nothing changes.
-fn normalise_path(path: &str) -> Cow<'_, str> {
-    let lower = decode_lower(path, false);
-    if !lower.as_bytes().windows(2).any(|w| w == b"//") {
-        return lower;
-    }
-    let mut out = String::with_capacity(lower.len());
-    let mut last_slash = false;
-    for c in lower.chars() {
-        if c == '/' && last_slash {
-            continue;
-        }
-        last_slash = c == '/';
-        out.push(c);
-    }
-    Cow::Owned(out)
-}
-
 impl<'a> Request<'a> {
     /// Wraps the facts the host passed in.
     pub fn new(facts: &'a RequestFacts) -> Self {
-        let (path, query) = facts
-            .target
-            .split_once('?')
-            .unwrap_or((facts.target.as_str(), ""));
+        let (path, query) = botgate_normalise::split_target(&facts.target);
         Request {
             facts,
             path,
             query,
-            path_lower: normalise_path(path),
+            path_lower: botgate_normalise::path(path),
             query_lower: OnceCell::new(),
             browser: OnceCell::new(),
             header_index: OnceCell::new(),
@@ -148,7 +108,7 @@ impl<'a> Request<'a> {
     /// The query string percent-decoded (`+` as space) and lower case.
     pub fn query_lower(&self) -> &str {
         self.query_lower
-            .get_or_init(|| decode_lower(self.query, true))
+            .get_or_init(|| botgate_normalise::query(self.query))
     }
 
     /// The decoded value of the first query parameter called `name` (case-sensitive

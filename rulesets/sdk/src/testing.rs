@@ -229,10 +229,33 @@ impl RequestBuilder {
     }
 }
 
-/// Runs `R` on `req`.
+/// Runs `R` on `req` as the host would ([`crate::judge`]), and fails the test when the
+/// scope is malformed or when `R` has an opinion on a request outside its scope: the
+/// host would never have asked, so the scope is missing a marker.
+#[track_caller]
 pub fn evaluate<R: Ruleset>(req: &RequestBuilder) -> Option<Opinion> {
+    if let Err(err) = botgate_normalise::check_scope(R::SCOPE) {
+        panic!("the rule set's SCOPE is refused by the host: {err}");
+    }
     let facts = req.build();
-    R::evaluate(&Request::new(&facts))
+    let request = Request::new(&facts);
+    let judged = crate::judge::<R>(&request);
+    if judged.is_none()
+        && let Some(opinion) = R::evaluate(&request)
+    {
+        panic!(
+            "{opinion:?} for {} {} is outside the rule set's SCOPE {:?}: the host would never \
+             call it; add a marker that this path ({:?}), query ({:?}) or user agent \
+             ({:?}, as `ua:…`) contains",
+            facts.method,
+            facts.target,
+            R::SCOPE,
+            request.path_lower(),
+            request.query_lower(),
+            request.user_agent().to_ascii_lowercase()
+        );
+    }
+    judged
 }
 
 /// Asserts that `R` puts `req` in `expected` (`None`: abstains), showing the opinion
@@ -255,5 +278,30 @@ pub fn assert_category<R: Ruleset>(req: RequestBuilder, expected: Option<Categor
             o.reason
         );
         assert!(o.confidence <= 100);
+    }
+}
+
+/// Ordinary browsing that no CMS rule set needs to see: a home page, a post, a product,
+/// a cart, an asset, a search.
+pub const ORDINARY_PAGES: &[&str] = &[
+    "/",
+    "/blog/2024/06/summer-sale/",
+    "/product/blue-mug/",
+    "/cart/",
+    "/assets/app.js?v=3",
+    "/?s=garden+chairs",
+];
+
+/// Asserts that a browser's `GET` of each of `targets` is outside `R`'s scope, so the
+/// gateway does not call `R` for it.
+#[track_caller]
+pub fn assert_outside_scope<R: Ruleset>(targets: &[&str]) {
+    for target in targets {
+        let facts = get(target).browser().build();
+        assert!(
+            !crate::in_scope(R::SCOPE, &Request::new(&facts)),
+            "{target} is inside the scope {:?}",
+            R::SCOPE
+        );
     }
 }

@@ -9,6 +9,11 @@ use botgate_ruleset_sdk::{Category, Info, Opinion, Request, Ruleset, opinion};
 pub struct Template;
 
 impl Ruleset for Template {
+    // The gateway calls this rule set only for requests whose path or query contains
+    // one of these (ua:… markers would match the user agent): every rule below needs
+    // one, and ordinary page views skip the call.
+    const SCOPE: &'static [&'static str] = &["/health", "/backup-", "/admin/login"];
+
     fn info() -> Info {
         botgate_ruleset_sdk::info!(
             "template",
@@ -54,6 +59,12 @@ mod tests {
     #[test]
     fn visitor_reading_a_page_is_left_to_the_classifier() {
         assert_category::<Template>(get("/blog/hello").browser(), None);
+    }
+
+    #[test]
+    fn ordinary_pages_are_outside_the_scope() {
+        assert_outside_scope::<Template>(ORDINARY_PAGES);
+        assert_outside_scope::<Template>(&["/admin/", "/backup/"]);
     }
 
     #[test]

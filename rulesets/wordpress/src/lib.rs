@@ -60,6 +60,35 @@ use botgate_ruleset_sdk::{Info, Opinion, Request, Ruleset};
 pub struct Wordpress;
 
 impl Ruleset for Wordpress {
+    const SCOPE: &'static [&'static str] = &[
+        // wp-login.php, wp-config*, /wp-content/, /wp-admin/, /wp-json/, wp-cron.php...
+        "wp-",
+        // Duplicator: installer.php, installer-backup.php, /dup-installer/.
+        "installer",
+        // The REST API addressed by query (`?rest_route=/wp/v2/users`).
+        "rest_route",
+        "xmlrpc",
+        "wlwmanifest",
+        // Exploit parameters: Social Warfare, Revolution Slider, Duplicator.
+        "swp_debug",
+        "revslider_show_image",
+        "duplicator_download",
+        // WooCommerce payment callbacks (`?wc-api=`, `/wc-api/`) and classic checkout.
+        "wc-api",
+        "wc-ajax",
+        // User enumeration (`?author=N`).
+        "author=",
+        // Feeds: `/feed/`, `?feed=rss2`, `/rss`, `/rss2`, `/atom`.
+        "feed",
+        "/rss",
+        "/atom",
+        // services::loopback: the site's own agent (`WordPress/6.5; https://…`) from a
+        // private address, to any path.
+        "ua:wordpress/",
+        // abuse::pingback_verification: another WordPress verifying a pingback, any path.
+        "ua:verifying pingback from",
+    ];
+
     fn info() -> Info {
         botgate_ruleset_sdk::info!(
             "wordpress",

@@ -11,6 +11,11 @@ const SCRIPT_UA: &str = "python-requests/2.31.0";
 // --- Visitors: left to the classifier. ---
 
 #[test]
+fn ordinary_pages_are_outside_the_scope() {
+    assert_outside_scope::<Wordpress>(ORDINARY_PAGES);
+}
+
+#[test]
 fn browser_reading_a_post_is_left_alone() {
     assert_category::<Wordpress>(get("/2024/05/hello-world/").browser(), None);
 }
@@ -89,6 +94,14 @@ fn wp_cron_from_a_system_crontab_on_the_private_network_is_a_service() {
         get("/wp-cron.php?doing_wp_cron")
             .machine("Wget/1.21.4")
             .ip("10.0.0.5"),
+        Some(ServicesAndPayments),
+    );
+}
+
+#[test]
+fn the_sites_own_agent_from_the_private_network_is_a_service_on_any_page() {
+    assert_category::<Wordpress>(
+        get("/2024/05/hello-world/").machine(SITE_UA).ip("10.0.0.5"),
         Some(ServicesAndPayments),
     );
 }
@@ -426,6 +439,17 @@ fn pingback_reflection_flood_is_an_attack() {
             )
             .behaviour(12, 12, 0),
         Some(SecurityIssues),
+    );
+}
+
+#[test]
+fn a_single_pingback_verification_on_any_page_is_suspicious() {
+    // ClassicPress keeps WordPress's pingback code but not its agent.
+    assert_category::<Wordpress>(
+        get("/2024/05/hello-world/").machine(
+            "ClassicPress/2.2.0; https://blog.example.net; verifying pingback from 198.51.100.7",
+        ),
+        Some(SuspiciousBehaviour),
     );
 }
 

@@ -42,6 +42,32 @@ use botgate_ruleset_sdk::{Info, Opinion, Request, Ruleset};
 pub struct Xenforo;
 
 impl Ruleset for Xenforo {
+    // The route can be the first query key (`index.php?login/login`), so route markers
+    // are not anchored at `/`.
+    const SCOPE: &'static [&'static str] = &[
+        // Every PHP file a rule names: `config.php` and its copies, PHP under `/data/`
+        // (so avatars and attachments stay outside), `cmd.php`, `job.php`,
+        // `payment_callback.php`.
+        ".ph",
+        "/internal_data",
+        "/src/",
+        "/library/",
+        "/install",
+        "/api",
+        "index.rss",
+        // Login, admin login, two-step.
+        "login",
+        "lost-password",
+        "register/register",
+        "add-reply",
+        "post-thread",
+        "conversations",
+        "direct-messages",
+        // Profile posts and member enumeration.
+        "members",
+        "misc/contact",
+    ];
+
     fn info() -> Info {
         botgate_ruleset_sdk::info!(
             "xenforo",

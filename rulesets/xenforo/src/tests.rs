@@ -12,6 +12,16 @@ const STRIPE_SIG: &str =
 // --- Visitors: left to the classifier. ---
 
 #[test]
+fn ordinary_pages_are_outside_the_scope() {
+    // Avatars and attachment thumbnails under /data/ too: only PHP there is a probe.
+    assert_outside_scope::<Xenforo>(ORDINARY_PAGES);
+    assert_outside_scope::<Xenforo>(&[
+        "/data/avatars/m/0/1.jpg?1700000000",
+        "/styles/default/xenforo/logo.png",
+    ]);
+}
+
+#[test]
 fn member_reading_a_thread_is_left_alone() {
     assert_category::<Xenforo>(get("/threads/welcome-to-the-forum.12/").browser(), None);
     assert_category::<Xenforo>(get("/index.php?threads/welcome.12/page-3").firefox(), None);

@@ -330,6 +330,27 @@ fn shellshock_user_agent_is_shellshock() {
     );
 }
 
+// Moved from the Joomla rule set: the payload rides on any path, so a scoped rule set
+// could not see it.
+#[test]
+fn session_object_injection_cve_2015_8562_is_an_attack() {
+    assert_opinion(
+        get("/").ua(r#"}__test|O:21:"JDatabaseDriverMysqli":3:{s:2:"fc";O:17:"JSimplepieFactory":0:{}s:21:"\0\0\0disconnectHandlers";a:1:{}}"#),
+        SecurityIssues,
+        "classifier.php-object-injection",
+    );
+}
+
+#[test]
+fn object_injection_in_x_forwarded_for_is_an_attack() {
+    let req = chrome("/index.php").header(
+        "x-forwarded-for",
+        r#"}__test|O:21:"JDatabaseDriverMysqli":3:{s:2:"fc";O:17:"JSimplepieFactory":0:{}s:21:"\0\0\0disconnectHandlers";a:1:{}}"#,
+    );
+    assert_eq!(confidence(req.clone()), 95);
+    assert_opinion(req, SecurityIssues, "classifier.php-object-injection");
+}
+
 #[test]
 fn jinja_arithmetic_is_template_injection() {
     assert_opinion(

@@ -1,0 +1,222 @@
+//! The one normalisation of a request's path and query, shared by the gateway and the
+//! rule-component SDK.
+//!
+//! A rule set reads the normalised path and query (`/WP%2DLogin.php` reads
+//! `/wp-login.php`) and declares its *scope* as markers over the same strings and the
+//! lower-cased user agent; the host checks the scope before it calls the component. Both sides call this crate, so the
+//! string the host checks is, byte for byte, the string the rule set reads: skipping an
+//! out-of-scope component can change no decision.
+
+#![forbid(unsafe_code)]
+
+use percent_encoding::percent_decode_str;
+use std::borrow::Cow;
+
+/// The most markers a scope may hold.
+pub const MAX_SCOPE_MARKERS: usize = 64;
+/// The longest marker, in bytes.
+pub const MAX_MARKER_BYTES: usize = 64;
+
+/// Percent-decodes `s` (and `+` as space when `plus_is_space`), lossily as UTF-8, then
+/// lower-cases it; borrows `s` when there is nothing to change (the usual case).
+fn decode_lower(s: &str, plus_is_space: bool) -> Cow<'_, str> {
+    let clean = s.bytes().all(|b| {
+        b != b'%' && !b.is_ascii_uppercase() && b.is_ascii() && !(plus_is_space && b == b'+')
+    });
+    if clean {
+        return Cow::Borrowed(s);
+    }
+    let decoded = if plus_is_space && s.contains('+') {
+        let spaced = s.replace('+', " ");
+        percent_decode_str(&spaced).decode_utf8_lossy().into_owned()
+    } else {
+        percent_decode_str(s).decode_utf8_lossy().into_owned()
+    };
+    Cow::Owned(decoded.to_lowercase())
+}
+
+/// The path percent-decoded, lower case, with repeated `/` collapsed: `//WP-Login.php`
+/// and `/wp%2Dlogin.php` both read `/wp-login.php`. Borrows when nothing changes.
+pub fn path(path: &str) -> Cow<'_, str> {
+    let lower = decode_lower(path, false);
+    if !lower.as_bytes().windows(2).any(|w| w == b"//") {
+        return lower;
+    }
+    let mut out = String::with_capacity(lower.len());
+    let mut last_slash = false;
+    for c in lower.chars() {
+        if c == '/' && last_slash {
+            continue;
+        }
+        last_slash = c == '/';
+        out.push(c);
+    }
+    Cow::Owned(out)
+}
+
+/// The query (without `?`) percent-decoded, `+` as space, lower case. Borrows when
+/// nothing changes.
+pub fn query(query: &str) -> Cow<'_, str> {
+    decode_lower(query, true)
+}
+
+/// Splits a request target into its path and query (without `?`).
+pub fn split_target(target: &str) -> (&str, &str) {
+    target.split_once('?').unwrap_or((target, ""))
+}
+
+/// The prefix of a marker matched against the user agent rather than the path and query.
+pub const USER_AGENT_MARKER: &str = "ua:";
+
+/// The first value of the header `name` (lower case) in the host's header block (one
+/// `name: value` line each, names lower case), trimmed; what the SDK's
+/// `Request::header` answers.
+pub fn header<'a>(headers: &'a str, name: &str) -> Option<&'a str> {
+    headers.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        (key.trim_ascii() == name).then(|| value.trim_ascii())
+    })
+}
+
+/// The parts of a request a scope is matched against, each normalised.
+#[derive(Debug, Clone, Copy)]
+pub struct ScopeView<'a> {
+    /// The normalised path ([`path`]).
+    pub path: &'a str,
+    /// The normalised query ([`query`]).
+    pub query: &'a str,
+    /// The user agent, ASCII lower case.
+    pub user_agent: &'a str,
+}
+
+impl ScopeView<'_> {
+    /// Whether `marker` occurs: a `ua:` marker in the user agent, any other marker in
+    /// the path or the query.
+    pub fn contains(&self, marker: &str) -> bool {
+        match marker.strip_prefix(USER_AGENT_MARKER) {
+            Some(ua) => self.user_agent.contains(ua),
+            None => self.path.contains(marker) || self.query.contains(marker),
+        }
+    }
+}
+
+/// Whether a request is inside the scope `markers`: some marker occurs in it (see
+/// [`ScopeView::contains`]). An empty scope holds every request.
+pub fn in_scope<S: AsRef<str>>(markers: &[S], view: &ScopeView<'_>) -> bool {
+    markers.is_empty() || markers.iter().any(|m| view.contains(m.as_ref()))
+}
+
+/// Why a scope marker is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MarkerError {
+    #[error("{0} scope markers, at most {MAX_SCOPE_MARKERS}")]
+    TooMany(usize),
+    /// An empty marker would hold every request; an empty scope says that.
+    #[error("an empty scope marker (an empty scope, not an empty marker, holds every request)")]
+    Empty,
+    #[error("a scope marker of {0} bytes, at most {MAX_MARKER_BYTES}")]
+    TooLong(usize),
+    /// Upper case or a `%` escape: the marker could never match a normalised string.
+    #[error("scope marker {0:?} is not lower case and percent-decoded, so it can never match")]
+    NotNormalised(String),
+}
+
+/// Checks that `markers` is a well-formed scope: at most [`MAX_SCOPE_MARKERS`] markers of
+/// 1 to [`MAX_MARKER_BYTES`] bytes, each already in the normalised form it is matched
+/// against.
+pub fn check_scope<S: AsRef<str>>(markers: &[S]) -> Result<(), MarkerError> {
+    if markers.len() > MAX_SCOPE_MARKERS {
+        return Err(MarkerError::TooMany(markers.len()));
+    }
+    for marker in markers {
+        let m = marker.as_ref();
+        if m.is_empty() || m == USER_AGENT_MARKER {
+            return Err(MarkerError::Empty);
+        }
+        if m.len() > MAX_MARKER_BYTES {
+            return Err(MarkerError::TooLong(m.len()));
+        }
+        if m.contains('%') || m.to_lowercase() != m {
+            let shown: String = m.chars().take(MAX_MARKER_BYTES).collect();
+            return Err(MarkerError::NotNormalised(shown));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_decoded_lowered_and_collapsed() {
+        assert_eq!(path("//WP%2DLogin.php"), "/wp-login.php");
+        assert!(matches!(path("/blog/post/"), Cow::Borrowed(_)));
+        assert_eq!(path("/a//b///c"), "/a/b/c");
+        assert_eq!(path("/caf%C3%A9/%FF"), "/café/\u{fffd}");
+    }
+
+    #[test]
+    fn queries_decode_plus_as_space() {
+        assert_eq!(query("Q=A+b%21&flag"), "q=a b!&flag");
+        assert!(matches!(query("s=garden"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn targets_split_at_the_first_question_mark() {
+        assert_eq!(split_target("/a?b=1?c"), ("/a", "b=1?c"));
+        assert_eq!(split_target("/a"), ("/a", ""));
+    }
+
+    #[test]
+    fn scope_matches_path_query_or_user_agent() {
+        let view = |path, query, user_agent| ScopeView {
+            path,
+            query,
+            user_agent,
+        };
+        let scope = ["/wp-", "author=", "ua:wordpress/"];
+        assert!(in_scope(&scope, &view("/wp-login.php", "", "")));
+        assert!(in_scope(&scope, &view("/", "author=1", "")));
+        assert!(in_scope(
+            &scope,
+            &view("/", "", "wordpress/6.5; https://a.example")
+        ));
+        assert!(!in_scope(&scope, &view("/blog/", "s=wp", "curl/8")));
+        assert!(!in_scope(&scope, &view("/ua:wordpress/", "", "")));
+        assert!(in_scope::<&str>(&[], &view("/anything", "", "")));
+    }
+
+    #[test]
+    fn header_reads_the_first_value_by_name() {
+        let headers = "host: a.example\nuser-agent:  Curl/8 \nuser-agent: two";
+        assert_eq!(header(headers, "user-agent"), Some("Curl/8"));
+        assert_eq!(header(headers, "host"), Some("a.example"));
+        assert_eq!(header(headers, "accept"), None);
+    }
+
+    #[test]
+    fn malformed_scopes_are_refused() {
+        assert_eq!(check_scope(&["/wp-"]), Ok(()));
+        assert_eq!(check_scope(&[""]), Err(MarkerError::Empty));
+        assert_eq!(check_scope(&["ua:"]), Err(MarkerError::Empty));
+        assert!(matches!(
+            check_scope(&["ua:Curl"]),
+            Err(MarkerError::NotNormalised(_))
+        ));
+        assert!(matches!(
+            check_scope(&["/WP-"]),
+            Err(MarkerError::NotNormalised(_))
+        ));
+        assert!(matches!(
+            check_scope(&["/wp%2d"]),
+            Err(MarkerError::NotNormalised(_))
+        ));
+        assert!(matches!(
+            check_scope(&["x".repeat(65)]),
+            Err(MarkerError::TooLong(65))
+        ));
+        let many: Vec<String> = (0..65).map(|i| format!("/m{i}")).collect();
+        assert_eq!(check_scope(&many), Err(MarkerError::TooMany(65)));
+    }
+}

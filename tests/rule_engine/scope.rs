@@ -1,0 +1,89 @@
+//! Rule-set scopes: the host calls a component only for requests inside the scope it
+//! declares, reads the path and query exactly as the guest SDK does, and skipping an
+//! out-of-scope shipped rule set changes no decision.
+
+use botgate_host::rules::{DirectorySource, Outcome, decide_observed};
+use botgate_model::{Category, Policy};
+use botgate_tests::{init_logs, registry, ruleset_dir};
+use std::sync::atomic::Ordering::Relaxed;
+
+fn facts(target: &str, user_agent: &str) -> botgate_host::rules::RequestFacts {
+    use botgate_host::rules::bindings::{HttpVersion, Scheme};
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    botgate_host::rules::facts::request_facts(
+        "GET",
+        Scheme::Https,
+        "www.example.com",
+        path,
+        query,
+        HttpVersion::Http11,
+        [("user-agent", user_agent.as_bytes())],
+        std::net::IpAddr::from([198, 51, 100, 7]),
+    )
+}
+
+#[test]
+fn a_component_is_called_only_inside_its_scope() {
+    init_logs();
+    let registry = registry();
+    // `scoped` answers every request it is asked about; only the host's scope check
+    // keeps it from answering outside `/members/` and `token=`.
+    let dir = ruleset_dir(&[("scoped", "scoped")]);
+    let report = registry.sync(&DirectorySource::new(dir.path()));
+    assert!(report.refused.is_empty(), "{report:?}");
+    let set = registry.snapshot();
+    let scoped = set.get("scoped").unwrap();
+    assert_eq!(&*scoped.scope()[0], "/members/");
+
+    let run = |target: &str, user_agent: &str| {
+        let calls = scoped.stats().calls.load(Relaxed);
+        let mut seen = None;
+        let decision = decide_observed(
+            &set,
+            &facts(target, user_agent),
+            &["scoped"],
+            &Policy::default(),
+            |c, outcome| {
+                if c.name() == "scoped" {
+                    seen = Some(outcome.clone());
+                }
+            },
+        );
+        let called = scoped.stats().calls.load(Relaxed) > calls;
+        (decision, seen.expect("scoped is reported"), called)
+    };
+
+    // Inside: by path, by a path the host must normalise first, by query, by user agent.
+    for (target, user_agent) in [
+        ("/members/list", "curl/8.5.0"),
+        ("//Members//list", "curl/8.5.0"),
+        ("/%6Dembers/list", "curl/8.5.0"),
+        ("/public/?Token=abc", "curl/8.5.0"),
+        ("/", "Members-Sync/2.1 (Linux)"),
+    ] {
+        let (decision, outcome, called) = run(target, user_agent);
+        assert!(called, "{target} is inside the scope");
+        assert!(
+            matches!(outcome, Outcome::Opinion(_)),
+            "{target}: {outcome:?}"
+        );
+        assert_eq!(decision.category, Category::SuspiciousBehaviour, "{target}");
+    }
+    // Outside: not called at all, reported as such, counted as an abstention.
+    for target in [
+        "/",
+        "/public/members",
+        "/members",
+        "/public/?tok=abc",
+        "/members-sync/",
+    ] {
+        let (decision, outcome, called) = run(target, "curl/8.5.0");
+        assert!(!called, "{target} is outside the scope");
+        assert_eq!(outcome, Outcome::OutOfScope, "{target}");
+        assert_ne!(
+            decision.decided_by.as_ref().map(|d| d.name.as_ref()),
+            Some("scoped"),
+            "{target}"
+        );
+    }
+}
