@@ -71,6 +71,17 @@ fn decision(c: &mut Criterion) {
     });
     group.finish();
 
+    // The full decision of each request of the mix alone: the distribution behind the
+    // mix's mean (a page view calls the classifier only; a PHP entry point several rule
+    // sets).
+    let mut group = c.benchmark_group("decision by request");
+    for request in &mix {
+        group.bench_function(request.label, |b| {
+            b.iter(|| black_box(decide(&set, &request.facts, &KNOWN_RULESETS, &policy)))
+        });
+    }
+    group.finish();
+
     // Each component alone over the same mix: where the time of the full decision goes.
     let mut group = c.benchmark_group("component");
     for name in botgate_tests::shipped() {

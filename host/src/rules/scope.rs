@@ -10,7 +10,7 @@
 //! skipping it changes no decision: it saves the call.
 
 use super::component::LoadedComponent;
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use botgate_normalise::USER_AGENT_MARKER;
 use std::sync::Arc;
 
@@ -43,7 +43,12 @@ impl Markers {
         }
         // Standard semantics (not leftmost): overlapping search then reports every
         // marker that occurs, including those inside a longer one.
+        // A contiguous NFA without a prefilter: paths, queries and user agents are
+        // short, where a prefilter's start-up costs more than it skips, and the NFA
+        // builds faster than a DFA (every hot swap rebuilds the index; see README).
         let built = AhoCorasick::builder()
+            .kind(Some(AhoCorasickKind::ContiguousNFA))
+            .prefilter(false)
             .match_kind(MatchKind::Standard)
             .ascii_case_insensitive(ascii_case_insensitive)
             .build(markers.iter().map(|(m, _)| m));
