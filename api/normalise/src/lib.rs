@@ -3,9 +3,9 @@
 //!
 //! A rule set reads the normalised path and query (`/WP%2DLogin.php` reads
 //! `/wp-login.php`) and declares its *scope* as markers over the same strings and the
-//! lower-cased user agent; the host checks the scope before it calls the component. Both sides call this crate, so the
-//! string the host checks is, byte for byte, the string the rule set reads: skipping an
-//! out-of-scope component can change no decision.
+//! lower-cased user agent; the host checks the scope before it calls the component.
+//! Both sides call this crate, so the string the host checks is, byte for byte, the
+//! string the rule set reads.
 
 #![forbid(unsafe_code)]
 

@@ -121,7 +121,8 @@ pub struct LoadedComponent {
     name: Arc<str>,
     version: Arc<str>,
     description: String,
-    /// Markers over the normalised path and query; empty: every request.
+    /// Markers over the normalised path and query, or (`ua:…`) the user agent; empty:
+    /// every request.
     scope: Box<[Box<str>]>,
     hash: String,
     origin: String,
@@ -440,8 +441,8 @@ impl LoadedComponent {
         &self.version
     }
 
-    /// The scope the component declared: markers over the normalised path and query
-    /// (empty: every request).
+    /// The scope the component declared: markers over the normalised path and query, or
+    /// (`ua:…`) the user agent (empty: every request).
     pub fn scope(&self) -> &[Box<str>] {
         &self.scope
     }

@@ -12,6 +12,7 @@
 use super::component::LoadedComponent;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use botgate_normalise::USER_AGENT_MARKER;
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// The scopes of one [`super::RulesetSet`]: slot `i` is the set's `i`-th component.
@@ -75,16 +76,17 @@ impl Markers {
     }
 }
 
-/// A set of component slots.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// A set of component slots; up to 128 without allocating, so matching a request
+/// allocates nothing in any realistic deployment.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SlotSet {
-    words: Vec<u64>,
+    words: SmallVec<[u64; 2]>,
 }
 
 impl SlotSet {
     fn with_slots(slots: usize) -> SlotSet {
         SlotSet {
-            words: vec![0; slots.div_ceil(64)],
+            words: smallvec::smallvec![0; slots.div_ceil(64)],
         }
     }
 

@@ -49,10 +49,11 @@ pub trait Ruleset {
     /// The requests this rule set has opinions on: lower-case markers, each a substring
     /// of [`Request::path_lower`] or [`Request::query_lower`] of every request it may
     /// answer (`"/wp-"`, `"author="`), or, written `ua:…`, of the lower-cased user agent
-    /// (`"ua:wordpress/"`). Outside the scope the host does not call the
-    /// component and [`judge`] abstains without calling [`Ruleset::evaluate`], so a
-    /// scope that is too narrow shows up in the rule set's own tests. Empty (the
-    /// default) holds every request; at most 64 markers of 1 to 64 bytes.
+    /// (`"ua:wordpress/"`). Outside the scope the gateway does not call the component
+    /// at all; the test kit ([`judge`]) answers as the gateway would and fails a test
+    /// in which [`Ruleset::evaluate`] has an opinion outside the scope, so a scope that
+    /// is too narrow shows up in the rule set's own tests. Empty (the default) holds
+    /// every request; at most 64 markers of 1 to 64 bytes.
     const SCOPE: &'static [&'static str] = &[];
     /// Name, version and description; the name must equal the `.wasm` file's stem. The
     /// export shim fills in the scope from [`Ruleset::SCOPE`].
@@ -61,9 +62,10 @@ pub trait Ruleset {
     fn evaluate(req: &Request<'_>) -> Option<Opinion>;
 }
 
-/// The rule set's answer as the host sees it: [`Ruleset::evaluate`] inside
-/// [`Ruleset::SCOPE`], abstention outside. The export shim and the test kit both call
-/// this.
+/// The rule set's answer as the gateway sees it: [`Ruleset::evaluate`] inside
+/// [`Ruleset::SCOPE`], abstention outside (the gateway does not call it there). The
+/// test kit answers with this; the export shim calls `evaluate` directly, since the
+/// gateway has checked the scope before the call.
 pub fn judge<R: Ruleset>(req: &Request<'_>) -> Option<Opinion> {
     if in_scope(R::SCOPE, req) {
         R::evaluate(req)
@@ -154,7 +156,7 @@ macro_rules! export_ruleset {
                     $crate::info_of::<$ty>()
                 }
                 fn evaluate(facts: $crate::RequestFacts) -> Option<$crate::Opinion> {
-                    $crate::judge::<$ty>(&$crate::Request::new(&facts))
+                    <$ty as $crate::Ruleset>::evaluate(&$crate::Request::new(&facts))
                 }
             }
     $crate::bindings::export_bindings!(BotgateExport with_types_in $crate::bindings);

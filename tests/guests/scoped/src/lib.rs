@@ -15,25 +15,11 @@ impl Ruleset for Scoped {
         )
     }
 
-    // Deliberately ignores its scope: the test proves the host enforces it.
+    // Deliberately ignores its scope: only the host's check stands between this logic
+    // and requests outside the scope.
     fn evaluate(_req: &Request<'_>) -> Option<Opinion> {
         opinion(Category::SuspiciousBehaviour, 90, "scoped.inside")
     }
 }
 
-// Exported without the SDK's in-guest scope check, so only the host's check stands
-// between this logic and requests outside the scope.
-#[cfg(target_arch = "wasm32")]
-const _: () = {
-    use botgate_ruleset_sdk::bindings;
-    struct Export;
-    impl bindings::exports::botgate::ruleset::rules::Guest for Export {
-        fn info() -> Info {
-            botgate_ruleset_sdk::info_of::<Scoped>()
-        }
-        fn evaluate(facts: botgate_ruleset_sdk::RequestFacts) -> Option<Opinion> {
-            Scoped::evaluate(&Request::new(&facts))
-        }
-    }
-    bindings::export_bindings!(Export with_types_in bindings);
-};
+botgate_ruleset_sdk::export_ruleset!(Scoped);
