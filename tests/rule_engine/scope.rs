@@ -60,6 +60,10 @@ fn a_component_is_called_only_inside_its_scope() {
         ("/%6Dembers/list", "curl/8.5.0"),
         ("/public/?Token=abc", "curl/8.5.0"),
         ("/", "Members-Sync/2.1 (Linux)"),
+        // Compound markers: every part present, in the path, the query or the agent.
+        ("/vault/a.key", "curl/8.5.0"),
+        ("/vault/list?f=A.KEY", "curl/8.5.0"),
+        ("/vault-api/v1", "Vault-Agent/1.15"),
     ] {
         let (decision, outcome, called) = run(target, user_agent);
         assert!(called, "{target} is inside the scope");
@@ -76,6 +80,10 @@ fn a_component_is_called_only_inside_its_scope() {
         "/members",
         "/public/?tok=abc",
         "/members-sync/",
+        // One part of a compound marker is not enough.
+        "/vault/a.txt",
+        "/a.key",
+        "/vault-api/v1",
     ] {
         let (decision, outcome, called) = run(target, "curl/8.5.0");
         assert!(!called, "{target} is outside the scope");

@@ -14,8 +14,14 @@ use std::borrow::Cow;
 
 /// The most markers a scope may hold.
 pub const MAX_SCOPE_MARKERS: usize = 64;
-/// The longest marker, in bytes.
+/// The longest part of a marker, in bytes.
 pub const MAX_MARKER_BYTES: usize = 64;
+/// The most parts one marker may join with [`MARKER_JOIN`].
+pub const MAX_MARKER_PARTS: usize = 4;
+/// Joins the parts of a compound marker, which holds a request only when every part
+/// occurs in it: `/upload/&.ph` is PHP under an `/upload/` folder. `&` cannot itself
+/// be part of a marker.
+pub const MARKER_JOIN: char = '&';
 
 /// Percent-decodes `s` (and `+` as space when `plus_is_space`), lossily as UTF-8, then
 /// lower-cases it; borrows `s` when there is nothing to change (the usual case).
@@ -90,12 +96,19 @@ pub struct ScopeView<'a> {
 }
 
 impl ScopeView<'_> {
-    /// Whether `marker` occurs: a `ua:` marker in the user agent, any other marker in
-    /// the path or the query.
+    /// Whether `marker` occurs: every one of its parts (one, or several joined by
+    /// [`MARKER_JOIN`]) occurs, a `ua:` part in the user agent, any other part in the
+    /// path or the query.
     pub fn contains(&self, marker: &str) -> bool {
-        match marker.strip_prefix(USER_AGENT_MARKER) {
+        marker
+            .split(MARKER_JOIN)
+            .all(|part| self.contains_part(part))
+    }
+
+    fn contains_part(&self, part: &str) -> bool {
+        match part.strip_prefix(USER_AGENT_MARKER) {
             Some(ua) => self.user_agent.contains(ua),
-            None => self.path.contains(marker) || self.query.contains(marker),
+            None => self.path.contains(part) || self.query.contains(part),
         }
     }
 }
@@ -114,31 +127,38 @@ pub enum MarkerError {
     /// An empty marker would hold every request; an empty scope says that.
     #[error("an empty scope marker (an empty scope, not an empty marker, holds every request)")]
     Empty,
-    #[error("a scope marker of {0} bytes, at most {MAX_MARKER_BYTES}")]
+    #[error("a scope marker part of {0} bytes, at most {MAX_MARKER_BYTES}")]
     TooLong(usize),
+    #[error("scope marker {0:?} joins more than {MAX_MARKER_PARTS} parts with '&'")]
+    TooManyParts(String),
     /// Upper case or a `%` escape: the marker could never match a normalised string.
     #[error("scope marker {0:?} is not lower case and percent-decoded, so it can never match")]
     NotNormalised(String),
 }
 
-/// Checks that `markers` is a well-formed scope: at most [`MAX_SCOPE_MARKERS`] markers of
-/// 1 to [`MAX_MARKER_BYTES`] bytes, each already in the normalised form it is matched
-/// against.
+/// Checks that `markers` is a well-formed scope: at most [`MAX_SCOPE_MARKERS`] markers,
+/// each of 1 to [`MAX_MARKER_PARTS`] parts of 1 to [`MAX_MARKER_BYTES`] bytes, already
+/// in the normalised form they are matched against.
 pub fn check_scope<S: AsRef<str>>(markers: &[S]) -> Result<(), MarkerError> {
     if markers.len() > MAX_SCOPE_MARKERS {
         return Err(MarkerError::TooMany(markers.len()));
     }
+    let shown = |m: &str| m.chars().take(MAX_MARKER_BYTES).collect::<String>();
     for marker in markers {
         let m = marker.as_ref();
-        if m.is_empty() || m == USER_AGENT_MARKER {
-            return Err(MarkerError::Empty);
+        if m.split(MARKER_JOIN).count() > MAX_MARKER_PARTS {
+            return Err(MarkerError::TooManyParts(shown(m)));
         }
-        if m.len() > MAX_MARKER_BYTES {
-            return Err(MarkerError::TooLong(m.len()));
+        for part in m.split(MARKER_JOIN) {
+            if part.is_empty() || part == USER_AGENT_MARKER {
+                return Err(MarkerError::Empty);
+            }
+            if part.len() > MAX_MARKER_BYTES {
+                return Err(MarkerError::TooLong(part.len()));
+            }
         }
         if m.contains('%') || m.to_lowercase() != m {
-            let shown: String = m.chars().take(MAX_MARKER_BYTES).collect();
-            return Err(MarkerError::NotNormalised(shown));
+            return Err(MarkerError::NotNormalised(shown(m)));
         }
     }
     Ok(())
@@ -184,6 +204,13 @@ mod tests {
         ));
         assert!(!in_scope(&scope, &view("/blog/", "s=wp", "curl/8")));
         assert!(!in_scope(&scope, &view("/ua:wordpress/", "", "")));
+        let compound = ["/upload/&.ph", "/rest/&ua:bitrix"];
+        assert!(in_scope(&compound, &view("/upload/x.php", "", "")));
+        assert!(in_scope(&compound, &view("/upload/x", "f=a.php", "")));
+        assert!(!in_scope(&compound, &view("/upload/x.jpg", "", "")));
+        assert!(!in_scope(&compound, &view("/wp-login.php", "", "")));
+        assert!(in_scope(&compound, &view("/rest/1", "", "bitrix24/1")));
+        assert!(!in_scope(&compound, &view("/rest/1", "", "curl/8")));
         assert!(in_scope::<&str>(&[], &view("/anything", "", "")));
     }
 
@@ -215,6 +242,14 @@ mod tests {
         assert!(matches!(
             check_scope(&["x".repeat(65)]),
             Err(MarkerError::TooLong(65))
+        ));
+        assert_eq!(check_scope(&["/upload/&.ph&ua:x"]), Ok(()));
+        assert_eq!(check_scope(&["/upload/&"]), Err(MarkerError::Empty));
+        assert_eq!(check_scope(&["&.ph"]), Err(MarkerError::Empty));
+        assert_eq!(check_scope(&["/a&ua:"]), Err(MarkerError::Empty));
+        assert!(matches!(
+            check_scope(&["a&b&c&d&e"]),
+            Err(MarkerError::TooManyParts(_))
         ));
         let many: Vec<String> = (0..65).map(|i| format!("/m{i}")).collect();
         assert_eq!(check_scope(&many), Err(MarkerError::TooMany(65)));

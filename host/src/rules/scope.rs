@@ -6,36 +6,50 @@
 //! request the host normalises the target once with [`botgate_normalise`], the same
 //! code the guest SDK reads it with, and scans the path, the query and, when some
 //! component needs it, the user agent once each; a component none of whose markers
-//! occurs is not called. The SDK makes a component abstain outside its scope, so
+//! occurs is not called. A compound marker (`/upload/&.ph`) puts each of its parts in
+//! the automata and holds the request when the scan found all of them. The SDK makes a component abstain outside its scope, so
 //! skipping it changes no decision: it saves the call.
 
 use super::component::LoadedComponent;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
-use botgate_normalise::USER_AGENT_MARKER;
+use botgate_normalise::{MARKER_JOIN, USER_AGENT_MARKER};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// The scopes of one [`super::RulesetSet`]: slot `i` is the set's `i`-th component.
 pub struct ScopeIndex {
-    /// Markers over the path and query, and the slot of each.
+    /// Markers (and parts of compound markers) over the path and query.
     target: Option<Markers>,
-    /// Markers over the user agent (without `ua:`), and the slot of each.
+    /// Markers and parts over the user agent (without `ua:`).
     user_agent: Option<Markers>,
     /// Slots whose component has an empty scope: in scope for every request.
     unscoped: SlotSet,
+    /// The compound markers: a slot, and the parts that must all be found.
+    compounds: Vec<(u32, SmallVec<[u32; 4]>)>,
+    /// How many parts the compound markers have together.
+    parts: usize,
 }
 
-/// One automaton over some markers, and the slot each marker belongs to.
+/// What finding one pattern of an automaton means.
+#[derive(Clone, Copy)]
+enum Hit {
+    /// A whole marker of this slot's component: the slot is in scope.
+    Slot(u32),
+    /// This part of a compound marker occurs.
+    Part(u32),
+}
+
+/// One automaton over some markers or parts, and what each means.
 struct Markers {
     automaton: AhoCorasick,
-    slot_of: Vec<u32>,
+    hit_of: Vec<Hit>,
 }
 
 impl Markers {
     /// `None` when there are no markers, or (never for bounded scopes) when the
     /// automaton cannot be built; then every slot that had markers is left unscoped.
     fn build(
-        markers: Vec<(&str, u32)>,
+        markers: Vec<(&str, Hit, u32)>,
         ascii_case_insensitive: bool,
         unscoped: &mut SlotSet,
     ) -> Option<Markers> {
@@ -52,16 +66,16 @@ impl Markers {
             .prefilter(false)
             .match_kind(MatchKind::Standard)
             .ascii_case_insensitive(ascii_case_insensitive)
-            .build(markers.iter().map(|(m, _)| m));
+            .build(markers.iter().map(|(m, _, _)| m));
         match built {
             Ok(automaton) => Some(Markers {
                 automaton,
-                slot_of: markers.iter().map(|(_, slot)| *slot).collect(),
+                hit_of: markers.iter().map(|(_, hit, _)| *hit).collect(),
             }),
             Err(err) => {
                 // Slower, never wrong: those components are called for every request.
                 tracing::warn!(%err, "cannot index rule-set scopes; calling those rule sets for every request");
-                for (_, slot) in markers {
+                for (_, _, slot) in markers {
                     unscoped.insert(slot as usize);
                 }
                 None
@@ -69,15 +83,18 @@ impl Markers {
         }
     }
 
-    fn scan(&self, haystack: &str, found: &mut SlotSet) {
+    fn scan(&self, haystack: &str, found: &mut SlotSet, parts: &mut SlotSet) {
         for m in self.automaton.find_overlapping_iter(haystack) {
-            found.insert(self.slot_of[m.pattern().as_usize()] as usize);
+            match self.hit_of[m.pattern().as_usize()] {
+                Hit::Slot(slot) => found.insert(slot as usize),
+                Hit::Part(part) => parts.insert(part as usize),
+            }
         }
     }
 }
 
-/// A set of component slots; up to 128 without allocating, so matching a request
-/// allocates nothing in any realistic deployment.
+/// A set of component slots (or of compound-marker parts); up to 128 without
+/// allocating, so matching a request allocates nothing in any realistic deployment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SlotSet {
     words: SmallVec<[u64; 2]>,
@@ -107,16 +124,30 @@ impl ScopeIndex {
     pub fn new<'a>(components: impl ExactSizeIterator<Item = &'a Arc<LoadedComponent>>) -> Self {
         let mut unscoped = SlotSet::with_slots(components.len());
         let (mut target, mut user_agent) = (Vec::new(), Vec::new());
+        let mut compounds = Vec::new();
+        let mut parts = 0u32;
         for (slot, component) in components.enumerate() {
             let slot = slot as u32;
             if component.scope().is_empty() {
                 unscoped.insert(slot as usize);
             }
             for marker in component.scope() {
-                match marker.strip_prefix(USER_AGENT_MARKER) {
-                    Some(ua) => user_agent.push((ua, slot)),
-                    None => target.push((&**marker, slot)),
+                let mut route = |text: &'a str, hit: Hit| match text.strip_prefix(USER_AGENT_MARKER)
+                {
+                    Some(ua) => user_agent.push((ua, hit, slot)),
+                    None => target.push((text, hit, slot)),
+                };
+                if !marker.contains(MARKER_JOIN) {
+                    route(marker, Hit::Slot(slot));
+                    continue;
                 }
+                let mut ids = SmallVec::new();
+                for part in marker.split(MARKER_JOIN) {
+                    route(part, Hit::Part(parts));
+                    ids.push(parts);
+                    parts += 1;
+                }
+                compounds.push((slot, ids));
             }
         }
         ScopeIndex {
@@ -125,6 +156,8 @@ impl ScopeIndex {
             // without copying it.
             user_agent: Markers::build(user_agent, true, &mut unscoped),
             unscoped,
+            compounds,
+            parts: parts as usize,
         }
     }
 
@@ -132,15 +165,22 @@ impl ScopeIndex {
     /// block, as in its facts.
     pub fn matching(&self, target: &str, headers: &str) -> SlotSet {
         let mut found = self.unscoped.clone();
+        let mut parts = SlotSet::with_slots(self.parts);
         if let Some(markers) = &self.target {
             let (path, query) = botgate_normalise::split_target(target);
-            markers.scan(&botgate_normalise::path(path), &mut found);
-            markers.scan(&botgate_normalise::query(query), &mut found);
+            markers.scan(&botgate_normalise::path(path), &mut found, &mut parts);
+            markers.scan(&botgate_normalise::query(query), &mut found, &mut parts);
         }
         if let Some(markers) = &self.user_agent
             && let Some(ua) = botgate_normalise::header(headers, "user-agent")
         {
-            markers.scan(ua, &mut found);
+            markers.scan(ua, &mut found, &mut parts);
+        }
+        for (slot, needed) in &self.compounds {
+            if !found.contains(*slot as usize) && needed.iter().all(|&p| parts.contains(p as usize))
+            {
+                found.insert(*slot as usize);
+            }
         }
         found
     }

@@ -64,12 +64,22 @@ pub struct Bitrix;
 
 impl Ruleset for Bitrix {
     const SCOPE: &'static [&'static str] = &[
-        // Every PHP file a rule names: the config files and their backups, the include
-        // files (`.access.php`...), PHP under `/upload/` and `/bitrix/cache/`, the vote
-        // exploit, 1C exchange, payment results, redirectors, installers. A marker for
-        // PHP rather than for the folders keeps uploaded images and `/bitrix/js/`,
-        // `/bitrix/templates/`, `/bitrix/cache/css/` assets outside the scope.
-        ".ph",
+        // The PHP files rules name: the config files and their backups, include files
+        // (`/.access.php`...), PHP under `/upload/` and `/bitrix/cache/` (images and
+        // cached CSS there stay outside), the scripts under `/bitrix/tools/` (the vote
+        // exploit, payment results, the HTML editor), redirectors and installers.
+        ".settings",
+        "dbconn.",
+        "after_connect",
+        "license_key.",
+        "/.&.php",
+        "/upload/&.ph",
+        "/bitrix/cache/&.ph",
+        "/bitrix/tools/",
+        "/bitrix/redirect.",
+        "/bitrix/rk.",
+        "bitrixsetup.",
+        "/restore.",
         "/bitrix/backup",
         "/bitrix/modules/",
         "/bitrix/php_interface/",
@@ -79,7 +89,7 @@ impl Ruleset for Bitrix {
         "/local/php_interface/",
         "/local/modules/",
         // `*.log` under `/bitrix/`.
-        ".log",
+        "/bitrix/&.log",
         // The admin login and admin probes.
         "/bitrix/admin",
         // The public login (`?login=yes`), registration (`?register=yes`,
@@ -473,6 +483,22 @@ mod tests {
             "/upload/iblock/3f2/mug.jpg",
             "/bitrix/js/main/core/core.min.js?1700000000",
             "/local/templates/shop/styles.css",
+        ]);
+    }
+
+    #[test]
+    fn no_opinion_outside_the_scope_on_generated_requests() {
+        assert_scope_holds::<Bitrix>(env!("CARGO_MANIFEST_DIR"), 50_000);
+    }
+
+    #[test]
+    fn other_applications_php_entry_points_are_outside_the_scope() {
+        assert_outside_scope::<Bitrix>(&[
+            "/wp-login.php",
+            "/index.php?id=1",
+            "/remote.php/dav/files/alice/",
+            "/wp-content/debug.log",
+            "/wp-content/uploads/2024/06/x.php",
         ]);
     }
 

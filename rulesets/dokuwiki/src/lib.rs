@@ -326,6 +326,11 @@ mod tests {
     // Ordinary visitors.
 
     #[test]
+    fn no_opinion_outside_the_scope_on_generated_requests() {
+        assert_scope_holds::<Dokuwiki>(env!("CARGO_MANIFEST_DIR"), 50_000);
+    }
+
+    #[test]
     fn ordinary_pages_are_outside_the_scope() {
         assert_outside_scope::<Dokuwiki>(ORDINARY_PAGES);
         assert_outside_scope::<Dokuwiki>(&["/lib/tpl/dokuwiki/images/logo.png"]);

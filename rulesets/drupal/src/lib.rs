@@ -86,10 +86,23 @@ impl Ruleset for Drupal {
         "_render",
         "lazy_builder",
         "access_callback",
-        // Every PHP file a rule names: settings files, `sites.php`, `eval-stdin.php`,
-        // backups of PHP files, PHP under `sites/*/files/` (so its images stay outside),
-        // contrib exploit scripts, `xmlrpc.php`, the maintenance scripts.
-        ".ph",
+        // The PHP files a rule names, not PHP as such: settings files
+        // (`settings.*.php`, `default.settings.php`), `sites/sites.php`,
+        // `eval-stdin.php`, `*.tpl.php`, backups of PHP files (`.php~`, `.php.bak`...).
+        "settings.&.php",
+        "/sites/&sites.php",
+        "eval-stdin.php",
+        ".tpl.php",
+        ".php.",
+        ".php~",
+        // PHP under `sites/*/files/` (its images stay outside), in the path or as
+        // `/index.php?q=sites/.../files/...`.
+        "sites/&/files/&.ph",
+        // Contrib exploit scripts: Coder's, and the Open Flash Chart, Plupload and
+        // KCFinder uploaders.
+        "coder_upgrade.run.php",
+        "upload&.php",
+        "xmlrpc.php",
         // Databases and dumps.
         ".ht.sqlite",
         ".sql",
@@ -127,9 +140,12 @@ impl Ruleset for Drupal {
         "paypal/ipn",
         "jsonapi",
         "graphql",
-        // Version files (`install.txt`, `changelog.txt`...).
+        // Maintenance scripts and version files (`install.php`, `install.txt`,
+        // `update.php`, `changelog.txt`...).
         "install.",
-        "update.txt",
+        "update.",
+        "authorize.php",
+        "rebuild.php",
         "changelog.txt",
         "upgrade.txt",
         "maintainers.txt",
@@ -555,6 +571,11 @@ mod tests {
     // Ordinary visitors.
 
     #[test]
+    fn no_opinion_outside_the_scope_on_generated_requests() {
+        assert_scope_holds::<Drupal>(env!("CARGO_MANIFEST_DIR"), 50_000);
+    }
+
+    #[test]
     fn ordinary_pages_are_outside_the_scope() {
         // Images under sites/*/files/ too: only PHP there is a probe.
         assert_outside_scope::<Drupal>(ORDINARY_PAGES);
@@ -562,6 +583,37 @@ mod tests {
             "/sites/default/files/styles/large/public/2024-06/mug.jpg",
             "/core/misc/drupal.js?v=10.3",
         ]);
+    }
+
+    #[test]
+    fn other_php_entry_points_are_outside_the_scope() {
+        // WordPress, a generic front controller, Nextcloud's WebDAV: no Drupal rule
+        // answers them, so PHP as such is not in the scope.
+        assert_outside_scope::<Drupal>(&[
+            "/wp-login.php",
+            "/index.php?id=1",
+            "/remote.php/dav/files/alice/",
+        ]);
+    }
+
+    #[test]
+    fn php_files_a_rule_names_are_inside_the_scope() {
+        let curl = "curl/8.5.0";
+        for target in [
+            "/index.php?q=sites/default/files/shell",
+            "/themes/bartik/templates/page.tpl.php",
+            "/index.php~",
+            "/sites/sites.php",
+            "/sites/all/libraries/plupload/examples/upload.php",
+            "/sites/all/modules/ofc/php-ofc-library/ofc_upload_image.php",
+            "/?q=rebuild.php",
+        ] {
+            assert_category::<Drupal>(get(target).machine(curl), Some(SecurityIssues));
+        }
+        assert_category::<Drupal>(
+            post("/xmlrpc.php").machine(curl).behaviour(30, 1, 0),
+            Some(SecurityIssues),
+        );
     }
 
     #[test]

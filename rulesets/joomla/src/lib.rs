@@ -560,6 +560,11 @@ mod tests {
     // Ordinary visitors.
 
     #[test]
+    fn no_opinion_outside_the_scope_on_generated_requests() {
+        assert_scope_holds::<Joomla>(env!("CARGO_MANIFEST_DIR"), 50_000);
+    }
+
+    #[test]
     fn ordinary_pages_are_outside_the_scope() {
         // Images and media assets too.
         assert_outside_scope::<Joomla>(ORDINARY_PAGES);

@@ -15,6 +15,11 @@ const SCRIPT_UA: &str = "python-requests/2.31.0";
 // --- Visitors: left to the classifier. ---
 
 #[test]
+fn no_opinion_outside_the_scope_on_generated_requests() {
+    assert_scope_holds::<Nextcloud>(env!("CARGO_MANIFEST_DIR"), 50_000);
+}
+
+#[test]
 fn ordinary_pages_are_outside_the_scope() {
     assert_outside_scope::<Nextcloud>(ORDINARY_PAGES);
     assert_outside_scope::<Nextcloud>(&["/img/logo.svg"]);

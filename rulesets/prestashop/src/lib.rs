@@ -53,27 +53,54 @@ pub struct Prestashop;
 
 impl Ruleset for Prestashop {
     const SCOPE: &'static [&'static str] = &[
-        // `parameters.php`, `parameters.yml` (`settings.inc.php` is PHP, below).
+        // Credentials: `parameters.php`, `parameters.yml`, `settings.inc.php` and copies.
         "parameters.",
-        // Every PHP file a rule names: config files, PHP under `/upload/`, `/download/`,
-        // `/img/` (so product images stay outside), module scripts (payment callbacks,
-        // crons, exploits), `/webservice/dispatcher.php`.
-        ".ph",
+        "settings.inc.php",
         "/logs/",
         "/log/",
         "/var/cache/",
         "/cache/smarty/",
-        // The back office (`/admin*/`) and the Admin API.
-        "/admin",
+        // PHP under the upload folders (product images stay outside).
+        "/upload/&.ph",
+        "/download/&.ph",
+        "/img/&.ph",
+        // The back office (`/admin*/`): backups, the file manager, the login's `rand`
+        // (`controller=AdminLogin`, `…/login`: markers further down), `searchcron.php`;
+        // the Admin API. Other CMSs' `/admin.php`, `/wp-admin/`, `/administrator/` stay out.
+        "/admin&/backups/",
+        "/admin&/autoupgrade/&backup",
+        "/admin&/filemanager/",
+        "/admin&rand",
+        "/admin&/searchcron.php",
+        "/admin-api/",
         "/install",
         "/vendor/phpunit/",
-        // Module front controllers (`/module/x/y`, `?fc=module`) and the two exploit
-        // paths that are folders; module assets under `/modules/` stay outside.
+        // Module front controllers (`/module/x/y`, `?fc=module`); module assets under
+        // `/modules/` stay outside.
         "/module/",
         "fc=module",
+        // Module exploit scripts: the upload family (`uploadimage.php`, `file_upload.php`,
+        // `upload.php`…), the ajax ones (`ajax_videostab.php`, `*optionpanel*ajax.php`,
+        // `ajax_phpcode.php`), the rest by name or folder.
+        "/modules/&upload&.ph",
+        "/modules/&ajax&.ph",
         "/modules/wg24themeadministration/",
         "/modules/megamenu/uploadify/",
+        "addtestimonial.php",
+        // Modules' own payment callback scripts (`/modules/paypal/ipn.php`).
+        "/modules/&/ipn.php",
+        "/modules/&/webhook&.php",
+        "/modules/&/notif&.php",
+        "/modules/&/callback.php",
+        "/modules/&/validation.php",
+        // Module cron scripts (cronjobs, `*-cron.php`, faceted search indexers).
+        "/modules/&cronjobs.php",
+        "/modules/&-cron.php",
+        "/modules/&-indexer.php",
+        "/modules/&-clear-cache.php",
+        // The webservice.
         "/api",
+        "/webservice/dispatcher.php",
         // Core front controllers (`?controller=authentication`...) and their friendly URLs.
         "controller=",
         "/login",

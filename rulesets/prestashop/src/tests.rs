@@ -13,6 +13,11 @@ const STRIPE_SIG: &str =
 // --- Visitors: left to the classifier. ---
 
 #[test]
+fn no_opinion_outside_the_scope_on_generated_requests() {
+    assert_scope_holds::<Prestashop>(env!("CARGO_MANIFEST_DIR"), 50_000);
+}
+
+#[test]
 fn ordinary_pages_are_outside_the_scope() {
     // Product images, module assets and the theme's combined assets too.
     assert_outside_scope::<Prestashop>(ORDINARY_PAGES);
@@ -20,6 +25,19 @@ fn ordinary_pages_are_outside_the_scope() {
         "/img/p/1/2/12-home_default.jpg",
         "/modules/ps_imageslider/images/sample-1.jpg",
         "/themes/classic/assets/cache/bottom-1a2b3c.js",
+    ]);
+}
+
+#[test]
+fn other_cms_php_entry_points_are_outside_the_scope() {
+    assert_outside_scope::<Prestashop>(&[
+        "/wp-login.php",
+        "/index.php?id=1",
+        "/remote.php/dav/files/alice/",
+        "/admin.php",
+        "/wp-admin/admin-ajax.php",
+        "/administrator/index.php",
+        "/modules/mod_login/tmpl/default.php",
     ]);
 }
 
@@ -141,6 +159,52 @@ fn cron_module_with_its_token_is_a_service() {
     );
 }
 
+#[test]
+fn webservice_dispatcher_and_admin_api_with_their_keys_are_services() {
+    assert_category::<Prestashop>(
+        get("/webservice/dispatcher.php?url=products&ws_key=Y6JXTPF7N4XKH2QVWRC9D3B8LM5ZA1EG")
+            .machine("GuzzleHttp/7"),
+        Some(ServicesAndPayments),
+    );
+    assert_category::<Prestashop>(
+        get("/admin-api/products").machine("GuzzleHttp/7").header(
+            "authorization",
+            "Bearer eyJhbGciOiJSUzI1NiJ9.e30.c2lnbmF0dXJl",
+        ),
+        Some(ServicesAndPayments),
+    );
+}
+
+#[test]
+fn module_callback_scripts_with_signatures_are_payments() {
+    assert_category::<Prestashop>(
+        post("/modules/stripe_official/webhookhandler.php")
+            .machine("Stripe/1.0 (+https://stripe.com/docs/webhooks)")
+            .header("stripe-signature", STRIPE_SIG),
+        Some(ServicesAndPayments),
+    );
+    assert_category::<Prestashop>(
+        post("/modules/razorpay/notify.php")
+            .machine("Razorpay-Webhook/v1")
+            .header("x-razorpay-signature", "1f7a0c9bd3e8a1c2b4d5e6f708192a3b"),
+        Some(ServicesAndPayments),
+    );
+}
+
+#[test]
+fn faceted_search_indexer_and_search_cron_with_their_tokens_are_services() {
+    assert_category::<Prestashop>(
+        get("/modules/ps_facetedsearch/ps_facetedsearch-price-indexer.php?token=0c3f1e7d9a")
+            .machine("curl/8.5.0"),
+        Some(ServicesAndPayments),
+    );
+    assert_category::<Prestashop>(
+        get("/admin634qwxo3b/searchcron.php?full=1&token=0c3f1e7d9a2b&id_shop=1")
+            .machine("Wget/1.21.4"),
+        Some(ServicesAndPayments),
+    );
+}
+
 // --- Callback and API paths without the client's marks: not services. ---
 
 #[test]
@@ -256,6 +320,39 @@ fn blockwishlist_order_sql_injection_is_an_attack() {
 fn web_shell_in_the_upload_folder_is_an_attack() {
     assert_category::<Prestashop>(get("/upload/x.php"), Some(SecurityIssues));
     assert_category::<Prestashop>(get("/img/cms/shell.phtml"), Some(SecurityIssues));
+}
+
+#[test]
+fn module_exploits_named_by_folder_or_script_are_attacks() {
+    for path in [
+        "/modules/videostab/ajax_videostab.php",
+        "/modules/tdpsthemeoptionpanel/tdpsthemeoptionpanelajax.php",
+        "/modules/bamegamenu/ajax_phpcode.php",
+        "/modules/blocktestimonial/addtestimonial.php",
+        "/modules/wg24themeadministration/wg24_ajax.php",
+        "/modules/megamenu/uploadify/uploadify.php",
+        "/modules/fieldvmegamenu/ajax/upload.php",
+    ] {
+        assert_category::<Prestashop>(post(path).machine(SCRIPT_UA), Some(SecurityIssues));
+    }
+}
+
+#[test]
+fn back_office_file_manager_from_a_script_is_a_probe() {
+    assert_category::<Prestashop>(
+        get("/admin634qwxo3b/filemanager/dialog.php").machine(SCRIPT_UA),
+        Some(SecurityIssues),
+    );
+    assert_category::<Prestashop>(
+        get("/admin634qwxo3b/filemanager/dialog.php").browser(),
+        None,
+    );
+}
+
+#[test]
+fn web_shell_in_the_download_folder_is_an_attack() {
+    assert_category::<Prestashop>(get("/download/cmd.php5"), Some(SecurityIssues));
+    assert_category::<Prestashop>(get("/upload/index.php"), None);
 }
 
 // --- Brute force and card testing: security issues. ---

@@ -79,9 +79,10 @@ pub fn in_scope(scope: &[&str], req: &Request<'_>) -> bool {
     if scope.is_empty() {
         return true;
     }
+    // Some marker, or some part of a compound marker, reads the user agent.
     let needs_ua = scope
         .iter()
-        .any(|m| m.starts_with(botgate_normalise::USER_AGENT_MARKER));
+        .any(|m| m.contains(botgate_normalise::USER_AGENT_MARKER));
     let user_agent = if needs_ua {
         botgate_normalise::header(&req.facts().headers, "user-agent")
             .unwrap_or("")

@@ -11,6 +11,9 @@ use crate::{
 };
 use std::net::IpAddr;
 
+mod generated;
+pub use generated::{assert_scope_holds, assert_scope_holds_with, string_literals};
+
 /// Chrome 131 on Windows.
 pub const CHROME_UA: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
 /// Firefox 133 on Linux.

@@ -62,6 +62,11 @@ mod tests {
     }
 
     #[test]
+    fn no_opinion_outside_the_scope_on_generated_requests() {
+        assert_scope_holds::<Template>(env!("CARGO_MANIFEST_DIR"), 50_000);
+    }
+
+    #[test]
     fn ordinary_pages_are_outside_the_scope() {
         assert_outside_scope::<Template>(ORDINARY_PAGES);
         assert_outside_scope::<Template>(&["/admin/", "/backup/"]);

@@ -45,18 +45,27 @@ impl Ruleset for Xenforo {
     // The route can be the first query key (`index.php?login/login`), so route markers
     // are not anchored at `/`.
     const SCOPE: &'static [&'static str] = &[
-        // Every PHP file a rule names: `config.php` and its copies, PHP under `/data/`
-        // (so avatars and attachments stay outside), `cmd.php`, `job.php`,
-        // `payment_callback.php`.
-        ".ph",
+        // The PHP files rules name: `config.php` and its copies (`config.php.bak`,
+        // `.config.php.swp`; not `wp-config.php`), PHP under `/data/` (so avatars and
+        // attachments stay outside), `cmd.php`, `job.php`, `payment_callback.php` with
+        // its `_xfProvider`.
+        "/config.php",
+        "/.&config.php",
+        "/data/&.ph",
+        "/cmd.php",
+        "/job.php",
+        "/payment_callback.php&_xfprovider",
         "/internal_data",
         "/src/",
         "/library/",
         "/install",
         "/api",
         "index.rss",
-        // Login, admin login, two-step.
-        "login",
+        // The forum login and two-step (`login/login`, `login/two-step`) and the admin
+        // login (`admin.php?login`), not every `login` (`/wp-login.php`, `/user/login`).
+        "login/login",
+        "login/two-step",
+        "/admin.php&login",
         "lost-password",
         "register/register",
         "add-reply",

@@ -12,12 +12,31 @@ const STRIPE_SIG: &str =
 // --- Visitors: left to the classifier. ---
 
 #[test]
+fn no_opinion_outside_the_scope_on_generated_requests() {
+    assert_scope_holds::<Xenforo>(env!("CARGO_MANIFEST_DIR"), 50_000);
+}
+
+#[test]
 fn ordinary_pages_are_outside_the_scope() {
     // Avatars and attachment thumbnails under /data/ too: only PHP there is a probe.
     assert_outside_scope::<Xenforo>(ORDINARY_PAGES);
     assert_outside_scope::<Xenforo>(&[
         "/data/avatars/m/0/1.jpg?1700000000",
         "/styles/default/xenforo/logo.png",
+    ]);
+}
+
+#[test]
+fn other_applications_entry_points_are_outside_the_scope() {
+    // Other applications' PHP entry points, logins and admin pages: no rule answers them.
+    assert_outside_scope::<Xenforo>(&[
+        "/wp-login.php",
+        "/index.php?id=1",
+        "/remote.php/dav/files/alice/",
+        "/wp-admin/admin-ajax.php",
+        "/administrator/index.php",
+        "/user/login",
+        "/wp-config.php.bak",
     ]);
 }
 
@@ -154,6 +173,7 @@ fn config_and_its_backups_are_probes() {
         "/src/.config.php.swp",
         "/src/config.php~",
         "/library/config.php",
+        "/.wp-config.php.swp",
     ] {
         assert_category::<Xenforo>(get(path).browser(), Some(SecurityIssues));
     }
@@ -208,6 +228,10 @@ fn admin_control_panel_brute_force_is_an_attack() {
     assert_category::<Xenforo>(
         post("/admin.php?login/login").browser().behaviour(40, 1, 0),
         Some(SecurityIssues),
+    );
+    assert_category::<Xenforo>(
+        post("/forum/admin.php?login").machine(SCRIPT_UA),
+        Some(SuspiciousBehaviour),
     );
 }
 

@@ -6,12 +6,19 @@ use botgate_ruleset_sdk::{Category, Info, Opinion, Request, Ruleset, opinion};
 struct Scoped;
 
 impl Ruleset for Scoped {
-    const SCOPE: &'static [&'static str] = &["/members/", "token=", "ua:members-sync/"];
+    const SCOPE: &'static [&'static str] = &[
+        "/members/",
+        "token=",
+        "ua:members-sync/",
+        // Compound: key files under a vault folder; the vault API from the vault agent.
+        "/vault/&.key",
+        "/vault-api&ua:vault-agent/",
+    ];
 
     fn info() -> Info {
         botgate_ruleset_sdk::info!(
             "scoped",
-            "Flags everything under /members/, with a token, or from the sync client."
+            "Flags /members/, tokens, the sync client, vault keys and the vault agent."
         )
     }
 
