@@ -7,11 +7,11 @@ use botgate_model::{Category, Policy};
 use botgate_tests::{init_logs, registry, ruleset_dir};
 use std::sync::atomic::Ordering::Relaxed;
 
-fn facts(target: &str, user_agent: &str) -> botgate_host::rules::RequestFacts {
+fn facts(method: &str, target: &str, user_agent: &str) -> botgate_host::rules::RequestFacts {
     use botgate_host::rules::bindings::{HttpVersion, Scheme};
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     botgate_host::rules::facts::request_facts(
-        "GET",
+        method,
         Scheme::Https,
         "www.example.com",
         path,
@@ -35,12 +35,12 @@ fn a_component_is_called_only_inside_its_scope() {
     let scoped = set.get("scoped").unwrap();
     assert_eq!(&*scoped.scope()[0], "/members/");
 
-    let run = |target: &str, user_agent: &str| {
+    let run_method = |method: &str, target: &str, user_agent: &str| {
         let calls = scoped.stats().calls.load(Relaxed);
         let mut seen = None;
         let decision = decide_observed(
             &set,
-            &facts(target, user_agent),
+            &facts(method, target, user_agent),
             &["scoped"],
             &Policy::default(),
             |c, outcome| {
@@ -52,6 +52,7 @@ fn a_component_is_called_only_inside_its_scope() {
         let called = scoped.stats().calls.load(Relaxed) > calls;
         (decision, seen.expect("scoped is reported"), called)
     };
+    let run = |target: &str, user_agent: &str| run_method("GET", target, user_agent);
 
     // Inside: by path, by a path the host must normalise first, by query, by user agent.
     for (target, user_agent) in [
@@ -84,6 +85,8 @@ fn a_component_is_called_only_inside_its_scope() {
         "/vault/a.txt",
         "/a.key",
         "/vault-api/v1",
+        // `/inbox/&method:post` needs a POST.
+        "/inbox/new",
     ] {
         let (decision, outcome, called) = run(target, "curl/8.5.0");
         assert!(!called, "{target} is outside the scope");
@@ -92,6 +95,24 @@ fn a_component_is_called_only_inside_its_scope() {
             decision.decided_by.as_ref().map(|d| d.name.as_ref()),
             Some("scoped"),
             "{target}"
+        );
+    }
+    // Method parts: compared with the method, ignoring case.
+    for (method, target, inside) in [
+        ("POST", "/inbox/new", true),
+        ("post", "/inbox/new", true),
+        ("GET", "/inbox/new", false),
+        ("POST", "/outbox/new", false),
+        ("PURGE", "/anything", true),
+        ("Purge", "/", true),
+        ("GET", "/purge", false),
+    ] {
+        let (_, outcome, called) = run_method(method, target, "curl/8.5.0");
+        assert_eq!(called, inside, "{method} {target}");
+        assert_eq!(
+            matches!(outcome, Outcome::OutOfScope),
+            !inside,
+            "{method} {target}: {outcome:?}"
         );
     }
 }

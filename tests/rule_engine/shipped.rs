@@ -274,6 +274,45 @@ fn each_component_runs_once_per_decision() {
     assert_eq!(calls("classifier"), classifier + 1);
 }
 
+/// The components `decide` calls (not skipped as out of scope) for `facts`, every
+/// shipped rule set enabled.
+fn called(set: &RulesetSet, facts: &RequestFacts) -> Vec<String> {
+    let mut called = Vec::new();
+    decide_observed(set, facts, &KNOWN_RULESETS, &Policy::default(), |c, o| {
+        if *o != Outcome::OutOfScope {
+            called.push(c.name().to_owned());
+        }
+    });
+    called
+}
+
+#[test]
+fn a_request_calls_only_the_rule_sets_it_concerns() {
+    let set = loaded_shipped();
+    let expected: &[(&str, &[&str])] = &[
+        // Page views, crawlers and monitors: the classifier alone, with every rule set
+        // enabled (a post to the blog would be Bitrix's business, a view is not).
+        ("browser home page", &["classifier"]),
+        ("browser blog post", &["classifier"]),
+        ("browser product", &["classifier"]),
+        ("browser cart", &["classifier"]),
+        ("browser search", &["classifier"]),
+        ("verified googlebot", &["classifier"]),
+        ("gptbot", &["classifier"]),
+        ("uptime monitor", &["classifier"]),
+        // One application's entry point: that application's rule set, not every rule
+        // set that has rules about some PHP file.
+        ("browser login", &["classifier", "wordpress"]),
+        ("wp-login brute force", &["classifier", "wordpress"]),
+        ("nextcloud sync client", &["classifier", "nextcloud"]),
+    ];
+    let mix = realistic_mix();
+    for (label, components) in expected {
+        let facts = &mix.iter().find(|r| r.label == *label).unwrap().facts;
+        assert_eq!(called(&set, facts), *components, "{label}");
+    }
+}
+
 #[test]
 fn skipping_out_of_scope_rule_sets_changes_no_decision() {
     let set = loaded_shipped();

@@ -73,6 +73,10 @@ pub fn split_target(target: &str) -> (&str, &str) {
 
 /// The prefix of a marker matched against the user agent rather than the path and query.
 pub const USER_AGENT_MARKER: &str = "ua:";
+/// The prefix of a marker part that names the request method (`method:post`): it holds
+/// when the method is that one, ignoring case. Alone it holds every request with that
+/// method; joined to other parts (`/blog/&method:post`) it narrows them.
+pub const METHOD_MARKER: &str = "method:";
 
 /// The first value of the header `name` (lower case) in the host's header block (one
 /// `name: value` line each, names lower case), trimmed; what the SDK's
@@ -87,6 +91,8 @@ pub fn header<'a>(headers: &'a str, name: &str) -> Option<&'a str> {
 /// The parts of a request a scope is matched against, each normalised.
 #[derive(Debug, Clone, Copy)]
 pub struct ScopeView<'a> {
+    /// The request method, as sent.
+    pub method: &'a str,
     /// The normalised path ([`path`]).
     pub path: &'a str,
     /// The normalised query ([`query`]).
@@ -97,8 +103,8 @@ pub struct ScopeView<'a> {
 
 impl ScopeView<'_> {
     /// Whether `marker` occurs: every one of its parts (one, or several joined by
-    /// [`MARKER_JOIN`]) occurs, a `ua:` part in the user agent, any other part in the
-    /// path or the query.
+    /// [`MARKER_JOIN`]) occurs, a `ua:` part in the user agent, a `method:` part as the
+    /// method, any other part in the path or the query.
     pub fn contains(&self, marker: &str) -> bool {
         marker
             .split(MARKER_JOIN)
@@ -106,10 +112,13 @@ impl ScopeView<'_> {
     }
 
     fn contains_part(&self, part: &str) -> bool {
-        match part.strip_prefix(USER_AGENT_MARKER) {
-            Some(ua) => self.user_agent.contains(ua),
-            None => self.path.contains(part) || self.query.contains(part),
+        if let Some(ua) = part.strip_prefix(USER_AGENT_MARKER) {
+            return self.user_agent.contains(ua);
         }
+        if let Some(method) = part.strip_prefix(METHOD_MARKER) {
+            return self.method.eq_ignore_ascii_case(method);
+        }
+        self.path.contains(part) || self.query.contains(part)
     }
 }
 
@@ -134,6 +143,9 @@ pub enum MarkerError {
     /// Upper case or a `%` escape: the marker could never match a normalised string.
     #[error("scope marker {0:?} is not lower case and percent-decoded, so it can never match")]
     NotNormalised(String),
+    /// A `method:` part that is not a method name (letters and `-`, as in `method:post`).
+    #[error("scope marker {0:?} names no method: write `method:` and a lower-case method name")]
+    BadMethod(String),
 }
 
 /// Checks that `markers` is a well-formed scope: at most [`MAX_SCOPE_MARKERS`] markers,
@@ -152,6 +164,12 @@ pub fn check_scope<S: AsRef<str>>(markers: &[S]) -> Result<(), MarkerError> {
         for part in m.split(MARKER_JOIN) {
             if part.is_empty() || part == USER_AGENT_MARKER {
                 return Err(MarkerError::Empty);
+            }
+            if let Some(method) = part.strip_prefix(METHOD_MARKER)
+                && (method.is_empty()
+                    || !method.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'))
+            {
+                return Err(MarkerError::BadMethod(shown(m)));
             }
             if part.len() > MAX_MARKER_BYTES {
                 return Err(MarkerError::TooLong(part.len()));
@@ -191,6 +209,7 @@ mod tests {
     #[test]
     fn scope_matches_path_query_or_user_agent() {
         let view = |path, query, user_agent| ScopeView {
+            method: "GET",
             path,
             query,
             user_agent,
@@ -211,6 +230,19 @@ mod tests {
         assert!(!in_scope(&compound, &view("/wp-login.php", "", "")));
         assert!(in_scope(&compound, &view("/rest/1", "", "bitrix24/1")));
         assert!(!in_scope(&compound, &view("/rest/1", "", "curl/8")));
+        let post = |path| ScopeView {
+            method: "POST",
+            ..view(path, "", "")
+        };
+        let by_method = ["/blog/&method:post", "method:propfind"];
+        assert!(in_scope(&by_method, &post("/blog/1")));
+        assert!(!in_scope(&by_method, &view("/blog/1", "", "")));
+        assert!(!in_scope(&by_method, &post("/shop/")));
+        let propfind = ScopeView {
+            method: "PROPFIND",
+            ..view("/x", "", "")
+        };
+        assert!(in_scope(&by_method, &propfind));
         assert!(in_scope::<&str>(&[], &view("/anything", "", "")));
     }
 
@@ -244,6 +276,13 @@ mod tests {
             Err(MarkerError::TooLong(65))
         ));
         assert_eq!(check_scope(&["/upload/&.ph&ua:x"]), Ok(()));
+        assert_eq!(check_scope(&["/blog/&method:post"]), Ok(()));
+        for bad in ["method:", "method:POST", "/blog/&method:po st"] {
+            assert!(
+                matches!(check_scope(&[bad]), Err(MarkerError::BadMethod(_))),
+                "{bad}"
+            );
+        }
         assert_eq!(check_scope(&["/upload/&"]), Err(MarkerError::Empty));
         assert_eq!(check_scope(&["&.ph"]), Err(MarkerError::Empty));
         assert_eq!(check_scope(&["/a&ua:"]), Err(MarkerError::Empty));

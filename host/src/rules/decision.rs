@@ -117,7 +117,9 @@ pub fn decide_observed(
 
     let mut best: Option<Candidate> = None;
     let mut failed = 0u8;
-    let in_scope = set.scopes().matching(&facts.target, &facts.headers);
+    let in_scope = set
+        .scopes()
+        .matching(&facts.method, &facts.target, &facts.headers);
 
     for name in std::iter::once(CLASSIFIER).chain(names) {
         let Some((slot, component)) = set.get_with_slot(name) else {

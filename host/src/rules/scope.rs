@@ -7,12 +7,13 @@
 //! code the guest SDK reads it with, and scans the path, the query and, when some
 //! component needs it, the user agent once each; a component none of whose markers
 //! occurs is not called. A compound marker (`/upload/&.ph`) puts each of its parts in
-//! the automata and holds the request when the scan found all of them. The SDK makes a component abstain outside its scope, so
+//! the automata and holds the request when the scan found all of them; `method:` parts
+//! are compared with the method instead. The SDK makes a component abstain outside its scope, so
 //! skipping it changes no decision: it saves the call.
 
 use super::component::LoadedComponent;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
-use botgate_normalise::{MARKER_JOIN, USER_AGENT_MARKER};
+use botgate_normalise::{MARKER_JOIN, METHOD_MARKER, USER_AGENT_MARKER};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
@@ -22,6 +23,8 @@ pub struct ScopeIndex {
     target: Option<Markers>,
     /// Markers and parts over the user agent (without `ua:`).
     user_agent: Option<Markers>,
+    /// Markers and parts naming a method (without `method:`).
+    methods: Vec<(Box<str>, Hit)>,
     /// Slots whose component has an empty scope: in scope for every request.
     unscoped: SlotSet,
     /// The compound markers: a slot, and the parts that must all be found.
@@ -85,10 +88,16 @@ impl Markers {
 
     fn scan(&self, haystack: &str, found: &mut SlotSet, parts: &mut SlotSet) {
         for m in self.automaton.find_overlapping_iter(haystack) {
-            match self.hit_of[m.pattern().as_usize()] {
-                Hit::Slot(slot) => found.insert(slot as usize),
-                Hit::Part(part) => parts.insert(part as usize),
-            }
+            self.hit_of[m.pattern().as_usize()].record(found, parts);
+        }
+    }
+}
+
+impl Hit {
+    fn record(self, found: &mut SlotSet, parts: &mut SlotSet) {
+        match self {
+            Hit::Slot(slot) => found.insert(slot as usize),
+            Hit::Part(part) => parts.insert(part as usize),
         }
     }
 }
@@ -123,7 +132,7 @@ impl ScopeIndex {
     /// Indexes the scopes of `components`, the `i`-th taking slot `i`.
     pub fn new<'a>(components: impl ExactSizeIterator<Item = &'a Arc<LoadedComponent>>) -> Self {
         let mut unscoped = SlotSet::with_slots(components.len());
-        let (mut target, mut user_agent) = (Vec::new(), Vec::new());
+        let (mut target, mut user_agent, mut methods) = (Vec::new(), Vec::new(), Vec::new());
         let mut compounds = Vec::new();
         let mut parts = 0u32;
         for (slot, component) in components.enumerate() {
@@ -132,10 +141,14 @@ impl ScopeIndex {
                 unscoped.insert(slot as usize);
             }
             for marker in component.scope() {
-                let mut route = |text: &'a str, hit: Hit| match text.strip_prefix(USER_AGENT_MARKER)
-                {
-                    Some(ua) => user_agent.push((ua, hit, slot)),
-                    None => target.push((text, hit, slot)),
+                let mut route = |text: &'a str, hit: Hit| {
+                    if let Some(ua) = text.strip_prefix(USER_AGENT_MARKER) {
+                        user_agent.push((ua, hit, slot));
+                    } else if let Some(method) = text.strip_prefix(METHOD_MARKER) {
+                        methods.push((method.into(), hit));
+                    } else {
+                        target.push((text, hit, slot));
+                    }
                 };
                 if !marker.contains(MARKER_JOIN) {
                     route(marker, Hit::Slot(slot));
@@ -155,17 +168,23 @@ impl ScopeIndex {
             // Lower-case markers matched ignoring ASCII case: the user agent lower-cased
             // without copying it.
             user_agent: Markers::build(user_agent, true, &mut unscoped),
+            methods,
             unscoped,
             compounds,
             parts: parts as usize,
         }
     }
 
-    /// The slots in scope for a request with this `target` (`path?query`) and header
-    /// block, as in its facts.
-    pub fn matching(&self, target: &str, headers: &str) -> SlotSet {
+    /// The slots in scope for a request with this `method`, `target` (`path?query`) and
+    /// header block, as in its facts.
+    pub fn matching(&self, method: &str, target: &str, headers: &str) -> SlotSet {
         let mut found = self.unscoped.clone();
         let mut parts = SlotSet::with_slots(self.parts);
+        for (name, hit) in &self.methods {
+            if method.eq_ignore_ascii_case(name) {
+                hit.record(&mut found, &mut parts);
+            }
+        }
         if let Some(markers) = &self.target {
             let (path, query) = botgate_normalise::split_target(target);
             markers.scan(&botgate_normalise::path(path), &mut found, &mut parts);

@@ -92,23 +92,23 @@ impl Ruleset for Bitrix {
         "/bitrix/&.log",
         // The admin login and admin probes.
         "/bitrix/admin",
-        // The public login (`?login=yes`), registration (`?register=yes`,
+        // Posts only: the public login (`?login=yes`), registration (`?register=yes`,
         // `/auth/registration`), password reset (`forgot_password=`, `change_password=`).
-        "login=yes",
-        "regist",
-        "_password=",
+        "login=yes&method:post",
+        "regist&method:post",
+        "_password=&method:post",
         // REST webhooks and OAuth clients.
         "/rest/",
-        // Comment spam: any scripted post under these, so blog page views are in scope.
-        "/forum/",
-        "/blog/",
-        "/reviews/",
-        "/feedback/",
-        "/bitrix/components/bitrix/forum.",
-        "/bitrix/components/bitrix/blog.",
-        "/bitrix/components/bitrix/main.feedback",
-        "/bitrix/components/bitrix/form.result.new",
-        "web_form_id",
+        // Comment spam: scripted posts under these (page views stay outside).
+        "/forum/&method:post",
+        "/blog/&method:post",
+        "/reviews/&method:post",
+        "/feedback/&method:post",
+        "/bitrix/components/bitrix/forum.&method:post",
+        "/bitrix/components/bitrix/blog.&method:post",
+        "/bitrix/components/bitrix/main.feedback&method:post",
+        "/bitrix/components/bitrix/form.result.new&method:post",
+        "web_form_id&method:post",
         // The desktop and mobile apps, recognised by their agents on their endpoints.
         "ua:bitrixdesktop/",
         "ua:bitrixmobile",
@@ -472,10 +472,13 @@ mod tests {
 
     #[test]
     fn ordinary_pages_are_outside_the_scope() {
-        // Uploaded images and the core and template assets too. Not `/blog/...`: a scripted
-        // post to any `/blog/` path is comment spam, so the `/blog/` marker holds blog pages.
+        // Uploaded images and the core and template assets too, and blog and forum
+        // pages: only a post there can be comment spam.
         assert_outside_scope::<Bitrix>(&[
             "/",
+            "/blog/2024/06/summer-sale/",
+            "/forum/topic/12/",
+            "/auth/registration/",
             "/product/blue-mug/",
             "/cart/",
             "/assets/app.js?v=3",

@@ -92,10 +92,24 @@ impl Ruleset for Joomla {
         "/component/",
         // Extension exploit folders (`com_sexycontactform/fileupload/`...).
         "/fileupload/",
-        // Every PHP file a rule names: PHP under `images/`, `tmp/`, `cache/`,
-        // `libraries/`, `includes/`, `layouts/`, `cli/` (so images stay outside),
-        // extension exploit scripts, `kickstart.php`, `configuration.php`.
-        ".ph",
+        // PHP under the upload, cache and code folders (`administrator/cache/` and
+        // `administrator/includes/` are under `/administrator`), not every PHP request
+        // (`/wp-login.php`, `/remote.php/dav/`) nor the images there.
+        "/images/&.ph",
+        "/tmp/&.ph",
+        "/cache/&.ph",
+        "/libraries/&.ph",
+        "/includes/&.ph",
+        "/layouts/&.ph",
+        "/cli/&.ph",
+        // Extension exploit scripts by name (Fox Contact, HD FLV Player, Joomla Update's
+        // `restore.php`, Simple File Upload, Open Flash Chart) and Akeeba `kickstart.php`.
+        "/file-uploader.php",
+        "/hdflvplayer/download.php",
+        "/com_joomlaupdate/restore.php",
+        "/elements/udd.php",
+        "ofc_upload_image.php",
+        "kickstart.php",
         // Akeeba Backup archives: `.jpa`, `.jps`, `.j01`...
         ".jpa",
         ".jps",
@@ -575,6 +589,19 @@ mod tests {
     }
 
     #[test]
+    fn other_applications_entry_points_are_outside_the_scope() {
+        // Other applications' PHP entry points and logins: no Joomla rule answers them.
+        assert_outside_scope::<Joomla>(&[
+            "/wp-login.php",
+            "/index.php?id=1%27%20UNION%20SELECT%20NULL,NULL--",
+            "/remote.php/dav/files/alice/",
+            "/wp-admin/admin-ajax.php",
+            "/xmlrpc.php",
+            "/user/login",
+        ]);
+    }
+
+    #[test]
     fn article_view_is_left_to_the_classifier() {
         assert_category::<Joomla>(
             get("/index.php?option=com_content&view=article&id=12&catid=2").browser(),
@@ -692,6 +719,51 @@ mod tests {
     #[test]
     fn web_shell_in_images_is_an_attack() {
         assert_category::<Joomla>(get("/images/stories/food/shell.php"), Some(SecurityIssues));
+    }
+
+    #[test]
+    fn php_in_upload_cache_and_code_folders_is_an_attack() {
+        for path in [
+            "/tmp/x.php",
+            "/cache/mod_menu/x.phtml",
+            "/administrator/cache/x.php5",
+            "/libraries/src/Factory.php",
+            "/includes/defines.php",
+            "/administrator/includes/framework.php",
+            "/layouts/joomla/content/x.pht",
+            "/cli/joomla.php",
+        ] {
+            assert_category::<Joomla>(get(path).browser(), Some(SecurityIssues));
+        }
+    }
+
+    #[test]
+    fn known_vulnerable_extension_files_are_attacks() {
+        // Each by its own marker: none of these paths has another one.
+        for path in [
+            "/components/com_sexycontactform/fileupload/index.php",
+            "/components/com_foxcontact/lib/file-uploader.php",
+            "/components/com_hdflvplayer/hdflvplayer/download.php",
+            "/components/com_joomlaupdate/restore.php",
+            "/modules/mod_simplefileuploadv1.3/elements/udd.php",
+            "/php-ofc-library/ofc_upload_image.php",
+        ] {
+            assert_category::<Joomla>(get(path).browser(), Some(SecurityIssues));
+        }
+        assert_category::<Joomla>(
+            post("/administrator/components/com_joomlaupdate/restore.php")
+                .machine("python-requests/2.31.0"),
+            Some(SecurityIssues),
+        );
+    }
+
+    #[test]
+    fn kickstart_is_a_probe_from_a_script_only() {
+        assert_category::<Joomla>(
+            get("/kickstart.php").machine("curl/8.5.0"),
+            Some(SecurityIssues),
+        );
+        assert_category::<Joomla>(get("/kickstart.php").browser(), None);
     }
 
     #[test]

@@ -91,6 +91,7 @@ pub fn in_scope(scope: &[&str], req: &Request<'_>) -> bool {
         String::new()
     };
     let view = botgate_normalise::ScopeView {
+        method: req.method(),
         path: req.path_lower(),
         query: req.query_lower(),
         user_agent: &user_agent,

@@ -13,6 +13,9 @@ impl Ruleset for Scoped {
         // Compound: key files under a vault folder; the vault API from the vault agent.
         "/vault/&.key",
         "/vault-api&ua:vault-agent/",
+        // By method: posts to the inbox, and every PURGE.
+        "/inbox/&method:post",
+        "method:purge",
     ];
 
     fn info() -> Info {
