@@ -1,7 +1,17 @@
 //! botgate's domain model: the types every other crate speaks, with validation and no I/O.
 
+pub mod invalid;
+pub mod names;
 pub mod policy;
 pub mod rulesets;
+pub mod settings;
+pub mod user;
+pub mod website;
 
+pub use invalid::{Invalid, InvalidKind};
+pub use names::{Domain, Subdomain, UserId};
 pub use policy::{Action, Category, ParseError, Policy};
 pub use rulesets::{InvalidRulesetName, KNOWN_RULESETS, RulesetName};
+pub use settings::{CertsIssuer, Loadbalancer, Rules, Rulesets, Settings, SettingsPatch};
+pub use user::{PartnerName, User, UserView};
+pub use website::{Certificate, Status, Website, WebsiteInput, WebsiteView};

@@ -1,0 +1,433 @@
+//! Validated names: website domains (IDNA-aware), subdomain labels, user ids and tags.
+
+use crate::invalid::Invalid;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The most subdomains a website may list.
+pub const MAX_SUBDOMAINS: usize = 100;
+/// The most tags a user or website may carry.
+pub const MAX_TAGS: usize = 32;
+/// The longest tag, in bytes.
+pub const MAX_TAG_BYTES: usize = 64;
+/// The longest user id, in bytes.
+pub const MAX_USER_ID_BYTES: usize = 128;
+
+/// A website's domain, in its ASCII (punycode) form, lower case, without a trailing
+/// dot: `bücher.example` is kept as `xn--bcher-kva.example`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Domain(String);
+
+impl Domain {
+    /// Validates `input` as a domain a website can be served under: IDNA (UTS #46,
+    /// strict) to ASCII, at least two labels, 1 to 63 bytes per label, 253 in all, not
+    /// an IP address.
+    pub fn parse(input: &str) -> Result<Domain, Invalid> {
+        let field = "domain";
+        let trimmed = input.trim();
+        let trimmed = trimmed.strip_suffix('.').unwrap_or(trimmed);
+        if trimmed.is_empty() {
+            return Err(Invalid::malformed(field, "the domain is empty"));
+        }
+        if trimmed.len() > 253 {
+            return Err(Invalid::too_large(
+                field,
+                format!("a domain of {} bytes, at most 253", trimmed.len()),
+            ));
+        }
+        if trimmed.parse::<std::net::IpAddr>().is_ok() {
+            return Err(Invalid::malformed(
+                field,
+                format!("`{trimmed}` is an IP address; a website needs a domain name"),
+            ));
+        }
+        let ascii = idna::domain_to_ascii_strict(trimmed).map_err(|_| {
+            Invalid::malformed(
+                field,
+                format!("`{}` is not a valid domain name", shorten(trimmed)),
+            )
+        })?;
+        check_host_labels(&ascii, field)?;
+        if !ascii.contains('.') {
+            return Err(Invalid::malformed(
+                field,
+                format!("`{ascii}` has a single label; use a full domain such as example.com"),
+            ));
+        }
+        let tld = ascii.rsplit('.').next().unwrap_or_default();
+        if tld.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(Invalid::malformed(
+                field,
+                format!("`{ascii}` ends in a numeric label"),
+            ));
+        }
+        Ok(Domain(ascii))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The full name of `subdomain` under this domain (`www.example.com`).
+    pub fn with_subdomain(&self, subdomain: &Subdomain) -> String {
+        format!("{}.{}", subdomain.as_str(), self.0)
+    }
+}
+
+impl TryFrom<String> for Domain {
+    type Error = Invalid;
+    fn try_from(s: String) -> Result<Self, Invalid> {
+        Domain::parse(&s)
+    }
+}
+
+impl From<Domain> for String {
+    fn from(d: Domain) -> String {
+        d.0
+    }
+}
+
+impl fmt::Display for Domain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One entry of a website's `subdomain` list: one or more labels put in front of the
+/// domain (`www`, `shop`, `eu.cdn`), ASCII (punycode) lower case.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Subdomain(String);
+
+impl Subdomain {
+    /// Validates `input` as subdomain labels (IDNA-aware).
+    pub fn parse(input: &str) -> Result<Subdomain, Invalid> {
+        let field = "subdomain";
+        let trimmed = input.trim();
+        if trimmed.is_empty() {
+            return Err(Invalid::malformed(field, "a subdomain is empty"));
+        }
+        let ascii = idna::domain_to_ascii_strict(trimmed).map_err(|_| {
+            Invalid::malformed(
+                field,
+                format!("`{}` is not a valid subdomain label", shorten(trimmed)),
+            )
+        })?;
+        check_host_labels(&ascii, field)?;
+        Ok(Subdomain(ascii))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for Subdomain {
+    type Error = Invalid;
+    fn try_from(s: String) -> Result<Self, Invalid> {
+        Subdomain::parse(&s)
+    }
+}
+
+impl From<Subdomain> for String {
+    fn from(d: Subdomain) -> String {
+        d.0
+    }
+}
+
+/// Letters, digits and inner hyphens per label, 1 to 63 bytes each, 253 in all.
+fn check_host_labels(ascii: &str, field: &str) -> Result<(), Invalid> {
+    if ascii.len() > 253 {
+        return Err(Invalid::malformed(
+            field,
+            format!("a name of {} bytes, at most 253", ascii.len()),
+        ));
+    }
+    for label in ascii.split('.') {
+        let ok = (1..=63).contains(&label.len())
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !label.starts_with('-')
+            && !label.ends_with('-');
+        if !ok {
+            return Err(Invalid::malformed(
+                field,
+                format!(
+                    "label `{}` of `{}` is not a valid DNS label (letters, digits, inner \
+                     hyphens, 1 to 63 bytes)",
+                    shorten(label),
+                    shorten(ascii)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A user's id, chosen by the partner (the specification's example is e-mail shaped):
+/// 1 to 128 bytes of letters, digits and `.`, `_`, `-`, `+`, `@`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct UserId(String);
+
+impl UserId {
+    pub fn parse(input: &str) -> Result<UserId, Invalid> {
+        let field = "id";
+        if input.is_empty() {
+            return Err(Invalid::malformed(field, "the user id is empty"));
+        }
+        if input.len() > MAX_USER_ID_BYTES {
+            return Err(Invalid::too_large(
+                field,
+                format!(
+                    "a user id of {} bytes, at most {MAX_USER_ID_BYTES}",
+                    input.len()
+                ),
+            ));
+        }
+        if let Some(bad) = input
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || "._-+@".contains(*c)))
+        {
+            return Err(Invalid::malformed(
+                field,
+                format!(
+                    "the user id contains {bad:?}; use letters, digits and . _ - + @ \
+                     (an e-mail address works)"
+                ),
+            ));
+        }
+        Ok(UserId(input.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for UserId {
+    type Error = Invalid;
+    fn try_from(s: String) -> Result<Self, Invalid> {
+        UserId::parse(&s)
+    }
+}
+
+impl From<UserId> for String {
+    fn from(d: UserId) -> String {
+        d.0
+    }
+}
+
+impl fmt::Display for UserId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Checks a tag list: at most [`MAX_TAGS`] tags of 1 to [`MAX_TAG_BYTES`] bytes of
+/// printable text; blank entries are dropped, duplicates kept once, order kept.
+pub fn tags(field: &str, input: Vec<String>) -> Result<Vec<String>, Invalid> {
+    let mut out: Vec<String> = Vec::new();
+    for tag in input {
+        let tag = tag.trim();
+        if tag.is_empty() || out.iter().any(|t| t == tag) {
+            continue;
+        }
+        if tag.len() > MAX_TAG_BYTES {
+            return Err(Invalid::too_large(
+                field,
+                format!("a tag of {} bytes, at most {MAX_TAG_BYTES}", tag.len()),
+            ));
+        }
+        if tag.chars().any(char::is_control) {
+            return Err(Invalid::malformed(
+                field,
+                "a tag contains a control character",
+            ));
+        }
+        out.push(tag.to_owned());
+    }
+    if out.len() > MAX_TAGS {
+        return Err(Invalid::too_large(
+            field,
+            format!("{} tags, at most {MAX_TAGS}", out.len()),
+        ));
+    }
+    Ok(out)
+}
+
+/// Checks a subdomain list: at most [`MAX_SUBDOMAINS`], each valid, duplicates kept once.
+pub fn subdomains(input: Vec<String>) -> Result<Vec<Subdomain>, Invalid> {
+    let mut out: Vec<Subdomain> = Vec::new();
+    for entry in input {
+        if entry.trim().is_empty() {
+            continue;
+        }
+        let sub = Subdomain::parse(&entry)?;
+        if !out.contains(&sub) {
+            out.push(sub);
+        }
+    }
+    if out.len() > MAX_SUBDOMAINS {
+        return Err(Invalid::too_large(
+            "subdomain",
+            format!("{} subdomains, at most {MAX_SUBDOMAINS}", out.len()),
+        ));
+    }
+    Ok(out)
+}
+
+/// Checks an origin address list: IPv4 or IPv6 literals (`[::1]` accepted), at least
+/// one, at most 32, duplicates kept once.
+pub fn origin_ips(input: Vec<String>) -> Result<Vec<std::net::IpAddr>, Invalid> {
+    let field = "ip";
+    let mut out = Vec::new();
+    for entry in input {
+        let entry = entry.trim();
+        if entry.is_empty() {
+            continue;
+        }
+        let bare = entry
+            .strip_prefix('[')
+            .and_then(|e| e.strip_suffix(']'))
+            .unwrap_or(entry);
+        let ip: std::net::IpAddr = bare.parse().map_err(|_| {
+            Invalid::malformed(
+                field,
+                format!("`{}` is not an IPv4 or IPv6 address", shorten(entry)),
+            )
+        })?;
+        if ip.is_unspecified() || ip.is_multicast() {
+            return Err(Invalid::unacceptable(
+                field,
+                format!("`{ip}` cannot be an origin (unspecified or multicast)"),
+            ));
+        }
+        if !out.contains(&ip) {
+            out.push(ip);
+        }
+    }
+    if out.len() > 32 {
+        return Err(Invalid::too_large(
+            field,
+            format!("{} origin addresses, at most 32", out.len()),
+        ));
+    }
+    Ok(out)
+}
+
+/// At most 64 characters of `s`, for error messages.
+pub(crate) fn shorten(s: &str) -> String {
+    if s.chars().count() <= 64 {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(61).collect();
+    out.push_str("...");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn domains_are_kept_in_ascii_lower_case() {
+        assert_eq!(
+            Domain::parse("Example.COM").unwrap().as_str(),
+            "example.com"
+        );
+        assert_eq!(
+            Domain::parse("example.com.").unwrap().as_str(),
+            "example.com"
+        );
+        assert_eq!(
+            Domain::parse("bücher.example").unwrap().as_str(),
+            "xn--bcher-kva.example"
+        );
+        assert_eq!(
+            Domain::parse("xn--bcher-kva.example").unwrap().as_str(),
+            "xn--bcher-kva.example"
+        );
+    }
+
+    #[test]
+    fn bad_domains_are_refused_with_the_reason() {
+        for bad in [
+            "",
+            "localhost",
+            "192.0.2.1",
+            "::1",
+            "exa mple.com",
+            "-example.com",
+            "example-.com",
+            "ex_ample.com",
+            "example..com",
+            "example.123",
+            "a/b.com",
+        ] {
+            let err = Domain::parse(bad).unwrap_err();
+            assert_eq!(err.field, "domain", "{bad}");
+        }
+        let long = format!("{}.com", "a".repeat(64));
+        assert!(Domain::parse(&long).is_err());
+        let huge = vec!["abcdefghij"; 30].join(".") + ".com";
+        assert!(Domain::parse(&huge).unwrap_err().message.contains("253"));
+    }
+
+    #[test]
+    fn subdomains_accept_labels_and_refuse_junk() {
+        assert_eq!(Subdomain::parse("WWW").unwrap().as_str(), "www");
+        assert_eq!(Subdomain::parse("eu.cdn").unwrap().as_str(), "eu.cdn");
+        assert_eq!(
+            Subdomain::parse("münchen").unwrap().as_str(),
+            "xn--mnchen-3ya"
+        );
+        assert!(Subdomain::parse("a b").is_err());
+        assert!(Subdomain::parse("*.x").is_err());
+        let list = subdomains(vec!["www".into(), " ".into(), "WWW".into(), "shop".into()]).unwrap();
+        assert_eq!(list.len(), 2);
+    }
+
+    #[test]
+    fn user_ids_are_email_shaped_or_simple() {
+        assert!(UserId::parse("alice@example.com").is_ok());
+        assert!(UserId::parse("user-42").is_ok());
+        assert!(UserId::parse("").is_err());
+        assert!(UserId::parse("a/b").unwrap_err().message.contains("'/'"));
+        assert_eq!(
+            UserId::parse(&"a".repeat(129)).unwrap_err().kind,
+            crate::InvalidKind::TooLarge
+        );
+    }
+
+    #[test]
+    fn ips_take_both_families() {
+        let ips = origin_ips(vec![
+            "192.0.2.10".into(),
+            "[2001:db8::1]".into(),
+            "2001:db8::1".into(),
+        ])
+        .unwrap();
+        assert_eq!(ips.len(), 2);
+        assert!(
+            origin_ips(vec!["192.0.2.300".into()])
+                .unwrap_err()
+                .message
+                .contains("192.0.2.300")
+        );
+        assert!(origin_ips(vec!["0.0.0.0".into()]).is_err());
+    }
+
+    #[test]
+    fn tags_are_bounded() {
+        assert_eq!(
+            tags("tag", vec!["dc1".into(), "dc1".into(), "".into()]).unwrap(),
+            ["dc1"]
+        );
+        assert!(tags("tag", vec!["x".repeat(65)]).is_err());
+        let many: Vec<String> = (0..33).map(|i| format!("t{i}")).collect();
+        assert!(tags("tag", many).is_err());
+    }
+}

@@ -1,0 +1,453 @@
+//! A website's `settings`: `rulesets`, `rules` and `loadbalancer`, every key as the
+//! specification names it, with defaults for keys not sent, and partial updates.
+
+use crate::invalid::Invalid;
+use crate::policy::{Action, Category, Policy};
+use crate::rulesets::KNOWN_RULESETS;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// A website's settings; the default is what a website created without `settings` has.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Which of the nine CMS rule sets run for the website (the classifier always runs).
+    pub rulesets: Rulesets,
+    /// The action per traffic category.
+    pub rules: Rules,
+    /// The load-balancer options.
+    pub loadbalancer: Loadbalancer,
+}
+
+/// `settings.rulesets`: one boolean per rule set of [`KNOWN_RULESETS`], all `false`
+/// until the partner enables the one for the website's CMS.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "BTreeMap<String, bool>", into = "BTreeMap<String, bool>")]
+pub struct Rulesets([bool; 9]);
+
+impl Rulesets {
+    /// Whether the rule set `name` is on.
+    pub fn enabled(&self, name: &str) -> bool {
+        KNOWN_RULESETS
+            .iter()
+            .position(|n| *n == name)
+            .is_some_and(|i| self.0[i])
+    }
+
+    /// The names of the rule sets that are on.
+    pub fn enabled_names(&self) -> Vec<&'static str> {
+        KNOWN_RULESETS
+            .iter()
+            .zip(self.0)
+            .filter_map(|(name, on)| on.then_some(*name))
+            .collect()
+    }
+
+    fn set(&mut self, name: &str, on: bool) {
+        if let Some(i) = KNOWN_RULESETS.iter().position(|n| *n == name) {
+            self.0[i] = on;
+        }
+    }
+}
+
+impl TryFrom<BTreeMap<String, bool>> for Rulesets {
+    type Error = Invalid;
+    fn try_from(map: BTreeMap<String, bool>) -> Result<Self, Invalid> {
+        let mut out = Rulesets::default();
+        for (name, on) in map {
+            check_ruleset_name(&name)?;
+            out.set(&name, on);
+        }
+        Ok(out)
+    }
+}
+
+impl From<Rulesets> for BTreeMap<String, bool> {
+    fn from(r: Rulesets) -> Self {
+        KNOWN_RULESETS
+            .iter()
+            .zip(r.0)
+            .map(|(name, on)| ((*name).to_owned(), on))
+            .collect()
+    }
+}
+
+fn check_ruleset_name(name: &str) -> Result<(), Invalid> {
+    if KNOWN_RULESETS.contains(&name) {
+        return Ok(());
+    }
+    Err(Invalid::unacceptable(
+        format!("settings.rulesets.{}", crate::names::shorten(name)),
+        format!(
+            "unknown rule set `{}`; expected one of {}",
+            crate::names::shorten(name),
+            KNOWN_RULESETS.join(", ")
+        ),
+    ))
+}
+
+/// `settings.rules`: the action for each of the eight categories; shown in full, with
+/// the defaults of the categories the partner did not set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    try_from = "BTreeMap<String, String>",
+    into = "BTreeMap<String, String>"
+)]
+pub struct Rules(pub Policy);
+
+impl Default for Rules {
+    /// Every category at its default action, written out: a website keeps the
+    /// defaults it was created with even if a later release changes them.
+    fn default() -> Self {
+        let mut policy = Policy::default();
+        for category in Category::ALL {
+            policy.set(category, Some(category.default_action()));
+        }
+        Rules(policy)
+    }
+}
+
+impl Rules {
+    pub fn policy(&self) -> &Policy {
+        &self.0
+    }
+}
+
+impl TryFrom<BTreeMap<String, String>> for Rules {
+    type Error = Invalid;
+    fn try_from(map: BTreeMap<String, String>) -> Result<Self, Invalid> {
+        let Rules(mut policy) = Rules::default();
+        for (key, value) in map {
+            let (category, action) = parse_rule(&key, &value)?;
+            policy.set(category, Some(action));
+        }
+        Ok(Rules(policy))
+    }
+}
+
+impl From<Rules> for BTreeMap<String, String> {
+    fn from(r: Rules) -> Self {
+        Category::ALL
+            .iter()
+            .map(|c| (c.as_str().to_owned(), r.0.action(*c).as_str().to_owned()))
+            .collect()
+    }
+}
+
+fn parse_rule(key: &str, value: &str) -> Result<(Category, Action), Invalid> {
+    let category: Category = key.parse().map_err(|err: crate::ParseError| {
+        Invalid::unacceptable(
+            format!("settings.rules.{}", crate::names::shorten(key)),
+            err.to_string(),
+        )
+    })?;
+    let action: Action = value.parse().map_err(|err: crate::ParseError| {
+        Invalid::unacceptable(format!("settings.rules.{key}"), err.to_string())
+    })?;
+    Ok((category, action))
+}
+
+/// Who issues a website's certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CertsIssuer {
+    /// The partner supplies it in `certificate`.
+    Custom,
+    /// The gateway obtains it from an ACME certificate authority.
+    Acme,
+}
+
+impl CertsIssuer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CertsIssuer::Custom => "custom",
+            CertsIssuer::Acme => "acme",
+        }
+    }
+}
+
+/// `settings.loadbalancer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Loadbalancer {
+    /// Connect to the origin over HTTPS.
+    pub upstreams_use_https: bool,
+    /// Offer HTTP/3 on the HTTPS port.
+    pub enable_http3: bool,
+    /// Redirect plain HTTP to HTTPS.
+    pub force_https: bool,
+    /// Cache static files at the gateway.
+    pub cache_static_files: bool,
+    /// Cache dynamic pages that allow it.
+    pub cache_dynamic_pages: bool,
+    /// Per-client and per-website rate limits.
+    pub ddos_protection: bool,
+    /// Stricter limits, and a challenge for every new client while under attack.
+    pub ddos_protection_advanced: bool,
+    /// The master switch of bot protection.
+    pub bot_protection: bool,
+    /// Redirect listed subdomains to the main domain.
+    pub force_subdomains_redirect: bool,
+    /// Who issues the certificate.
+    pub certs_issuer: CertsIssuer,
+}
+
+impl Default for Loadbalancer {
+    /// Protection on, static caching on, everything that changes how a site answers
+    /// (redirects, HTTPS to the origin, page caching, HTTP/3) off until asked for;
+    /// certificates from ACME.
+    fn default() -> Self {
+        Loadbalancer {
+            upstreams_use_https: false,
+            enable_http3: false,
+            force_https: false,
+            cache_static_files: true,
+            cache_dynamic_pages: false,
+            ddos_protection: true,
+            ddos_protection_advanced: false,
+            bot_protection: true,
+            force_subdomains_redirect: false,
+            certs_issuer: CertsIssuer::Acme,
+        }
+    }
+}
+
+/// The boolean keys of `settings.loadbalancer`, in the specification's order.
+pub const LOADBALANCER_FLAGS: [&str; 9] = [
+    "upstreams_use_https",
+    "enable_http3",
+    "force_https",
+    "cache_static_files",
+    "cache_dynamic_pages",
+    "ddos_protection",
+    "ddos_protection_advanced",
+    "bot_protection",
+    "force_subdomains_redirect",
+];
+
+impl Loadbalancer {
+    fn flag_mut(&mut self, key: &str) -> Option<&mut bool> {
+        Some(match key {
+            "upstreams_use_https" => &mut self.upstreams_use_https,
+            "enable_http3" => &mut self.enable_http3,
+            "force_https" => &mut self.force_https,
+            "cache_static_files" => &mut self.cache_static_files,
+            "cache_dynamic_pages" => &mut self.cache_dynamic_pages,
+            "ddos_protection" => &mut self.ddos_protection,
+            "ddos_protection_advanced" => &mut self.ddos_protection_advanced,
+            "bot_protection" => &mut self.bot_protection,
+            "force_subdomains_redirect" => &mut self.force_subdomains_redirect,
+            _ => return None,
+        })
+    }
+}
+
+/// A validated partial `settings` object: only the keys sent, each checked; applying it
+/// changes those keys and nothing else.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SettingsPatch {
+    rulesets: Vec<(&'static str, bool)>,
+    rules: Vec<(Category, Action)>,
+    flags: Vec<(&'static str, bool)>,
+    certs_issuer: Option<CertsIssuer>,
+}
+
+impl SettingsPatch {
+    /// Checks a `settings` value as sent in JSON: an object with any of `rulesets`,
+    /// `rules`, `loadbalancer`, each an object of known keys with values of the right
+    /// type. The first problem is reported with its dotted field name.
+    pub fn parse(value: &Value) -> Result<SettingsPatch, Invalid> {
+        let settings = object(value, "settings")?;
+        let mut patch = SettingsPatch::default();
+        for (key, value) in settings {
+            match key.as_str() {
+                "rulesets" => {
+                    for (name, on) in object(value, "settings.rulesets")? {
+                        check_ruleset_name(name)?;
+                        let field = format!("settings.rulesets.{name}");
+                        let name = KNOWN_RULESETS.iter().find(|n| **n == name).unwrap();
+                        patch.rulesets.push((name, boolean(on, &field)?));
+                    }
+                }
+                "rules" => {
+                    for (category, action) in object(value, "settings.rules")? {
+                        let field = format!("settings.rules.{}", crate::names::shorten(category));
+                        let Some(action) = action.as_str() else {
+                            return Err(Invalid::malformed(
+                                field,
+                                "a policy is a string: grant, deny or captcha",
+                            ));
+                        };
+                        patch.rules.push(parse_rule(category, action)?);
+                    }
+                }
+                "loadbalancer" => {
+                    for (option, v) in object(value, "settings.loadbalancer")? {
+                        let field =
+                            format!("settings.loadbalancer.{}", crate::names::shorten(option));
+                        if option == "certs_issuer" {
+                            patch.certs_issuer = Some(match v.as_str() {
+                                Some("custom") => CertsIssuer::Custom,
+                                Some("acme") => CertsIssuer::Acme,
+                                _ => {
+                                    return Err(Invalid::unacceptable(
+                                        field,
+                                        format!("certs_issuer is `custom` or `acme`, not {v}"),
+                                    ));
+                                }
+                            });
+                        } else if let Some(flag) = LOADBALANCER_FLAGS.iter().find(|f| **f == option)
+                        {
+                            patch.flags.push((flag, boolean(v, &field)?));
+                        } else {
+                            return Err(Invalid::unacceptable(
+                                field,
+                                format!(
+                                    "unknown load-balancer option; expected one of {}, certs_issuer",
+                                    LOADBALANCER_FLAGS.join(", ")
+                                ),
+                            ));
+                        }
+                    }
+                }
+                other => {
+                    return Err(Invalid::unacceptable(
+                        format!("settings.{}", crate::names::shorten(other)),
+                        format!(
+                            "unknown settings key `{}`; expected rulesets, rules or loadbalancer",
+                            crate::names::shorten(other)
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(patch)
+    }
+
+    /// The `certs_issuer` this patch sets, if any.
+    pub fn certs_issuer(&self) -> Option<CertsIssuer> {
+        self.certs_issuer
+    }
+
+    /// Whether the patch changes nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == SettingsPatch::default()
+    }
+
+    /// Changes the keys this patch holds, and only those.
+    pub fn apply(&self, settings: &mut Settings) {
+        for (name, on) in &self.rulesets {
+            settings.rulesets.set(name, *on);
+        }
+        for (category, action) in &self.rules {
+            settings.rules.0.set(*category, Some(*action));
+        }
+        for (flag, on) in &self.flags {
+            if let Some(slot) = settings.loadbalancer.flag_mut(flag) {
+                *slot = *on;
+            }
+        }
+        if let Some(issuer) = self.certs_issuer {
+            settings.loadbalancer.certs_issuer = issuer;
+        }
+    }
+}
+
+fn object<'a>(value: &'a Value, field: &str) -> Result<&'a Map<String, Value>, Invalid> {
+    value
+        .as_object()
+        .ok_or_else(|| Invalid::malformed(field, format!("`{field}` must be a JSON object")))
+}
+
+fn boolean(value: &Value, field: &str) -> Result<bool, Invalid> {
+    value
+        .as_bool()
+        .ok_or_else(|| Invalid::malformed(field, format!("`{field}` must be true or false")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_cover_every_key_the_specification_names() {
+        let json = serde_json::to_value(Settings::default()).unwrap();
+        let rulesets = json["rulesets"].as_object().unwrap();
+        assert_eq!(rulesets.len(), 9);
+        assert!(rulesets.values().all(|v| v == false));
+        let rules = json["rules"].as_object().unwrap();
+        assert_eq!(rules.len(), 8);
+        assert_eq!(rules["security_issues"], "deny");
+        assert_eq!(rules["humans"], "grant");
+        let lb = json["loadbalancer"].as_object().unwrap();
+        assert_eq!(lb.len(), 10);
+        assert_eq!(lb["bot_protection"], true);
+        assert_eq!(lb["certs_issuer"], "acme");
+        let back: Settings = serde_json::from_value(json).unwrap();
+        assert_eq!(back, Settings::default());
+    }
+
+    #[test]
+    fn a_patch_changes_only_the_keys_sent() {
+        let mut settings = Settings::default();
+        SettingsPatch::parse(&json!({"rules": {"humans": "captcha"}}))
+            .unwrap()
+            .apply(&mut settings);
+        assert_eq!(settings.rules.0.action(Category::Humans), Action::Captcha);
+        assert_eq!(
+            settings.rules.0.action(Category::SecurityIssues),
+            Action::Deny
+        );
+        SettingsPatch::parse(
+            &json!({"loadbalancer": {"certs_issuer": "custom"}, "rulesets": {"wordpress": true}}),
+        )
+        .unwrap()
+        .apply(&mut settings);
+        assert_eq!(settings.loadbalancer.certs_issuer, CertsIssuer::Custom);
+        assert!(settings.loadbalancer.bot_protection);
+        assert_eq!(settings.rulesets.enabled_names(), ["wordpress"]);
+        assert_eq!(settings.rules.0.action(Category::Humans), Action::Captcha);
+    }
+
+    #[test]
+    fn bad_patches_name_the_field() {
+        let cases = [
+            (json!([]), "settings"),
+            (json!({"rulez": {}}), "settings.rulez"),
+            (
+                json!({"rulesets": {"magento": true}}),
+                "settings.rulesets.magento",
+            ),
+            (
+                json!({"rulesets": {"wordpress": "yes"}}),
+                "settings.rulesets.wordpress",
+            ),
+            (
+                json!({"rules": {"robots": "deny"}}),
+                "settings.rules.robots",
+            ),
+            (
+                json!({"rules": {"humans": "allow"}}),
+                "settings.rules.humans",
+            ),
+            (json!({"rules": {"humans": 1}}), "settings.rules.humans"),
+            (
+                json!({"loadbalancer": {"turbo": true}}),
+                "settings.loadbalancer.turbo",
+            ),
+            (
+                json!({"loadbalancer": {"force_https": 1}}),
+                "settings.loadbalancer.force_https",
+            ),
+            (
+                json!({"loadbalancer": {"certs_issuer": "letsencrypt"}}),
+                "settings.loadbalancer.certs_issuer",
+            ),
+        ];
+        for (value, field) in cases {
+            let err = SettingsPatch::parse(&value).unwrap_err();
+            assert_eq!(err.field, field, "{value}: {err}");
+        }
+    }
+}

@@ -1,0 +1,422 @@
+//! The website resource: its fields, its status, and how a create or an update
+//! (the specification's PUT: only the keys sent change) is checked and applied.
+
+use crate::invalid::Invalid;
+use crate::names::{self, Domain, Subdomain, UserId};
+use crate::settings::{CertsIssuer, Settings, SettingsPatch};
+use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
+
+/// The largest certificate bundle or private key accepted, in bytes.
+pub const MAX_PEM_BYTES: usize = 64 * 1024;
+
+/// Where a website stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Asynchronous work is pending (DNS, certificate).
+    Setup,
+    /// Protected and serving.
+    Online,
+    /// Protection off: traffic passes to the origin unprotected.
+    Paused,
+    /// Asynchronous work failed; `status_reason` says why.
+    Error,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Setup => "setup",
+            Status::Online => "online",
+            Status::Paused => "paused",
+            Status::Error => "error",
+        }
+    }
+}
+
+/// A certificate supplied by the partner (`certs_issuer: custom`), PEM text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Certificate {
+    /// The certificate bundle: the leaf first, then the chain.
+    pub public: String,
+    /// The private key. Never shown by the API or sent in a webhook.
+    pub private: String,
+}
+
+/// A website as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Website {
+    pub domain: Domain,
+    pub subdomain: Vec<Subdomain>,
+    pub user_id: UserId,
+    pub ip: Vec<IpAddr>,
+    pub tag: Vec<String>,
+    pub status: Status,
+    pub status_reason: Option<String>,
+    pub certificate: Option<Certificate>,
+    pub settings: Settings,
+}
+
+/// The fields of a create or an update as the partner sent them, already split into
+/// lists (from JSON arrays or comma-separated form values) but not yet checked.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WebsiteInput {
+    pub domain: Option<String>,
+    pub subdomain: Option<Vec<String>>,
+    pub user_id: Option<String>,
+    pub ip: Option<Vec<String>>,
+    pub tag: Option<Vec<String>>,
+    pub status: Option<String>,
+    pub certificate: Option<Certificate>,
+    pub settings: Option<serde_json::Value>,
+}
+
+/// The status a partner may ask for; `setup` and `error` are the gateway's to set.
+fn requested_status(input: &Option<String>) -> Result<Option<Status>, Invalid> {
+    match input.as_deref().map(str::trim) {
+        None => Ok(None),
+        Some("online") => Ok(Some(Status::Online)),
+        Some("paused") => Ok(Some(Status::Paused)),
+        Some(other) => Err(Invalid::unacceptable(
+            "status",
+            format!(
+                "a website can be asked to be `online` or `paused`, not `{}`",
+                names::shorten(other)
+            ),
+        )),
+    }
+}
+
+fn check_certificate(certificate: &Certificate) -> Result<(), Invalid> {
+    for (field, pem, label) in [
+        ("certificate.public", &certificate.public, "CERTIFICATE"),
+        ("certificate.private", &certificate.private, "PRIVATE KEY"),
+    ] {
+        if pem.len() > MAX_PEM_BYTES {
+            return Err(Invalid::too_large(
+                field,
+                format!("{} bytes, at most {MAX_PEM_BYTES}", pem.len()),
+            ));
+        }
+        if !pem.contains("-----BEGIN") || !pem.contains(label) {
+            return Err(Invalid::malformed(
+                field,
+                format!("`{field}` must be PEM text holding a {label} block"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Website {
+    /// Checks a create and builds the website: `domain`, `user_id` and at least one
+    /// `ip` are required; every other field takes its default. A website asked to be
+    /// `paused` is paused; otherwise it is online as soon as nothing is pending.
+    pub fn create(input: WebsiteInput) -> Result<Website, Invalid> {
+        let domain = Domain::parse(input.domain.as_deref().ok_or(Invalid::missing("domain"))?)?;
+        let user_id = UserId::parse(
+            input
+                .user_id
+                .as_deref()
+                .ok_or(Invalid::missing("user_id"))?,
+        )
+        .map_err(|e| e.at("user_id"))?;
+        let ip = names::origin_ips(input.ip.clone().unwrap_or_default())?;
+        if ip.is_empty() {
+            return Err(Invalid::malformed(
+                "ip",
+                "at least one origin address (IPv4 or IPv6) is required",
+            ));
+        }
+        let mut website = Website {
+            domain,
+            subdomain: Vec::new(),
+            user_id,
+            ip,
+            tag: Vec::new(),
+            status: Status::Online,
+            status_reason: None,
+            certificate: None,
+            settings: Settings::default(),
+        };
+        // A certificate sent without an issuer means the partner's own certificate.
+        if input.certificate.is_some() {
+            website.settings.loadbalancer.certs_issuer = CertsIssuer::Custom;
+        }
+        website.apply(WebsiteInput {
+            domain: None,
+            user_id: None,
+            ip: None,
+            ..input
+        })?;
+        Ok(website)
+    }
+
+    /// Checks an update and applies it: only the fields sent change, only the keys
+    /// sent inside `settings` change, a list sent replaces the list. Nothing changes
+    /// when any field is refused. `domain` and `user_id` may be sent but not changed.
+    pub fn apply(&mut self, input: WebsiteInput) -> Result<(), Invalid> {
+        let mut next = self.clone();
+        if let Some(domain) = &input.domain
+            && Domain::parse(domain)? != self.domain
+        {
+            return Err(Invalid::unacceptable(
+                "domain",
+                "a website's domain cannot be changed; create a website for the new domain",
+            ));
+        }
+        if let Some(user_id) = &input.user_id
+            && UserId::parse(user_id).map_err(|e| e.at("user_id"))? != self.user_id
+        {
+            return Err(Invalid::unacceptable(
+                "user_id",
+                "a website cannot move to another user",
+            ));
+        }
+        if let Some(subdomain) = input.subdomain {
+            next.subdomain = names::subdomains(subdomain)?;
+            let longest = next
+                .subdomain
+                .iter()
+                .map(|s| next.domain.with_subdomain(s))
+                .find(|full| full.len() > 253);
+            if let Some(full) = longest {
+                return Err(Invalid::malformed(
+                    "subdomain",
+                    format!("`{}` is longer than 253 bytes", names::shorten(&full)),
+                ));
+            }
+        }
+        if let Some(ip) = input.ip {
+            next.ip = names::origin_ips(ip)?;
+            if next.ip.is_empty() {
+                return Err(Invalid::malformed(
+                    "ip",
+                    "at least one origin address (IPv4 or IPv6) is required",
+                ));
+            }
+        }
+        if let Some(tag) = input.tag {
+            next.tag = names::tags("tag", tag)?;
+        }
+        if let Some(settings) = &input.settings {
+            SettingsPatch::parse(settings)?.apply(&mut next.settings);
+        }
+        if let Some(certificate) = input.certificate {
+            check_certificate(&certificate)?;
+            next.certificate = Some(certificate);
+        }
+        if next.settings.loadbalancer.certs_issuer == CertsIssuer::Custom
+            && next.certificate.is_none()
+        {
+            return Err(Invalid::unacceptable(
+                "certificate",
+                "certs_issuer is `custom` but no certificate was sent; send `certificate` \
+                 (`public` and `private`) or use `acme`",
+            ));
+        }
+        match requested_status(&input.status)? {
+            Some(Status::Paused) => {
+                next.status = Status::Paused;
+                next.status_reason = None;
+            }
+            Some(_) if next.status == Status::Paused => {
+                next.status = Status::Online;
+            }
+            _ => {}
+        }
+        *self = next;
+        Ok(())
+    }
+
+    /// Every host name the website answers for: the domain and each subdomain.
+    pub fn host_names(&self) -> Vec<String> {
+        std::iter::once(self.domain.as_str().to_owned())
+            .chain(self.subdomain.iter().map(|s| self.domain.with_subdomain(s)))
+            .collect()
+    }
+
+    /// The website as the API returns it and a webhook carries it: every field, the
+    /// certificate without its private key.
+    pub fn view(&self) -> WebsiteView {
+        WebsiteView {
+            domain: self.domain.as_str().to_owned(),
+            subdomain: self
+                .subdomain
+                .iter()
+                .map(|s| s.as_str().to_owned())
+                .collect(),
+            user_id: self.user_id.as_str().to_owned(),
+            ip: self.ip.iter().map(IpAddr::to_string).collect(),
+            tag: self.tag.clone(),
+            status: self.status,
+            status_reason: self.status_reason.clone(),
+            certificate: self.certificate.as_ref().map(|c| CertificateView {
+                public: c.public.clone(),
+            }),
+            settings: self.settings.clone(),
+        }
+    }
+}
+
+/// The website as the API and webhooks show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebsiteView {
+    pub domain: String,
+    pub subdomain: Vec<String>,
+    pub user_id: String,
+    pub ip: Vec<String>,
+    pub tag: Vec<String>,
+    pub status: Status,
+    pub status_reason: Option<String>,
+    pub certificate: Option<CertificateView>,
+    pub settings: Settings,
+}
+
+/// A certificate as shown: the public bundle only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CertificateView {
+    pub public: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Action, Category};
+    use serde_json::json;
+
+    fn input(domain: &str) -> WebsiteInput {
+        WebsiteInput {
+            domain: Some(domain.into()),
+            user_id: Some("alice@example.com".into()),
+            ip: Some(vec!["192.0.2.10".into(), "2001:db8::10".into()]),
+            ..WebsiteInput::default()
+        }
+    }
+
+    #[test]
+    fn a_minimal_create_takes_the_defaults_and_goes_online() {
+        let site = Website::create(input("Example.com")).unwrap();
+        assert_eq!(site.domain.as_str(), "example.com");
+        assert_eq!(site.status, Status::Online);
+        assert_eq!(site.settings, Settings::default());
+        assert_eq!(site.ip.len(), 2);
+        assert_eq!(site.host_names(), ["example.com"]);
+    }
+
+    #[test]
+    fn required_fields_are_named() {
+        for (mut i, field) in [
+            (input("example.com"), "domain"),
+            (input("example.com"), "user_id"),
+            (input("example.com"), "ip"),
+        ] {
+            match field {
+                "domain" => i.domain = None,
+                "user_id" => i.user_id = None,
+                _ => i.ip = Some(vec![]),
+            }
+            assert_eq!(Website::create(i).unwrap_err().field, field);
+        }
+    }
+
+    #[test]
+    fn an_update_changes_only_what_is_sent_and_replaces_lists() {
+        let mut site = Website::create(WebsiteInput {
+            subdomain: Some(vec!["www".into(), "shop".into()]),
+            tag: Some(vec!["dc1".into()]),
+            settings: Some(json!({"rulesets": {"wordpress": true}})),
+            ..input("example.com")
+        })
+        .unwrap();
+        site.apply(WebsiteInput {
+            subdomain: Some(vec!["blog".into()]),
+            settings: Some(json!({"rules": {"humans": "captcha"}})),
+            ..WebsiteInput::default()
+        })
+        .unwrap();
+        assert_eq!(site.host_names(), ["example.com", "blog.example.com"]);
+        assert_eq!(site.tag, ["dc1"]);
+        assert!(site.settings.rulesets.enabled("wordpress"));
+        assert_eq!(
+            site.settings.rules.0.action(Category::Humans),
+            Action::Captcha
+        );
+    }
+
+    #[test]
+    fn a_refused_update_changes_nothing() {
+        let mut site = Website::create(input("example.com")).unwrap();
+        let before = site.clone();
+        let err = site
+            .apply(WebsiteInput {
+                tag: Some(vec!["new".into()]),
+                settings: Some(json!({"rules": {"humans": "allow"}})),
+                ..WebsiteInput::default()
+            })
+            .unwrap_err();
+        assert_eq!(err.field, "settings.rules.humans");
+        assert_eq!(site, before);
+    }
+
+    #[test]
+    fn domain_and_owner_cannot_change() {
+        let mut site = Website::create(input("example.com")).unwrap();
+        assert!(
+            site.apply(WebsiteInput {
+                domain: Some("EXAMPLE.com".into()),
+                ..Default::default()
+            })
+            .is_ok()
+        );
+        assert_eq!(site.apply(input("other.com")).unwrap_err().field, "domain");
+    }
+
+    #[test]
+    fn custom_issuer_needs_a_certificate_and_the_key_is_never_shown() {
+        let mut site = Website::create(input("example.com")).unwrap();
+        let err = site
+            .apply(WebsiteInput {
+                settings: Some(json!({"loadbalancer": {"certs_issuer": "custom"}})),
+                ..Default::default()
+            })
+            .unwrap_err();
+        assert_eq!(err.field, "certificate");
+        site.apply(WebsiteInput {
+            certificate: Some(Certificate {
+                public: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".into(),
+                private: "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n".into(),
+            }),
+            settings: Some(json!({"loadbalancer": {"certs_issuer": "custom"}})),
+            ..Default::default()
+        })
+        .unwrap();
+        let shown = serde_json::to_string(&site.view()).unwrap();
+        assert!(shown.contains("BEGIN CERTIFICATE"));
+        assert!(!shown.contains("PRIVATE KEY"), "{shown}");
+    }
+
+    #[test]
+    fn status_requests() {
+        let mut site = Website::create(WebsiteInput {
+            status: Some("paused".into()),
+            ..input("example.com")
+        })
+        .unwrap();
+        assert_eq!(site.status, Status::Paused);
+        site.apply(WebsiteInput {
+            status: Some("online".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(site.status, Status::Online);
+        let err = site
+            .apply(WebsiteInput {
+                status: Some("error".into()),
+                ..Default::default()
+            })
+            .unwrap_err();
+        assert_eq!(err.field, "status");
+    }
+}
