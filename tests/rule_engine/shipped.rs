@@ -297,6 +297,8 @@ fn a_request_calls_only_the_rule_sets_it_concerns() {
         ("browser product", &["classifier"]),
         ("browser cart", &["classifier"]),
         ("browser search", &["classifier"]),
+        // A WordPress theme's stylesheet: no rule answers assets.
+        ("browser asset", &["classifier"]),
         ("verified googlebot", &["classifier"]),
         ("gptbot", &["classifier"]),
         ("uptime monitor", &["classifier"]),

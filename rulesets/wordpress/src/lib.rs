@@ -61,13 +61,53 @@ pub struct Wordpress;
 
 impl Ruleset for Wordpress {
     const SCOPE: &'static [&'static str] = &[
-        // wp-login.php, wp-config*, /wp-content/, /wp-admin/, /wp-json/, wp-cron.php...
-        "wp-",
+        // Not `wp-`: the assets under /wp-content/ and /wp-includes/ (styles, scripts,
+        // images, fonts) are most of a site's traffic and no rule answers them.
+        // wp-config.php, its backups and swap files, and queries pointing at it.
+        "wp-config",
+        // Under /wp-content/: PHP (web shells in uploads, plugin exploits, TimThumb),
+        // debug.log, database dumps, migration archives, and plugin and theme readmes
+        // and changelogs (version fingerprinting).
+        "/wp-content/&.ph",
+        "/wp-content/&debug.log",
+        "/wp-content/&.sql",
+        "/wp-content/&.wpress",
+        "/wp-content/&/readme.",
+        "/wp-content/&/changelog.",
+        // Backup and log folders, any file in them: WooCommerce logs, UpdraftPlus,
+        // All-in-One WP Migration, Duplicator, the backup-db folder, BackWPup, Backup Guard.
+        "/wc-logs/",
+        "/wp-content/updraft/",
+        "/ai1wm-backups/",
+        "/backups-dup-",
+        "/backup-db/",
+        "/uploads/backwpup",
+        "/backup-guard/",
+        // Plugin exploit paths that need not end in PHP: File Manager's and Revolution
+        // Slider's upload folders, Mail Masta's `inc/`, the FormCraft and WP Symposium
+        // upload handlers (`…/server/php/`), Easy WP SMTP's debug log.
+        "/wp-file-manager/lib/files/",
+        "/revslider/temp/update_extract/",
+        "/mail-masta/inc/",
+        "/server/php/",
+        "/easy-wp-smtp/&_debug_log.txt",
+        // The installer and maintenance scripts, not the rest of /wp-admin/.
+        "/wp-admin/install.php",
+        "/wp-admin/setup-config.php",
+        "/wp-admin/upgrade.php",
+        "/wp-admin/maint/repair.php",
         // Duplicator: installer.php, installer-backup.php, /dup-installer/.
         "installer",
-        // The REST API addressed by query (`?rest_route=/wp/v2/users`).
+        // The REST API (`/wp-json/…`, and by query: `?rest_route=/wp/v2/users`).
+        "/wp-json",
         "rest_route",
         "xmlrpc",
+        "wp-cron.php",
+        // Logins, registrations, password resets and comments: rules answer posts only,
+        // so a browser opening the login page stays outside.
+        "wp-login.php&method:post",
+        "wp-signup.php&method:post",
+        "wp-comments-post.php&method:post",
         "wlwmanifest",
         // Exploit parameters: Social Warfare, Revolution Slider, Duplicator.
         "swp_debug",

