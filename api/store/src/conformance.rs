@@ -1,0 +1,350 @@
+//! The conformance suite every backend passes: the behaviour of [`Store`] written once.
+//! Backend tests call [`run`] on a fresh, empty store; it panics on the first
+//! difference, naming it.
+
+use crate::{Changed, PartnerRecord, Store, StoreError};
+use botgate_model::{Domain, PartnerName, User, UserId, Website, WebsiteInput};
+use tokio::sync::broadcast::error::TryRecvError;
+
+fn partner(name: &str) -> PartnerRecord {
+    PartnerRecord {
+        name: PartnerName::parse(name).unwrap(),
+        key_sha256: format!("{:0>64}", name.len()),
+        webhook_secret: format!("whsec_{name}"),
+    }
+}
+
+fn user(partner: &PartnerRecord, id: &str) -> User {
+    User::create(
+        id,
+        partner.name.clone(),
+        format!("key-of-{}-{id}", partner.name.as_str()),
+        vec![],
+    )
+    .unwrap()
+}
+
+fn website(domain: &str, user: &User) -> Website {
+    Website::create(WebsiteInput {
+        domain: Some(domain.into()),
+        user_id: Some(user.id.as_str().into()),
+        ip: Some(vec!["192.0.2.10".into()]),
+        ..WebsiteInput::default()
+    })
+    .unwrap()
+}
+
+fn domain(d: &str) -> Domain {
+    Domain::parse(d).unwrap()
+}
+
+/// Runs every check against `store`, which must be empty.
+pub async fn run<S: Store>(store: &S) {
+    partners(store).await;
+    users_and_tenants(store).await;
+    websites(store).await;
+    change_feed(store).await;
+    deleting_a_user_deletes_its_websites(store).await;
+}
+
+async fn partners<S: Store>(store: &S) {
+    let acme = partner("acme");
+    store.put_partner(&acme).await.unwrap();
+    assert_eq!(
+        store.partner_by_key(&acme.key_sha256).await.unwrap(),
+        Some(acme.clone())
+    );
+    assert_eq!(store.partner(&acme.name).await.unwrap(), Some(acme.clone()));
+    assert_eq!(store.partner_by_key(&"f".repeat(64)).await.unwrap(), None);
+    // A new key replaces the old one.
+    let rotated = PartnerRecord {
+        key_sha256: "a".repeat(64),
+        ..acme.clone()
+    };
+    store.put_partner(&rotated).await.unwrap();
+    assert_eq!(
+        store.partner_by_key(&acme.key_sha256).await.unwrap(),
+        None,
+        "old key still works"
+    );
+    assert_eq!(
+        store.partner_by_key(&rotated.key_sha256).await.unwrap(),
+        Some(rotated.clone())
+    );
+    store.put_partner(&acme).await.unwrap();
+}
+
+async fn users_and_tenants<S: Store>(store: &S) {
+    let acme = partner("acme");
+    let other = partner("other-hosting");
+    store.put_partner(&other).await.unwrap();
+    let alice = user(&acme, "alice@example.com");
+    store.create_user(&alice).await.unwrap();
+    assert!(
+        matches!(
+            store.create_user(&alice).await,
+            Err(StoreError::Conflict(_))
+        ),
+        "duplicate user"
+    );
+    let ghost = user(&partner("ghost"), "x");
+    assert!(
+        matches!(
+            store.create_user(&ghost).await,
+            Err(StoreError::NotFound(_))
+        ),
+        "user of a missing partner"
+    );
+
+    assert_eq!(
+        store.user(&acme.name, &alice.id).await.unwrap(),
+        Some(alice.clone())
+    );
+    assert_eq!(
+        store.user_by_key(&alice.api_key).await.unwrap(),
+        Some(alice.clone())
+    );
+    assert_eq!(store.user_by_key("no-such-key").await.unwrap(), None);
+    // Another partner neither sees acme's user nor is blocked from the same id.
+    assert_eq!(
+        store.user(&other.name, &alice.id).await.unwrap(),
+        None,
+        "cross-tenant read"
+    );
+    let other_alice = user(&other, "alice@example.com");
+    store.create_user(&other_alice).await.unwrap();
+    assert_eq!(
+        store.user(&other.name, &alice.id).await.unwrap(),
+        Some(other_alice)
+    );
+
+    // Pages in id order.
+    for id in ["bob", "carol", "dave", "erin"] {
+        store.create_user(&user(&acme, id)).await.unwrap();
+    }
+    let first = store.users(&acme.name, None, 2).await.unwrap();
+    let ids = |p: &crate::Page<User>| {
+        p.items
+            .iter()
+            .map(|u| u.id.as_str().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&first), ["alice@example.com", "bob"]);
+    let second = store
+        .users(&acme.name, first.next.as_deref(), 2)
+        .await
+        .unwrap();
+    assert_eq!(ids(&second), ["carol", "dave"]);
+    let third = store
+        .users(&acme.name, second.next.as_deref(), 2)
+        .await
+        .unwrap();
+    assert_eq!(ids(&third), ["erin"]);
+    assert_eq!(third.next, None);
+    let others = store.users(&other.name, None, 100).await.unwrap();
+    assert_eq!(
+        ids(&others),
+        ["alice@example.com"],
+        "listing leaks across partners"
+    );
+}
+
+async fn websites<S: Store>(store: &S) {
+    let acme = partner("acme");
+    let other = partner("other-hosting");
+    let alice = store
+        .user(&acme.name, &UserId::parse("alice@example.com").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let bob = store
+        .user(&acme.name, &UserId::parse("bob").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+
+    let shop = website("shop.example", &alice);
+    let record = store.create_website(&acme.name, &shop).await.unwrap();
+    assert_eq!(record.revision, 1);
+    assert_eq!(record.partner, acme.name);
+    assert!(matches!(
+        store
+            .create_website(&other.name, &website("shop.example", &alice))
+            .await,
+        Err(StoreError::Conflict(_) | StoreError::NotFound(_))
+    ));
+    let other_alice = store.user(&other.name, &alice.id).await.unwrap().unwrap();
+    assert!(
+        matches!(
+            store
+                .create_website(&other.name, &website("shop.example", &other_alice))
+                .await,
+            Err(StoreError::Conflict(_))
+        ),
+        "a domain is unique across partners"
+    );
+    let nobody = user(&acme, "nobody");
+    assert!(matches!(
+        store
+            .create_website(&acme.name, &website("nobody.example", &nobody))
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(
+        store.website(&domain("shop.example")).await.unwrap(),
+        Some(record.clone())
+    );
+    assert_eq!(store.website(&domain("none.example")).await.unwrap(), None);
+
+    // Conditional updates.
+    let mut changed = shop.clone();
+    changed.tag = vec!["dc1".into()];
+    let updated = store.update_website(&changed, 1).await.unwrap();
+    assert_eq!(updated.revision, 2);
+    assert_eq!(updated.website.tag, ["dc1"]);
+    assert!(
+        matches!(
+            store.update_website(&shop, 1).await,
+            Err(StoreError::Stale(_))
+        ),
+        "stale write accepted"
+    );
+    assert!(matches!(
+        store
+            .update_website(&website("none.example", &alice), 1)
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+
+    // Listings per partner and per user, in domain order, paged.
+    for d in ["a.example", "b.example", "c.example"] {
+        store
+            .create_website(&acme.name, &website(d, &bob))
+            .await
+            .unwrap();
+    }
+    store
+        .create_website(&other.name, &website("other.example", &other_alice))
+        .await
+        .unwrap();
+    let domains = |p: &crate::Page<crate::WebsiteRecord>| {
+        p.items
+            .iter()
+            .map(|r| r.website.domain.as_str().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let all = store.websites(&acme.name, None, None, 100).await.unwrap();
+    assert_eq!(
+        domains(&all),
+        ["a.example", "b.example", "c.example", "shop.example"]
+    );
+    let first = store
+        .websites(&acme.name, Some(&bob.id), None, 2)
+        .await
+        .unwrap();
+    assert_eq!(domains(&first), ["a.example", "b.example"]);
+    let rest = store
+        .websites(&acme.name, Some(&bob.id), first.next.as_deref(), 2)
+        .await
+        .unwrap();
+    assert_eq!(domains(&rest), ["c.example"]);
+    assert_eq!(rest.next, None);
+    let others = store.websites(&other.name, None, None, 100).await.unwrap();
+    assert_eq!(
+        domains(&others),
+        ["other.example"],
+        "listing leaks across partners"
+    );
+
+    store.delete_website(&domain("c.example")).await.unwrap();
+    assert_eq!(store.website(&domain("c.example")).await.unwrap(), None);
+    assert!(matches!(
+        store.delete_website(&domain("c.example")).await,
+        Err(StoreError::NotFound(_))
+    ));
+    let bobs = store
+        .websites(&acme.name, Some(&bob.id), None, 100)
+        .await
+        .unwrap();
+    assert_eq!(domains(&bobs), ["a.example", "b.example"]);
+}
+
+async fn change_feed<S: Store>(store: &S) {
+    let acme = partner("acme");
+    let alice = store
+        .user(&acme.name, &UserId::parse("alice@example.com").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut feed = store.subscribe();
+    let before = store.version().await.unwrap();
+    assert!(before > 0, "writes so far did not advance the version");
+    let record = store
+        .create_website(&acme.name, &website("feed.example", &alice))
+        .await
+        .unwrap();
+    let mut next = record.website.clone();
+    next.tag = vec!["x".into()];
+    store.update_website(&next, record.revision).await.unwrap();
+    store.delete_website(&domain("feed.example")).await.unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let change = tokio::time::timeout(std::time::Duration::from_secs(5), feed.recv())
+            .await
+            .expect("a change within 5 s")
+            .expect("no gap");
+        seen.push(change);
+    }
+    let versions: Vec<u64> = seen.iter().map(|c| c.version).collect();
+    assert_eq!(
+        versions,
+        [before + 1, before + 2, before + 3],
+        "versions in order, one per write"
+    );
+    assert!(seen.iter().all(|c| c.what
+        == Changed::Website {
+            domain: domain("feed.example")
+        }));
+    assert!(matches!(feed.try_recv(), Err(TryRecvError::Empty)));
+    let snapshot = store.snapshot().await.unwrap();
+    assert_eq!(snapshot.version, before + 3);
+    assert_eq!(store.version().await.unwrap(), before + 3);
+    let names: Vec<&str> = snapshot
+        .websites
+        .iter()
+        .map(|r| r.website.domain.as_str())
+        .collect();
+    assert!(
+        names.contains(&"shop.example") && !names.contains(&"feed.example"),
+        "{names:?}"
+    );
+}
+
+async fn deleting_a_user_deletes_its_websites<S: Store>(store: &S) {
+    let acme = partner("acme");
+    let bob = UserId::parse("bob").unwrap();
+    let bob_key = store.user(&acme.name, &bob).await.unwrap().unwrap().api_key;
+    let mut deleted = store.delete_user(&acme.name, &bob).await.unwrap();
+    deleted.sort();
+    assert_eq!(deleted, [domain("a.example"), domain("b.example")]);
+    assert_eq!(store.user(&acme.name, &bob).await.unwrap(), None);
+    assert_eq!(
+        store.user_by_key(&bob_key).await.unwrap(),
+        None,
+        "a deleted user's key still works"
+    );
+    assert_eq!(store.website(&domain("a.example")).await.unwrap(), None);
+    assert!(matches!(
+        store.delete_user(&acme.name, &bob).await,
+        Err(StoreError::NotFound(_))
+    ));
+    // The other partner's user of the same name is untouched.
+    let other = partner("other-hosting");
+    assert!(
+        store
+            .user(&other.name, &UserId::parse("alice@example.com").unwrap())
+            .await
+            .unwrap()
+            .is_some()
+    );
+}

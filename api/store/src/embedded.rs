@@ -1,0 +1,605 @@
+//! The embedded backend: one redb file under the data directory, crash-safe (every
+//! write is a durable transaction), with the change feed in-process.
+
+use crate::{Change, Changed, Page, PartnerRecord, Snapshot, Store, StoreError, WebsiteRecord};
+use botgate_model::{Domain, PartnerName, User, UserId, Website};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::path::Path;
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+/// Partner name → [`PartnerRecord`] (JSON).
+const PARTNERS: TableDefinition<&str, &[u8]> = TableDefinition::new("partners");
+/// Partner key SHA-256 (hex) → partner name.
+const PARTNER_KEYS: TableDefinition<&str, &str> = TableDefinition::new("partner_keys");
+/// `partner\n user id` → [`User`] (JSON).
+const USERS: TableDefinition<&str, &[u8]> = TableDefinition::new("users");
+/// User key → `partner\n user id`.
+const USER_KEYS: TableDefinition<&str, &str> = TableDefinition::new("user_keys");
+/// Domain → [`WebsiteRecord`] (JSON).
+const WEBSITES: TableDefinition<&str, &[u8]> = TableDefinition::new("websites");
+/// `partner\n user id\n domain` → (): a user's websites, in domain order.
+const WEBSITES_BY_USER: TableDefinition<&str, ()> = TableDefinition::new("websites_by_user");
+/// `partner\n domain` → (): a partner's websites, in domain order.
+const WEBSITES_BY_PARTNER: TableDefinition<&str, ()> = TableDefinition::new("websites_by_partner");
+/// `"version"` → the store's version.
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+
+/// How many changes a slow subscriber may fall behind before it sees a gap (and
+/// reloads a snapshot).
+const FEED_CAPACITY: usize = 4096;
+
+/// The embedded store. Cheap to clone; all clones share the database and the feed.
+#[derive(Clone)]
+pub struct EmbeddedStore {
+    db: Arc<Database>,
+    feed: broadcast::Sender<Change>,
+    /// Held from the start of a write transaction until its changes are published,
+    /// so subscribers see versions in order (redb serialises writers anyway).
+    publish_order: Arc<std::sync::Mutex<()>>,
+}
+
+fn backend(err: impl Into<redb::Error>) -> StoreError {
+    StoreError::Backend(err.into().to_string())
+}
+
+fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).expect("model types always serialise")
+}
+
+fn decode<T: DeserializeOwned>(key: &str, bytes: &[u8]) -> Result<T, StoreError> {
+    serde_json::from_slice(bytes).map_err(|err| StoreError::Corrupt {
+        key: key.to_owned(),
+        reason: err.to_string(),
+    })
+}
+
+fn user_key(partner: &PartnerName, id: &UserId) -> String {
+    format!("{}\n{}", partner.as_str(), id.as_str())
+}
+
+/// The exclusive upper bound of keys starting with `prefix` (`\n` + 1 is `\x0b`).
+fn prefix_end(prefix: &str) -> String {
+    let mut end = prefix.to_owned();
+    end.pop();
+    end.push('\u{b}');
+    end
+}
+
+impl EmbeddedStore {
+    /// Opens (or creates) the store file `botgate.redb` in `data_dir`.
+    pub fn open(data_dir: &Path) -> Result<EmbeddedStore, StoreError> {
+        std::fs::create_dir_all(data_dir).map_err(|err| {
+            StoreError::Backend(format!("cannot create {}: {err}", data_dir.display()))
+        })?;
+        let path = data_dir.join("botgate.redb");
+        let db = Database::create(&path).map_err(backend)?;
+        // Create every table once, so readers never meet a missing one.
+        let txn = db.begin_write().map_err(backend)?;
+        {
+            txn.open_table(PARTNERS).map_err(backend)?;
+            txn.open_table(PARTNER_KEYS).map_err(backend)?;
+            txn.open_table(USERS).map_err(backend)?;
+            txn.open_table(USER_KEYS).map_err(backend)?;
+            txn.open_table(WEBSITES).map_err(backend)?;
+            txn.open_table(WEBSITES_BY_USER).map_err(backend)?;
+            txn.open_table(WEBSITES_BY_PARTNER).map_err(backend)?;
+            txn.open_table(META).map_err(backend)?;
+        }
+        txn.commit().map_err(backend)?;
+        let (feed, _) = broadcast::channel(FEED_CAPACITY);
+        Ok(EmbeddedStore {
+            db: Arc::new(db),
+            feed,
+            publish_order: Arc::default(),
+        })
+    }
+
+    /// Runs `work` on a blocking thread (redb waits on the disk).
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || work(&db))
+            .await
+            .map_err(|err| StoreError::Backend(format!("store task failed: {err}")))?
+    }
+
+    /// Runs `work` in one write transaction that also bumps the version; commits and
+    /// publishes the changes it returns, each with its own version.
+    async fn write<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&redb::WriteTransaction) -> Result<(T, Vec<Changed>), StoreError>
+        + Send
+        + 'static,
+    ) -> Result<T, StoreError> {
+        let feed = self.feed.clone();
+        let order = self.publish_order.clone();
+        self.blocking(move |db| {
+            let _order = order
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let txn = db.begin_write().map_err(backend)?;
+            let (value, changed) = work(&txn)?;
+            let mut changes = Vec::with_capacity(changed.len());
+            {
+                let mut meta = txn.open_table(META).map_err(backend)?;
+                let mut version = meta
+                    .get("version")
+                    .map_err(backend)?
+                    .map(|v| v.value())
+                    .unwrap_or(0);
+                for what in changed {
+                    version += 1;
+                    changes.push(Change { version, what });
+                }
+                meta.insert("version", version).map_err(backend)?;
+            }
+            txn.commit().map_err(backend)?;
+            for change in changes {
+                // No subscriber is not an error.
+                let _ = feed.send(change);
+            }
+            Ok(value)
+        })
+        .await
+    }
+
+    async fn read<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&redb::ReadTransaction) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(backend)?;
+            work(&txn)
+        })
+        .await
+    }
+}
+
+fn get_json<T: DeserializeOwned>(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    key: &str,
+) -> Result<Option<T>, StoreError> {
+    match table.get(key).map_err(backend)? {
+        Some(bytes) => decode(key, bytes.value()).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Keys of `table` that start with `prefix` and sort after `prefix + after`, at most
+/// `limit + 1` of them (one more than a page, to know whether another follows).
+fn keys_with_prefix(
+    table: &impl ReadableTable<&'static str, ()>,
+    prefix: &str,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<Vec<String>, StoreError> {
+    let end = prefix_end(prefix);
+    let mut out = Vec::new();
+    let start = after.map(|a| format!("{prefix}{a}"));
+    let range = match &start {
+        Some(start) => table.range::<&str>(start.as_str()..end.as_str()),
+        None => table.range::<&str>(prefix..end.as_str()),
+    }
+    .map_err(backend)?;
+    for entry in range {
+        let (key, ()) = entry.map_err(backend).map(|(k, v)| (k, v.value()))?;
+        let key = key.value();
+        if Some(key) == start.as_deref() {
+            continue;
+        }
+        out.push(key[prefix.len()..].to_owned());
+        if out.len() > limit {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+fn page<T>(mut items: Vec<T>, limit: usize, key: impl Fn(&T) -> String) -> Page<T> {
+    let next = if items.len() > limit {
+        items.truncate(limit);
+        items.last().map(key)
+    } else {
+        None
+    };
+    Page { items, next }
+}
+
+fn remove_website(txn: &redb::WriteTransaction, record: &WebsiteRecord) -> Result<(), StoreError> {
+    let domain = record.website.domain.as_str();
+    let partner = record.partner.as_str();
+    txn.open_table(WEBSITES)
+        .map_err(backend)?
+        .remove(domain)
+        .map_err(backend)?;
+    txn.open_table(WEBSITES_BY_USER)
+        .map_err(backend)?
+        .remove(format!("{partner}\n{}\n{domain}", record.website.user_id.as_str()).as_str())
+        .map_err(backend)?;
+    txn.open_table(WEBSITES_BY_PARTNER)
+        .map_err(backend)?
+        .remove(format!("{partner}\n{domain}").as_str())
+        .map_err(backend)?;
+    Ok(())
+}
+
+impl Store for EmbeddedStore {
+    async fn put_partner(&self, partner: &PartnerRecord) -> Result<(), StoreError> {
+        let partner = partner.clone();
+        self.write(move |txn| {
+            let name = partner.name.as_str();
+            let mut partners = txn.open_table(PARTNERS).map_err(backend)?;
+            let mut keys = txn.open_table(PARTNER_KEYS).map_err(backend)?;
+            if let Some(old) = get_json::<PartnerRecord>(&partners, name)? {
+                keys.remove(old.key_sha256.as_str()).map_err(backend)?;
+            }
+            partners
+                .insert(name, encode(&partner).as_slice())
+                .map_err(backend)?;
+            keys.insert(partner.key_sha256.as_str(), name)
+                .map_err(backend)?;
+            Ok((
+                (),
+                vec![Changed::Partner {
+                    name: partner.name.clone(),
+                }],
+            ))
+        })
+        .await
+    }
+
+    async fn partner_by_key(&self, key_sha256: &str) -> Result<Option<PartnerRecord>, StoreError> {
+        let hash = key_sha256.to_owned();
+        self.read(move |txn| {
+            let keys = txn.open_table(PARTNER_KEYS).map_err(backend)?;
+            let Some(name) = keys.get(hash.as_str()).map_err(backend)? else {
+                return Ok(None);
+            };
+            let partners = txn.open_table(PARTNERS).map_err(backend)?;
+            get_json(&partners, name.value())
+        })
+        .await
+    }
+
+    async fn partner(&self, name: &PartnerName) -> Result<Option<PartnerRecord>, StoreError> {
+        let name = name.as_str().to_owned();
+        self.read(move |txn| {
+            let partners = txn.open_table(PARTNERS).map_err(backend)?;
+            get_json(&partners, &name)
+        })
+        .await
+    }
+
+    async fn create_user(&self, user: &User) -> Result<(), StoreError> {
+        let user = user.clone();
+        self.write(move |txn| {
+            let partners = txn.open_table(PARTNERS).map_err(backend)?;
+            if partners
+                .get(user.partner.as_str())
+                .map_err(backend)?
+                .is_none()
+            {
+                return Err(StoreError::NotFound(format!(
+                    "partner {}",
+                    user.partner.as_str()
+                )));
+            }
+            let key = user_key(&user.partner, &user.id);
+            let mut users = txn.open_table(USERS).map_err(backend)?;
+            if users.get(key.as_str()).map_err(backend)?.is_some() {
+                return Err(StoreError::Conflict(format!("user {}", user.id)));
+            }
+            let mut keys = txn.open_table(USER_KEYS).map_err(backend)?;
+            if keys.get(user.api_key.as_str()).map_err(backend)?.is_some() {
+                return Err(StoreError::Conflict("a user with this key".into()));
+            }
+            users
+                .insert(key.as_str(), encode(&user).as_slice())
+                .map_err(backend)?;
+            keys.insert(user.api_key.as_str(), key.as_str())
+                .map_err(backend)?;
+            Ok((
+                (),
+                vec![Changed::User {
+                    partner: user.partner.clone(),
+                    id: user.id.clone(),
+                }],
+            ))
+        })
+        .await
+    }
+
+    async fn user(&self, partner: &PartnerName, id: &UserId) -> Result<Option<User>, StoreError> {
+        let key = user_key(partner, id);
+        self.read(move |txn| {
+            let users = txn.open_table(USERS).map_err(backend)?;
+            get_json(&users, &key)
+        })
+        .await
+    }
+
+    async fn user_by_key(&self, api_key: &str) -> Result<Option<User>, StoreError> {
+        let api_key = api_key.to_owned();
+        self.read(move |txn| {
+            let keys = txn.open_table(USER_KEYS).map_err(backend)?;
+            let Some(key) = keys.get(api_key.as_str()).map_err(backend)? else {
+                return Ok(None);
+            };
+            let users = txn.open_table(USERS).map_err(backend)?;
+            get_json(&users, key.value())
+        })
+        .await
+    }
+
+    async fn users(
+        &self,
+        partner: &PartnerName,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<User>, StoreError> {
+        let prefix = format!("{}\n", partner.as_str());
+        let after = after.map(str::to_owned);
+        self.read(move |txn| {
+            let users = txn.open_table(USERS).map_err(backend)?;
+            let end = prefix_end(&prefix);
+            let start = match &after {
+                Some(a) => format!("{prefix}{a}"),
+                None => prefix.clone(),
+            };
+            let mut items = Vec::new();
+            for entry in users
+                .range::<&str>(start.as_str()..end.as_str())
+                .map_err(backend)?
+            {
+                let (key, value) = entry.map_err(backend)?;
+                if after.is_some() && key.value() == start {
+                    continue;
+                }
+                items.push(decode::<User>(key.value(), value.value())?);
+                if items.len() > limit {
+                    break;
+                }
+            }
+            Ok(page(items, limit, |u: &User| u.id.as_str().to_owned()))
+        })
+        .await
+    }
+
+    async fn delete_user(
+        &self,
+        partner: &PartnerName,
+        id: &UserId,
+    ) -> Result<Vec<Domain>, StoreError> {
+        let (partner, id) = (partner.clone(), id.clone());
+        self.write(move |txn| {
+            let key = user_key(&partner, &id);
+            let user: User = {
+                let users = txn.open_table(USERS).map_err(backend)?;
+                get_json(&users, &key)?.ok_or_else(|| StoreError::NotFound(format!("user {id}")))?
+            };
+            let prefix = format!("{key}\n");
+            let domains = {
+                let by_user = txn.open_table(WEBSITES_BY_USER).map_err(backend)?;
+                keys_with_prefix(&by_user, &prefix, None, usize::MAX - 1)?
+            };
+            let mut changes = Vec::new();
+            let mut deleted = Vec::new();
+            for domain in domains {
+                let record: Option<WebsiteRecord> = {
+                    let websites = txn.open_table(WEBSITES).map_err(backend)?;
+                    get_json(&websites, &domain)?
+                };
+                if let Some(record) = record {
+                    remove_website(txn, &record)?;
+                    changes.push(Changed::Website {
+                        domain: record.website.domain.clone(),
+                    });
+                    deleted.push(record.website.domain);
+                }
+            }
+            txn.open_table(USERS)
+                .map_err(backend)?
+                .remove(key.as_str())
+                .map_err(backend)?;
+            txn.open_table(USER_KEYS)
+                .map_err(backend)?
+                .remove(user.api_key.as_str())
+                .map_err(backend)?;
+            changes.push(Changed::User {
+                partner: partner.clone(),
+                id: id.clone(),
+            });
+            Ok((deleted, changes))
+        })
+        .await
+    }
+
+    async fn create_website(
+        &self,
+        partner: &PartnerName,
+        website: &Website,
+    ) -> Result<WebsiteRecord, StoreError> {
+        let record = WebsiteRecord {
+            partner: partner.clone(),
+            revision: 1,
+            website: website.clone(),
+        };
+        self.write(move |txn| {
+            let domain = record.website.domain.as_str();
+            let user = user_key(&record.partner, &record.website.user_id);
+            if txn
+                .open_table(USERS)
+                .map_err(backend)?
+                .get(user.as_str())
+                .map_err(backend)?
+                .is_none()
+            {
+                return Err(StoreError::NotFound(format!(
+                    "user {}",
+                    record.website.user_id
+                )));
+            }
+            let mut websites = txn.open_table(WEBSITES).map_err(backend)?;
+            if websites.get(domain).map_err(backend)?.is_some() {
+                return Err(StoreError::Conflict(format!("website {domain}")));
+            }
+            websites
+                .insert(domain, encode(&record).as_slice())
+                .map_err(backend)?;
+            txn.open_table(WEBSITES_BY_USER)
+                .map_err(backend)?
+                .insert(format!("{user}\n{domain}").as_str(), ())
+                .map_err(backend)?;
+            txn.open_table(WEBSITES_BY_PARTNER)
+                .map_err(backend)?
+                .insert(
+                    format!("{}\n{domain}", record.partner.as_str()).as_str(),
+                    (),
+                )
+                .map_err(backend)?;
+            let changed = Changed::Website {
+                domain: record.website.domain.clone(),
+            };
+            Ok((record, vec![changed]))
+        })
+        .await
+    }
+
+    async fn website(&self, domain: &Domain) -> Result<Option<WebsiteRecord>, StoreError> {
+        let domain = domain.as_str().to_owned();
+        self.read(move |txn| {
+            let websites = txn.open_table(WEBSITES).map_err(backend)?;
+            get_json(&websites, &domain)
+        })
+        .await
+    }
+
+    async fn update_website(
+        &self,
+        website: &Website,
+        expected_revision: u64,
+    ) -> Result<WebsiteRecord, StoreError> {
+        let website = website.clone();
+        self.write(move |txn| {
+            let domain = website.domain.as_str().to_owned();
+            let mut websites = txn.open_table(WEBSITES).map_err(backend)?;
+            let current: WebsiteRecord = get_json(&websites, &domain)?
+                .ok_or_else(|| StoreError::NotFound(format!("website {domain}")))?;
+            if current.revision != expected_revision {
+                return Err(StoreError::Stale(format!("website {domain}")));
+            }
+            if current.website.user_id != website.user_id {
+                return Err(StoreError::Conflict(format!(
+                    "website {domain} belongs to another user"
+                )));
+            }
+            let record = WebsiteRecord {
+                partner: current.partner,
+                revision: current.revision + 1,
+                website,
+            };
+            websites
+                .insert(domain.as_str(), encode(&record).as_slice())
+                .map_err(backend)?;
+            let changed = Changed::Website {
+                domain: record.website.domain.clone(),
+            };
+            Ok((record, vec![changed]))
+        })
+        .await
+    }
+
+    async fn delete_website(&self, domain: &Domain) -> Result<(), StoreError> {
+        let domain = domain.clone();
+        self.write(move |txn| {
+            let record: WebsiteRecord = {
+                let websites = txn.open_table(WEBSITES).map_err(backend)?;
+                get_json(&websites, domain.as_str())?
+                    .ok_or_else(|| StoreError::NotFound(format!("website {domain}")))?
+            };
+            remove_website(txn, &record)?;
+            Ok(((), vec![Changed::Website { domain }]))
+        })
+        .await
+    }
+
+    async fn websites(
+        &self,
+        partner: &PartnerName,
+        user: Option<&UserId>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<WebsiteRecord>, StoreError> {
+        let prefix = match user {
+            Some(user) => format!("{}\n", user_key(partner, user)),
+            None => format!("{}\n", partner.as_str()),
+        };
+        let by_user = user.is_some();
+        let after = after.map(str::to_owned);
+        self.read(move |txn| {
+            let domains = if by_user {
+                let index = txn.open_table(WEBSITES_BY_USER).map_err(backend)?;
+                keys_with_prefix(&index, &prefix, after.as_deref(), limit)?
+            } else {
+                let index = txn.open_table(WEBSITES_BY_PARTNER).map_err(backend)?;
+                keys_with_prefix(&index, &prefix, after.as_deref(), limit)?
+            };
+            let websites = txn.open_table(WEBSITES).map_err(backend)?;
+            let mut items = Vec::with_capacity(domains.len());
+            for domain in domains {
+                if let Some(record) = get_json::<WebsiteRecord>(&websites, &domain)? {
+                    items.push(record);
+                }
+            }
+            Ok(page(items, limit, |r: &WebsiteRecord| {
+                r.website.domain.as_str().to_owned()
+            }))
+        })
+        .await
+    }
+
+    async fn snapshot(&self) -> Result<Snapshot, StoreError> {
+        self.read(|txn| {
+            let version = txn
+                .open_table(META)
+                .map_err(backend)?
+                .get("version")
+                .map_err(backend)?
+                .map(|v| v.value())
+                .unwrap_or(0);
+            let websites = txn.open_table(WEBSITES).map_err(backend)?;
+            let mut out = Vec::new();
+            for entry in websites.iter().map_err(backend)? {
+                let (key, value) = entry.map_err(backend)?;
+                out.push(decode(key.value(), value.value())?);
+            }
+            Ok(Snapshot {
+                version,
+                websites: out,
+            })
+        })
+        .await
+    }
+
+    async fn version(&self) -> Result<u64, StoreError> {
+        self.read(|txn| {
+            Ok(txn
+                .open_table(META)
+                .map_err(backend)?
+                .get("version")
+                .map_err(backend)?
+                .map(|v| v.value())
+                .unwrap_or(0))
+        })
+        .await
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<Change> {
+        self.feed.subscribe()
+    }
+}

@@ -1,0 +1,191 @@
+//! botgate's store: partners, users and websites behind one interface, with two
+//! backends (an embedded single-file database, and Redis for a cluster) that pass the
+//! same conformance suite, and a change feed a gateway keeps its snapshot fresh with.
+//!
+//! Every write bumps one monotonically increasing version and publishes a [`Change`]
+//! carrying it. A reader applies changes in order and, when it sees a gap or on a
+//! timer, reloads a [`Snapshot`]: missed messages heal by themselves.
+
+pub mod conformance;
+pub mod embedded;
+
+pub use embedded::EmbeddedStore;
+
+use botgate_model::{Domain, PartnerName, User, UserId, Website};
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The thing to create exists already (a user id of the partner, a domain).
+    #[error("{0} already exists")]
+    Conflict(String),
+    /// The thing to change or to hang something under does not exist.
+    #[error("{0} does not exist")]
+    NotFound(String),
+    /// The record changed since it was read: read it again and retry.
+    #[error("{0} was changed concurrently; read it again")]
+    Stale(String),
+    /// The backend failed (I/O, connection, a refused command).
+    #[error("store backend: {0}")]
+    Backend(String),
+    /// A stored record could not be read back.
+    #[error("stored record {key} is unreadable: {reason}")]
+    Corrupt { key: String, reason: String },
+}
+
+/// A partner: its name, the SHA-256 of its key (the key itself is shown once and never
+/// stored), and its webhook signing secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartnerRecord {
+    pub name: PartnerName,
+    /// Lower-case hex SHA-256 of the partner's key.
+    pub key_sha256: String,
+    /// The secret webhooks to this partner are signed with (`whsec_…`).
+    pub webhook_secret: String,
+}
+
+/// A website as stored: the partner that owns it, and the revision the next
+/// conditional write must name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebsiteRecord {
+    pub partner: PartnerName,
+    /// Starts at 1 and grows by one on every write of this website.
+    pub revision: u64,
+    pub website: Website,
+}
+
+/// One change, as the feed publishes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// The store's version after the change.
+    pub version: u64,
+    pub what: Changed,
+}
+
+/// What a change touched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Changed {
+    Partner { name: PartnerName },
+    User { partner: PartnerName, id: UserId },
+    Website { domain: Domain },
+}
+
+/// Every website, and the version they are current at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    pub version: u64,
+    pub websites: Vec<WebsiteRecord>,
+}
+
+/// A page of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    /// Pass as `after` to get the next page; `None` on the last page.
+    pub next: Option<String>,
+}
+
+/// The store interface. Both backends implement it and pass [`conformance::run`].
+pub trait Store: Send + Sync + 'static {
+    /// Adds or replaces a partner.
+    fn put_partner(
+        &self,
+        partner: &PartnerRecord,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The partner whose key hashes to `key_sha256`.
+    fn partner_by_key(
+        &self,
+        key_sha256: &str,
+    ) -> impl Future<Output = Result<Option<PartnerRecord>, StoreError>> + Send;
+
+    /// The partner called `name`.
+    fn partner(
+        &self,
+        name: &PartnerName,
+    ) -> impl Future<Output = Result<Option<PartnerRecord>, StoreError>> + Send;
+
+    /// Creates a user; [`StoreError::Conflict`] when the partner has a user with that
+    /// id, [`StoreError::NotFound`] when the partner does not exist.
+    fn create_user(&self, user: &User) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The partner's user `id`.
+    fn user(
+        &self,
+        partner: &PartnerName,
+        id: &UserId,
+    ) -> impl Future<Output = Result<Option<User>, StoreError>> + Send;
+
+    /// The user whose key is `api_key`.
+    fn user_by_key(
+        &self,
+        api_key: &str,
+    ) -> impl Future<Output = Result<Option<User>, StoreError>> + Send;
+
+    /// The partner's users in id order, after `after`, at most `limit`.
+    fn users(
+        &self,
+        partner: &PartnerName,
+        after: Option<&str>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Page<User>, StoreError>> + Send;
+
+    /// Deletes the partner's user `id` and every website of that user; the domains
+    /// deleted, or [`StoreError::NotFound`].
+    fn delete_user(
+        &self,
+        partner: &PartnerName,
+        id: &UserId,
+    ) -> impl Future<Output = Result<Vec<Domain>, StoreError>> + Send;
+
+    /// Creates a website of `partner`'s user `website.user_id` at revision 1;
+    /// [`StoreError::Conflict`] when the domain is taken (by anyone),
+    /// [`StoreError::NotFound`] when the partner has no such user.
+    fn create_website(
+        &self,
+        partner: &PartnerName,
+        website: &Website,
+    ) -> impl Future<Output = Result<WebsiteRecord, StoreError>> + Send;
+
+    /// The website of `domain`, whoever owns it.
+    fn website(
+        &self,
+        domain: &Domain,
+    ) -> impl Future<Output = Result<Option<WebsiteRecord>, StoreError>> + Send;
+
+    /// Replaces a website if it is still at `expected_revision`
+    /// ([`StoreError::Stale`] otherwise); the new record.
+    fn update_website(
+        &self,
+        website: &Website,
+        expected_revision: u64,
+    ) -> impl Future<Output = Result<WebsiteRecord, StoreError>> + Send;
+
+    /// Deletes a website; [`StoreError::NotFound`] when there is none.
+    fn delete_website(
+        &self,
+        domain: &Domain,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The partner's websites in domain order (only `user`'s when given), after
+    /// `after`, at most `limit`.
+    fn websites(
+        &self,
+        partner: &PartnerName,
+        user: Option<&UserId>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Page<WebsiteRecord>, StoreError>> + Send;
+
+    /// Every website and the version it is current at.
+    fn snapshot(&self) -> impl Future<Output = Result<Snapshot, StoreError>> + Send;
+
+    /// The current version.
+    fn version(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// A receiver of every change from now on, in version order.
+    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Change>;
+}
