@@ -7,6 +7,16 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
+step "system packages the tests start for real: redis-server"
+missing=()
+command -v redis-server >/dev/null || missing+=(redis-server)
+if ((${#missing[@]})); then
+    sudo_if_needed=(); [[ $(id -u) -eq 0 ]] || sudo_if_needed=(sudo)
+    "${sudo_if_needed[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo_if_needed[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# Debian starts a system redis-server on 6379; the tests start their own on free ports.
+
 step "toolchain: wasm32-wasip2 target, rustfmt, clippy"
 rustup target add wasm32-wasip2
 rustup component add rustfmt clippy

@@ -2,6 +2,7 @@
 //! sets up registries that share the on-disk compiled-component cache.
 
 pub mod mix;
+pub mod servers;
 
 use anyhow::{Context, Result, bail};
 use botgate_host::rules::{Registry, Sandbox, SandboxConfig};

@@ -8,8 +8,10 @@
 
 pub mod conformance;
 pub mod embedded;
+pub mod redis_store;
 
 pub use embedded::EmbeddedStore;
+pub use redis_store::{RedisConfig, RedisStore};
 
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use serde::{Deserialize, Serialize};

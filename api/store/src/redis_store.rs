@@ -1,0 +1,736 @@
+//! The Redis backend, for a cluster: every gateway reaches the same Redis master
+//! (through HAProxy's `:16379` on the floating IP, or directly), each multi-key write is
+//! one Lua script (atomic on the master), changes are published on a channel, and
+//! writes that must survive a failover are confirmed with `WAIT`.
+//!
+//! Keys (all under the configured prefix, `botgate:` by default):
+//!
+//! | key | type | holds |
+//! |---|---|---|
+//! | `version` | string | the store's version (`INCR`) |
+//! | `partner:{name}` | string | [`PartnerRecord`] JSON |
+//! | `partner-key:{sha256}` | string | partner name |
+//! | `user:{partner}:{id}` | string | [`User`] JSON |
+//! | `user-key:{key}` | string | `{partner}:{id}` |
+//! | `users:{partner}` | sorted set | user ids (lexical order) |
+//! | `website:{domain}` | hash | `partner`, `revision`, `website` (JSON) |
+//! | `websites` | sorted set | every domain |
+//! | `websites-of:{partner}` | sorted set | the partner's domains |
+//! | `websites-of:{partner}:{id}` | sorted set | the user's domains |
+//! | `changes` | channel | [`Change`] JSON, one message per change |
+
+use crate::{Change, Changed, Page, PartnerRecord, Snapshot, Store, StoreError, WebsiteRecord};
+use botgate_model::{Domain, PartnerName, User, UserId, Website};
+use redis::AsyncCommands;
+use redis::aio::ConnectionManager;
+use serde::de::DeserializeOwned;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Mutex, broadcast};
+
+/// How to reach Redis.
+#[derive(Debug, Clone)]
+pub struct RedisConfig {
+    /// `redis://host:port` (in a cluster: the floating IP and HAProxy's port 16379).
+    pub url: String,
+    /// The password (`requirepass`), if any.
+    pub password: Option<String>,
+    /// Prefix of every key and of the channel.
+    pub prefix: String,
+    /// Replicas that must acknowledge a write before it counts (`WAIT`); 0 on a lone
+    /// server.
+    pub wait_replicas: u32,
+    /// How long `WAIT` may take.
+    pub wait_timeout: Duration,
+}
+
+impl RedisConfig {
+    /// A lone server at `url` with the default prefix and no replicas to wait for.
+    pub fn new(url: impl Into<String>) -> Self {
+        RedisConfig {
+            url: url.into(),
+            password: None,
+            prefix: "botgate:".into(),
+            wait_replicas: 0,
+            wait_timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+/// The Redis store. Cheap to clone.
+#[derive(Clone)]
+pub struct RedisStore {
+    client: redis::Client,
+    connection: Arc<Mutex<ConnectionManager>>,
+    config: Arc<RedisConfig>,
+    feed: broadcast::Sender<Change>,
+    /// Dropped with the last clone; the feed relay stops then.
+    alive: Arc<()>,
+}
+
+fn backend(err: redis::RedisError) -> StoreError {
+    StoreError::Backend(err.to_string())
+}
+
+/// Errors after which the connection may point at a demoted master.
+fn is_failover(err: &redis::RedisError) -> bool {
+    matches!(
+        err.code(),
+        Some("READONLY" | "NOREPLICAS" | "MASTERDOWN" | "LOADING")
+    ) || err.is_io_error()
+        || err.is_connection_dropped()
+}
+
+fn decode<T: DeserializeOwned>(key: &str, json: &str) -> Result<T, StoreError> {
+    serde_json::from_str(json).map_err(|err| StoreError::Corrupt {
+        key: key.to_owned(),
+        reason: err.to_string(),
+    })
+}
+
+fn json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("model types always serialise")
+}
+
+/// The scripts' answers that are not data: a Lua error reply starting with one of these
+/// words becomes the matching [`StoreError`].
+fn script_error(err: redis::RedisError) -> StoreError {
+    let text = err.to_string();
+    for (word, make) in [
+        ("CONFLICT", StoreError::Conflict as fn(String) -> StoreError),
+        ("NOTFOUND", StoreError::NotFound),
+        ("STALE", StoreError::Stale),
+    ] {
+        if let Some(at) = text.find(word) {
+            let rest = text[at + word.len()..].trim();
+            let rest = rest.trim_end_matches(['"', ')', '.']);
+            return make(rest.trim().to_owned());
+        }
+    }
+    backend(err)
+}
+
+/// Bumps the version once per change given as `ARGV[i]` (JSON of [`Changed`]) and
+/// publishes each; `KEYS[1]` is the version key, `KEYS[2]` the channel.
+const PUBLISH_LUA: &str = r#"
+local function publish(version_key, channel, changes)
+  for _, what in ipairs(changes) do
+    local v = redis.call('INCR', version_key)
+    redis.call('PUBLISH', channel, '{"version":' .. v .. ',"what":' .. what .. '}')
+  end
+end
+"#;
+
+impl RedisStore {
+    /// Connects to Redis; fails when it cannot be reached.
+    pub async fn connect(config: RedisConfig) -> Result<RedisStore, StoreError> {
+        let mut info = redis::IntoConnectionInfo::into_connection_info(config.url.as_str())
+            .map_err(|err| StoreError::Backend(format!("{}: {err}", config.url)))?;
+        if let Some(password) = &config.password {
+            let settings = info.redis_settings().clone().set_password(password);
+            info = info.set_redis_settings(settings);
+        }
+        let client = redis::Client::open(info).map_err(backend)?;
+        let connection = client.get_connection_manager().await.map_err(backend)?;
+        let (feed, _) = broadcast::channel(4096);
+        let store = RedisStore {
+            client,
+            connection: Arc::new(Mutex::new(connection)),
+            config: Arc::new(config),
+            feed,
+            alive: Arc::new(()),
+        };
+        let subscribed = store.start_listener();
+        // Changes published from now on reach subscribers: wait until the relay listens.
+        match tokio::time::timeout(Duration::from_secs(10), subscribed).await {
+            Ok(Ok(())) => Ok(store),
+            _ => Err(StoreError::Backend(format!(
+                "{}: cannot subscribe to the change channel",
+                store.config.url
+            ))),
+        }
+    }
+
+    fn key(&self, rest: &str) -> String {
+        format!("{}{rest}", self.config.prefix)
+    }
+
+    /// Relays the `changes` channel into the in-process feed, resubscribing after a
+    /// lost connection (a gap there is healed by the reader's periodic resync).
+    fn start_listener(&self) -> tokio::sync::oneshot::Receiver<()> {
+        let client = self.client.clone();
+        let channel = self.key("changes");
+        let feed = self.feed.clone();
+        let (ready, subscribed) = tokio::sync::oneshot::channel();
+        let alive = Arc::downgrade(&self.alive);
+        tokio::spawn(async move {
+            use futures_util::StreamExt;
+            let mut ready = Some(ready);
+            loop {
+                match client.get_async_pubsub().await {
+                    Ok(mut pubsub) => match pubsub.subscribe(&channel).await {
+                        Ok(()) => {
+                            if let Some(ready) = ready.take() {
+                                let _ = ready.send(());
+                            }
+                            let mut messages = pubsub.on_message();
+                            while let Some(message) = messages.next().await {
+                                if alive.upgrade().is_none() {
+                                    return;
+                                }
+                                let Ok(text) = message.get_payload::<String>() else {
+                                    continue;
+                                };
+                                match serde_json::from_str::<Change>(&text) {
+                                    Ok(change) => {
+                                        let _ = feed.send(change);
+                                    }
+                                    Err(err) => {
+                                        tracing::warn!(%err, "unreadable change message")
+                                    }
+                                }
+                            }
+                            tracing::warn!("change feed: connection lost; resubscribing");
+                        }
+                        Err(err) => tracing::warn!(%err, "change feed: cannot subscribe"),
+                    },
+                    Err(err) => tracing::warn!(%err, "change feed: cannot connect"),
+                }
+                if alive.upgrade().is_none() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        });
+        subscribed
+    }
+
+    /// Runs `op` on the shared connection; after an error that means the master moved
+    /// (`READONLY`, `NOREPLICAS`, a dropped connection) it reconnects and tries once more.
+    async fn run<T>(
+        &self,
+        op: impl for<'c> Fn(
+            &'c mut ConnectionManager,
+        ) -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = redis::RedisResult<T>> + Send + 'c>,
+        >,
+    ) -> Result<T, redis::RedisError> {
+        let mut connection = self.connection.lock().await;
+        match op(&mut connection).await {
+            Err(err) if is_failover(&err) => {
+                tracing::warn!(%err, "redis: reconnecting after a failover sign");
+                if let Ok(fresh) = self.client.get_connection_manager().await {
+                    *connection = fresh;
+                }
+                op(&mut connection).await
+            }
+            other => other,
+        }
+    }
+
+    /// Runs a write script and confirms it with `WAIT` when replicas are configured.
+    /// The script sees the version key as `KEYS[1]` and the channel as `KEYS[2]`, then
+    /// `keys`.
+    async fn write_script<T: redis::FromRedisValue + Send>(
+        &self,
+        body: &'static str,
+        keys: Vec<String>,
+        args: Vec<String>,
+    ) -> Result<T, StoreError> {
+        let keys: Vec<String> = [self.key("version"), self.key("changes")]
+            .into_iter()
+            .chain(keys)
+            .collect();
+        let script = Arc::new(redis::Script::new(&format!("{PUBLISH_LUA}\n{body}")));
+        let replicas = self.config.wait_replicas;
+        let timeout = self.config.wait_timeout.as_millis() as u64;
+        self.run(move |connection| {
+            let (script, keys, args) = (script.clone(), keys.clone(), args.clone());
+            Box::pin(async move {
+                let mut invocation = script.prepare_invoke();
+                for key in &keys {
+                    invocation.key(key);
+                }
+                for arg in &args {
+                    invocation.arg(arg);
+                }
+                let value: T = invocation.invoke_async(connection).await?;
+                if replicas > 0 {
+                    let acked: u32 = redis::cmd("WAIT")
+                        .arg(replicas)
+                        .arg(timeout)
+                        .query_async(connection)
+                        .await?;
+                    if acked < replicas {
+                        return Err(redis::RedisError::from((
+                            redis::ErrorKind::Io,
+                            "write not acknowledged by enough replicas",
+                            format!("{acked} of {replicas}"),
+                        )));
+                    }
+                }
+                Ok(value)
+            })
+        })
+        .await
+        .map_err(script_error)
+    }
+
+    async fn get(&self, key: String) -> Result<Option<String>, StoreError> {
+        self.run(move |c| {
+            let key = key.clone();
+            Box::pin(async move { c.get(key).await })
+        })
+        .await
+        .map_err(backend)
+    }
+
+    async fn website_record(&self, domain: &str) -> Result<Option<WebsiteRecord>, StoreError> {
+        let key = self.key(&format!("website:{domain}"));
+        let fields: Vec<Option<String>> = self
+            .run({
+                let key = key.clone();
+                move |c| {
+                    let key = key.clone();
+                    Box::pin(async move {
+                        redis::cmd("HMGET")
+                            .arg(&key)
+                            .arg("partner")
+                            .arg("revision")
+                            .arg("website")
+                            .query_async(c)
+                            .await
+                    })
+                }
+            })
+            .await
+            .map_err(backend)?;
+        let [Some(partner), Some(revision), Some(website)] =
+            <[Option<String>; 3]>::try_from(fields).unwrap_or([None, None, None])
+        else {
+            return Ok(None);
+        };
+        Ok(Some(WebsiteRecord {
+            partner: PartnerName::parse(&partner).map_err(|e| StoreError::Corrupt {
+                key: key.clone(),
+                reason: e.to_string(),
+            })?,
+            revision: revision.parse().map_err(|_| StoreError::Corrupt {
+                key: key.clone(),
+                reason: format!("revision {revision:?}"),
+            })?,
+            website: decode(&key, &website)?,
+        }))
+    }
+
+    /// The records of `domains` that still exist, in order (one round trip each).
+    async fn website_records(
+        &self,
+        domains: Vec<String>,
+    ) -> Result<Vec<WebsiteRecord>, StoreError> {
+        let mut records = Vec::with_capacity(domains.len());
+        for domain in domains {
+            if let Some(record) = self.website_record(&domain).await? {
+                records.push(record);
+            }
+        }
+        Ok(records)
+    }
+
+    /// The JSON value stored at `key`, decoded.
+    async fn get_json<T: DeserializeOwned>(&self, key: String) -> Result<Option<T>, StoreError> {
+        match self.get(key.clone()).await? {
+            Some(text) => decode(&key, &text).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    async fn lex_page(
+        &self,
+        key: String,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<String>, Option<String>), StoreError> {
+        let start = match after {
+            Some(a) => format!("({a}"),
+            None => "-".to_owned(),
+        };
+        let members: Vec<String> = self
+            .run(move |c| {
+                let (key, start) = (key.clone(), start.clone());
+                Box::pin(async move {
+                    redis::cmd("ZRANGE")
+                        .arg(&key)
+                        .arg(&start)
+                        .arg("+")
+                        .arg("BYLEX")
+                        .arg("LIMIT")
+                        .arg(0)
+                        .arg(limit.saturating_add(1).min(i64::MAX as usize) as i64)
+                        .query_async(c)
+                        .await
+                })
+            })
+            .await
+            .map_err(backend)?;
+        let mut members = members;
+        let next = if members.len() > limit {
+            members.truncate(limit);
+            members.last().cloned()
+        } else {
+            None
+        };
+        Ok((members, next))
+    }
+}
+
+fn changed(what: &Changed) -> String {
+    json(what)
+}
+
+impl Store for RedisStore {
+    async fn put_partner(&self, partner: &PartnerRecord) -> Result<(), StoreError> {
+        const LUA: &str = r#"
+local old = redis.call('GET', KEYS[3])
+if old then
+  local hash = cjson.decode(old).key_sha256
+  redis.call('DEL', ARGV[4] .. hash)
+end
+redis.call('SET', KEYS[3], ARGV[1])
+redis.call('SET', KEYS[4], ARGV[2])
+publish(KEYS[1], KEYS[2], {ARGV[3]})
+return 1
+"#;
+        let name = partner.name.as_str();
+        let _: i64 = self
+            .write_script(
+                LUA,
+                vec![
+                    self.key(&format!("partner:{name}")),
+                    self.key(&format!("partner-key:{}", partner.key_sha256)),
+                ],
+                vec![
+                    json(partner),
+                    name.to_owned(),
+                    changed(&Changed::Partner {
+                        name: partner.name.clone(),
+                    }),
+                    self.key("partner-key:"),
+                ],
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn partner_by_key(&self, key_sha256: &str) -> Result<Option<PartnerRecord>, StoreError> {
+        let Some(name) = self
+            .get(self.key(&format!("partner-key:{key_sha256}")))
+            .await?
+        else {
+            return Ok(None);
+        };
+        self.get_json(self.key(&format!("partner:{name}"))).await
+    }
+
+    async fn partner(&self, name: &PartnerName) -> Result<Option<PartnerRecord>, StoreError> {
+        self.get_json(self.key(&format!("partner:{}", name.as_str())))
+            .await
+    }
+
+    async fn create_user(&self, user: &User) -> Result<(), StoreError> {
+        const LUA: &str = r#"
+if redis.call('EXISTS', KEYS[3]) == 0 then return redis.error_reply('NOTFOUND partner ' .. ARGV[5]) end
+if redis.call('EXISTS', KEYS[4]) == 1 then return redis.error_reply('CONFLICT user ' .. ARGV[4]) end
+if redis.call('EXISTS', KEYS[5]) == 1 then return redis.error_reply('CONFLICT a user with this key') end
+redis.call('SET', KEYS[4], ARGV[1])
+redis.call('SET', KEYS[5], ARGV[2])
+redis.call('ZADD', KEYS[6], 0, ARGV[4])
+publish(KEYS[1], KEYS[2], {ARGV[3]})
+return 1
+"#;
+        let partner = user.partner.as_str();
+        let id = user.id.as_str();
+        let _: i64 = self
+            .write_script(
+                LUA,
+                vec![
+                    self.key(&format!("partner:{partner}")),
+                    self.key(&format!("user:{partner}:{id}")),
+                    self.key(&format!("user-key:{}", user.api_key)),
+                    self.key(&format!("users:{partner}")),
+                ],
+                vec![
+                    json(user),
+                    format!("{partner}:{id}"),
+                    changed(&Changed::User {
+                        partner: user.partner.clone(),
+                        id: user.id.clone(),
+                    }),
+                    id.to_owned(),
+                    partner.to_owned(),
+                ],
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn user(&self, partner: &PartnerName, id: &UserId) -> Result<Option<User>, StoreError> {
+        self.get_json(self.key(&format!("user:{}:{}", partner.as_str(), id.as_str())))
+            .await
+    }
+
+    async fn user_by_key(&self, api_key: &str) -> Result<Option<User>, StoreError> {
+        let Some(user) = self.get(self.key(&format!("user-key:{api_key}"))).await? else {
+            return Ok(None);
+        };
+        self.get_json(self.key(&format!("user:{user}"))).await
+    }
+
+    async fn users(
+        &self,
+        partner: &PartnerName,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<User>, StoreError> {
+        let (ids, next) = self
+            .lex_page(
+                self.key(&format!("users:{}", partner.as_str())),
+                after,
+                limit,
+            )
+            .await?;
+        let mut items = Vec::with_capacity(ids.len());
+        for id in ids {
+            let key = self.key(&format!("user:{}:{id}", partner.as_str()));
+            items.extend(self.get_json::<User>(key).await?);
+        }
+        Ok(Page { items, next })
+    }
+
+    async fn delete_user(
+        &self,
+        partner: &PartnerName,
+        id: &UserId,
+    ) -> Result<Vec<Domain>, StoreError> {
+        // KEYS: version, changes, user, users-of-partner, websites-of-user,
+        // websites-of-partner, all websites. ARGV: prefix, id, user change, partner.
+        const LUA: &str = r#"
+local user = redis.call('GET', KEYS[3])
+if not user then return redis.error_reply('NOTFOUND user ' .. ARGV[2]) end
+local key = cjson.decode(user).api_key
+local domains = redis.call('ZRANGE', KEYS[5], 0, -1)
+local changes = {}
+for _, domain in ipairs(domains) do
+  redis.call('DEL', ARGV[1] .. 'website:' .. domain)
+  redis.call('ZREM', KEYS[6], domain)
+  redis.call('ZREM', KEYS[7], domain)
+  table.insert(changes, '{"kind":"website","domain":' .. cjson.encode(domain) .. '}')
+end
+redis.call('DEL', KEYS[5])
+redis.call('DEL', KEYS[3])
+redis.call('DEL', ARGV[1] .. 'user-key:' .. key)
+redis.call('ZREM', KEYS[4], ARGV[2])
+table.insert(changes, ARGV[3])
+publish(KEYS[1], KEYS[2], changes)
+return domains
+"#;
+        let (p, i) = (partner.as_str(), id.as_str());
+        let domains: Vec<String> = self
+            .write_script(
+                LUA,
+                vec![
+                    self.key(&format!("user:{p}:{i}")),
+                    self.key(&format!("users:{p}")),
+                    self.key(&format!("websites-of:{p}:{i}")),
+                    self.key(&format!("websites-of:{p}")),
+                    self.key("websites"),
+                ],
+                vec![
+                    self.config.prefix.clone(),
+                    i.to_owned(),
+                    changed(&Changed::User {
+                        partner: partner.clone(),
+                        id: id.clone(),
+                    }),
+                ],
+            )
+            .await?;
+        domains
+            .iter()
+            .map(|d| {
+                Domain::parse(d).map_err(|e| StoreError::Corrupt {
+                    key: d.clone(),
+                    reason: e.to_string(),
+                })
+            })
+            .collect()
+    }
+
+    async fn create_website(
+        &self,
+        partner: &PartnerName,
+        website: &Website,
+    ) -> Result<WebsiteRecord, StoreError> {
+        // KEYS: version, changes, user, website, all, of-partner, of-user.
+        const LUA: &str = r#"
+if redis.call('EXISTS', KEYS[3]) == 0 then return redis.error_reply('NOTFOUND user ' .. ARGV[4]) end
+if redis.call('EXISTS', KEYS[4]) == 1 then return redis.error_reply('CONFLICT website ' .. ARGV[5]) end
+redis.call('HSET', KEYS[4], 'partner', ARGV[1], 'revision', 1, 'website', ARGV[2])
+redis.call('ZADD', KEYS[5], 0, ARGV[5])
+redis.call('ZADD', KEYS[6], 0, ARGV[5])
+redis.call('ZADD', KEYS[7], 0, ARGV[5])
+publish(KEYS[1], KEYS[2], {ARGV[3]})
+return 1
+"#;
+        let (p, u, d) = (
+            partner.as_str(),
+            website.user_id.as_str(),
+            website.domain.as_str(),
+        );
+        let _: i64 = self
+            .write_script(
+                LUA,
+                vec![
+                    self.key(&format!("user:{p}:{u}")),
+                    self.key(&format!("website:{d}")),
+                    self.key("websites"),
+                    self.key(&format!("websites-of:{p}")),
+                    self.key(&format!("websites-of:{p}:{u}")),
+                ],
+                vec![
+                    p.to_owned(),
+                    json(website),
+                    changed(&Changed::Website {
+                        domain: website.domain.clone(),
+                    }),
+                    u.to_owned(),
+                    d.to_owned(),
+                ],
+            )
+            .await?;
+        Ok(WebsiteRecord {
+            partner: partner.clone(),
+            revision: 1,
+            website: website.clone(),
+        })
+    }
+
+    async fn website(&self, domain: &Domain) -> Result<Option<WebsiteRecord>, StoreError> {
+        self.website_record(domain.as_str()).await
+    }
+
+    async fn update_website(
+        &self,
+        website: &Website,
+        expected_revision: u64,
+    ) -> Result<WebsiteRecord, StoreError> {
+        // KEYS: version, changes, website. ARGV: expected revision, website JSON,
+        // change, domain, user id.
+        const LUA: &str = r#"
+local current = redis.call('HMGET', KEYS[3], 'revision', 'website')
+if not current[1] then return redis.error_reply('NOTFOUND website ' .. ARGV[4]) end
+if tonumber(current[1]) ~= tonumber(ARGV[1]) then return redis.error_reply('STALE website ' .. ARGV[4]) end
+if cjson.decode(current[2]).user_id ~= ARGV[5] then
+  return redis.error_reply('CONFLICT website ' .. ARGV[4] .. ' belongs to another user')
+end
+local revision = redis.call('HINCRBY', KEYS[3], 'revision', 1)
+redis.call('HSET', KEYS[3], 'website', ARGV[2])
+publish(KEYS[1], KEYS[2], {ARGV[3]})
+return revision
+"#;
+        let d = website.domain.as_str();
+        let revision: u64 = self
+            .write_script(
+                LUA,
+                vec![self.key(&format!("website:{d}"))],
+                vec![
+                    expected_revision.to_string(),
+                    json(website),
+                    changed(&Changed::Website {
+                        domain: website.domain.clone(),
+                    }),
+                    d.to_owned(),
+                    website.user_id.as_str().to_owned(),
+                ],
+            )
+            .await?;
+        let record = self
+            .website_record(d)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("website {d}")))?;
+        Ok(WebsiteRecord { revision, ..record })
+    }
+
+    async fn delete_website(&self, domain: &Domain) -> Result<(), StoreError> {
+        // KEYS: version, changes, website, all. ARGV: prefix, domain, change.
+        const LUA: &str = r#"
+local current = redis.call('HMGET', KEYS[3], 'partner', 'website')
+if not current[1] then return redis.error_reply('NOTFOUND website ' .. ARGV[2]) end
+local user = cjson.decode(current[2]).user_id
+redis.call('DEL', KEYS[3])
+redis.call('ZREM', KEYS[4], ARGV[2])
+redis.call('ZREM', ARGV[1] .. 'websites-of:' .. current[1], ARGV[2])
+redis.call('ZREM', ARGV[1] .. 'websites-of:' .. current[1] .. ':' .. user, ARGV[2])
+publish(KEYS[1], KEYS[2], {ARGV[3]})
+return 1
+"#;
+        let d = domain.as_str();
+        let _: i64 = self
+            .write_script(
+                LUA,
+                vec![self.key(&format!("website:{d}")), self.key("websites")],
+                vec![
+                    self.config.prefix.clone(),
+                    d.to_owned(),
+                    changed(&Changed::Website {
+                        domain: domain.clone(),
+                    }),
+                ],
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn websites(
+        &self,
+        partner: &PartnerName,
+        user: Option<&UserId>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<WebsiteRecord>, StoreError> {
+        let index = match user {
+            Some(u) => format!("websites-of:{}:{}", partner.as_str(), u.as_str()),
+            None => format!("websites-of:{}", partner.as_str()),
+        };
+        let (domains, next) = self.lex_page(self.key(&index), after, limit).await?;
+        Ok(Page {
+            items: self.website_records(domains).await?,
+            next,
+        })
+    }
+
+    async fn snapshot(&self) -> Result<Snapshot, StoreError> {
+        // The version first: a change after it is either in the listing already or
+        // arrives on the feed with a later version, so nothing is missed.
+        let version = self.version().await?;
+        let (domains, _) = self
+            .lex_page(self.key("websites"), None, usize::MAX - 1)
+            .await?;
+        Ok(Snapshot {
+            version,
+            websites: self.website_records(domains).await?,
+        })
+    }
+
+    async fn version(&self) -> Result<u64, StoreError> {
+        Ok(self
+            .get(self.key("version"))
+            .await?
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0))
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<Change> {
+        self.feed.subscribe()
+    }
+}

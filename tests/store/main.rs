@@ -1,0 +1,50 @@
+//! The store's backends against real servers: the Redis backend passes the same
+//! conformance suite as the embedded one, against a real `redis-server` with a password.
+
+use botgate_store::{RedisConfig, RedisStore, Store, StoreError, conformance};
+use botgate_tests::servers::RedisServer;
+
+fn config(server: &RedisServer) -> RedisConfig {
+    RedisConfig {
+        password: Some(server.password.clone()),
+        ..RedisConfig::new(server.url())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_store_conforms() {
+    let server = RedisServer::start().unwrap();
+    let store = RedisStore::connect(config(&server)).await.unwrap();
+    conformance::run(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_is_refused_at_connect() {
+    let server = RedisServer::start().unwrap();
+    let wrong = RedisConfig {
+        password: Some("wrong".into()),
+        ..RedisConfig::new(server.url())
+    };
+    let err = RedisStore::connect(wrong).await.err().expect("refused");
+    assert!(matches!(err, StoreError::Backend(_)), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gateways_on_one_redis_see_each_others_changes() {
+    let server = RedisServer::start().unwrap();
+    let one = RedisStore::connect(config(&server)).await.unwrap();
+    let two = RedisStore::connect(config(&server)).await.unwrap();
+    let mut feed = two.subscribe();
+    let partner = botgate_store::PartnerRecord {
+        name: botgate_model::PartnerName::parse("acme").unwrap(),
+        key_sha256: "0".repeat(64),
+        webhook_secret: "whsec_x".into(),
+    };
+    one.put_partner(&partner).await.unwrap();
+    let change = tokio::time::timeout(std::time::Duration::from_secs(5), feed.recv())
+        .await
+        .expect("the other gateway hears of the change within 5 s")
+        .unwrap();
+    assert_eq!(change.version, 1);
+    assert_eq!(two.partner(&partner.name).await.unwrap(), Some(partner));
+}
