@@ -146,3 +146,24 @@ pub fn init_logs() {
             .try_init();
     });
 }
+
+/// The facts of a request over HTTPS/1.1 to `www.example.com` from a public address:
+/// `method` to `target` (`path?query`) with `headers`.
+pub fn facts(
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> botgate_host::rules::RequestFacts {
+    use botgate_host::rules::bindings::{HttpVersion, Scheme};
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    botgate_host::rules::facts::request_facts(
+        method,
+        Scheme::Https,
+        "www.example.com",
+        path,
+        query,
+        HttpVersion::Http11,
+        headers.iter().map(|(n, v)| (*n, v.as_bytes())),
+        std::net::IpAddr::from([198, 51, 100, 7]),
+    )
+}

@@ -4,23 +4,8 @@
 
 use botgate_host::rules::{DirectorySource, Outcome, decide_observed};
 use botgate_model::{Category, Policy};
-use botgate_tests::{init_logs, registry, ruleset_dir};
+use botgate_tests::{facts, init_logs, registry, ruleset_dir};
 use std::sync::atomic::Ordering::Relaxed;
-
-fn facts(method: &str, target: &str, user_agent: &str) -> botgate_host::rules::RequestFacts {
-    use botgate_host::rules::bindings::{HttpVersion, Scheme};
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    botgate_host::rules::facts::request_facts(
-        method,
-        Scheme::Https,
-        "www.example.com",
-        path,
-        query,
-        HttpVersion::Http11,
-        [("user-agent", user_agent.as_bytes())],
-        std::net::IpAddr::from([198, 51, 100, 7]),
-    )
-}
 
 #[test]
 fn a_component_is_called_only_inside_its_scope() {
@@ -40,7 +25,7 @@ fn a_component_is_called_only_inside_its_scope() {
         let mut seen = None;
         let decision = decide_observed(
             &set,
-            &facts(method, target, user_agent),
+            &facts(method, target, &[("user-agent", user_agent)]),
             &["scoped"],
             &Policy::default(),
             |c, outcome| {

@@ -6,7 +6,7 @@ use botgate_host::rules::RulesetSet;
 use botgate_host::rules::{DirectorySource, Outcome, RequestFacts, decide, decide_observed};
 use botgate_model::{Action, Category, KNOWN_RULESETS, Policy};
 use botgate_tests::mix::realistic_mix;
-use botgate_tests::{init_logs, registry, repo_root, shipped, shipped_dir};
+use botgate_tests::{facts, init_logs, registry, repo_root, shipped, shipped_dir};
 use std::sync::Arc;
 
 /// Every shipped component, loaded and validated.
@@ -49,21 +49,6 @@ fn shipped_list_matches_the_rulesets_workspace() {
         crates, expected,
         "every rule-set crate must be shipped (and so tested)"
     );
-}
-
-fn facts(method: &str, target: &str, headers: &[(&str, &str)]) -> RequestFacts {
-    use botgate_host::rules::bindings::{HttpVersion, Scheme};
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    botgate_host::rules::facts::request_facts(
-        method,
-        Scheme::Https,
-        "www.example.com",
-        path,
-        query,
-        HttpVersion::Http11,
-        headers.iter().map(|(n, v)| (*n, v.as_bytes())),
-        std::net::IpAddr::from([198, 51, 100, 7]),
-    )
 }
 
 /// For every shipped component, a request it must give this opinion on.

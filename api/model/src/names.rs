@@ -2,7 +2,6 @@
 
 use crate::invalid::Invalid;
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
 /// The most subdomains a website may list.
 pub const MAX_SUBDOMAINS: usize = 100;
@@ -12,6 +11,35 @@ pub const MAX_TAGS: usize = 32;
 pub const MAX_TAG_BYTES: usize = 64;
 /// The longest user id, in bytes.
 pub const MAX_USER_ID_BYTES: usize = 128;
+
+/// The conversions every validated string type shares: from a `String` through its
+/// `parse` (so serde checks stored and sent values alike), back into a `String`, and
+/// `Display` as the string itself.
+macro_rules! validated_string {
+    ($($ty:ident),+) => {$(
+        impl TryFrom<String> for $ty {
+            type Error = Invalid;
+            fn try_from(s: String) -> Result<Self, Invalid> {
+                $ty::parse(&s)
+            }
+        }
+
+        impl From<$ty> for String {
+            fn from(value: $ty) -> String {
+                value.0
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    )+};
+}
+pub(crate) use validated_string;
+
+validated_string!(Domain, Subdomain, UserId);
 
 /// A website's domain, in its ASCII (punycode) form, lower case, without a trailing
 /// dot: `bücher.example` is kept as `xn--bcher-kva.example`.
@@ -75,25 +103,6 @@ impl Domain {
     }
 }
 
-impl TryFrom<String> for Domain {
-    type Error = Invalid;
-    fn try_from(s: String) -> Result<Self, Invalid> {
-        Domain::parse(&s)
-    }
-}
-
-impl From<Domain> for String {
-    fn from(d: Domain) -> String {
-        d.0
-    }
-}
-
-impl fmt::Display for Domain {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
 /// One entry of a website's `subdomain` list: one or more labels put in front of the
 /// domain (`www`, `shop`, `eu.cdn`), ASCII (punycode) lower case.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -120,19 +129,6 @@ impl Subdomain {
 
     pub fn as_str(&self) -> &str {
         &self.0
-    }
-}
-
-impl TryFrom<String> for Subdomain {
-    type Error = Invalid;
-    fn try_from(s: String) -> Result<Self, Invalid> {
-        Subdomain::parse(&s)
-    }
-}
-
-impl From<Subdomain> for String {
-    fn from(d: Subdomain) -> String {
-        d.0
     }
 }
 
@@ -204,25 +200,6 @@ impl UserId {
 
     pub fn as_str(&self) -> &str {
         &self.0
-    }
-}
-
-impl TryFrom<String> for UserId {
-    type Error = Invalid;
-    fn try_from(s: String) -> Result<Self, Invalid> {
-        UserId::parse(&s)
-    }
-}
-
-impl From<UserId> for String {
-    fn from(d: UserId) -> String {
-        d.0
-    }
-}
-
-impl fmt::Display for UserId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The user resource (the specification's subaccount) and the partner that owns it.
 
 use crate::invalid::Invalid;
-use crate::names::{self, UserId};
+use crate::names::{self, UserId, validated_string};
 use serde::{Deserialize, Serialize};
 
 /// A partner's name, as the operator gives it to `botgate partner create`:
@@ -33,18 +33,7 @@ impl PartnerName {
     }
 }
 
-impl TryFrom<String> for PartnerName {
-    type Error = Invalid;
-    fn try_from(s: String) -> Result<Self, Invalid> {
-        PartnerName::parse(&s)
-    }
-}
-
-impl From<PartnerName> for String {
-    fn from(p: PartnerName) -> String {
-        p.0
-    }
-}
+validated_string!(PartnerName);
 
 /// A user as stored: its id, the partner that created it, and its key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

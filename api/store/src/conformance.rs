@@ -202,6 +202,7 @@ async fn websites<S: Store>(store: &S) {
     let updated = store.update_website(&changed, 1).await.unwrap();
     assert_eq!(updated.revision, 2);
     assert_eq!(updated.website.tag, ["dc1"]);
+    assert_eq!(updated.partner, acme.name);
     assert!(
         matches!(
             store.update_website(&shop, 1).await,

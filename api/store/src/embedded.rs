@@ -127,11 +127,7 @@ impl EmbeddedStore {
             let mut changes = Vec::with_capacity(changed.len());
             {
                 let mut meta = txn.open_table(META).map_err(backend)?;
-                let mut version = meta
-                    .get("version")
-                    .map_err(backend)?
-                    .map(|v| v.value())
-                    .unwrap_or(0);
+                let mut version = version_in(&meta)?;
                 for what in changed {
                     version += 1;
                     changes.push(Change { version, what });
@@ -158,6 +154,29 @@ impl EmbeddedStore {
         })
         .await
     }
+}
+
+/// The store's version as the `META` table holds it (0 before the first write).
+fn version_in(meta: &impl ReadableTable<&'static str, u64>) -> Result<u64, StoreError> {
+    Ok(meta
+        .get("version")
+        .map_err(backend)?
+        .map(|v| v.value())
+        .unwrap_or(0))
+}
+
+/// The record of `table` that the `index` entry for `key` names.
+fn get_via_index<T: DeserializeOwned>(
+    txn: &redb::ReadTransaction,
+    index: TableDefinition<&'static str, &'static str>,
+    table: TableDefinition<&'static str, &'static [u8]>,
+    key: &str,
+) -> Result<Option<T>, StoreError> {
+    let index = txn.open_table(index).map_err(backend)?;
+    let Some(target) = index.get(key).map_err(backend)? else {
+        return Ok(None);
+    };
+    get_json(&txn.open_table(table).map_err(backend)?, target.value())
 }
 
 fn get_json<T: DeserializeOwned>(
@@ -255,15 +274,8 @@ impl Store for EmbeddedStore {
 
     async fn partner_by_key(&self, key_sha256: &str) -> Result<Option<PartnerRecord>, StoreError> {
         let hash = key_sha256.to_owned();
-        self.read(move |txn| {
-            let keys = txn.open_table(PARTNER_KEYS).map_err(backend)?;
-            let Some(name) = keys.get(hash.as_str()).map_err(backend)? else {
-                return Ok(None);
-            };
-            let partners = txn.open_table(PARTNERS).map_err(backend)?;
-            get_json(&partners, name.value())
-        })
-        .await
+        self.read(move |txn| get_via_index(txn, PARTNER_KEYS, PARTNERS, &hash))
+            .await
     }
 
     async fn partner(&self, name: &PartnerName) -> Result<Option<PartnerRecord>, StoreError> {
@@ -325,15 +337,8 @@ impl Store for EmbeddedStore {
 
     async fn user_by_key(&self, api_key: &str) -> Result<Option<User>, StoreError> {
         let api_key = api_key.to_owned();
-        self.read(move |txn| {
-            let keys = txn.open_table(USER_KEYS).map_err(backend)?;
-            let Some(key) = keys.get(api_key.as_str()).map_err(backend)? else {
-                return Ok(None);
-            };
-            let users = txn.open_table(USERS).map_err(backend)?;
-            get_json(&users, key.value())
-        })
-        .await
+        self.read(move |txn| get_via_index(txn, USER_KEYS, USERS, &api_key))
+            .await
     }
 
     async fn users(
@@ -565,13 +570,7 @@ impl Store for EmbeddedStore {
 
     async fn snapshot(&self) -> Result<Snapshot, StoreError> {
         self.read(|txn| {
-            let version = txn
-                .open_table(META)
-                .map_err(backend)?
-                .get("version")
-                .map_err(backend)?
-                .map(|v| v.value())
-                .unwrap_or(0);
+            let version = version_in(&txn.open_table(META).map_err(backend)?)?;
             let websites = txn.open_table(WEBSITES).map_err(backend)?;
             let mut out = Vec::new();
             for entry in websites.iter().map_err(backend)? {
@@ -587,16 +586,8 @@ impl Store for EmbeddedStore {
     }
 
     async fn version(&self) -> Result<u64, StoreError> {
-        self.read(|txn| {
-            Ok(txn
-                .open_table(META)
-                .map_err(backend)?
-                .get("version")
-                .map_err(backend)?
-                .map(|v| v.value())
-                .unwrap_or(0))
-        })
-        .await
+        self.read(|txn| version_in(&txn.open_table(META).map_err(backend)?))
+            .await
     }
 
     fn subscribe(&self) -> broadcast::Receiver<Change> {

@@ -286,53 +286,55 @@ impl RedisStore {
     }
 
     async fn website_record(&self, domain: &str) -> Result<Option<WebsiteRecord>, StoreError> {
-        let key = self.key(&format!("website:{domain}"));
-        let fields: Vec<Option<String>> = self
-            .run({
-                let key = key.clone();
-                move |c| {
-                    let key = key.clone();
-                    Box::pin(async move {
-                        redis::cmd("HMGET")
-                            .arg(&key)
-                            .arg("partner")
-                            .arg("revision")
-                            .arg("website")
-                            .query_async(c)
-                            .await
-                    })
-                }
-            })
-            .await
-            .map_err(backend)?;
-        let [Some(partner), Some(revision), Some(website)] =
-            <[Option<String>; 3]>::try_from(fields).unwrap_or([None, None, None])
-        else {
-            return Ok(None);
-        };
-        Ok(Some(WebsiteRecord {
-            partner: PartnerName::parse(&partner).map_err(|e| StoreError::Corrupt {
-                key: key.clone(),
-                reason: e.to_string(),
-            })?,
-            revision: revision.parse().map_err(|_| StoreError::Corrupt {
-                key: key.clone(),
-                reason: format!("revision {revision:?}"),
-            })?,
-            website: decode(&key, &website)?,
-        }))
+        Ok(self.website_records(vec![domain.to_owned()]).await?.pop())
     }
 
-    /// The records of `domains` that still exist, in order (one round trip each).
+    /// The records of `domains` that still exist, in order, in one round trip.
     async fn website_records(
         &self,
         domains: Vec<String>,
     ) -> Result<Vec<WebsiteRecord>, StoreError> {
-        let mut records = Vec::with_capacity(domains.len());
-        for domain in domains {
-            if let Some(record) = self.website_record(&domain).await? {
-                records.push(record);
-            }
+        if domains.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = domains
+            .iter()
+            .map(|d| self.key(&format!("website:{d}")))
+            .collect();
+        let replies: Vec<[Option<String>; 3]> = self
+            .run({
+                let keys = keys.clone();
+                move |c| {
+                    let mut pipe = redis::pipe();
+                    for key in &keys {
+                        pipe.cmd("HMGET")
+                            .arg(key)
+                            .arg("partner")
+                            .arg("revision")
+                            .arg("website");
+                    }
+                    Box::pin(async move { pipe.query_async(c).await })
+                }
+            })
+            .await
+            .map_err(backend)?;
+        let mut records = Vec::with_capacity(replies.len());
+        for (key, fields) in keys.iter().zip(replies) {
+            // A domain deleted between the listing and this read has no fields.
+            let [Some(partner), Some(revision), Some(website)] = fields else {
+                continue;
+            };
+            let corrupt = |reason: String| StoreError::Corrupt {
+                key: key.clone(),
+                reason,
+            };
+            records.push(WebsiteRecord {
+                partner: PartnerName::parse(&partner).map_err(|e| corrupt(e.to_string()))?,
+                revision: revision
+                    .parse()
+                    .map_err(|_| corrupt(format!("revision {revision:?}")))?,
+                website: decode(key, &website)?,
+            });
         }
         Ok(records)
     }
@@ -627,7 +629,7 @@ return 1
         // KEYS: version, changes, website. ARGV: expected revision, website JSON,
         // change, domain, user id.
         const LUA: &str = r#"
-local current = redis.call('HMGET', KEYS[3], 'revision', 'website')
+local current = redis.call('HMGET', KEYS[3], 'revision', 'website', 'partner')
 if not current[1] then return redis.error_reply('NOTFOUND website ' .. ARGV[4]) end
 if tonumber(current[1]) ~= tonumber(ARGV[1]) then return redis.error_reply('STALE website ' .. ARGV[4]) end
 if cjson.decode(current[2]).user_id ~= ARGV[5] then
@@ -636,10 +638,10 @@ end
 local revision = redis.call('HINCRBY', KEYS[3], 'revision', 1)
 redis.call('HSET', KEYS[3], 'website', ARGV[2])
 publish(KEYS[1], KEYS[2], {ARGV[3]})
-return revision
+return {revision, current[3]}
 "#;
         let d = website.domain.as_str();
-        let revision: u64 = self
+        let (revision, partner): (u64, String) = self
             .write_script(
                 LUA,
                 vec![self.key(&format!("website:{d}"))],
@@ -654,11 +656,14 @@ return revision
                 ],
             )
             .await?;
-        let record = self
-            .website_record(d)
-            .await?
-            .ok_or_else(|| StoreError::NotFound(format!("website {d}")))?;
-        Ok(WebsiteRecord { revision, ..record })
+        Ok(WebsiteRecord {
+            partner: PartnerName::parse(&partner).map_err(|e| StoreError::Corrupt {
+                key: self.key(&format!("website:{d}")),
+                reason: e.to_string(),
+            })?,
+            revision,
+            website: website.clone(),
+        })
     }
 
     async fn delete_website(&self, domain: &Domain) -> Result<(), StoreError> {
