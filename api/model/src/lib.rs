@@ -2,6 +2,8 @@
 
 pub mod invalid;
 pub mod names;
+#[cfg(feature = "openapi")]
+pub mod openapi;
 pub mod policy;
 pub mod rulesets;
 pub mod settings;

@@ -296,7 +296,7 @@ pub fn origin_ips(input: Vec<String>) -> Result<Vec<std::net::IpAddr>, Invalid> 
 }
 
 /// At most 64 characters of `s`, for error messages.
-pub(crate) fn shorten(s: &str) -> String {
+pub fn shorten(s: &str) -> String {
     if s.chars().count() <= 64 {
         return s.to_owned();
     }

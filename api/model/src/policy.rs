@@ -100,7 +100,7 @@ pub enum Action {
 }
 
 impl Action {
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Action::Grant => "grant",
             Action::Deny => "deny",

@@ -158,7 +158,7 @@ pub enum CertsIssuer {
 }
 
 impl CertsIssuer {
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             CertsIssuer::Custom => "custom",
             CertsIssuer::Acme => "acme",

@@ -77,6 +77,7 @@ impl User {
 
 /// The user as the API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = User))]
 pub struct UserView {
     pub id: String,
     pub api_key: String,

@@ -25,7 +25,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Status::Setup => "setup",
             Status::Online => "online",
@@ -37,6 +37,7 @@ impl Status {
 
 /// A certificate supplied by the partner (`certs_issuer: custom`), PEM text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Certificate {
     /// The certificate bundle: the leaf first, then the chain.
     pub public: String,
@@ -262,6 +263,7 @@ impl Website {
 
 /// The website as the API and webhooks show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = Website))]
 pub struct WebsiteView {
     pub domain: String,
     pub subdomain: Vec<String>,
@@ -276,6 +278,7 @@ pub struct WebsiteView {
 
 /// A certificate as shown: the public bundle only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = CertificatePublic))]
 pub struct CertificateView {
     pub public: String,
 }

@@ -1,7 +1,9 @@
 //! The embedded backend: one redb file under the data directory, crash-safe (every
 //! write is a durable transaction), with the change feed in-process.
 
-use crate::{Change, Changed, Page, PartnerRecord, Snapshot, Store, StoreError, WebsiteRecord};
+use crate::{
+    Change, Changed, Page, PartnerRecord, Snapshot, Store, StoreError, WebsiteRecord, key_digest,
+};
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::Serialize;
@@ -16,7 +18,8 @@ const PARTNERS: TableDefinition<&str, &[u8]> = TableDefinition::new("partners");
 const PARTNER_KEYS: TableDefinition<&str, &str> = TableDefinition::new("partner_keys");
 /// `partner\n user id` → [`User`] (JSON).
 const USERS: TableDefinition<&str, &[u8]> = TableDefinition::new("users");
-/// User key → `partner\n user id`.
+/// The SHA-256 of a user key → the user's key in `USERS`: keys are looked up by digest,
+/// so no lookup compares a presented key byte by byte.
 const USER_KEYS: TableDefinition<&str, &str> = TableDefinition::new("user_keys");
 /// Domain → [`WebsiteRecord`] (JSON).
 const WEBSITES: TableDefinition<&str, &[u8]> = TableDefinition::new("websites");
@@ -307,13 +310,14 @@ impl Store for EmbeddedStore {
                 return Err(StoreError::Conflict(format!("user {}", user.id)));
             }
             let mut keys = txn.open_table(USER_KEYS).map_err(backend)?;
-            if keys.get(user.api_key.as_str()).map_err(backend)?.is_some() {
+            let digest = key_digest(&user.api_key);
+            if keys.get(digest.as_str()).map_err(backend)?.is_some() {
                 return Err(StoreError::Conflict("a user with this key".into()));
             }
             users
                 .insert(key.as_str(), encode(&user).as_slice())
                 .map_err(backend)?;
-            keys.insert(user.api_key.as_str(), key.as_str())
+            keys.insert(digest.as_str(), key.as_str())
                 .map_err(backend)?;
             Ok((
                 (),
@@ -336,8 +340,8 @@ impl Store for EmbeddedStore {
     }
 
     async fn user_by_key(&self, api_key: &str) -> Result<Option<User>, StoreError> {
-        let api_key = api_key.to_owned();
-        self.read(move |txn| get_via_index(txn, USER_KEYS, USERS, &api_key))
+        let digest = key_digest(api_key);
+        self.read(move |txn| get_via_index(txn, USER_KEYS, USERS, &digest))
             .await
     }
 
@@ -413,7 +417,7 @@ impl Store for EmbeddedStore {
                 .map_err(backend)?;
             txn.open_table(USER_KEYS)
                 .map_err(backend)?
-                .remove(user.api_key.as_str())
+                .remove(key_digest(&user.api_key).as_str())
                 .map_err(backend)?;
             changes.push(Changed::User {
                 partner: partner.clone(),

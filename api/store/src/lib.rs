@@ -6,10 +6,12 @@
 //! carrying it. A reader applies changes in order and, when it sees a gap or on a
 //! timer, reloads a [`Snapshot`]: missed messages heal by themselves.
 
+pub mod any;
 pub mod conformance;
 pub mod embedded;
 pub mod redis_store;
 
+pub use any::AnyStore;
 pub use embedded::EmbeddedStore;
 pub use redis_store::{RedisConfig, RedisStore};
 
@@ -35,6 +37,20 @@ pub enum StoreError {
     /// A stored record could not be read back.
     #[error("stored record {key} is unreadable: {reason}")]
     Corrupt { key: String, reason: String },
+}
+
+/// The lower-case hex SHA-256 of an API key. Both kinds of key are looked up by their
+/// digest, never by the key itself, so no index compares a presented key byte by byte
+/// (and a partner key itself is never stored).
+pub fn key_digest(key: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(key.as_bytes());
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        hex.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
+        hex.push(char::from_digit(u32::from(byte & 15), 16).unwrap_or('0'));
+    }
+    hex
 }
 
 /// A partner: its name, the SHA-256 of its key (the key itself is shown once and never
@@ -98,7 +114,7 @@ pub trait Store: Send + Sync + 'static {
         partner: &PartnerRecord,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// The partner whose key hashes to `key_sha256`.
+    /// The partner whose key hashes to `key_sha256` (see [`key_digest`]).
     fn partner_by_key(
         &self,
         key_sha256: &str,

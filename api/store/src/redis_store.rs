@@ -19,7 +19,9 @@
 //! | `websites-of:{partner}:{id}` | sorted set | the user's domains |
 //! | `changes` | channel | [`Change`] JSON, one message per change |
 
-use crate::{Change, Changed, Page, PartnerRecord, Snapshot, Store, StoreError, WebsiteRecord};
+use crate::{
+    Change, Changed, Page, PartnerRecord, Snapshot, Store, StoreError, WebsiteRecord, key_digest,
+};
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redis::AsyncCommands;
 use redis::aio::ConnectionManager;
@@ -458,7 +460,7 @@ return 1
                 vec![
                     self.key(&format!("partner:{partner}")),
                     self.key(&format!("user:{partner}:{id}")),
-                    self.key(&format!("user-key:{}", user.api_key)),
+                    self.key(&format!("user-key:{}", key_digest(&user.api_key))),
                     self.key(&format!("users:{partner}")),
                 ],
                 vec![
@@ -482,7 +484,8 @@ return 1
     }
 
     async fn user_by_key(&self, api_key: &str) -> Result<Option<User>, StoreError> {
-        let Some(user) = self.get(self.key(&format!("user-key:{api_key}"))).await? else {
+        let digest = key_digest(api_key);
+        let Some(user) = self.get(self.key(&format!("user-key:{digest}"))).await? else {
             return Ok(None);
         };
         self.get_json(self.key(&format!("user:{user}"))).await
@@ -515,11 +518,13 @@ return 1
         id: &UserId,
     ) -> Result<Vec<Domain>, StoreError> {
         // KEYS: version, changes, user, users-of-partner, websites-of-user,
-        // websites-of-partner, all websites. ARGV: prefix, id, user change, partner.
+        // websites-of-partner, all websites, the user's key index. ARGV: prefix, id,
+        // user change, the user's key. Lua has no SHA-256, so the key index is named by
+        // the caller, from the user as read, and the script checks it is still that user.
         const LUA: &str = r#"
 local user = redis.call('GET', KEYS[3])
 if not user then return redis.error_reply('NOTFOUND user ' .. ARGV[2]) end
-local key = cjson.decode(user).api_key
+if cjson.decode(user).api_key ~= ARGV[4] then return redis.error_reply('STALE user ' .. ARGV[2]) end
 local domains = redis.call('ZRANGE', KEYS[5], 0, -1)
 local changes = {}
 for _, domain in ipairs(domains) do
@@ -530,12 +535,16 @@ for _, domain in ipairs(domains) do
 end
 redis.call('DEL', KEYS[5])
 redis.call('DEL', KEYS[3])
-redis.call('DEL', ARGV[1] .. 'user-key:' .. key)
+redis.call('DEL', KEYS[8])
 redis.call('ZREM', KEYS[4], ARGV[2])
 table.insert(changes, ARGV[3])
 publish(KEYS[1], KEYS[2], changes)
 return domains
 "#;
+        let user = self
+            .user(partner, id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("user {id}")))?;
         let (p, i) = (partner.as_str(), id.as_str());
         let domains: Vec<String> = self
             .write_script(
@@ -546,6 +555,7 @@ return domains
                     self.key(&format!("websites-of:{p}:{i}")),
                     self.key(&format!("websites-of:{p}")),
                     self.key("websites"),
+                    self.key(&format!("user-key:{}", key_digest(&user.api_key))),
                 ],
                 vec![
                     self.config.prefix.clone(),
@@ -554,6 +564,7 @@ return domains
                         partner: partner.clone(),
                         id: id.clone(),
                     }),
+                    user.api_key.clone(),
                 ],
             )
             .await?;

@@ -1,0 +1,162 @@
+//! botgate's management API: the `/v1.0` HTTP endpoints through which partners manage
+//! users and websites, with bearer keys, tenant isolation, one JSON error body for every
+//! failure, a per-key rate limit, and a generated OpenAPI document.
+//!
+//! The request phases, in order: routing → authentication and rate limit ([`auth`]) →
+//! body ([`payload`]: content type, size limit, encoding rules) → the model's checks →
+//! the store. Every failure on the way is an [`error::ApiError`]; whatever axum itself
+//! refuses (an unknown path, a wrong method) is rewritten into the same body by
+//! [`uniform_errors`], and a panic becomes a 500 with that body, never a dropped
+//! connection.
+
+pub mod auth;
+pub mod error;
+pub mod keys;
+pub mod limit;
+pub mod listing;
+pub mod openapi;
+pub mod payload;
+pub mod users;
+pub mod websites;
+
+use crate::error::ApiError;
+use crate::limit::KeyLimiter;
+use axum::Json;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use botgate_store::AnyStore;
+use http_body_util::BodyExt;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+
+/// Limits of the API.
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    /// The largest request body, in bytes (a certificate bundle and its key fit).
+    pub body_limit: usize,
+    /// Requests a second per key, sustained.
+    pub rate_per_second: NonZeroU32,
+    /// Requests per key at once.
+    pub rate_burst: NonZeroU32,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            body_limit: 256 * 1024,
+            rate_per_second: NonZeroU32::new(50).unwrap_or(NonZeroU32::MIN),
+            rate_burst: NonZeroU32::new(100).unwrap_or(NonZeroU32::MIN),
+        }
+    }
+}
+
+/// What every handler shares.
+pub struct Api {
+    pub store: Arc<AnyStore>,
+    pub config: ApiConfig,
+    limiter: KeyLimiter,
+}
+
+impl Api {
+    pub fn new(store: Arc<AnyStore>, config: ApiConfig) -> Arc<Api> {
+        Arc::new(Api {
+            store,
+            limiter: KeyLimiter::new(config.rate_per_second, config.rate_burst),
+            config,
+        })
+    }
+}
+
+/// The API's routes.
+pub fn router(api: Arc<Api>) -> Router {
+    let document = Arc::new(openapi::document());
+    Router::new()
+        .route(
+            "/v1.0/user",
+            get(users::list_users).post(users::create_user),
+        )
+        .route(
+            "/v1.0/user/{id}",
+            get(users::get_user).delete(users::delete_user),
+        )
+        .route(
+            "/v1.0/website",
+            get(websites::list_websites).post(websites::create_website),
+        )
+        .route(
+            "/v1.0/website/{domain}",
+            get(websites::get_website)
+                .put(websites::update_website)
+                .delete(websites::delete_website),
+        )
+        .route(
+            "/v1.0/openapi.json",
+            get(move || {
+                let document = Arc::clone(&document);
+                async move { Json(document.as_ref().clone()) }
+            }),
+        )
+        .with_state(api)
+        .layer(middleware::from_fn(uniform_errors))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            |_: Box<dyn std::any::Any + Send>| {
+                tracing::error!("an API handler panicked");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the request failed inside the gateway; the operator has been told in the log",
+                )
+                .into_response()
+            },
+        ))
+}
+
+/// Rewrites every error response that is not already the API's JSON error body (axum's
+/// own: an unknown route, a method not allowed, a path that does not decode) into it,
+/// keeping the status and headers such as `Allow`.
+pub async fn uniform_errors(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|t| t.as_bytes().starts_with(b"application/json"));
+    if status.as_u16() < 400 || is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = match body.collect().await {
+        Ok(collected) => String::from_utf8_lossy(&collected.to_bytes()).into_owned(),
+        Err(_) => String::new(),
+    };
+    let message = match status {
+        StatusCode::NOT_FOUND => format!(
+            "no endpoint `{method} {}`; the API is under /v1.0 (see /v1.0/openapi.json)",
+            botgate_model::names::shorten(&path)
+        ),
+        StatusCode::METHOD_NOT_ALLOWED => {
+            let allowed = parts
+                .headers
+                .get(header::ALLOW)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned();
+            format!("`{method}` is not allowed on this path; allowed: {allowed}")
+        }
+        _ if !text.trim().is_empty() => text.trim().to_owned(),
+        _ => status.canonical_reason().unwrap_or("error").to_owned(),
+    };
+    let body = serde_json::to_vec(&ApiError::new(status, message).body()).unwrap_or_default();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Response::from_parts(parts, Body::from(body))
+}

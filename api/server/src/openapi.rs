@@ -1,0 +1,306 @@
+//! The OpenAPI 3.1 document, generated from the handlers' annotations and the model's
+//! schemas: the request shapes of both content types, the error body on every
+//! operation, and the bearer scheme.
+
+use crate::error::ErrorBody;
+use crate::listing::{UserPage, WebsitePage};
+use botgate_model::{Certificate, SettingsPatch, Status, UserView, WebsiteView};
+use serde::Serialize;
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+use utoipa::{Modify, OpenApi, ToSchema};
+
+/// The status codes any operation may answer with the error body, and when.
+const ERRORS: [(u16, &str); 11] = [
+    (
+        400,
+        "Malformed request: a value of the wrong form, or a body that does not parse.",
+    ),
+    (401, "No API key, or one that is not valid."),
+    (403, "A user key on a call that needs the partner's key."),
+    (404, "No such user or website for this caller."),
+    (
+        409,
+        "The user id or domain exists already, or a concurrent change won.",
+    ),
+    (413, "The body, or a value in it, is over its limit."),
+    (
+        415,
+        "A content type other than JSON or form, or settings sent as a form.",
+    ),
+    (422, "A well-formed value that is not accepted."),
+    (429, "Too many requests with this key; see Retry-After."),
+    (500, "A stored record could not be read."),
+    (503, "The store is unavailable; see Retry-After."),
+];
+
+/// A user create, JSON style.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct UserCreate {
+    /// The user's id, chosen by the partner: letters, digits and `. _ - + @`.
+    #[schema(example = "alice@example.com")]
+    id: String,
+    /// Free labels.
+    tag: Option<Vec<String>>,
+}
+
+/// A user create, form style.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct UserCreateForm {
+    #[schema(example = "alice@example.com")]
+    id: String,
+    /// Free labels, comma-separated.
+    tag: Option<String>,
+}
+
+/// The answer to a user deletion.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserDeleted {
+    pub id: String,
+    /// The websites deleted with the user.
+    pub deleted_websites: Vec<String>,
+}
+
+/// A list field in JSON: an array of strings, or one comma-separated string.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+#[serde(untagged)]
+pub enum ListField {
+    Items(Vec<String>),
+    CommaSeparated(String),
+}
+
+/// The status a partner may ask for.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestedStatus {
+    Online,
+    Paused,
+}
+
+/// A website create, JSON style.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct WebsiteCreate {
+    #[schema(example = "example.com")]
+    domain: String,
+    user_id: String,
+    /// Origin addresses, IPv4 or IPv6; at least one.
+    ip: ListField,
+    /// Subdomain labels (`www`, `shop`).
+    subdomain: Option<ListField>,
+    tag: Option<ListField>,
+    status: Option<RequestedStatus>,
+    certificate: Option<Certificate>,
+    settings: Option<SettingsPatch>,
+    /// Where the website-change webhook goes (absolute http or https URL).
+    #[serde(rename = "callbackUrl")]
+    callback_url: Option<String>,
+}
+
+/// A website create, form style: lists comma-separated; `settings` and `certificate`
+/// need JSON.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct WebsiteCreateForm {
+    domain: String,
+    user_id: String,
+    ip: String,
+    subdomain: Option<String>,
+    tag: Option<String>,
+    status: Option<RequestedStatus>,
+    #[serde(rename = "callbackUrl")]
+    callback_url: Option<String>,
+}
+
+/// A website update, JSON style: only what is sent changes.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct WebsiteUpdate {
+    /// May be sent; cannot change.
+    domain: Option<String>,
+    /// May be sent; cannot change.
+    user_id: Option<String>,
+    ip: Option<ListField>,
+    subdomain: Option<ListField>,
+    tag: Option<ListField>,
+    status: Option<RequestedStatus>,
+    certificate: Option<Certificate>,
+    settings: Option<SettingsPatch>,
+    #[serde(rename = "callbackUrl")]
+    callback_url: Option<String>,
+}
+
+/// A website update, form style.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct WebsiteUpdateForm {
+    domain: Option<String>,
+    user_id: Option<String>,
+    ip: Option<String>,
+    subdomain: Option<String>,
+    tag: Option<String>,
+    status: Option<RequestedStatus>,
+    #[serde(rename = "callbackUrl")]
+    callback_url: Option<String>,
+}
+
+/// Adds the bearer scheme, and the error responses to every operation.
+struct Conventions;
+
+impl Modify for Conventions {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("A partner key (`bgp_…`) or a user key (`bgu_…`)."))
+                    .build(),
+            ),
+        );
+        openapi.security = Some(vec![utoipa::openapi::security::SecurityRequirement::new(
+            "bearer",
+            Vec::<String>::new(),
+        )]);
+        for item in openapi.paths.paths.values_mut() {
+            let operations: [&mut Option<Operation>; 4] = [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.delete,
+            ];
+            for operation in operations.into_iter().flatten() {
+                for (code, description) in ERRORS {
+                    operation
+                        .responses
+                        .responses
+                        .entry(code.to_string())
+                        .or_insert_with(|| {
+                            ResponseBuilder::new()
+                                .description(description)
+                                .content(
+                                    "application/json",
+                                    ContentBuilder::new()
+                                        .schema(Some(Ref::from_schema_name("Error")))
+                                        .build(),
+                                )
+                                .build()
+                                .into()
+                        });
+                }
+            }
+        }
+    }
+}
+
+/// The management API's OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "botgate management API",
+        version = "1.0",
+        description = "Partners (hosting providers) manage users and websites. Every call \
+                       carries `Authorization: Bearer <key>`: a partner key reaches the \
+                       partner's users and their websites; a user key reaches the user's \
+                       own websites (read, and settings changes)."
+    ),
+    paths(
+        crate::users::create_user,
+        crate::users::list_users,
+        crate::users::get_user,
+        crate::users::delete_user,
+        crate::websites::create_website,
+        crate::websites::list_websites,
+        crate::websites::get_website,
+        crate::websites::update_website,
+        crate::websites::delete_website,
+    ),
+    components(schemas(ErrorBody, Status, UserView, WebsiteView, UserPage, WebsitePage)),
+    modifiers(&Conventions),
+    tags(
+        (name = "users", description = "A partner's users (subaccounts) and their keys."),
+        (name = "websites", description = "Protected websites and their settings."),
+    )
+)]
+pub struct ApiDoc;
+
+/// The document, as served at `/v1.0/openapi.json`.
+pub fn document() -> utoipa::openapi::OpenApi {
+    ApiDoc::openapi()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::payload::{USER_FIELDS, WEBSITE_FORM_FIELDS, WEBSITE_JSON_FIELDS};
+    use std::collections::BTreeSet;
+
+    fn properties(doc: &serde_json::Value, schema: &str) -> BTreeSet<String> {
+        doc["components"]["schemas"][schema]["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{schema} missing"))
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    fn set(fields: &[&str]) -> BTreeSet<String> {
+        fields.iter().map(|f| f.to_string()).collect()
+    }
+
+    #[test]
+    fn documented_request_fields_are_the_fields_the_parser_takes() {
+        let doc = serde_json::to_value(document()).unwrap();
+        assert_eq!(properties(&doc, "WebsiteCreate"), set(&WEBSITE_JSON_FIELDS));
+        assert_eq!(properties(&doc, "WebsiteUpdate"), set(&WEBSITE_JSON_FIELDS));
+        assert_eq!(
+            properties(&doc, "WebsiteCreateForm"),
+            set(&WEBSITE_FORM_FIELDS)
+        );
+        assert_eq!(
+            properties(&doc, "WebsiteUpdateForm"),
+            set(&WEBSITE_FORM_FIELDS)
+        );
+        assert_eq!(properties(&doc, "UserCreate"), set(&USER_FIELDS));
+        assert_eq!(properties(&doc, "UserCreateForm"), set(&USER_FIELDS));
+    }
+
+    #[test]
+    fn the_website_schema_documents_every_field_the_api_shows() {
+        let doc = serde_json::to_value(document()).unwrap();
+        let website = botgate_model::Website::create(botgate_model::WebsiteInput {
+            domain: Some("example.com".into()),
+            user_id: Some("alice".into()),
+            ip: Some(vec!["192.0.2.1".into()]),
+            ..Default::default()
+        })
+        .unwrap();
+        let shown = serde_json::to_value(website.view()).unwrap();
+        let shown: BTreeSet<String> = shown.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(properties(&doc, "Website"), shown);
+    }
+
+    #[test]
+    fn every_operation_documents_the_error_body_and_needs_a_key() {
+        let doc = serde_json::to_value(document()).unwrap();
+        assert_eq!(doc["security"][0]["bearer"], serde_json::json!([]));
+        let mut operations = 0;
+        for item in doc["paths"].as_object().unwrap().values() {
+            for operation in item.as_object().unwrap().values() {
+                operations += 1;
+                for (code, _) in ERRORS {
+                    let schema = &operation["responses"][code.to_string()]["content"]["application/json"]
+                        ["schema"]["$ref"];
+                    assert_eq!(schema, "#/components/schemas/Error");
+                }
+            }
+        }
+        assert_eq!(operations, 9);
+    }
+}

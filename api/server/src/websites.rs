@@ -1,0 +1,205 @@
+//! `/v1.0/website`: create, retrieve, update (only what is sent changes), list and
+//! delete websites, within the caller's tenancy.
+
+use crate::Api;
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::listing::{ListQuery, WebsitePage};
+use crate::openapi::{WebsiteCreate, WebsiteCreateForm, WebsiteUpdate, WebsiteUpdateForm};
+use crate::payload::{Payload, WebsiteRequest};
+use axum::Json;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use botgate_model::{Domain, UserId, Website, WebsiteView};
+use botgate_store::{Store, StoreError, WebsiteRecord};
+use std::sync::Arc;
+
+/// Conditional writes retried after a concurrent change before giving up with 409.
+const UPDATE_ATTEMPTS: usize = 8;
+
+/// The fields a user key may send in an update: the dashboard changes settings.
+const USER_KEY_FIELDS: [&str; 3] = ["domain", "settings", "callbackUrl"];
+
+fn domain(domain: &str) -> Result<Domain, ApiError> {
+    Domain::parse(domain).map_err(|invalid| ApiError::from(invalid.at("domain")))
+}
+
+fn no_such_website(domain: &Domain) -> ApiError {
+    ApiError::not_found(format!("no website `{domain}`")).on("domain")
+}
+
+/// The website of `domain` if the caller reaches it; 404 otherwise, exactly as if it
+/// did not exist.
+async fn reachable(api: &Api, caller: &Caller, domain: &Domain) -> Result<WebsiteRecord, ApiError> {
+    api.store
+        .website(domain)
+        .await
+        .map_err(|e| ApiError::from_store(e, "domain"))?
+        .filter(|record| caller.reaches(&record.partner, &record.website))
+        .ok_or_else(|| no_such_website(domain))
+}
+
+/// Creates a website under one of the partner's users.
+#[utoipa::path(post, path = "/v1.0/website", tag = "websites",
+    request_body(content(
+        (WebsiteCreate = "application/json"),
+        (WebsiteCreateForm = "application/x-www-form-urlencoded"),
+    )),
+    responses((status = 201, description = "The website as stored.", body = WebsiteView)))]
+pub async fn create_website(
+    State(api): State<Arc<Api>>,
+    caller: Caller,
+    payload: Payload,
+) -> Result<(StatusCode, Json<WebsiteView>), ApiError> {
+    let partner = caller.require_partner("creating websites")?;
+    let WebsiteRequest { input, .. } = payload.into_website()?;
+    let website = Website::create(input)?;
+    let record = api
+        .store
+        .create_website(&partner.name, &website)
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound(_) => ApiError::unprocessable(format!(
+                "no user `{}`; create the user first",
+                website.user_id
+            ))
+            .on("user_id"),
+            e => ApiError::from_store(e, "domain"),
+        })?;
+    Ok((StatusCode::CREATED, Json(record.website.view())))
+}
+
+/// Retrieves a website.
+#[utoipa::path(get, path = "/v1.0/website/{domain}", tag = "websites",
+    params(("domain" = String, Path, description = "The website's domain (Unicode or ASCII).")),
+    responses((status = 200, description = "The website.", body = WebsiteView)))]
+pub async fn get_website(
+    State(api): State<Arc<Api>>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<Json<WebsiteView>, ApiError> {
+    let record = reachable(&api, &caller, &domain(&name)?).await?;
+    Ok(Json(record.website.view()))
+}
+
+/// Updates a website: only the fields sent change, and only the keys sent inside
+/// `settings`. A user key may change `settings` only.
+#[utoipa::path(put, path = "/v1.0/website/{domain}", tag = "websites",
+    params(("domain" = String, Path, description = "The website's domain (Unicode or ASCII).")),
+    request_body(content(
+        (WebsiteUpdate = "application/json"),
+        (WebsiteUpdateForm = "application/x-www-form-urlencoded"),
+    )),
+    responses((status = 200, description = "The website as stored after the change.", body = WebsiteView)))]
+pub async fn update_website(
+    State(api): State<Arc<Api>>,
+    caller: Caller,
+    Path(name): Path<String>,
+    payload: Payload,
+) -> Result<Json<WebsiteView>, ApiError> {
+    let domain = domain(&name)?;
+    let request = payload.into_website()?;
+    if let Caller::User(_) = caller
+        && let Some(field) = request
+            .fields_sent()
+            .into_iter()
+            .find(|field| !USER_KEY_FIELDS.contains(field))
+    {
+        return Err(ApiError::forbidden(format!(
+            "a user key changes `settings` only; `{field}` needs the partner's key"
+        ))
+        .on(field));
+    }
+    for _ in 0..UPDATE_ATTEMPTS {
+        let record = reachable(&api, &caller, &domain).await?;
+        let mut website = record.website.clone();
+        website.apply(request.input.clone())?;
+        if website == record.website {
+            return Ok(Json(website.view()));
+        }
+        match api.store.update_website(&website, record.revision).await {
+            Ok(updated) => return Ok(Json(updated.website.view())),
+            Err(StoreError::Stale(_)) => continue,
+            Err(StoreError::NotFound(_)) => return Err(no_such_website(&domain)),
+            Err(e) => return Err(ApiError::from_store(e, "domain")),
+        }
+    }
+    Err(ApiError::from_store(
+        StoreError::Stale(format!("website {domain}")),
+        "domain",
+    ))
+}
+
+/// Lists the caller's websites in domain order, a page at a time: a partner's (all,
+/// or one user's), or a user key's own.
+#[utoipa::path(get, path = "/v1.0/website", tag = "websites",
+    params(("after" = Option<String>, Query, description = "The `next` of the previous page."),
+           ("limit" = Option<usize>, Query, minimum = 1, maximum = 1000, description = "Websites per page (100 when not sent)."),
+           ("user_id" = Option<String>, Query, description = "Only this user's websites.")),
+    responses((status = 200, description = "A page of websites.", body = WebsitePage)))]
+pub async fn list_websites(
+    State(api): State<Arc<Api>>,
+    caller: Caller,
+    RawQuery(query): RawQuery,
+) -> Result<Json<WebsitePage>, ApiError> {
+    let query = ListQuery::parse(query.as_deref(), true)?;
+    let asked = query
+        .user_id
+        .as_deref()
+        .map(|id| UserId::parse(id).map_err(|invalid| ApiError::from(invalid.at("user_id"))))
+        .transpose()?;
+    let no_such_user = |id: &UserId| ApiError::not_found(format!("no user `{id}`")).on("user_id");
+    let user = match (&caller, asked) {
+        (Caller::User(user), Some(asked)) if asked != user.id => return Err(no_such_user(&asked)),
+        (Caller::User(user), _) => Some(user.id.clone()),
+        (Caller::Partner(partner), Some(asked)) => {
+            let exists = api
+                .store
+                .user(&partner.name, &asked)
+                .await
+                .map_err(|e| ApiError::from_store(e, "user_id"))?
+                .is_some();
+            if !exists {
+                return Err(no_such_user(&asked));
+            }
+            Some(asked)
+        }
+        (Caller::Partner(_), None) => None,
+    };
+    let page = api
+        .store
+        .websites(
+            caller.partner(),
+            user.as_ref(),
+            query.after.as_deref(),
+            query.limit(),
+        )
+        .await
+        .map_err(|e| ApiError::from_store(e, "after"))?;
+    Ok(Json(WebsitePage {
+        items: page.items.iter().map(|r| r.website.view()).collect(),
+        next: page.next,
+    }))
+}
+
+/// Deletes a website; the answer is the website as it was.
+#[utoipa::path(delete, path = "/v1.0/website/{domain}", tag = "websites",
+    params(("domain" = String, Path, description = "The website's domain (Unicode or ASCII).")),
+    responses((status = 200, description = "The website is deleted; this is what it was.", body = WebsiteView)))]
+pub async fn delete_website(
+    State(api): State<Arc<Api>>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<Json<WebsiteView>, ApiError> {
+    caller.require_partner("deleting websites")?;
+    let domain = domain(&name)?;
+    let record = reachable(&api, &caller, &domain).await?;
+    api.store
+        .delete_website(&domain)
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound(_) => no_such_website(&domain),
+            e => ApiError::from_store(e, "domain"),
+        })?;
+    Ok(Json(record.website.view()))
+}

@@ -1,0 +1,116 @@
+//! [`AnyStore`]: the backend the operator configured, chosen at start-up, behind the one
+//! [`Store`] interface (the trait's `async` methods make it unusable as `dyn Store`).
+
+use crate::{
+    Change, EmbeddedStore, Page, PartnerRecord, RedisStore, Snapshot, Store, StoreError,
+    WebsiteRecord,
+};
+use botgate_model::{Domain, PartnerName, User, UserId, Website};
+
+/// Either backend.
+pub enum AnyStore {
+    Embedded(EmbeddedStore),
+    Redis(RedisStore),
+}
+
+/// Calls the same method on whichever backend this is.
+macro_rules! delegate {
+    ($self:ident . $method:ident ( $($arg:expr),* )) => {
+        match $self {
+            AnyStore::Embedded(store) => store.$method($($arg),*).await,
+            AnyStore::Redis(store) => store.$method($($arg),*).await,
+        }
+    };
+}
+
+impl Store for AnyStore {
+    async fn put_partner(&self, partner: &PartnerRecord) -> Result<(), StoreError> {
+        delegate!(self.put_partner(partner))
+    }
+
+    async fn partner_by_key(&self, key_sha256: &str) -> Result<Option<PartnerRecord>, StoreError> {
+        delegate!(self.partner_by_key(key_sha256))
+    }
+
+    async fn partner(&self, name: &PartnerName) -> Result<Option<PartnerRecord>, StoreError> {
+        delegate!(self.partner(name))
+    }
+
+    async fn create_user(&self, user: &User) -> Result<(), StoreError> {
+        delegate!(self.create_user(user))
+    }
+
+    async fn user(&self, partner: &PartnerName, id: &UserId) -> Result<Option<User>, StoreError> {
+        delegate!(self.user(partner, id))
+    }
+
+    async fn user_by_key(&self, api_key: &str) -> Result<Option<User>, StoreError> {
+        delegate!(self.user_by_key(api_key))
+    }
+
+    async fn users(
+        &self,
+        partner: &PartnerName,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<User>, StoreError> {
+        delegate!(self.users(partner, after, limit))
+    }
+
+    async fn delete_user(
+        &self,
+        partner: &PartnerName,
+        id: &UserId,
+    ) -> Result<Vec<Domain>, StoreError> {
+        delegate!(self.delete_user(partner, id))
+    }
+
+    async fn create_website(
+        &self,
+        partner: &PartnerName,
+        website: &Website,
+    ) -> Result<WebsiteRecord, StoreError> {
+        delegate!(self.create_website(partner, website))
+    }
+
+    async fn website(&self, domain: &Domain) -> Result<Option<WebsiteRecord>, StoreError> {
+        delegate!(self.website(domain))
+    }
+
+    async fn update_website(
+        &self,
+        website: &Website,
+        expected_revision: u64,
+    ) -> Result<WebsiteRecord, StoreError> {
+        delegate!(self.update_website(website, expected_revision))
+    }
+
+    async fn delete_website(&self, domain: &Domain) -> Result<(), StoreError> {
+        delegate!(self.delete_website(domain))
+    }
+
+    async fn websites(
+        &self,
+        partner: &PartnerName,
+        user: Option<&UserId>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<WebsiteRecord>, StoreError> {
+        delegate!(self.websites(partner, user, after, limit))
+    }
+
+    async fn snapshot(&self) -> Result<Snapshot, StoreError> {
+        delegate!(self.snapshot())
+    }
+
+    async fn version(&self) -> Result<u64, StoreError> {
+        delegate!(self.version())
+    }
+
+    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Change> {
+        match self {
+            AnyStore::Embedded(store) => store.subscribe(),
+            AnyStore::Redis(store) => store.subscribe(),
+        }
+    }
+}
