@@ -147,3 +147,116 @@ impl RedisServer {
         Ok(reply.ends_with(b"+PONG\r\n"))
     }
 }
+
+/// Where a [`Gateway`] keeps its data.
+pub enum GatewayStore<'a> {
+    /// The embedded store, in the gateway's own temporary directory.
+    Embedded,
+    /// A shared Redis server.
+    Redis(&'a RedisServer),
+}
+
+impl GatewayStore<'_> {
+    fn args(&self, data_dir: &std::path::Path) -> Vec<String> {
+        let mut args = vec!["--data-dir".to_owned(), data_dir.display().to_string()];
+        if let GatewayStore::Redis(redis) = self {
+            args.extend([
+                "--redis-url".to_owned(),
+                redis.url(),
+                "--redis-password".to_owned(),
+                redis.password.clone(),
+            ]);
+        }
+        args
+    }
+}
+
+/// A running `botgate serve` (the binary under test) with partners created by
+/// `botgate partner create` before it started, its API on a free loopback port.
+pub struct Gateway {
+    /// `http://127.0.0.1:PORT`.
+    pub api: String,
+    /// The partners' keys, in the order they were asked for.
+    pub partner_keys: Vec<String>,
+    guard: ServerGuard,
+}
+
+impl Gateway {
+    /// Creates `partners` with `binary partner create`, then starts `binary serve`
+    /// with `extra` arguments and waits until the API answers (up to 30 s).
+    pub fn start(
+        binary: &std::path::Path,
+        store: GatewayStore<'_>,
+        partners: &[&str],
+        extra: &[&str],
+    ) -> Result<Gateway> {
+        let dir = tempfile::tempdir().context("temporary directory for botgate")?;
+        let data_dir = dir.path().join("data");
+        let rulesets = dir.path().join("rulesets");
+        std::fs::create_dir_all(&rulesets)?;
+        let store_args = store.args(&data_dir);
+        let mut partner_keys = Vec::new();
+        for partner in partners {
+            let output = Command::new(binary)
+                .args(["partner", "create", partner])
+                .args(&store_args)
+                .output()
+                .context("running botgate partner create")?;
+            if !output.status.success() {
+                bail!(
+                    "botgate partner create {partner} failed: {}",
+                    String::from_utf8_lossy(&output.stderr)
+                );
+            }
+            partner_keys.push(String::from_utf8(output.stdout)?.trim().to_owned());
+        }
+        let port = free_port();
+        let log = dir.path().join("botgate.log");
+        let log_file = std::fs::File::create(&log)?;
+        let child = Command::new(binary)
+            .arg("serve")
+            .args(&store_args)
+            .args(["--api-listen", &format!("127.0.0.1:{port}")])
+            .arg("--rulesets-dir")
+            .arg(&rulesets)
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file)
+            .spawn()
+            .context("starting botgate serve")?;
+        let gateway = Gateway {
+            api: format!("http://127.0.0.1:{port}"),
+            partner_keys,
+            guard: ServerGuard {
+                name: "botgate",
+                child,
+                dir,
+                log,
+            },
+        };
+        gateway.wait_ready(port, Duration::from_secs(30))?;
+        Ok(gateway)
+    }
+
+    fn wait_ready(&self, port: u16, limit: Duration) -> Result<()> {
+        let deadline = Instant::now() + limit;
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            if Instant::now() > deadline {
+                bail!(
+                    "botgate's API on port {port} did not accept within {limit:?}; log:\n{}",
+                    self.guard.log_text()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+
+    /// The gateway's log so far.
+    pub fn log(&self) -> String {
+        self.guard.log_text()
+    }
+}

@@ -140,15 +140,9 @@ pub async fn uniform_errors(request: Request, next: Next) -> Response {
             "no endpoint `{method} {}`; the API is under /v1.0 (see /v1.0/openapi.json)",
             botgate_model::names::shorten(&path)
         ),
-        StatusCode::METHOD_NOT_ALLOWED => {
-            let allowed = parts
-                .headers
-                .get(header::ALLOW)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_owned();
-            format!("`{method}` is not allowed on this path; allowed: {allowed}")
-        }
+        StatusCode::METHOD_NOT_ALLOWED => format!(
+            "`{method}` is not allowed on this path; the `Allow` header lists the methods that are"
+        ),
         _ if !text.trim().is_empty() => text.trim().to_owned(),
         _ => status.canonical_reason().unwrap_or("error").to_owned(),
     };

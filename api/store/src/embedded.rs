@@ -78,7 +78,14 @@ impl EmbeddedStore {
             StoreError::Backend(format!("cannot create {}: {err}", data_dir.display()))
         })?;
         let path = data_dir.join("botgate.redb");
-        let db = Database::create(&path).map_err(backend)?;
+        let db = Database::create(&path).map_err(|err| match err {
+            redb::DatabaseError::DatabaseAlreadyOpen => StoreError::Backend(format!(
+                "{} is in use by another botgate process (a running `botgate serve`?); the \
+                 embedded store has one process at a time",
+                path.display()
+            )),
+            err => backend(err),
+        })?;
         // Create every table once, so readers never meet a missing one.
         let txn = db.begin_write().map_err(backend)?;
         {

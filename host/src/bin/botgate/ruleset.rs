@@ -1,110 +1,18 @@
-//! The `botgate` command: the operator's and rule author's entry point.
+//! `botgate ruleset`: validate components, decide one request, and watch a directory.
 
 use anyhow::{Context, Result, bail};
 use botgate_host::rules::facts::{ip_address, request_facts};
 use botgate_host::rules::{
-    CLASSIFIER, DirectorySource, Outcome, Registry, RulesetSource, Sandbox, SandboxConfig, Watcher,
+    CLASSIFIER, DirectorySource, Outcome, Registry, RulesetSource, Watcher,
     bindings::{AlpnProtocol, HttpVersion, Scheme, TlsFacts, TlsVersion},
     decide_observed,
 };
 use botgate_model::Policy;
-use clap::{Parser, Subcommand};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// botgate: a bot-protection gateway with sandboxed WebAssembly rule components.
-#[derive(Parser)]
-#[command(name = "botgate", version, about)]
-struct Cli {
-    /// Where compiled rule components are cached [env: BOTGATE_CACHE_DIR; default:
-    /// $XDG_CACHE_HOME/botgate or ~/.cache/botgate].
-    #[arg(long, global = true)]
-    cache_dir: Option<PathBuf>,
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Work with rule components (Wasm rule sets).
-    #[command(subcommand)]
-    Ruleset(RulesetCommand),
-}
-
-#[derive(Subcommand)]
-enum RulesetCommand {
-    /// Validate rule components as the gateway would load them: compile, check the
-    /// world and imports, check `info`, run the smoke request.
-    Check {
-        /// `.wasm` files; each file's stem is the component's name.
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-    },
-    /// Decide one request with the components of a directory, and show every opinion.
-    Eval {
-        /// Directory of `<name>.wasm` components.
-        #[arg(long)]
-        dir: PathBuf,
-        /// Rule sets enabled for the website, comma-separated (the classifier always runs).
-        #[arg(long, value_delimiter = ',')]
-        enable: Vec<String>,
-        /// Request method.
-        #[arg(short = 'X', long, default_value = "GET")]
-        method: String,
-        /// A request header, `name: value`; repeat for more.
-        #[arg(short = 'H', long = "header")]
-        headers: Vec<String>,
-        /// The client address.
-        #[arg(long, default_value = "203.0.113.10")]
-        ip: IpAddr,
-        /// The request URL, `https://host/path?query`.
-        url: String,
-    },
-    /// Load a directory of components and hot-reload it on every change until stopped.
-    Watch {
-        /// Directory of `<name>.wasm` components.
-        dir: PathBuf,
-    },
-}
-
-fn main() -> Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,wasmtime=warn,cranelift=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    let cli = Cli::parse();
-    let cache_dir = cli.cache_dir.or_else(default_cache_dir);
-    let sandbox = Sandbox::new(SandboxConfig::default()).map_err(|e| anyhow::anyhow!("{e:#}"))?;
-    let registry = Arc::new(Registry::new(sandbox, cache_dir));
-    match cli.command {
-        Command::Ruleset(RulesetCommand::Check { files }) => check(&registry, &files),
-        Command::Ruleset(RulesetCommand::Eval {
-            dir,
-            enable,
-            method,
-            headers,
-            ip,
-            url,
-        }) => eval(&registry, dir, &enable, &method, &headers, ip, &url),
-        Command::Ruleset(RulesetCommand::Watch { dir }) => watch(registry, dir),
-    }
-}
-
-fn default_cache_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("BOTGATE_CACHE_DIR") {
-        return Some(dir.into());
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("botgate"))
-}
-
-fn check(registry: &Registry, files: &[PathBuf]) -> Result<()> {
+pub fn check(registry: &Registry, files: &[PathBuf]) -> Result<()> {
     let mut refused = 0;
     for file in files {
         let name = DirectorySource::component_name(file)
@@ -130,7 +38,7 @@ fn check(registry: &Registry, files: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
-fn eval(
+pub fn eval(
     registry: &Registry,
     dir: PathBuf,
     enable: &[String],
@@ -226,7 +134,7 @@ fn eval(
     Ok(())
 }
 
-fn watch(registry: Arc<Registry>, dir: PathBuf) -> Result<()> {
+pub fn watch(registry: Arc<Registry>, dir: PathBuf) -> Result<()> {
     let source = DirectorySource::new(&dir);
     tracing::info!(source = %source.describe(), "watching for rule sets; stop with Ctrl-C");
     let _watcher =

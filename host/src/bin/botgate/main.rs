@@ -1,0 +1,116 @@
+//! The `botgate` command: the operator's and rule author's entry point.
+
+mod partner;
+mod ruleset;
+mod serve;
+mod store;
+
+use anyhow::Result;
+use botgate_host::rules::{Registry, Sandbox, SandboxConfig};
+use clap::{Parser, Subcommand};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// botgate: a bot-protection gateway with sandboxed WebAssembly rule components.
+#[derive(Parser)]
+#[command(name = "botgate", version, about)]
+struct Cli {
+    /// Where compiled rule components are cached [env: BOTGATE_CACHE_DIR; default:
+    /// $XDG_CACHE_HOME/botgate or ~/.cache/botgate].
+    #[arg(long, global = true)]
+    cache_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the gateway: the management API on the store, and the rule engine on a
+    /// hot-reloaded directory of components.
+    Serve(serve::ServeArgs),
+    /// Manage partners (the hosting providers that call the API).
+    #[command(subcommand)]
+    Partner(partner::PartnerCommand),
+    /// Work with rule components (Wasm rule sets).
+    #[command(subcommand)]
+    Ruleset(RulesetCommand),
+}
+
+#[derive(Subcommand)]
+enum RulesetCommand {
+    /// Validate rule components as the gateway would load them: compile, check the
+    /// world and imports, check `info`, run the smoke request.
+    Check {
+        /// `.wasm` files; each file's stem is the component's name.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Decide one request with the components of a directory, and show every opinion.
+    Eval {
+        /// Directory of `<name>.wasm` components.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Rule sets enabled for the website, comma-separated (the classifier always runs).
+        #[arg(long, value_delimiter = ',')]
+        enable: Vec<String>,
+        /// Request method.
+        #[arg(short = 'X', long, default_value = "GET")]
+        method: String,
+        /// A request header, `name: value`; repeat for more.
+        #[arg(short = 'H', long = "header")]
+        headers: Vec<String>,
+        /// The client address.
+        #[arg(long, default_value = "203.0.113.10")]
+        ip: IpAddr,
+        /// The request URL, `https://host/path?query`.
+        url: String,
+    },
+    /// Load a directory of components and hot-reload it on every change until stopped.
+    Watch {
+        /// Directory of `<name>.wasm` components.
+        dir: PathBuf,
+    },
+}
+
+fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,wasmtime=warn,cranelift=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let cache_dir = cli.cache_dir.or_else(default_cache_dir);
+    let registry = || -> Result<Arc<Registry>> {
+        let sandbox =
+            Sandbox::new(SandboxConfig::default()).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+        Ok(Arc::new(Registry::new(sandbox, cache_dir.clone())))
+    };
+    match cli.command {
+        Command::Serve(args) => serve::run(args, registry()?),
+        Command::Partner(command) => partner::run(command),
+        Command::Ruleset(RulesetCommand::Check { files }) => ruleset::check(registry()?.as_ref(), &files),
+        Command::Ruleset(RulesetCommand::Eval {
+            dir,
+            enable,
+            method,
+            headers,
+            ip,
+            url,
+        }) => ruleset::eval(registry()?.as_ref(), dir, &enable, &method, &headers, ip, &url),
+        Command::Ruleset(RulesetCommand::Watch { dir }) => ruleset::watch(registry()?, dir),
+    }
+}
+
+fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("BOTGATE_CACHE_DIR") {
+        return Some(dir.into());
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("botgate"))
+}
+

@@ -1,0 +1,84 @@
+//! Tenant isolation: partners never reach each other's users or websites; a user key
+//! reaches its own websites only, to read and to change settings.
+
+use crate::{assert_error, create_user, create_website, on_both_backends, partners};
+use serde_json::json;
+
+#[test]
+fn partners_do_not_reach_each_others_users_or_websites() {
+    on_both_backends(&[], |gateway| {
+        let (hoster, rival) = partners(gateway);
+        create_user(&hoster, "ann")?;
+        create_website(&hoster, "ann", "ann.example")?;
+        create_user(&rival, "ann")?; // the same id under another partner is another user
+        create_website(&rival, "ann", "rival.example")?;
+
+        for reply in [
+            rival.get("/v1.0/website/ann.example")?,
+            rival.put_json("/v1.0/website/ann.example", &json!({"settings": {"rules": {"humans": "deny"}}}))?,
+            rival.delete("/v1.0/website/ann.example")?,
+            hoster.get("/v1.0/website/rival.example")?,
+        ] {
+            assert_error(&reply, 404, Some("domain"));
+        }
+        let hosters = hoster.get("/v1.0/website")?.json();
+        assert_eq!(hosters["items"].as_array().unwrap().len(), 1);
+        assert_eq!(hosters["items"][0]["domain"], "ann.example");
+        // Each partner's `ann` is its own: different keys, own websites only.
+        let rivals_ann = rival.get("/v1.0/user/ann")?.json();
+        assert_ne!(rivals_ann["api_key"], hoster.get("/v1.0/user/ann")?.json()["api_key"]);
+        assert_eq!(rival.get("/v1.0/website?user_id=ann")?.json()["items"][0]["domain"], "rival.example");
+        // Deleting rival's ann leaves hoster's alone.
+        assert_eq!(rival.delete("/v1.0/user/ann")?.status, 200);
+        assert_eq!(hoster.get("/v1.0/website/ann.example")?.status, 200);
+        // The untouched website is unchanged.
+        let ann = hoster.get("/v1.0/website/ann.example")?.json();
+        assert_eq!(ann["settings"]["rules"]["humans"], "grant");
+        Ok(())
+    });
+}
+
+#[test]
+fn a_user_key_reads_its_own_websites_and_changes_only_their_settings() {
+    on_both_backends(&[], |gateway| {
+        let (hoster, _) = partners(gateway);
+        let ann_key = create_user(&hoster, "ann")?;
+        create_user(&hoster, "ben")?;
+        create_website(&hoster, "ann", "ann.example")?;
+        create_website(&hoster, "ben", "ben.example")?;
+        let ann = hoster.with_key(&ann_key);
+
+        assert_eq!(ann.get("/v1.0/website/ann.example")?.status, 200);
+        assert_error(&ann.get("/v1.0/website/ben.example")?, 404, Some("domain"));
+        let mine = ann.get("/v1.0/website")?.json();
+        assert_eq!(mine["items"].as_array().unwrap().len(), 1);
+        assert_error(&ann.get("/v1.0/website?user_id=ben")?, 404, Some("user_id"));
+
+        let changed = ann.put_json(
+            "/v1.0/website/ann.example",
+            &json!({"settings": {"rules": {"suspicious_behaviour": "deny"}}}),
+        )?;
+        assert_eq!(changed.status, 200, "{changed:?}");
+        assert_eq!(changed.json()["settings"]["rules"]["suspicious_behaviour"], "deny");
+        assert_error(
+            &ann.put_json("/v1.0/website/ben.example", &json!({"settings": {}}))?,
+            404,
+            Some("domain"),
+        );
+        assert_error(
+            &ann.put_json("/v1.0/website/ann.example", &json!({"ip": ["192.0.2.99"]}))?,
+            403,
+            Some("ip"),
+        );
+        assert_error(&ann.post_form("/v1.0/user", &[("id", "mallory")])?, 403, None);
+        assert_error(&ann.get("/v1.0/user/ann")?, 403, None);
+        assert_error(&ann.delete("/v1.0/website/ann.example")?, 403, None);
+        assert_error(
+            &ann.post_json("/v1.0/website", &json!({"user_id": "ann", "domain": "x.example", "ip": ["192.0.2.1"]}))?,
+            403,
+            None,
+        );
+        assert_eq!(hoster.get("/v1.0/website/ann.example")?.json()["ip"], json!(["192.0.2.10"]));
+        Ok(())
+    });
+}
