@@ -7,15 +7,24 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "system packages the tests start for real: redis-server"
+step "system packages the tests start for real: redis-server, redis-sentinel"
+sudo_if_needed=(); [[ $(id -u) -eq 0 ]] || sudo_if_needed=(sudo)
+apt_install() {
+    "${sudo_if_needed[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo_if_needed[@]}" apt-get install -y -qq --no-install-recommends "$@"
+}
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
-if ((${#missing[@]})); then
-    sudo_if_needed=(); [[ $(id -u) -eq 0 ]] || sudo_if_needed=(sudo)
-    "${sudo_if_needed[@]}" apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive "${sudo_if_needed[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+command -v redis-sentinel >/dev/null || missing+=(redis-sentinel)
+if ((${#missing[@]})); then apt_install "${missing[@]}"; fi
 # Debian starts a system redis-server on 6379; the tests start their own on free ports.
+
+step "schemathesis (PyPI) for the API fuzz run, into target/schemathesis"
+SCHEMATHESIS_VERSION=4.32.5
+if ! target/schemathesis/bin/st --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
+    python3 -m venv target/schemathesis || { apt_install python3-venv && python3 -m venv target/schemathesis; }
+    target/schemathesis/bin/pip install -q "schemathesis==$SCHEMATHESIS_VERSION"
+fi
 
 step "toolchain: wasm32-wasip2 target, rustfmt, clippy"
 rustup target add wasm32-wasip2

@@ -11,19 +11,40 @@ fn keys_are_required_and_checked() {
         let anonymous = Client::new(&gateway.api, None);
         let missing = anonymous.get("/v1.0/user")?;
         assert_error(&missing, 401, Some("Authorization"));
-        assert!(missing.header("www-authenticate").is_some_and(|v| v.starts_with("Bearer")));
+        assert!(
+            missing
+                .header("www-authenticate")
+                .is_some_and(|v| v.starts_with("Bearer"))
+        );
         let wrong_partner = anonymous.with_key("bgp_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
-        assert_error(&wrong_partner.get("/v1.0/user")?, 401, Some("Authorization"));
+        assert_error(
+            &wrong_partner.get("/v1.0/user")?,
+            401,
+            Some("Authorization"),
+        );
         let wrong_user = anonymous.with_key("bgu_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
-        assert_error(&wrong_user.get("/v1.0/website")?, 401, Some("Authorization"));
-        let basic = anonymous.send("GET", "/v1.0/user", Body::None, &[("authorization", "Basic dXNlcjpwYXNz")])?;
+        assert_error(
+            &wrong_user.get("/v1.0/website")?,
+            401,
+            Some("Authorization"),
+        );
+        let basic = anonymous.send(
+            "GET",
+            "/v1.0/user",
+            Body::None,
+            &[("authorization", "Basic dXNlcjpwYXNz")],
+        )?;
         assert_error(&basic, 401, Some("Authorization"));
         // The partner key still works, and a deleted user's key stops working.
         let (partner, _) = partners(gateway);
         let key = create_user(&partner, "ann")?;
         assert_eq!(partner.with_key(&key).get("/v1.0/website")?.status, 200);
         partner.delete("/v1.0/user/ann")?;
-        assert_error(&partner.with_key(&key).get("/v1.0/website")?, 401, Some("Authorization"));
+        assert_error(
+            &partner.with_key(&key).get("/v1.0/website")?,
+            401,
+            Some("Authorization"),
+        );
         Ok(())
     });
 }
@@ -44,18 +65,39 @@ fn refused_values_name_their_field() {
         // 400: malformed.
         assert_error(&site(json!({"ip": ["300.1.2.3"]}))?, 400, Some("ip"));
         assert_error(&site(json!({"ip": []}))?, 400, Some("ip"));
-        assert_error(&site(json!({"domain": "not a domain"}))?, 400, Some("domain"));
-        assert_error(&site(json!({"domain": "xn--zz.example"}))?, 400, Some("domain"));
+        assert_error(
+            &site(json!({"domain": "not a domain"}))?,
+            400,
+            Some("domain"),
+        );
+        assert_error(
+            &site(json!({"domain": "xn--zz.example"}))?,
+            400,
+            Some("domain"),
+        );
         assert_error(&site(json!({"domain": "192.0.2.1"}))?, 400, Some("domain"));
         assert_error(&site(json!({"tag": [7]}))?, 400, Some("tag[0]"));
         assert_error(
-            &partner.send("POST", "/v1.0/website", Body::Raw("application/json", b"{\"domain\":"), &[])?,
+            &partner.send(
+                "POST",
+                "/v1.0/website",
+                Body::Raw("application/json", b"{\"domain\":"),
+                &[],
+            )?,
             400,
             Some("body"),
         );
-        assert_error(&partner.post_json("/v1.0/website", &json!({"domain": "x.example"}))?, 400, Some("user_id"));
+        assert_error(
+            &partner.post_json("/v1.0/website", &json!({"domain": "x.example"}))?,
+            400,
+            Some("user_id"),
+        );
         assert_error(&partner.get("/v1.0/website?limit=0")?, 400, Some("limit"));
-        assert_error(&partner.get("/v1.0/website?colour=red")?, 400, Some("colour"));
+        assert_error(
+            &partner.get("/v1.0/website?colour=red")?,
+            400,
+            Some("colour"),
+        );
         // 422: well-formed, not accepted.
         assert_error(
             &site(json!({"settings": {"rules": {"humans": "maybe"}}}))?,
@@ -78,19 +120,38 @@ fn refused_values_name_their_field() {
             Some("certificate"),
         );
         assert_error(&site(json!({"status": "error"}))?, 422, Some("status"));
-        assert_error(&site(json!({"callbackUrl": "ftp://hooks.example/x"}))?, 422, Some("callbackUrl"));
+        assert_error(
+            &site(json!({"callbackUrl": "ftp://hooks.example/x"}))?,
+            422,
+            Some("callbackUrl"),
+        );
         assert_error(&site(json!({"colour": "red"}))?, 422, Some("colour"));
         assert_error(&site(json!({"user_id": "nobody"}))?, 422, Some("user_id"));
         assert_error(
-            &partner.put_json("/v1.0/website/taken.example", &json!({"domain": "other.example"}))?,
+            &partner.put_json(
+                "/v1.0/website/taken.example",
+                &json!({"domain": "other.example"}),
+            )?,
             422,
             Some("domain"),
         );
         // 409: taken.
-        assert_error(&site(json!({"domain": "Taken.Example"}))?, 409, Some("domain"));
-        assert_error(&partner.post_form("/v1.0/user", &[("id", "ann")])?, 409, Some("id"));
+        assert_error(
+            &site(json!({"domain": "Taken.Example"}))?,
+            409,
+            Some("domain"),
+        );
+        assert_error(
+            &partner.post_form("/v1.0/user", &[("id", "ann")])?,
+            409,
+            Some("id"),
+        );
         // 404: nothing there.
-        assert_error(&partner.get("/v1.0/website/missing.example")?, 404, Some("domain"));
+        assert_error(
+            &partner.get("/v1.0/website/missing.example")?,
+            404,
+            Some("domain"),
+        );
         assert_error(&partner.get("/v1.0/user/nobody")?, 404, Some("id"));
         assert_error(&partner.get("/v2/user")?, 404, None);
         // 405 for a method a path does not have, with `Allow`.
@@ -102,13 +163,23 @@ fn refused_values_name_their_field() {
         assert_error(&site(json!({"tag": tags}))?, 413, Some("tag"));
         let huge = format!("{{\"domain\":\"{}\"}}", "a".repeat(300 * 1024));
         assert_error(
-            &partner.send("PUT", "/v1.0/website/taken.example", Body::Raw("application/json", huge.as_bytes()), &[])?,
+            &partner.send(
+                "PUT",
+                "/v1.0/website/taken.example",
+                Body::Raw("application/json", huge.as_bytes()),
+                &[],
+            )?,
             413,
             Some("body"),
         );
         // 415: neither JSON nor form, and rules management as a form.
         assert_error(
-            &partner.send("POST", "/v1.0/user", Body::Raw("text/plain", b"id=zed"), &[])?,
+            &partner.send(
+                "POST",
+                "/v1.0/user",
+                Body::Raw("text/plain", b"id=zed"),
+                &[],
+            )?,
             415,
             Some("Content-Type"),
         );
@@ -117,7 +188,12 @@ fn refused_values_name_their_field() {
             &[("settings[rules][humans]", "deny")],
         )?;
         assert_error(&form_rules, 415, Some("settings[rules][humans]"));
-        assert!(form_rules.json()["message"].as_str().unwrap().contains("application/json"));
+        assert!(
+            form_rules.json()["message"]
+                .as_str()
+                .unwrap()
+                .contains("application/json")
+        );
         // Nothing refused was stored.
         assert_eq!(partner.get("/v1.0/website/new.example")?.status, 404);
         let kept = partner.get("/v1.0/website/taken.example")?.json();
@@ -136,8 +212,16 @@ fn a_key_over_its_rate_gets_429_with_retry_after() {
         }
         let limited = hoster.get("/v1.0/user")?;
         assert_error(&limited, 429, None);
-        assert!(limited.header("retry-after").is_some_and(|s| s.parse::<u64>().is_ok_and(|s| s >= 1)));
-        assert_eq!(rival.get("/v1.0/user")?.status, 200, "other keys are not limited");
+        assert!(
+            limited
+                .header("retry-after")
+                .is_some_and(|s| s.parse::<u64>().is_ok_and(|s| s >= 1))
+        );
+        assert_eq!(
+            rival.get("/v1.0/user")?.status,
+            200,
+            "other keys are not limited"
+        );
         Ok(())
     });
 }

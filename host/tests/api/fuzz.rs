@@ -51,7 +51,14 @@ fn a_fuzz_run_from_the_openapi_document_finds_no_server_error_and_no_schema_viol
              response_headers_conformance,response_schema_conformance",
         ])
         .args(["--phases", "examples,coverage,fuzzing"])
-        .args(["--max-examples", "60", "--seed", "20261121", "--workers", "2"])
+        .args([
+            "--max-examples",
+            "60",
+            "--seed",
+            "20261121",
+            "--workers",
+            "2",
+        ])
         .args(["--generation-database", "none", "--no-color"])
         .arg("--report-dir")
         .arg(report.path())
@@ -67,5 +74,8 @@ fn a_fuzz_run_from_the_openapi_document_finds_no_server_error_and_no_schema_viol
         gateway.log()
     );
     // The run exercised every operation.
-    assert!(stdout.contains("9 selected") || stdout.contains("9 total"), "{stdout}");
+    assert!(
+        stdout.contains("9 selected") || stdout.contains("9 total"),
+        "{stdout}"
+    );
 }

@@ -21,12 +21,22 @@ fn binary() -> &'static Path {
 /// Runs `test` against a gateway on the embedded store, then against one on Redis;
 /// each gateway has partners `hoster` and `rival` and the `extra` serve arguments.
 fn on_both_backends(extra: &[&str], test: impl Fn(&Gateway) -> Result<()>) {
-    let embedded = Gateway::start(binary(), GatewayStore::Embedded, &["hoster", "rival"], extra)
-        .expect("starting botgate on the embedded store");
+    let embedded = Gateway::start(
+        binary(),
+        GatewayStore::Embedded,
+        &["hoster", "rival"],
+        extra,
+    )
+    .expect("starting botgate on the embedded store");
     test(&embedded).expect("on the embedded store");
     let redis = RedisServer::start().expect("starting redis-server");
-    let clustered = Gateway::start(binary(), GatewayStore::Redis(&redis), &["hoster", "rival"], extra)
-        .expect("starting botgate on Redis");
+    let clustered = Gateway::start(
+        binary(),
+        GatewayStore::Redis(&redis),
+        &["hoster", "rival"],
+        extra,
+    )
+    .expect("starting botgate on Redis");
     test(&clustered).expect("on Redis");
 }
 
@@ -42,7 +52,10 @@ fn partners(gateway: &Gateway) -> (Client, Client) {
 fn create_user(partner: &Client, id: &str) -> Result<String> {
     let reply = partner.post_form("/v1.0/user", &[("id", id)])?;
     anyhow::ensure!(reply.status == 201, "creating user {id}: {reply:?}");
-    Ok(reply.json()["api_key"].as_str().unwrap_or_default().to_owned())
+    Ok(reply.json()["api_key"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned())
 }
 
 /// Creates a website of `user` with one origin.

@@ -45,7 +45,10 @@ fn a_website_is_created_form_style_and_json_style_and_updated_key_by_key() {
                 ("subdomain", "www,static"),
                 ("ip", "192.0.2.10"),
                 ("tag", "dc-east"),
-                ("callbackUrl", "https://panel.hoster.example/botgate/callback"),
+                (
+                    "callbackUrl",
+                    "https://panel.hoster.example/botgate/callback",
+                ),
             ],
         )?;
         assert_eq!(form.status, 201, "{form:?}");
@@ -95,7 +98,10 @@ fn a_website_is_created_form_style_and_json_style_and_updated_key_by_key() {
         assert_eq!(blog["settings"]["rulesets"]["wordpress"], true);
         assert_eq!(blog["settings"]["rulesets"]["drupal"], false);
         assert_eq!(blog["settings"]["loadbalancer"]["certs_issuer"], "custom");
-        assert_eq!(blog["settings"]["loadbalancer"]["upstreams_use_https"], true);
+        assert_eq!(
+            blog["settings"]["loadbalancer"]["upstreams_use_https"],
+            true
+        );
         assert_eq!(blog["certificate"]["public"], public.as_str());
         assert!(
             !created.text.contains("PRIVATE KEY"),
@@ -128,8 +134,7 @@ fn a_website_is_created_form_style_and_json_style_and_updated_key_by_key() {
         assert_eq!(switched["settings"]["rules"], after["settings"]["rules"]);
 
         // Form PUT: the list sent replaces the list.
-        let replaced =
-            partner.put_form("/v1.0/website/shop.example", &[("subdomain", "m,api")])?;
+        let replaced = partner.put_form("/v1.0/website/shop.example", &[("subdomain", "m,api")])?;
         assert_eq!(replaced.status, 200, "{replaced:?}");
         assert_eq!(replaced.json()["subdomain"], json!(["m", "api"]));
         assert_eq!(replaced.json()["tag"], json!(["dc-east"]));
@@ -158,7 +163,9 @@ fn websites_are_listed_paged_filtered_paused_and_deleted() {
         let first = partner.get("/v1.0/website?limit=2")?.json();
         assert_eq!(first["items"].as_array().unwrap().len(), 2);
         let next = first["next"].as_str().unwrap().to_owned();
-        let rest = partner.get(&format!("/v1.0/website?limit=2&after={next}"))?.json();
+        let rest = partner
+            .get(&format!("/v1.0/website?limit=2&after={next}"))?
+            .json();
         let domains: Vec<_> = first["items"]
             .as_array()
             .unwrap()
@@ -166,7 +173,10 @@ fn websites_are_listed_paged_filtered_paused_and_deleted() {
             .chain(rest["items"].as_array().unwrap())
             .map(|w| w["domain"].as_str().unwrap().to_owned())
             .collect();
-        assert_eq!(domains, ["a.example", "b.example", "c.example", "d.example"]);
+        assert_eq!(
+            domains,
+            ["a.example", "b.example", "c.example", "d.example"]
+        );
         assert_eq!(rest["next"], serde_json::Value::Null);
         let bens = partner.get("/v1.0/website?user_id=ben")?.json();
         assert_eq!(bens["items"].as_array().unwrap().len(), 1);
@@ -207,7 +217,10 @@ fn unicode_domains_are_stored_as_ascii_and_found_either_way() {
             partner.get("/v1.0/website/b%C3%BCcher.example")?.status,
             200
         );
-        assert_eq!(partner.get("/v1.0/website/xn--bcher-kva.example")?.status, 200);
+        assert_eq!(
+            partner.get("/v1.0/website/xn--bcher-kva.example")?.status,
+            200
+        );
         Ok(())
     });
 }

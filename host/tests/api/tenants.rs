@@ -15,7 +15,10 @@ fn partners_do_not_reach_each_others_users_or_websites() {
 
         for reply in [
             rival.get("/v1.0/website/ann.example")?,
-            rival.put_json("/v1.0/website/ann.example", &json!({"settings": {"rules": {"humans": "deny"}}}))?,
+            rival.put_json(
+                "/v1.0/website/ann.example",
+                &json!({"settings": {"rules": {"humans": "deny"}}}),
+            )?,
             rival.delete("/v1.0/website/ann.example")?,
             hoster.get("/v1.0/website/rival.example")?,
         ] {
@@ -26,8 +29,14 @@ fn partners_do_not_reach_each_others_users_or_websites() {
         assert_eq!(hosters["items"][0]["domain"], "ann.example");
         // Each partner's `ann` is its own: different keys, own websites only.
         let rivals_ann = rival.get("/v1.0/user/ann")?.json();
-        assert_ne!(rivals_ann["api_key"], hoster.get("/v1.0/user/ann")?.json()["api_key"]);
-        assert_eq!(rival.get("/v1.0/website?user_id=ann")?.json()["items"][0]["domain"], "rival.example");
+        assert_ne!(
+            rivals_ann["api_key"],
+            hoster.get("/v1.0/user/ann")?.json()["api_key"]
+        );
+        assert_eq!(
+            rival.get("/v1.0/website?user_id=ann")?.json()["items"][0]["domain"],
+            "rival.example"
+        );
         // Deleting rival's ann leaves hoster's alone.
         assert_eq!(rival.delete("/v1.0/user/ann")?.status, 200);
         assert_eq!(hoster.get("/v1.0/website/ann.example")?.status, 200);
@@ -59,7 +68,10 @@ fn a_user_key_reads_its_own_websites_and_changes_only_their_settings() {
             &json!({"settings": {"rules": {"suspicious_behaviour": "deny"}}}),
         )?;
         assert_eq!(changed.status, 200, "{changed:?}");
-        assert_eq!(changed.json()["settings"]["rules"]["suspicious_behaviour"], "deny");
+        assert_eq!(
+            changed.json()["settings"]["rules"]["suspicious_behaviour"],
+            "deny"
+        );
         assert_error(
             &ann.put_json("/v1.0/website/ben.example", &json!({"settings": {}}))?,
             404,
@@ -70,15 +82,25 @@ fn a_user_key_reads_its_own_websites_and_changes_only_their_settings() {
             403,
             Some("ip"),
         );
-        assert_error(&ann.post_form("/v1.0/user", &[("id", "mallory")])?, 403, None);
-        assert_error(&ann.get("/v1.0/user/ann")?, 403, None);
-        assert_error(&ann.delete("/v1.0/website/ann.example")?, 403, None);
         assert_error(
-            &ann.post_json("/v1.0/website", &json!({"user_id": "ann", "domain": "x.example", "ip": ["192.0.2.1"]}))?,
+            &ann.post_form("/v1.0/user", &[("id", "mallory")])?,
             403,
             None,
         );
-        assert_eq!(hoster.get("/v1.0/website/ann.example")?.json()["ip"], json!(["192.0.2.10"]));
+        assert_error(&ann.get("/v1.0/user/ann")?, 403, None);
+        assert_error(&ann.delete("/v1.0/website/ann.example")?, 403, None);
+        assert_error(
+            &ann.post_json(
+                "/v1.0/website",
+                &json!({"user_id": "ann", "domain": "x.example", "ip": ["192.0.2.1"]}),
+            )?,
+            403,
+            None,
+        );
+        assert_eq!(
+            hoster.get("/v1.0/website/ann.example")?.json()["ip"],
+            json!(["192.0.2.10"])
+        );
         Ok(())
     });
 }

@@ -91,7 +91,9 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(args, registry()?),
         Command::Partner(command) => partner::run(command),
-        Command::Ruleset(RulesetCommand::Check { files }) => ruleset::check(registry()?.as_ref(), &files),
+        Command::Ruleset(RulesetCommand::Check { files }) => {
+            ruleset::check(registry()?.as_ref(), &files)
+        }
         Command::Ruleset(RulesetCommand::Eval {
             dir,
             enable,
@@ -99,7 +101,15 @@ fn main() -> Result<()> {
             headers,
             ip,
             url,
-        }) => ruleset::eval(registry()?.as_ref(), dir, &enable, &method, &headers, ip, &url),
+        }) => ruleset::eval(
+            registry()?.as_ref(),
+            dir,
+            &enable,
+            &method,
+            &headers,
+            ip,
+            &url,
+        ),
         Command::Ruleset(RulesetCommand::Watch { dir }) => ruleset::watch(registry()?, dir),
     }
 }
@@ -113,4 +123,3 @@ fn default_cache_dir() -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
     Some(base.join("botgate"))
 }
-

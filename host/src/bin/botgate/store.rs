@@ -55,7 +55,10 @@ impl StoreArgs {
     /// Which store, for the log.
     pub fn describe(&self) -> String {
         match &self.redis_url {
-            None => format!("embedded ({})", self.data_dir.join("botgate.redb").display()),
+            None => format!(
+                "embedded ({})",
+                self.data_dir.join("botgate.redb").display()
+            ),
             Some(url) => format!("redis ({url})"),
         }
     }
