@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "system packages the tests start for real: redis-server, redis-sentinel"
+step "system packages the tests start for real: redis-server, redis-sentinel, haproxy"
 sudo_if_needed=(); [[ $(id -u) -eq 0 ]] || sudo_if_needed=(sudo)
 apt_install() {
     "${sudo_if_needed[@]}" apt-get update -qq
@@ -16,6 +16,7 @@ apt_install() {
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v redis-sentinel >/dev/null || missing+=(redis-sentinel)
+command -v haproxy >/dev/null || missing+=(haproxy)
 if ((${#missing[@]})); then apt_install "${missing[@]}"; fi
 # Debian starts a system redis-server on 6379; the tests start their own on free ports.
 

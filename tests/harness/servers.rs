@@ -4,7 +4,7 @@
 //! when the test that held it panicked.
 
 use anyhow::{Context, Result, bail};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -61,22 +61,40 @@ pub struct RedisServer {
 }
 
 impl RedisServer {
-    /// Starts one and waits until it answers `PING` (up to 10 s).
+    /// Starts a lone master and waits until it answers `PING` (up to 10 s).
     pub fn start() -> Result<RedisServer> {
+        let password = format!("test-{}-{}", free_port(), std::process::id());
+        RedisServer::start_with(&password, &[])
+    }
+
+    /// Starts a replica of `master` (same password) and waits until it answers.
+    pub fn start_replica_of(master: &RedisServer) -> Result<RedisServer> {
+        let master_port = master.port.to_string();
+        RedisServer::start_with(
+            &master.password,
+            &["--replicaof", "127.0.0.1", &master_port],
+        )
+    }
+
+    fn start_with(password: &str, extra: &[&str]) -> Result<RedisServer> {
         let dir = tempfile::tempdir().context("temporary directory for redis-server")?;
         let port = free_port();
-        let password = format!("test-{port}-{}", std::process::id());
         let log = dir.path().join("redis.log");
         let child = Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args([
                 "--requirepass",
-                &password,
+                password,
                 "--save",
                 "",
                 "--appendonly",
                 "no",
             ])
+            // Every node may become a replica after a failover: it needs the password.
+            .args(["--masterauth", password])
+            // Start a replica's full sync at once, not after the default 5 s.
+            .args(["--repl-diskless-sync-delay", "0"])
+            .args(extra)
             .arg("--dir")
             .arg(dir.path())
             .arg("--logfile")
@@ -90,7 +108,7 @@ impl RedisServer {
             )?;
         let server = RedisServer {
             port,
-            password,
+            password: password.to_owned(),
             guard: ServerGuard {
                 name: "redis-server",
                 child,
@@ -98,7 +116,17 @@ impl RedisServer {
                 log,
             },
         };
-        server.wait_ready(Duration::from_secs(10))?;
+        wait_until(
+            Duration::from_secs(10),
+            || server.ping(),
+            || {
+                format!(
+                    "redis-server on port {} did not answer PING; log:\n{}",
+                    server.port,
+                    server.guard.log_text()
+                )
+            },
+        )?;
         Ok(server)
     }
 
@@ -112,39 +140,278 @@ impl RedisServer {
         self.guard.dir()
     }
 
-    fn wait_ready(&self, limit: Duration) -> Result<()> {
-        let deadline = Instant::now() + limit;
-        loop {
-            if self.ping().unwrap_or(false) {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                bail!(
-                    "redis-server on port {} did not answer PING within {limit:?}; log:\n{}",
-                    self.port,
-                    self.guard.log_text()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+    /// Runs one command, authenticated, and returns its reply.
+    pub fn command(&self, args: &[&str]) -> Result<Resp> {
+        resp_command(self.port, Some(&self.password), args)
     }
 
-    /// Authenticates and sends `PING` over a raw connection.
-    fn ping(&self) -> Result<bool> {
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
-        let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(200))?;
-        stream.set_read_timeout(Some(Duration::from_millis(500)))?;
-        write!(stream, "AUTH {}\r\nPING\r\n", self.password)?;
-        let mut reply = Vec::new();
-        let mut buf = [0u8; 64];
-        while !reply.ends_with(b"+PONG\r\n") && reply.len() < 256 {
-            let n = stream.read(&mut buf)?;
-            if n == 0 {
-                break;
-            }
-            reply.extend_from_slice(&buf[..n]);
+    /// `INFO replication`'s `role` (`master` or `slave`).
+    pub fn role(&self) -> Result<String> {
+        info_field(&self.command(&["INFO", "replication"])?, "role")
+    }
+
+    /// `INFO server`'s `run_id`.
+    pub fn run_id(&self) -> Result<String> {
+        info_field(&self.command(&["INFO", "server"])?, "run_id")
+    }
+
+    fn ping(&self) -> bool {
+        matches!(self.command(&["PING"]), Ok(Resp::Simple(s)) if s == "PONG")
+    }
+}
+
+/// A field of an `INFO` reply.
+pub fn info_field(reply: &Resp, field: &str) -> Result<String> {
+    let Resp::Bulk(Some(text)) = reply else {
+        bail!("INFO answered {reply:?}");
+    };
+    text.lines()
+        .find_map(|line| line.strip_prefix(&format!("{field}:")))
+        .map(|v| v.trim().to_owned())
+        .with_context(|| format!("no `{field}` in INFO"))
+}
+
+/// Polls `ready` every 50 ms until it holds, or fails after `limit` with `why()`.
+pub fn wait_until(
+    limit: Duration,
+    mut ready: impl FnMut() -> bool,
+    why: impl FnOnce() -> String,
+) -> Result<()> {
+    let deadline = Instant::now() + limit;
+    while !ready() {
+        if Instant::now() > deadline {
+            bail!("after {limit:?}: {}", why());
         }
-        Ok(reply.ends_with(b"+PONG\r\n"))
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+/// A RESP reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resp {
+    Simple(String),
+    Error(String),
+    Integer(i64),
+    Bulk(Option<String>),
+    Array(Vec<Resp>),
+}
+
+/// Sends one command (after `AUTH` when a password is given) to a Redis or Sentinel
+/// on loopback and reads its reply.
+pub fn resp_command(port: u16, password: Option<&str>, args: &[&str]) -> Result<Resp> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut reader = std::io::BufReader::new(stream.try_clone()?);
+    let mut writer = stream;
+    let mut send = |args: &[&str]| -> Result<()> {
+        let mut out = format!("*{}\r\n", args.len());
+        for arg in args {
+            out.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+        }
+        writer.write_all(out.as_bytes())?;
+        Ok(())
+    };
+    if let Some(password) = password {
+        send(&["AUTH", password])?;
+        if let Resp::Error(e) = read_resp(&mut reader)? {
+            bail!("AUTH refused: {e}");
+        }
+    }
+    send(args)?;
+    read_resp(&mut reader)
+}
+
+fn read_resp(reader: &mut impl std::io::BufRead) -> Result<Resp> {
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        bail!("the connection closed");
+    }
+    let line = line.trim_end_matches(['\r', '\n']);
+    let (kind, rest) = line.split_at(1.min(line.len()));
+    Ok(match kind {
+        "+" => Resp::Simple(rest.to_owned()),
+        "-" => Resp::Error(rest.to_owned()),
+        ":" => Resp::Integer(rest.parse()?),
+        "$" => {
+            let len: i64 = rest.parse()?;
+            if len < 0 {
+                Resp::Bulk(None)
+            } else {
+                let mut bytes = vec![0u8; len as usize + 2];
+                reader.read_exact(&mut bytes)?;
+                bytes.truncate(len as usize);
+                Resp::Bulk(Some(String::from_utf8_lossy(&bytes).into_owned()))
+            }
+        }
+        "*" => {
+            let count: i64 = rest.parse()?;
+            let mut items = Vec::new();
+            for _ in 0..count.max(0) {
+                items.push(read_resp(reader)?);
+            }
+            Resp::Array(items)
+        }
+        _ => bail!("not a RESP reply: {line:?}"),
+    })
+}
+
+/// A `redis-sentinel` watching one master as `mymaster`, with quorum 1 and short
+/// timeouts (1 s down-after, 5 s failover timeout) so tests fail over quickly.
+pub struct Sentinel {
+    pub port: u16,
+    guard: ServerGuard,
+}
+
+impl Sentinel {
+    pub fn start(master: &RedisServer) -> Result<Sentinel> {
+        let dir = tempfile::tempdir().context("temporary directory for redis-sentinel")?;
+        let port = free_port();
+        let log = dir.path().join("sentinel.log");
+        let config = dir.path().join("sentinel.conf");
+        std::fs::write(
+            &config,
+            format!(
+                "port {port}\nbind 127.0.0.1\nprotected-mode no\ndir {dir}\nlogfile {log}\n\
+                 sentinel monitor mymaster 127.0.0.1 {master} 1\n\
+                 sentinel auth-pass mymaster {password}\n\
+                 sentinel down-after-milliseconds mymaster 1000\n\
+                 sentinel failover-timeout mymaster 5000\n\
+                 sentinel parallel-syncs mymaster 1\n",
+                dir = dir.path().display(),
+                log = log.display(),
+                master = master.port,
+                password = master.password,
+            ),
+        )?;
+        let child = Command::new("redis-sentinel")
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting redis-sentinel (Debian package redis-sentinel; scripts/test.sh installs it)")?;
+        let sentinel = Sentinel {
+            port,
+            guard: ServerGuard {
+                name: "redis-sentinel",
+                child,
+                dir,
+                log,
+            },
+        };
+        wait_until(
+            Duration::from_secs(10),
+            || matches!(sentinel.command(&["PING"]), Ok(Resp::Simple(s)) if s == "PONG"),
+            || {
+                format!(
+                    "redis-sentinel did not answer; log:\n{}",
+                    sentinel.guard.log_text()
+                )
+            },
+        )?;
+        Ok(sentinel)
+    }
+
+    pub fn command(&self, args: &[&str]) -> Result<Resp> {
+        resp_command(self.port, None, args)
+    }
+
+    /// The sentinel's log so far.
+    pub fn log(&self) -> String {
+        self.guard.log_text()
+    }
+}
+
+/// `haproxy` in front of Redis nodes as the specification's cluster has it: a TCP
+/// listener forwarding to whichever node passes the health check (AUTH, PING,
+/// `info replication` says `role:master`, QUIT), checked every 200 ms here (3 s in
+/// production).
+pub struct HaproxyForRedis {
+    pub port: u16,
+    guard: ServerGuard,
+}
+
+impl HaproxyForRedis {
+    pub fn start(nodes: &[&RedisServer]) -> Result<HaproxyForRedis> {
+        let dir = tempfile::tempdir().context("temporary directory for haproxy")?;
+        let port = free_port();
+        let log = dir.path().join("haproxy.log");
+        let password = &nodes.first().context("at least one node")?.password;
+        let servers: String = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, node)| {
+                format!(
+                    "    server store{i} 127.0.0.1:{} check inter 200ms fall 1 rise 1 maxconn 4096 on-marked-down shutdown-sessions\n",
+                    node.port
+                )
+            })
+            .collect();
+        let config = dir.path().join("haproxy.cfg");
+        std::fs::write(
+            &config,
+            format!(
+                "global\n    maxconn 200\n\
+                 defaults\n    mode tcp\n    retries 2\n    timeout connect 5000\n    timeout client 50000\n    timeout server 50000\n\
+                 frontend store\n    bind 127.0.0.1:{port}\n    default_backend redis\n\
+                 backend redis\n    option tcp-check\n    tcp-check connect\n\
+                 \x20   tcp-check send AUTH\\ {password}\\r\\n\n    tcp-check expect string +OK\n\
+                 \x20   tcp-check send PING\\r\\n\n    tcp-check expect string +PONG\n\
+                 \x20   tcp-check send info\\ replication\\r\\n\n    tcp-check expect string role:master\n\
+                 \x20   tcp-check send QUIT\\r\\n\n    tcp-check expect string +OK\n{servers}"
+            ),
+        )?;
+        let check = Command::new("haproxy")
+            .arg("-c")
+            .arg("-f")
+            .arg(&config)
+            .output()
+            .context("running haproxy -c (Debian package haproxy; scripts/test.sh installs it)")?;
+        if !check.status.success() {
+            bail!(
+                "haproxy refused its configuration:\n{}\n{}",
+                String::from_utf8_lossy(&check.stdout),
+                String::from_utf8_lossy(&check.stderr)
+            );
+        }
+        let log_file = std::fs::File::create(&log)?;
+        let child = Command::new("haproxy")
+            .arg("-db")
+            .arg("-f")
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file)
+            .spawn()
+            .context("starting haproxy")?;
+        let proxy = HaproxyForRedis {
+            port,
+            guard: ServerGuard {
+                name: "haproxy",
+                child,
+                dir,
+                log,
+            },
+        };
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        wait_until(
+            Duration::from_secs(10),
+            || TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok(),
+            || format!("haproxy did not listen; log:\n{}", proxy.guard.log_text()),
+        )?;
+        Ok(proxy)
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The proxy's log so far.
+    pub fn log(&self) -> String {
+        self.guard.log_text()
     }
 }
 

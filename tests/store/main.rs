@@ -4,6 +4,8 @@
 use botgate_store::{RedisConfig, RedisStore, Store, StoreError, conformance};
 use botgate_tests::servers::RedisServer;
 
+mod failover;
+
 fn config(server: &RedisServer) -> RedisConfig {
     RedisConfig {
         password: Some(server.password.clone()),
@@ -47,4 +49,11 @@ async fn two_gateways_on_one_redis_see_each_others_changes() {
         .unwrap();
     assert_eq!(change.version, 1);
     assert_eq!(two.partner(&partner.name).await.unwrap(), Some(partner));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_of_the_redis_store_sees_every_change() {
+    let server = RedisServer::start().unwrap();
+    let store = RedisStore::connect(config(&server)).await.unwrap();
+    conformance::follow(std::sync::Arc::new(store)).await;
 }

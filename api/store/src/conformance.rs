@@ -349,3 +349,62 @@ async fn deleting_a_user_deletes_its_websites<S: Store>(store: &S) {
             .is_some()
     );
 }
+
+/// Waits (up to 10 s) until `check` holds for the follower's index.
+async fn eventually(
+    follower: &crate::Follower,
+    what: &str,
+    check: impl Fn(&crate::WebsiteIndex) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !check(&follower.index()) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the follower never saw: {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// A [`crate::Follower`] over `store` (empty) sees creates, updates and deletes of
+/// websites, by domain and by subdomain host name.
+pub async fn follow<S: Store>(store: std::sync::Arc<S>) {
+    let follower = crate::Follower::start(store.clone(), std::time::Duration::from_millis(200))
+        .await
+        .unwrap();
+    assert!(follower.index().is_empty());
+    let acme = partner("acme");
+    store.put_partner(&acme).await.unwrap();
+    let alice = user(&acme, "alice");
+    store.create_user(&alice).await.unwrap();
+    let mut site = website("follow.example", &alice);
+    site.apply(WebsiteInput {
+        subdomain: Some(vec!["www".into()]),
+        ..WebsiteInput::default()
+    })
+    .unwrap();
+    store.create_website(&acme.name, &site).await.unwrap();
+    eventually(&follower, "a created website", |index| {
+        index.by_host("www.follow.example").is_some() && index.website("follow.example").is_some()
+    })
+    .await;
+
+    site.apply(WebsiteInput {
+        subdomain: Some(vec!["shop".into()]),
+        ..WebsiteInput::default()
+    })
+    .unwrap();
+    store.update_website(&site, 1).await.unwrap();
+    eventually(&follower, "an updated subdomain list", |index| {
+        index.by_host("shop.follow.example").is_some()
+            && index.by_host("www.follow.example").is_none()
+    })
+    .await;
+
+    store.delete_user(&acme.name, &alice.id).await.unwrap();
+    let version = store.version().await.unwrap();
+    eventually(&follower, "a deleted user's website gone", |index| {
+        index.is_empty() && index.version == version
+    })
+    .await;
+}

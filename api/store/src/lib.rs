@@ -9,10 +9,12 @@
 pub mod any;
 pub mod conformance;
 pub mod embedded;
+pub mod follower;
 pub mod redis_store;
 
 pub use any::AnyStore;
 pub use embedded::EmbeddedStore;
+pub use follower::{Follower, WebsiteIndex};
 pub use redis_store::{RedisConfig, RedisStore};
 
 use botgate_model::{Domain, PartnerName, User, UserId, Website};

@@ -70,6 +70,14 @@ pub struct RedisStore {
     alive: Arc<()>,
 }
 
+/// The connection's timeouts: a reply may take as long as `WAIT` is allowed to, and a
+/// little more.
+fn manager_config(config: &RedisConfig) -> redis::aio::ConnectionManagerConfig {
+    redis::aio::ConnectionManagerConfig::new()
+        .set_response_timeout(Some(config.wait_timeout + Duration::from_secs(1)))
+        .set_connection_timeout(Some(Duration::from_secs(2)))
+}
+
 fn backend(err: redis::RedisError) -> StoreError {
     StoreError::Backend(err.to_string())
 }
@@ -93,6 +101,9 @@ fn decode<T: DeserializeOwned>(key: &str, json: &str) -> Result<T, StoreError> {
 fn json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("model types always serialise")
 }
+
+/// The error text of a write that `WAIT` did not see reach enough replicas.
+const NOT_CONFIRMED: &str = "the write reached the master but was not confirmed by enough replicas";
 
 /// The scripts' answers that are not data: a Lua error reply starting with one of these
 /// words becomes the matching [`StoreError`].
@@ -133,7 +144,10 @@ impl RedisStore {
             info = info.set_redis_settings(settings);
         }
         let client = redis::Client::open(info).map_err(backend)?;
-        let connection = client.get_connection_manager().await.map_err(backend)?;
+        let connection = client
+            .get_connection_manager_with_config(manager_config(&config))
+            .await
+            .map_err(backend)?;
         let (feed, _) = broadcast::channel(4096);
         let store = RedisStore {
             client,
@@ -221,7 +235,11 @@ impl RedisStore {
         match op(&mut connection).await {
             Err(err) if is_failover(&err) => {
                 tracing::warn!(%err, "redis: reconnecting after a failover sign");
-                if let Ok(fresh) = self.client.get_connection_manager().await {
+                if let Ok(fresh) = self
+                    .client
+                    .get_connection_manager_with_config(manager_config(&self.config))
+                    .await
+                {
                     *connection = fresh;
                 }
                 op(&mut connection).await
@@ -264,10 +282,12 @@ impl RedisStore {
                         .query_async(connection)
                         .await?;
                     if acked < replicas {
+                        // Not a failover sign, and not retried: the write is on the
+                        // master; only its confirmation is missing.
                         return Err(redis::RedisError::from((
-                            redis::ErrorKind::Io,
-                            "write not acknowledged by enough replicas",
-                            format!("{acked} of {replicas}"),
+                            redis::ErrorKind::Client,
+                            NOT_CONFIRMED,
+                            format!("{acked} of {replicas} replicas within {timeout} ms"),
                         )));
                     }
                 }

@@ -37,3 +37,10 @@ fn a_file_that_is_not_a_store_is_refused_with_its_reason() {
     let err = EmbeddedStore::open(dir.path()).err().expect("refused");
     assert!(!err.to_string().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_of_the_embedded_store_sees_every_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(EmbeddedStore::open(dir.path()).unwrap());
+    conformance::follow(store).await;
+}

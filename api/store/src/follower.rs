@@ -1,0 +1,244 @@
+//! A reader's in-memory copy of every website, kept fresh from the store's change feed
+//! and healed by a periodic resync: what a gateway's hot path reads, never waiting on
+//! the store.
+//!
+//! The follower subscribes before it loads the first snapshot, so no change falls
+//! between the two. Each change names what it touched; the follower re-reads that
+//! website and publishes a new index. A version gap (a missed message), a lagging
+//! receiver, or a timer that finds the store's version ahead of the index all lead to
+//! a full reload. A failed reload keeps the last index and is retried at the next tick.
+
+use crate::{Changed, Snapshot, Store, StoreError, WebsiteRecord};
+use arc_swap::ArcSwap;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+
+/// Every website, by domain and by host name, at one store version.
+#[derive(Debug, Default, Clone)]
+pub struct WebsiteIndex {
+    /// The store version the index is current at.
+    pub version: u64,
+    /// Shared between indexes until one of them changes (a change that touches no
+    /// website only moves the version, and copies nothing).
+    by_domain: Arc<HashMap<String, Arc<WebsiteRecord>>>,
+    /// Every host name (the domain and each subdomain) → the domain.
+    by_host: Arc<HashMap<String, String>>,
+}
+
+impl WebsiteIndex {
+    fn from_snapshot(snapshot: Snapshot) -> WebsiteIndex {
+        let mut index = WebsiteIndex {
+            version: snapshot.version,
+            by_domain: Arc::new(HashMap::with_capacity(snapshot.websites.len())),
+            by_host: Arc::new(HashMap::with_capacity(snapshot.websites.len())),
+        };
+        for record in snapshot.websites {
+            index.put(record);
+        }
+        index
+    }
+
+    fn put(&mut self, record: WebsiteRecord) {
+        let domain = record.website.domain.as_str().to_owned();
+        self.remove(&domain);
+        let by_host = Arc::make_mut(&mut self.by_host);
+        for host in record.website.host_names() {
+            by_host.insert(host, domain.clone());
+        }
+        Arc::make_mut(&mut self.by_domain).insert(domain, Arc::new(record));
+    }
+
+    fn remove(&mut self, domain: &str) {
+        if !self.by_domain.contains_key(domain) {
+            return;
+        }
+        if let Some(old) = Arc::make_mut(&mut self.by_domain).remove(domain) {
+            let by_host = Arc::make_mut(&mut self.by_host);
+            for host in old.website.host_names() {
+                if by_host.get(&host).is_some_and(|d| d == domain) {
+                    by_host.remove(&host);
+                }
+            }
+        }
+    }
+
+    /// The website of `domain` (ASCII, lower case).
+    pub fn website(&self, domain: &str) -> Option<&Arc<WebsiteRecord>> {
+        self.by_domain.get(domain)
+    }
+
+    /// The website answering for `host`: its domain or one of its subdomains.
+    pub fn by_host(&self, host: &str) -> Option<&Arc<WebsiteRecord>> {
+        self.by_domain.get(self.by_host.get(host)?)
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_domain.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_domain.is_empty()
+    }
+}
+
+/// The follower: the current index, swapped atomically; stops when dropped.
+pub struct Follower {
+    current: Arc<ArcSwap<WebsiteIndex>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Follower {
+    /// Loads the first snapshot (failing if the store cannot give one) and follows the
+    /// store from then on, checking its version every `resync_every`.
+    pub async fn start<S: Store>(
+        store: Arc<S>,
+        resync_every: Duration,
+    ) -> Result<Follower, StoreError> {
+        let feed = store.subscribe();
+        let first = WebsiteIndex::from_snapshot(store.snapshot().await?);
+        let current = Arc::new(ArcSwap::from_pointee(first));
+        let task = tokio::spawn(follow(store, feed, Arc::clone(&current), resync_every));
+        Ok(Follower { current, task })
+    }
+
+    /// The index as of now; cheap, lock-free, never waits on the store.
+    pub fn index(&self) -> Arc<WebsiteIndex> {
+        self.current.load_full()
+    }
+}
+
+async fn reload<S: Store>(store: &S, current: &ArcSwap<WebsiteIndex>, why: &str) {
+    match store.snapshot().await {
+        Ok(snapshot) => {
+            tracing::info!(
+                why,
+                version = snapshot.version,
+                websites = snapshot.websites.len(),
+                "website index reloaded"
+            );
+            current.store(Arc::new(WebsiteIndex::from_snapshot(snapshot)));
+        }
+        Err(err) => tracing::warn!(%err, why, "website index reload failed; keeping the last one"),
+    }
+}
+
+/// What the changes drained so far ask for.
+enum Next {
+    /// Re-read these domains and move to `version`.
+    Apply { version: u64, domains: Vec<String> },
+    /// A message was missed: reload everything.
+    Reload(&'static str),
+    /// The store is gone.
+    Stop,
+}
+
+async fn follow<S: Store>(
+    store: Arc<S>,
+    mut feed: tokio::sync::broadcast::Receiver<crate::Change>,
+    current: Arc<ArcSwap<WebsiteIndex>>,
+    resync_every: Duration,
+) {
+    let mut timer = tokio::time::interval(resync_every);
+    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    timer.tick().await;
+    loop {
+        let first = tokio::select! {
+            received = feed.recv() => received,
+            _ = timer.tick() => {
+                match store.version().await {
+                    Ok(version) if version != current.load().version => {
+                        reload(store.as_ref(), &current, "periodic resync found a newer version").await;
+                    }
+                    Ok(_) => {}
+                    Err(err) => tracing::warn!(%err, "website index: cannot read the store version"),
+                }
+                continue;
+            }
+        };
+        // Drain what else is queued, so a burst of changes makes one new index.
+        let mut version = current.load().version;
+        let mut domains = Vec::new();
+        let mut next = None;
+        let mut received = first;
+        loop {
+            match received {
+                Ok(change) if change.version <= version => {}
+                Ok(change) if change.version == version + 1 => {
+                    version = change.version;
+                    if let Changed::Website { domain } = change.what {
+                        domains.push(domain.as_str().to_owned());
+                    }
+                }
+                Ok(_) => {
+                    next = Some(Next::Reload("a change message was missed"));
+                    break;
+                }
+                Err(RecvError::Lagged(_)) => {
+                    next = Some(Next::Reload("the change feed lagged"));
+                    break;
+                }
+                Err(RecvError::Closed) => {
+                    next = Some(Next::Stop);
+                    break;
+                }
+            }
+            received = match feed.try_recv() {
+                Ok(change) => Ok(change),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
+                Err(TryRecvError::Closed) => Err(RecvError::Closed),
+            };
+        }
+        match next.unwrap_or(Next::Apply { version, domains }) {
+            Next::Stop => return,
+            Next::Reload(why) => reload(store.as_ref(), &current, why).await,
+            Next::Apply { version, domains } => {
+                if let Err(err) = apply(store.as_ref(), &current, version, domains).await {
+                    tracing::warn!(%err, "website index: cannot read a changed website; reloading");
+                    reload(
+                        store.as_ref(),
+                        &current,
+                        "a changed website could not be read",
+                    )
+                    .await;
+                }
+            }
+        }
+    }
+}
+
+async fn apply<S: Store>(
+    store: &S,
+    current: &ArcSwap<WebsiteIndex>,
+    version: u64,
+    mut domains: Vec<String>,
+) -> Result<(), StoreError> {
+    domains.sort();
+    domains.dedup();
+    let mut fresh = Vec::with_capacity(domains.len());
+    for domain in domains {
+        let parsed = botgate_model::Domain::parse(&domain).map_err(|e| StoreError::Corrupt {
+            key: domain.clone(),
+            reason: e.to_string(),
+        })?;
+        fresh.push((domain, store.website(&parsed).await?));
+    }
+    let mut index = WebsiteIndex::clone(&current.load());
+    for (domain, record) in fresh {
+        match record {
+            Some(record) => index.put(record),
+            None => index.remove(&domain),
+        }
+    }
+    index.version = index.version.max(version);
+    current.store(Arc::new(index));
+    Ok(())
+}

@@ -1,0 +1,207 @@
+//! The Redis backend through a failover, as the specification's cluster runs it: a
+//! master, a replica, a sentinel, and haproxy forwarding to whichever node is master.
+//! Writes confirmed by `WAIT` survive the failover; the store reconnects by itself
+//! (the old connection meets `READONLY` or is closed) and the change feed goes on.
+
+use botgate_model::{Domain, PartnerName, User, Website, WebsiteInput};
+use botgate_store::{Follower, PartnerRecord, RedisConfig, RedisStore, Store, StoreError};
+use botgate_tests::servers::{HaproxyForRedis, RedisServer, Resp, Sentinel, wait_until};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn website(domain: &str, user: &User) -> Website {
+    Website::create(WebsiteInput {
+        domain: Some(domain.into()),
+        user_id: Some(user.id.as_str().into()),
+        ip: Some(vec!["192.0.2.10".into()]),
+        ..WebsiteInput::default()
+    })
+    .unwrap()
+}
+
+/// Whether a connection through the proxy reaches `node`.
+fn routes_to(proxy: &HaproxyForRedis, node: &RedisServer) -> bool {
+    let Ok(id) = node.run_id() else { return false };
+    botgate_tests::servers::resp_command(proxy.port, Some(&node.password), &["INFO", "server"])
+        .ok()
+        .and_then(|r| botgate_tests::servers::info_field(&r, "run_id").ok())
+        .is_some_and(|through| through == id)
+}
+
+/// Replicas of `node` that finished their sync (`state=online`).
+fn connected_replicas(node: &RedisServer) -> usize {
+    node.command(&["INFO", "replication"])
+        .ok()
+        .and_then(|reply| botgate_tests::servers::info_field(&reply, "slave0").ok())
+        .map_or(0, |replica| usize::from(replica.contains("state=online")))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confirmed_writes_survive_a_failover_and_the_store_reconnects_by_itself() {
+    let master = RedisServer::start().unwrap();
+    let replica = RedisServer::start_replica_of(&master).unwrap();
+    wait_until(
+        Duration::from_secs(15),
+        || connected_replicas(&master) == 1,
+        || "the replica never finished its sync".into(),
+    )
+    .unwrap();
+    let sentinel = Sentinel::start(&master).unwrap();
+    let proxy = HaproxyForRedis::start(&[&master, &replica]).unwrap();
+    // Until its first checks ran, haproxy may forward to either node.
+    wait_until(
+        Duration::from_secs(15),
+        || (0..5).all(|_| routes_to(&proxy, &master)),
+        || format!("haproxy never settled on the master; log:\n{}", proxy.log()),
+    )
+    .unwrap();
+
+    let config = RedisConfig {
+        password: Some(master.password.clone()),
+        wait_replicas: 1,
+        wait_timeout: Duration::from_secs(2),
+        ..RedisConfig::new(proxy.url())
+    };
+    let store = Arc::new(RedisStore::connect(config.clone()).await.unwrap());
+    let follower = Follower::start(store.clone(), Duration::from_millis(250))
+        .await
+        .unwrap();
+
+    // Before: every write is confirmed by the replica.
+    let acme = PartnerRecord {
+        name: PartnerName::parse("acme").unwrap(),
+        key_sha256: "0".repeat(64),
+        webhook_secret: "whsec_x".into(),
+    };
+    store.put_partner(&acme).await.unwrap();
+    let alice = User::create("alice", acme.name.clone(), "bgu_alice".into(), vec![]).unwrap();
+    store.create_user(&alice).await.unwrap();
+    store
+        .create_website(&acme.name, &website("before.example", &alice))
+        .await
+        .unwrap();
+
+    // A write that asks for more replicas than exist is applied but reported unconfirmed,
+    // and not retried (a retry would wrongly answer "exists").
+    let greedy = RedisStore::connect(RedisConfig {
+        wait_replicas: 2,
+        ..config.clone()
+    })
+    .await
+    .unwrap();
+    let unconfirmed = greedy
+        .create_website(&acme.name, &website("unconfirmed.example", &alice))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&unconfirmed, StoreError::Backend(m) if m.contains("not confirmed") && m.contains("1 of 2")),
+        "{unconfirmed}"
+    );
+
+    // The failover: sentinel promotes the replica; haproxy follows the master role.
+    assert!(matches!(
+        sentinel.command(&["SENTINEL", "REPLICAS", "mymaster"]),
+        Ok(Resp::Array(_))
+    ));
+    wait_until(
+        Duration::from_secs(30),
+        || {
+            matches!(
+                sentinel.command(&["SENTINEL", "FAILOVER", "mymaster"]),
+                Ok(Resp::Simple(_))
+            )
+        },
+        || format!("sentinel would not fail over; log:\n{}", sentinel.log()),
+    )
+    .unwrap();
+    wait_until(
+        Duration::from_secs(30),
+        || replica.role().is_ok_and(|r| r == "master") && master.role().is_ok_and(|r| r == "slave"),
+        || format!("the roles never swapped; sentinel log:\n{}", sentinel.log()),
+    )
+    .unwrap();
+    wait_until(
+        Duration::from_secs(15),
+        || (0..5).all(|_| routes_to(&proxy, &replica)),
+        || {
+            format!(
+                "haproxy never forwarded to the new master; log:\n{}",
+                proxy.log()
+            )
+        },
+    )
+    .unwrap();
+    // The demoted master now replicates the new one, so WAIT 1 can be satisfied again.
+    wait_until(
+        Duration::from_secs(30),
+        || connected_replicas(&replica) == 1,
+        || "the old master never rejoined as a replica".into(),
+    )
+    .unwrap();
+
+    // After: the same store object, no restart. Its open connection points at the
+    // demoted master; the first write reconnects through haproxy and succeeds.
+    let before = store
+        .website(&Domain::parse("before.example").unwrap())
+        .await
+        .unwrap();
+    assert!(before.is_some(), "a confirmed write survived the failover");
+    let after = store
+        .create_website(&acme.name, &website("after.example", &alice))
+        .await
+        .expect("the first write after the failover succeeds");
+    assert_eq!(after.revision, 1);
+    assert_eq!(
+        replica
+            .command(&["EXISTS", "botgate:website:after.example"])
+            .unwrap(),
+        Resp::Integer(1)
+    );
+
+    // The follower hears of it (live, or by its resync).
+    wait_until(
+        Duration::from_secs(15),
+        || follower.index().website("after.example").is_some(),
+        || "the follower never saw the post-failover website".into(),
+    )
+    .unwrap();
+    assert!(follower.index().website("before.example").is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_heals_a_missed_change_message_by_its_periodic_resync() {
+    let server = RedisServer::start().unwrap();
+    let config = RedisConfig {
+        password: Some(server.password.clone()),
+        ..RedisConfig::new(server.url())
+    };
+    let reader = Arc::new(RedisStore::connect(config.clone()).await.unwrap());
+    let writer = RedisStore::connect(config).await.unwrap();
+    let follower = Follower::start(reader, Duration::from_millis(300))
+        .await
+        .unwrap();
+    let acme = PartnerRecord {
+        name: PartnerName::parse("acme").unwrap(),
+        key_sha256: "0".repeat(64),
+        webhook_secret: "whsec_x".into(),
+    };
+    writer.put_partner(&acme).await.unwrap();
+    let alice = User::create("alice", acme.name.clone(), "bgu_alice".into(), vec![]).unwrap();
+    writer.create_user(&alice).await.unwrap();
+    // Cut every subscriber off, then write at once: the reader's relay is still
+    // reconnecting, so the message of this write never reaches it.
+    server
+        .command(&["CLIENT", "KILL", "TYPE", "pubsub"])
+        .unwrap();
+    writer
+        .create_website(&acme.name, &website("missed.example", &alice))
+        .await
+        .unwrap();
+    // No later change comes to reveal the gap; only the periodic resync can heal it.
+    wait_until(
+        Duration::from_secs(10),
+        || follower.index().website("missed.example").is_some(),
+        || "the follower never healed the missed change".into(),
+    )
+    .unwrap();
+}
