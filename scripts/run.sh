@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the shipped rule components and starts botgate's rule engine on them, hot-
-# reloading data/rulesets/ (copy a new <name>.wasm there and watch the log).
+# Builds the shipped rule components and starts `botgate serve` on the embedded store
+# in data/: the management API on 127.0.0.1:8280, and the rule engine hot-reloading
+# data/rulesets/ (copy a new <name>.wasm there and watch the log).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || rustup target add wasm32-wasip2
@@ -9,4 +10,4 @@ mkdir -p data/rulesets
 for name in classifier bitrix cpanel dokuwiki drupal joomla nextcloud prestashop wordpress xenforo; do
     cp "rulesets/target/wasm32-wasip2/release/$name.wasm" "data/rulesets/$name.wasm"
 done
-exec cargo run --release -p botgate-host --bin botgate -- ruleset watch data/rulesets
+exec cargo run --release -p botgate-host --bin botgate -- serve "$@"

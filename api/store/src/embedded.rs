@@ -34,14 +34,127 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// reloads a snapshot).
 const FEED_CAPACITY: usize = 4096;
 
-/// The embedded store. Cheap to clone; all clones share the database and the feed.
+/// The embedded store. Cheap to clone; all clones share the database, the writer and
+/// the feed.
 #[derive(Clone)]
 pub struct EmbeddedStore {
     db: Arc<Database>,
     feed: broadcast::Sender<Change>,
-    /// Held from the start of a write transaction until its changes are published,
-    /// so subscribers see versions in order (redb serialises writers anyway).
-    publish_order: Arc<std::sync::Mutex<()>>,
+    writer: Arc<Writer>,
+}
+
+/// The most writes one transaction commits together.
+const MAX_GROUP: usize = 256;
+
+/// A write's work: checks, then changes, in the transaction it is given. It returns its
+/// value and what it changed. **Invariant:** a write that refuses (`Conflict`,
+/// `NotFound`, `Stale`) does so before it changes anything, because it shares its
+/// transaction with the other writes of its group; a backend error aborts the group.
+type WriteWork = Box<
+    dyn FnOnce(
+            &redb::WriteTransaction,
+        ) -> Result<(Box<dyn std::any::Any + Send>, Vec<Changed>), StoreError>
+        + Send,
+>;
+
+struct WriteJob {
+    work: WriteWork,
+    reply: tokio::sync::oneshot::Sender<Result<Box<dyn std::any::Any + Send>, StoreError>>,
+}
+
+/// The one writer thread: group commit. It takes every write queued while the last
+/// transaction was committing, runs them in one transaction, commits once (one disk
+/// sync for the group), and publishes their changes in order.
+struct Writer {
+    queue: Option<std::sync::mpsc::Sender<WriteJob>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // Closing the queue ends the thread; joining it releases the database file
+        // before a reopen in the same process.
+        self.queue.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn run_writer(
+    db: Arc<Database>,
+    queue: std::sync::mpsc::Receiver<WriteJob>,
+    feed: broadcast::Sender<Change>,
+) {
+    while let Ok(first) = queue.recv() {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match queue.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        let mut replies = Vec::with_capacity(group.len());
+        let committed = (|| -> Result<Vec<Change>, StoreError> {
+            let txn = db.begin_write().map_err(backend)?;
+            let mut changed = Vec::new();
+            for job in group {
+                match (job.work)(&txn) {
+                    Ok((value, what)) => {
+                        changed.extend(what);
+                        replies.push((job.reply, Ok(value)));
+                    }
+                    Err(
+                        refused @ (StoreError::Conflict(_)
+                        | StoreError::NotFound(_)
+                        | StoreError::Stale(_)),
+                    ) => {
+                        replies.push((job.reply, Err(refused)));
+                    }
+                    Err(failed) => {
+                        replies.push((job.reply, Err(failed)));
+                        return Err(StoreError::Backend(
+                            "another write of the same commit failed; nothing was written".into(),
+                        ));
+                    }
+                }
+            }
+            let mut changes = Vec::with_capacity(changed.len());
+            {
+                let mut meta = txn.open_table(META).map_err(backend)?;
+                let mut version = version_in(&meta)?;
+                for what in changed {
+                    version += 1;
+                    changes.push(Change { version, what });
+                }
+                meta.insert("version", version).map_err(backend)?;
+            }
+            txn.commit().map_err(backend)?;
+            Ok(changes)
+        })();
+        match committed {
+            Ok(changes) => {
+                for change in changes {
+                    // No subscriber is not an error.
+                    let _ = feed.send(change);
+                }
+                for (reply, result) in replies {
+                    let _ = reply.send(result);
+                }
+            }
+            Err(err) => {
+                let message = err.to_string();
+                for (reply, result) in replies {
+                    let _ = reply.send(match result {
+                        Err(own @ (StoreError::Backend(_) | StoreError::Corrupt { .. })) => {
+                            Err(own)
+                        }
+                        _ => Err(StoreError::Backend(message.clone())),
+                    });
+                }
+            }
+        }
+    }
 }
 
 fn backend(err: impl Into<redb::Error>) -> StoreError {
@@ -100,10 +213,22 @@ impl EmbeddedStore {
         }
         txn.commit().map_err(backend)?;
         let (feed, _) = broadcast::channel(FEED_CAPACITY);
+        let db = Arc::new(db);
+        let (queue, jobs) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("botgate-store-writer".into())
+            .spawn({
+                let (db, feed) = (db.clone(), feed.clone());
+                move || run_writer(db, jobs, feed)
+            })
+            .map_err(|err| StoreError::Backend(format!("cannot start the writer: {err}")))?;
         Ok(EmbeddedStore {
-            db: Arc::new(db),
+            db,
             feed,
-            publish_order: Arc::default(),
+            writer: Arc::new(Writer {
+                queue: Some(queue),
+                thread: Some(thread),
+            }),
         })
     }
 
@@ -118,40 +243,37 @@ impl EmbeddedStore {
             .map_err(|err| StoreError::Backend(format!("store task failed: {err}")))?
     }
 
-    /// Runs `work` in one write transaction that also bumps the version; commits and
-    /// publishes the changes it returns, each with its own version.
+    /// Queues `work` for the writer thread, which runs it in a group transaction that
+    /// also bumps the version, commits, and publishes the changes it returns, each with
+    /// its own version. `work` must refuse before it changes anything (see
+    /// [`WriteWork`]).
     async fn write<T: Send + 'static>(
         &self,
         work: impl FnOnce(&redb::WriteTransaction) -> Result<(T, Vec<Changed>), StoreError>
         + Send
         + 'static,
     ) -> Result<T, StoreError> {
-        let feed = self.feed.clone();
-        let order = self.publish_order.clone();
-        self.blocking(move |db| {
-            let _order = order
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let txn = db.begin_write().map_err(backend)?;
-            let (value, changed) = work(&txn)?;
-            let mut changes = Vec::with_capacity(changed.len());
-            {
-                let mut meta = txn.open_table(META).map_err(backend)?;
-                let mut version = version_in(&meta)?;
-                for what in changed {
-                    version += 1;
-                    changes.push(Change { version, what });
-                }
-                meta.insert("version", version).map_err(backend)?;
-            }
-            txn.commit().map_err(backend)?;
-            for change in changes {
-                // No subscriber is not an error.
-                let _ = feed.send(change);
-            }
-            Ok(value)
-        })
-        .await
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job = WriteJob {
+            work: Box::new(move |txn| {
+                work(txn).map(|(value, changed)| {
+                    (Box::new(value) as Box<dyn std::any::Any + Send>, changed)
+                })
+            }),
+            reply,
+        };
+        let gone = || StoreError::Backend("the store's writer has stopped".into());
+        self.writer
+            .queue
+            .as_ref()
+            .ok_or_else(gone)?
+            .send(job)
+            .map_err(|_| gone())?;
+        let value = answer.await.map_err(|_| gone())??;
+        value
+            .downcast::<T>()
+            .map(|value| *value)
+            .map_err(|_| StoreError::Backend("a write answered the wrong type".into()))
     }
 
     async fn read<T: Send + 'static>(

@@ -102,6 +102,9 @@ fn json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("model types always serialise")
 }
 
+/// Websites read per round trip when a snapshot is loaded.
+const SNAPSHOT_CHUNK: usize = 1000;
+
 /// The error text of a write that `WAIT` did not see reach enough replicas.
 const NOT_CONFIRMED: &str = "the write reached the master but was not confirmed by enough replicas";
 
@@ -752,10 +755,12 @@ return 1
         let (domains, _) = self
             .lex_page(self.key("websites"), None, usize::MAX - 1)
             .await?;
-        Ok(Snapshot {
-            version,
-            websites: self.website_records(domains).await?,
-        })
+        // In chunks, so the replies held at once stay small beside the records built.
+        let mut websites = Vec::with_capacity(domains.len());
+        for chunk in domains.chunks(SNAPSHOT_CHUNK) {
+            websites.extend(self.website_records(chunk.to_vec()).await?);
+        }
+        Ok(Snapshot { version, websites })
     }
 
     async fn version(&self) -> Result<u64, StoreError> {

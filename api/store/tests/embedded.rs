@@ -44,3 +44,49 @@ async fn a_follower_of_the_embedded_store_sees_every_change() {
     let store = std::sync::Arc::new(EmbeddedStore::open(dir.path()).unwrap());
     conformance::follow(store).await;
 }
+
+/// Writes queued together commit together (one transaction per group); a refused write
+/// in a group changes nothing and does not hold back the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writes_share_commits_and_refusals_stay_apart() {
+    use botgate_model::{User, Website, WebsiteInput};
+    use botgate_store::{PartnerRecord, StoreError};
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedStore::open(dir.path()).unwrap();
+    let acme = PartnerRecord {
+        name: PartnerName::parse("acme").unwrap(),
+        key_sha256: "0".repeat(64),
+        webhook_secret: "whsec_x".into(),
+    };
+    store.put_partner(&acme).await.unwrap();
+    let alice = User::create("alice", acme.name.clone(), "bgu_a".into(), vec![]).unwrap();
+    store.create_user(&alice).await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let (store, partner) = (store.clone(), acme.name.clone());
+        // Every domain is asked for twice: one create wins, the other is refused.
+        let website = Website::create(WebsiteInput {
+            domain: Some(format!("site-{}.example", i / 2)),
+            user_id: Some("alice".into()),
+            ip: Some(vec!["192.0.2.1".into()]),
+            ..WebsiteInput::default()
+        })
+        .unwrap();
+        tasks.push(tokio::spawn(async move {
+            store.create_website(&partner, &website).await
+        }));
+    }
+    let (mut created, mut refused) = (0, 0);
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(_) => created += 1,
+            Err(StoreError::Conflict(_)) => refused += 1,
+            Err(other) => panic!("unexpected {other}"),
+        }
+    }
+    assert_eq!((created, refused), (100, 100));
+    let snapshot = store.snapshot().await.unwrap();
+    assert_eq!(snapshot.websites.len(), 100);
+    // partner + user + one version per created website, no gaps, nothing for refusals.
+    assert_eq!(snapshot.version, 2 + 100);
+}
