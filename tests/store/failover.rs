@@ -3,21 +3,12 @@
 //! Writes confirmed by `WAIT` survive the failover; the store reconnects by itself
 //! (the old connection meets `READONLY` or is closed) and the change feed goes on.
 
-use botgate_model::{Domain, PartnerName, User, Website, WebsiteInput};
-use botgate_store::{Follower, PartnerRecord, RedisConfig, RedisStore, Store, StoreError};
+use botgate_model::Domain;
+use botgate_store::conformance::{partner_and_user, website};
+use botgate_store::{Follower, RedisConfig, RedisStore, Store, StoreError};
 use botgate_tests::servers::{HaproxyForRedis, RedisServer, Resp, Sentinel, wait_until};
 use std::sync::Arc;
 use std::time::Duration;
-
-fn website(domain: &str, user: &User) -> Website {
-    Website::create(WebsiteInput {
-        domain: Some(domain.into()),
-        user_id: Some(user.id.as_str().into()),
-        ip: Some(vec!["192.0.2.10".into()]),
-        ..WebsiteInput::default()
-    })
-    .unwrap()
-}
 
 /// Whether a connection through the proxy reaches `node`.
 fn routes_to(proxy: &HaproxyForRedis, node: &RedisServer) -> bool {
@@ -68,14 +59,7 @@ async fn confirmed_writes_survive_a_failover_and_the_store_reconnects_by_itself(
         .unwrap();
 
     // Before: every write is confirmed by the replica.
-    let acme = PartnerRecord {
-        name: PartnerName::parse("acme").unwrap(),
-        key_sha256: "0".repeat(64),
-        webhook_secret: "whsec_x".into(),
-    };
-    store.put_partner(&acme).await.unwrap();
-    let alice = User::create("alice", acme.name.clone(), "bgu_alice".into(), vec![]).unwrap();
-    store.create_user(&alice).await.unwrap();
+    let (acme, alice) = partner_and_user(store.as_ref(), "acme", "alice").await;
     store
         .create_website(&acme.name, &website("before.example", &alice))
         .await
@@ -180,14 +164,7 @@ async fn a_follower_heals_a_missed_change_message_by_its_periodic_resync() {
     let follower = Follower::start(reader, Duration::from_millis(300))
         .await
         .unwrap();
-    let acme = PartnerRecord {
-        name: PartnerName::parse("acme").unwrap(),
-        key_sha256: "0".repeat(64),
-        webhook_secret: "whsec_x".into(),
-    };
-    writer.put_partner(&acme).await.unwrap();
-    let alice = User::create("alice", acme.name.clone(), "bgu_alice".into(), vec![]).unwrap();
-    writer.create_user(&alice).await.unwrap();
+    let (acme, alice) = partner_and_user(&writer, "acme", "alice").await;
     // Cut every subscriber off, then write at once: the reader's relay is still
     // reconnecting, so the message of this write never reaches it.
     server

@@ -21,7 +21,6 @@ pub mod websites;
 
 use crate::error::ApiError;
 use crate::limit::KeyLimiter;
-use axum::Json;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::Request;
@@ -74,7 +73,9 @@ impl Api {
 
 /// The API's routes.
 pub fn router(api: Arc<Api>) -> Router {
-    let document = Arc::new(openapi::document());
+    // Serialised once; each request shares the bytes.
+    let document =
+        axum::body::Bytes::from(serde_json::to_vec(&openapi::document()).unwrap_or_default());
     Router::new()
         .route(
             "/v1.0/user",
@@ -97,8 +98,8 @@ pub fn router(api: Arc<Api>) -> Router {
         .route(
             "/v1.0/openapi.json",
             get(move || {
-                let document = Arc::clone(&document);
-                async move { Json(document.as_ref().clone()) }
+                let document = document.clone();
+                async move { ([(header::CONTENT_TYPE, "application/json")], document) }
             }),
         )
         .with_state(api)

@@ -4,7 +4,7 @@
 use crate::error::ApiError;
 use botgate_model::{UserView, WebsiteView};
 use serde::Serialize;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
 /// Items per page when `limit` is not sent.
 pub const DEFAULT_LIMIT: usize = 100;
@@ -12,13 +12,13 @@ pub const DEFAULT_LIMIT: usize = 100;
 pub const MAX_LIMIT: usize = 1000;
 
 /// A list call's query.
-#[derive(Debug, Default, IntoParams)]
-#[into_params(parameter_in = Query)]
+///
+/// The handlers' `params(...)` annotations document these for OpenAPI.
+#[derive(Debug, Default)]
 pub struct ListQuery {
     /// Start after this item: the `next` of the previous page.
     pub after: Option<String>,
     /// Items per page, 1 to 1000; 100 when not sent.
-    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<usize>,
     /// Only this user's websites (website listing only).
     pub user_id: Option<String>,

@@ -6,7 +6,8 @@ use crate::{Changed, PartnerRecord, Store, StoreError};
 use botgate_model::{Domain, PartnerName, User, UserId, Website, WebsiteInput};
 use tokio::sync::broadcast::error::TryRecvError;
 
-fn partner(name: &str) -> PartnerRecord {
+/// A partner record for tests (a made-up key digest and secret).
+pub fn partner(name: &str) -> PartnerRecord {
     PartnerRecord {
         name: PartnerName::parse(name).unwrap(),
         key_sha256: format!("{:0>64}", name.len()),
@@ -14,7 +15,8 @@ fn partner(name: &str) -> PartnerRecord {
     }
 }
 
-fn user(partner: &PartnerRecord, id: &str) -> User {
+/// A user of `partner` for tests, with a key derived from its names.
+pub fn user(partner: &PartnerRecord, id: &str) -> User {
     User::create(
         id,
         partner.name.clone(),
@@ -24,7 +26,8 @@ fn user(partner: &PartnerRecord, id: &str) -> User {
     .unwrap()
 }
 
-fn website(domain: &str, user: &User) -> Website {
+/// A website of `user` for tests, with one origin and every default.
+pub fn website(domain: &str, user: &User) -> Website {
     Website::create(WebsiteInput {
         domain: Some(domain.into()),
         user_id: Some(user.id.as_str().into()),
@@ -36,6 +39,20 @@ fn website(domain: &str, user: &User) -> Website {
 
 fn domain(d: &str) -> Domain {
     Domain::parse(d).unwrap()
+}
+
+/// Stores partner `partner` and its user `id`, for tests that need someone to own
+/// websites.
+pub async fn partner_and_user<S: Store>(
+    store: &S,
+    partner_name: &str,
+    id: &str,
+) -> (PartnerRecord, User) {
+    let record = partner(partner_name);
+    store.put_partner(&record).await.unwrap();
+    let owner = user(&record, id);
+    store.create_user(&owner).await.unwrap();
+    (record, owner)
 }
 
 /// Runs every check against `store`, which must be empty.
@@ -373,10 +390,7 @@ pub async fn follow<S: Store>(store: std::sync::Arc<S>) {
         .await
         .unwrap();
     assert!(follower.index().is_empty());
-    let acme = partner("acme");
-    store.put_partner(&acme).await.unwrap();
-    let alice = user(&acme, "alice");
-    store.create_user(&alice).await.unwrap();
+    let (acme, alice) = partner_and_user(store.as_ref(), "acme", "alice").await;
     let mut site = website("follow.example", &alice);
     site.apply(WebsiteInput {
         subdomain: Some(vec!["www".into()]),

@@ -49,18 +49,11 @@ async fn a_follower_of_the_embedded_store_sees_every_change() {
 /// in a group changes nothing and does not hold back the others.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writes_share_commits_and_refusals_stay_apart() {
-    use botgate_model::{User, Website, WebsiteInput};
-    use botgate_store::{PartnerRecord, StoreError};
+    use botgate_model::{Website, WebsiteInput};
+    use botgate_store::StoreError;
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedStore::open(dir.path()).unwrap();
-    let acme = PartnerRecord {
-        name: PartnerName::parse("acme").unwrap(),
-        key_sha256: "0".repeat(64),
-        webhook_secret: "whsec_x".into(),
-    };
-    store.put_partner(&acme).await.unwrap();
-    let alice = User::create("alice", acme.name.clone(), "bgu_a".into(), vec![]).unwrap();
-    store.create_user(&alice).await.unwrap();
+    let (acme, _alice) = conformance::partner_and_user(&store, "acme", "alice").await;
     let mut tasks = Vec::new();
     for i in 0..200 {
         let (store, partner) = (store.clone(), acme.name.clone());
