@@ -1,7 +1,8 @@
-//! botgate's gateway library: the sandboxed Wasm rule engine (and, later, the data plane).
+//! botgate's gateway library: the data plane and the sandboxed Wasm rule engine.
 //!
 //! The rule engine lives in [`rules`]: it compiles rule components once, keeps them in
 //! an atomically swapped [`rules::Registry`], calls each one under a CPU deadline and a
 //! memory cap, and merges their opinions into one [`rules::Decision`].
 
+pub mod gateway;
 pub mod rules;

@@ -107,6 +107,10 @@ impl Store for AnyStore {
         delegate!(self.version())
     }
 
+    async fn shared_secret(&self, name: &str, candidate: &str) -> Result<String, StoreError> {
+        delegate!(self.shared_secret(name, candidate))
+    }
+
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Change> {
         match self {
             AnyStore::Embedded(store) => store.subscribe(),

@@ -62,6 +62,25 @@ pub async fn run<S: Store>(store: &S) {
     websites(store).await;
     change_feed(store).await;
     deleting_a_user_deletes_its_websites(store).await;
+    shared_secrets(store).await;
+}
+
+async fn shared_secrets<S: Store>(store: &S) {
+    let version = store.version().await.unwrap();
+    let first = store.shared_secret("challenge", "aaaa").await.unwrap();
+    assert_eq!(first, "aaaa", "the first candidate is stored");
+    let second = store.shared_secret("challenge", "bbbb").await.unwrap();
+    assert_eq!(
+        second, "aaaa",
+        "a later candidate never replaces the stored secret"
+    );
+    let other = store.shared_secret("other", "cccc").await.unwrap();
+    assert_eq!(other, "cccc", "secrets are kept by name");
+    assert_eq!(
+        store.version().await.unwrap(),
+        version,
+        "secrets are not website changes"
+    );
 }
 
 async fn partners<S: Store>(store: &S) {

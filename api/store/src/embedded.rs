@@ -29,6 +29,8 @@ const WEBSITES_BY_USER: TableDefinition<&str, ()> = TableDefinition::new("websit
 const WEBSITES_BY_PARTNER: TableDefinition<&str, ()> = TableDefinition::new("websites_by_partner");
 /// `"version"` → the store's version.
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// Cluster-wide secrets by name (see [`Store::shared_secret`]).
+const SECRETS: TableDefinition<&str, &str> = TableDefinition::new("secrets");
 
 /// How many changes a slow subscriber may fall behind before it sees a gap (and
 /// reloads a snapshot).
@@ -210,6 +212,7 @@ impl EmbeddedStore {
             txn.open_table(WEBSITES_BY_USER).map_err(backend)?;
             txn.open_table(WEBSITES_BY_PARTNER).map_err(backend)?;
             txn.open_table(META).map_err(backend)?;
+            txn.open_table(SECRETS).map_err(backend)?;
         }
         txn.commit().map_err(backend)?;
         let (feed, _) = broadcast::channel(FEED_CAPACITY);
@@ -725,5 +728,26 @@ impl Store for EmbeddedStore {
 
     fn subscribe(&self) -> broadcast::Receiver<Change> {
         self.feed.subscribe()
+    }
+
+    async fn shared_secret(&self, name: &str, candidate: &str) -> Result<String, StoreError> {
+        let (name, candidate) = (name.to_owned(), candidate.to_owned());
+        self.write(move |txn| {
+            let mut secrets = txn.open_table(SECRETS).map_err(backend)?;
+            let stored = secrets
+                .get(name.as_str())
+                .map_err(backend)?
+                .map(|value| value.value().to_owned());
+            match stored {
+                Some(stored) => Ok((stored, Vec::new())),
+                None => {
+                    secrets
+                        .insert(name.as_str(), candidate.as_str())
+                        .map_err(backend)?;
+                    Ok((candidate, Vec::new()))
+                }
+            }
+        })
+        .await
     }
 }

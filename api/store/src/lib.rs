@@ -208,4 +208,13 @@ pub trait Store: Send + Sync + 'static {
 
     /// A receiver of every change from now on, in version order.
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Change>;
+
+    /// The cluster-wide secret called `name` (for example the key that signs challenge
+    /// passes): the one already stored, or else `candidate`, stored now. Every gateway
+    /// sharing the store gets the same answer, whoever asked first.
+    fn shared_secret(
+        &self,
+        name: &str,
+        candidate: &str,
+    ) -> impl Future<Output = Result<String, StoreError>> + Send;
 }

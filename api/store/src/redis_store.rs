@@ -18,6 +18,7 @@
 //! | `websites-of:{partner}` | sorted set | the partner's domains |
 //! | `websites-of:{partner}:{id}` | sorted set | the user's domains |
 //! | `changes` | channel | [`Change`] JSON, one message per change |
+//! | `secret:{name}` | string | a cluster-wide secret ([`Store::shared_secret`]) |
 
 use crate::{
     Change, Changed, Page, PartnerRecord, Snapshot, Store, StoreError, WebsiteRecord, key_digest,
@@ -773,5 +774,21 @@ return 1
 
     fn subscribe(&self) -> broadcast::Receiver<Change> {
         self.feed.subscribe()
+    }
+
+    async fn shared_secret(&self, name: &str, candidate: &str) -> Result<String, StoreError> {
+        // Set only if absent, then answer what is stored: first writer wins everywhere.
+        const LUA: &str = r#"
+local stored = redis.call('GET', KEYS[3])
+if stored then return stored end
+redis.call('SET', KEYS[3], ARGV[1])
+return ARGV[1]
+"#;
+        self.write_script(
+            LUA,
+            vec![self.key(&format!("secret:{name}"))],
+            vec![candidate.to_owned()],
+        )
+        .await
     }
 }

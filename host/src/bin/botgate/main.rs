@@ -20,14 +20,23 @@ struct Cli {
     /// $XDG_CACHE_HOME/botgate or ~/.cache/botgate].
     #[arg(long, global = true)]
     cache_dir: Option<PathBuf>,
+    /// The longest one rule component may run on one request, in milliseconds; past
+    /// it the component's opinion is dropped (fail-open).
+    #[arg(
+        long,
+        global = true,
+        env = "BOTGATE_COMPONENT_DEADLINE_MS",
+        default_value = "20"
+    )]
+    component_deadline_ms: u64,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the gateway: the management API on the store, and the rule engine on a
-    /// hot-reloaded directory of components.
+    /// Run the gateway: the HTTP and HTTPS listeners that protect and proxy websites,
+    /// the management API and the admin listener (metrics, health), on the store.
     Serve(serve::ServeArgs),
     /// Manage partners (the hosting providers that call the API).
     #[command(subcommand)]
@@ -83,9 +92,13 @@ fn main() -> Result<()> {
         .init();
     let cli = Cli::parse();
     let cache_dir = cli.cache_dir.or_else(default_cache_dir);
+    let deadline_ms = cli.component_deadline_ms;
     let registry = || -> Result<Arc<Registry>> {
-        let sandbox =
-            Sandbox::new(SandboxConfig::default()).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+        let sandbox = Sandbox::new(SandboxConfig {
+            call_deadline: std::time::Duration::from_millis(deadline_ms.max(1)),
+            ..SandboxConfig::default()
+        })
+        .map_err(|e| anyhow::anyhow!("{e:#}"))?;
         Ok(Arc::new(Registry::new(sandbox, cache_dir.clone())))
     };
     match cli.command {

@@ -1,23 +1,52 @@
-//! `botgate serve`: the management API on the configured store, and the rule engine on
-//! a hot-reloaded directory of components; stops gracefully on SIGINT or SIGTERM.
+//! `botgate serve`: the data plane (HTTP and HTTPS listeners), the management API and
+//! the admin listener on the configured store, with the rule engine on a hot-reloaded
+//! directory of components; drains gracefully on SIGINT or SIGTERM.
 
 use crate::store::StoreArgs;
 use anyhow::{Context, Result};
 use botgate_api::{Api, ApiConfig};
+use botgate_host::gateway::challenge::{ChallengeConfig, SECRET_NAME};
+use botgate_host::gateway::crawlers::CrawlerConfig;
+use botgate_host::gateway::limits::DdosConfig;
+use botgate_host::gateway::listener::{self, Shutdown};
+use botgate_host::gateway::upstream::OriginConfig;
+use botgate_host::gateway::{ConnectionLimits, Gateway, GatewayConfig, admin};
 use botgate_host::rules::{DirectorySource, Registry, RulesetSource, Watcher};
+use botgate_store::{Follower, Store};
 use clap::Args;
 use std::net::SocketAddr;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_util::task::TaskTracker;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     #[command(flatten)]
     store: StoreArgs,
+    /// Where visitors' plain HTTP arrives (the cluster's HAProxy forwards :80 here).
+    #[arg(long, env = "BOTGATE_HTTP_LISTEN", default_value = "127.0.0.1:8180")]
+    http_listen: SocketAddr,
+    /// Where visitors' HTTPS arrives (the cluster's HAProxy forwards :443 here).
+    #[arg(long, env = "BOTGATE_HTTPS_LISTEN", default_value = "127.0.0.1:8443")]
+    https_listen: SocketAddr,
     /// Where the management API listens.
     #[arg(long, env = "BOTGATE_API_LISTEN", default_value = "127.0.0.1:8280")]
     api_listen: SocketAddr,
+    /// Where Prometheus metrics (/metrics) and the health check (/health) are served.
+    #[arg(long, env = "BOTGATE_ADMIN_LISTEN", default_value = "127.0.0.1:9180")]
+    admin_listen: SocketAddr,
+    /// Networks whose connections start with a PROXY protocol v2 header (the cluster's
+    /// HAProxy); repeat or separate with commas. A trusted peer without the header is
+    /// disconnected.
+    #[arg(
+        long = "trusted-proxy",
+        env = "BOTGATE_TRUSTED_PROXIES",
+        value_delimiter = ','
+    )]
+    trusted_proxies: Vec<ipnet::IpNet>,
     /// The directory of rule components, hot-reloaded.
     #[arg(long, env = "BOTGATE_RULESETS_DIR", default_value = "data/rulesets")]
     rulesets_dir: PathBuf,
@@ -27,21 +56,190 @@ pub struct ServeArgs {
     /// API requests per key at once.
     #[arg(long, env = "BOTGATE_API_BURST", default_value = "100")]
     api_burst: NonZeroU32,
+    #[command(flatten)]
+    data_plane: DataPlaneArgs,
+}
+
+/// The data plane's tuning; the defaults suit a production server.
+#[derive(Args, Debug)]
+pub struct DataPlaneArgs {
+    /// The origins' port for plain HTTP.
+    #[arg(long, env = "BOTGATE_ORIGIN_HTTP_PORT", default_value = "80")]
+    origin_http_port: u16,
+    /// The origins' port when a website sets `upstreams_use_https`.
+    #[arg(long, env = "BOTGATE_ORIGIN_HTTPS_PORT", default_value = "443")]
+    origin_https_port: u16,
+    /// Seconds an origin connection (TCP and TLS) may take.
+    #[arg(long, env = "BOTGATE_ORIGIN_CONNECT_TIMEOUT", default_value = "5")]
+    origin_connect_timeout: u64,
+    /// Seconds an origin may take to start answering.
+    #[arg(long, env = "BOTGATE_ORIGIN_RESPONSE_TIMEOUT", default_value = "60")]
+    origin_response_timeout: u64,
+    /// Seconds a client may take to send a request head (and the TLS handshake).
+    #[arg(long, env = "BOTGATE_HEADER_READ_TIMEOUT", default_value = "10")]
+    header_read_timeout: u64,
+    /// Seconds a quiet client connection is kept open.
+    #[arg(long, env = "BOTGATE_IDLE_TIMEOUT", default_value = "60")]
+    idle_timeout: u64,
+    /// Seconds a shutdown waits for open connections to finish.
+    #[arg(long, env = "BOTGATE_DRAIN_TIMEOUT", default_value = "30")]
+    drain_timeout: u64,
+    /// The largest request head, in bytes.
+    #[arg(long, env = "BOTGATE_MAX_HEADER_BYTES", default_value = "65536")]
+    max_header_bytes: usize,
+    /// The most header fields in one request.
+    #[arg(long, env = "BOTGATE_MAX_HEADERS", default_value = "100")]
+    max_headers: usize,
+    /// Leading zero bits of the challenge's proof of work (16 ≈ 65 000 hashes).
+    #[arg(long, env = "BOTGATE_CHALLENGE_DIFFICULTY", default_value = "16",
+          value_parser = clap::value_parser!(u8).range(1..=32))]
+    challenge_difficulty: u8,
+    /// Seconds a solved challenge lets a client pass.
+    #[arg(long, env = "BOTGATE_CHALLENGE_PASS_SECONDS", default_value = "3600")]
+    challenge_pass_seconds: u64,
+    /// `ddos_protection`: requests a second one client may make to one website.
+    #[arg(long, env = "BOTGATE_DDOS_CLIENT_RATE", default_value = "20")]
+    ddos_client_rate: NonZeroU32,
+    /// `ddos_protection`: requests one client may make to one website at once.
+    #[arg(long, env = "BOTGATE_DDOS_CLIENT_BURST", default_value = "100")]
+    ddos_client_burst: NonZeroU32,
+    /// `ddos_protection`: requests a second one website may receive.
+    #[arg(long, env = "BOTGATE_DDOS_WEBSITE_RATE", default_value = "2000")]
+    ddos_website_rate: NonZeroU32,
+    /// `ddos_protection`: requests one website may receive at once.
+    #[arg(long, env = "BOTGATE_DDOS_WEBSITE_BURST", default_value = "4000")]
+    ddos_website_burst: NonZeroU32,
+    /// How many times stricter `ddos_protection_advanced` is.
+    #[arg(long, env = "BOTGATE_DDOS_STRICT_DIVISOR", default_value = "5")]
+    ddos_strict_divisor: NonZeroU32,
+    /// Extra crawler lists (JSON, the shape of the bundled one) for verified bots.
+    #[arg(
+        long = "crawler-list",
+        env = "BOTGATE_CRAWLER_LISTS",
+        value_delimiter = ','
+    )]
+    crawler_lists: Vec<PathBuf>,
+    /// The certificate (PEM) for names no website covers; self-signed when not given.
+    #[arg(long, env = "BOTGATE_FALLBACK_CERT", requires = "fallback_key")]
+    fallback_cert: Option<PathBuf>,
+    /// The fallback certificate's private key (PEM).
+    #[arg(long, env = "BOTGATE_FALLBACK_KEY", requires = "fallback_cert")]
+    fallback_key: Option<PathBuf>,
+}
+
+impl DataPlaneArgs {
+    fn config(&self, trusted_proxies: Vec<ipnet::IpNet>) -> GatewayConfig {
+        GatewayConfig {
+            trusted_proxies,
+            limits: ConnectionLimits {
+                header_read_timeout: Duration::from_secs(self.header_read_timeout.max(1)),
+                idle_timeout: Duration::from_secs(self.idle_timeout.max(1)),
+                max_header_bytes: self.max_header_bytes,
+                max_headers: self.max_headers,
+                drain_timeout: Duration::from_secs(self.drain_timeout),
+            },
+            origins: OriginConfig {
+                http_port: self.origin_http_port,
+                https_port: self.origin_https_port,
+                connect_timeout: Duration::from_secs(self.origin_connect_timeout.max(1)),
+                response_timeout: Duration::from_secs(self.origin_response_timeout.max(1)),
+                ..OriginConfig::default()
+            },
+            challenge: ChallengeConfig {
+                difficulty: self.challenge_difficulty,
+                pass_lifetime: Duration::from_secs(self.challenge_pass_seconds.max(1)),
+                ..ChallengeConfig::default()
+            },
+            ddos: DdosConfig {
+                client_rate: self.ddos_client_rate,
+                client_burst: self.ddos_client_burst,
+                website_rate: self.ddos_website_rate,
+                website_burst: self.ddos_website_burst,
+                strict_divisor: self.ddos_strict_divisor,
+                ..DdosConfig::default()
+            },
+            crawlers: CrawlerConfig {
+                files: self.crawler_lists.clone(),
+            },
+            fallback_certificate: self.fallback_cert.clone().zip(self.fallback_key.clone()),
+        }
+    }
 }
 
 pub fn run(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
     let source = DirectorySource::new(&args.rulesets_dir);
     tracing::info!(source = %source.describe(), "loading rule components");
-    let _watcher = Watcher::start(registry, source)
+    let _watcher = Watcher::start(registry.clone(), source)
         .with_context(|| format!("watching {}", args.rulesets_dir.display()))?;
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
-        .block_on(serve(args))
+        .block_on(serve(args, registry))
 }
 
-async fn serve(args: ServeArgs) -> Result<()> {
+async fn bind(address: SocketAddr, what: &str) -> Result<TcpListener> {
+    let listener = TcpListener::bind(address)
+        .await
+        .with_context(|| format!("binding the {what} listener to {address}"))?;
+    tracing::info!(address = %listener.local_addr()?, "{what} listening");
+    Ok(listener)
+}
+
+/// The challenge secret shared by every gateway on the store: created by the first.
+async fn challenge_secret(store: &impl Store) -> Result<Vec<u8>> {
+    let mut candidate = [0u8; 32];
+    getrandom::fill(&mut candidate).map_err(|err| anyhow::anyhow!("no randomness: {err}"))?;
+    let candidate: String = candidate.iter().map(|b| format!("{b:02x}")).collect();
+    let stored = store
+        .shared_secret(SECRET_NAME, &candidate)
+        .await
+        .context("reading the challenge secret from the store")?;
+    Ok(stored.into_bytes())
+}
+
+async fn serve(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
     let store = Arc::new(args.store.open().await?);
+    let websites = Arc::new(
+        Follower::start(store.clone(), Duration::from_secs(5))
+            .await
+            .context("loading the websites from the store")?,
+    );
+    let secret = challenge_secret(store.as_ref()).await?;
+    let config = args.data_plane.config(args.trusted_proxies.clone());
+    let drain = config.limits.drain_timeout;
+    let gateway = Gateway::new(config, websites, registry, secret)?;
+    gateway.spawn_housekeeping();
+    let tls = gateway.tls_config()?;
+
+    let http = bind(args.http_listen, "HTTP").await?;
+    let https = bind(args.https_listen, "HTTPS").await?;
+    let admin_listener = bind(args.admin_listen, "admin").await?;
+    let api_listener = bind(args.api_listen, "management API").await?;
+    tracing::info!(store = %args.store.describe(), "serving");
+
+    let (stop, shutdown) = Shutdown::new();
+    let tracker = TaskTracker::new();
+    let listeners = [
+        tokio::spawn(listener::serve(
+            gateway.clone(),
+            http,
+            None,
+            shutdown.clone(),
+            tracker.clone(),
+        )),
+        tokio::spawn(listener::serve(
+            gateway.clone(),
+            https,
+            Some(tls),
+            shutdown.clone(),
+            tracker.clone(),
+        )),
+    ];
+    let admin = tokio::spawn(
+        axum::serve(admin_listener, admin::router(gateway.clone()))
+            .with_graceful_shutdown(shutdown.clone().stopped())
+            .into_future(),
+    );
     let api = Api::new(
         store,
         ApiConfig {
@@ -50,18 +248,30 @@ async fn serve(args: ServeArgs) -> Result<()> {
             ..ApiConfig::default()
         },
     );
-    let listener = tokio::net::TcpListener::bind(args.api_listen)
-        .await
-        .with_context(|| format!("binding the API to {}", args.api_listen))?;
-    tracing::info!(
-        address = %listener.local_addr()?,
-        store = %args.store.describe(),
-        "management API listening"
+    let api = tokio::spawn(
+        axum::serve(api_listener, botgate_api::router(api))
+            .with_graceful_shutdown(shutdown.clone().stopped())
+            .into_future(),
     );
-    axum::serve(listener, botgate_api::router(api))
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .context("serving the API")?;
+
+    shutdown_signal().await;
+    tracing::info!(
+        drain_seconds = drain.as_secs(),
+        "shutting down: draining connections"
+    );
+    let _ = stop.send(true);
+    for listener in listeners {
+        let _ = listener.await;
+    }
+    tracker.close();
+    if tokio::time::timeout(drain, tracker.wait()).await.is_err() {
+        tracing::warn!(open = tracker.len(), "drain timed out; closing the rest");
+    }
+    let _ = tokio::time::timeout(drain, async {
+        let _ = admin.await;
+        let _ = api.await;
+    })
+    .await;
     tracing::info!("stopped");
     Ok(())
 }

@@ -1,0 +1,151 @@
+//! Per-client behaviour counters for the rule components: requests, distinct paths and
+//! abandoned challenges of each client on each website over a fixed window, in a
+//! bounded cache (the least recently seen clients are forgotten first).
+
+use quick_cache::sync::Cache;
+use std::hash::{Hash, Hasher};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What the components see of a client (the contract's `behaviour` record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub window_seconds: u32,
+    pub requests: u32,
+    pub distinct_paths: u32,
+    pub failed_challenges: u32,
+}
+
+/// One client's window. Distinct paths are counted in a 512-bit set of path hashes:
+/// exact for a few paths, an undercount past a few hundred, never more memory.
+#[derive(Debug)]
+struct Window {
+    started: Instant,
+    requests: u32,
+    failed_challenges: u32,
+    paths: [u64; 8],
+}
+
+impl Window {
+    fn new(now: Instant) -> Window {
+        Window {
+            started: now,
+            requests: 0,
+            failed_challenges: 0,
+            paths: [0; 8],
+        }
+    }
+}
+
+/// The counters of every client.
+pub struct Behaviour {
+    clients: Cache<(u64, IpAddr), Arc<Mutex<Window>>>,
+    window: Duration,
+}
+
+fn path_bit(path: &str) -> (usize, u64) {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    path.hash(&mut hasher);
+    let h = hasher.finish() as usize;
+    ((h >> 6) % 8, 1 << (h % 64))
+}
+
+impl Behaviour {
+    /// Counters for at most `capacity` clients over windows of `window`.
+    pub fn new(capacity: usize, window: Duration) -> Behaviour {
+        Behaviour {
+            clients: Cache::new(capacity.max(16)),
+            window,
+        }
+    }
+
+    fn window(&self, site: u64, client: IpAddr) -> Arc<Mutex<Window>> {
+        let now = Instant::now();
+        match self.clients.get_or_insert_with(&(site, client), || {
+            Ok::<_, std::convert::Infallible>(Arc::new(Mutex::new(Window::new(now))))
+        }) {
+            Ok(window) => window,
+            Err(never) => match never {},
+        }
+    }
+
+    fn with_window<T>(&self, site: u64, client: IpAddr, f: impl FnOnce(&mut Window) -> T) -> T {
+        let window = self.window(site, client);
+        let mut window = window.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        if now.duration_since(window.started) >= self.window {
+            *window = Window::new(now);
+        }
+        f(&mut window)
+    }
+
+    /// Counts a request of `client` to `site` for `path`, and answers the counts with
+    /// it included.
+    pub fn record(&self, site: u64, client: IpAddr, path: &str) -> Counts {
+        let window_seconds = self.window.as_secs() as u32;
+        self.with_window(site, client, |w| {
+            w.requests = w.requests.saturating_add(1);
+            let (word, bit) = path_bit(path);
+            w.paths[word] |= bit;
+            Counts {
+                window_seconds,
+                requests: w.requests,
+                distinct_paths: w.paths.iter().map(|p| p.count_ones()).sum(),
+                failed_challenges: w.failed_challenges,
+            }
+        })
+    }
+
+    /// A challenge was served: it counts as failed until it is solved.
+    pub fn challenge_served(&self, site: u64, client: IpAddr) {
+        self.with_window(site, client, |w| {
+            w.failed_challenges = w.failed_challenges.saturating_add(1)
+        });
+    }
+
+    /// A challenge was solved.
+    pub fn challenge_solved(&self, site: u64, client: IpAddr) {
+        self.with_window(site, client, |w| {
+            w.failed_challenges = w.failed_challenges.saturating_sub(1)
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_requests_paths_and_challenges_per_site_and_client() {
+        let b = Behaviour::new(100, Duration::from_secs(60));
+        let a = IpAddr::from([192, 0, 2, 1]);
+        b.record(1, a, "/");
+        b.record(1, a, "/");
+        let c = b.record(1, a, "/wp-login.php");
+        assert_eq!((c.requests, c.distinct_paths), (3, 2));
+        b.challenge_served(1, a);
+        b.challenge_served(1, a);
+        b.challenge_solved(1, a);
+        assert_eq!(b.record(1, a, "/").failed_challenges, 1);
+        assert_eq!(b.record(2, a, "/").requests, 1, "per website");
+    }
+
+    #[test]
+    fn memory_is_bounded() {
+        let b = Behaviour::new(100, Duration::from_secs(60));
+        for i in 0..10_000u32 {
+            b.record(1, IpAddr::from(i.to_be_bytes()), "/");
+        }
+        assert!(b.clients.len() <= 200);
+    }
+
+    #[test]
+    fn windows_restart() {
+        let b = Behaviour::new(100, Duration::from_millis(1));
+        let a = IpAddr::from([192, 0, 2, 1]);
+        b.record(1, a, "/");
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(b.record(1, a, "/").requests, 1);
+    }
+}

@@ -1,0 +1,145 @@
+//! The headers of a forwarded request and response: hop-by-hop headers removed (RFC
+//! 9110 §7.6.1), the real client added as `X-Forwarded-For`, `X-Forwarded-Proto` and
+//! `Forwarded` (RFC 7239).
+
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use std::net::IpAddr;
+
+/// Headers that describe one connection and never travel past it.
+const HOP_BY_HOP: [HeaderName; 8] = [
+    header::CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+    header::PROXY_AUTHENTICATE,
+    header::PROXY_AUTHORIZATION,
+    header::TE,
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+];
+
+/// Whether the request asks to switch to the WebSocket protocol.
+pub fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
+    let upgrade = headers
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    let connection_says_upgrade = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|token| token.trim().eq_ignore_ascii_case("upgrade"));
+    upgrade && connection_says_upgrade
+}
+
+/// Removes hop-by-hop headers and those the `Connection` header names. With `upgrade`
+/// the `Connection: upgrade` and `Upgrade` pair is kept (a WebSocket handshake).
+pub fn remove_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|token| HeaderName::from_bytes(token.trim().as_bytes()).ok())
+        .filter(|name| !(upgrade && name == header::UPGRADE))
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for name in &HOP_BY_HOP {
+        headers.remove(name);
+    }
+    if upgrade {
+        headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    } else {
+        headers.remove(header::UPGRADE);
+    }
+}
+
+/// Adds the client's address and the scheme: appends to `X-Forwarded-For` (what
+/// earlier proxies said is kept, the gateway's own knowledge goes last), and sets
+/// `X-Forwarded-Proto` and `Forwarded` to what the gateway saw itself.
+pub fn add_forwarded(headers: &mut HeaderMap, client: IpAddr, https: bool, host: &str) {
+    let client_text = client.to_string();
+    let xff = match headers.get(HeaderName::from_static("x-forwarded-for")) {
+        Some(earlier) => match earlier.to_str() {
+            Ok(earlier) => format!("{earlier}, {client_text}"),
+            Err(_) => client_text.clone(),
+        },
+        None => client_text.clone(),
+    };
+    headers.remove("x-forwarded-for");
+    if let Ok(value) = HeaderValue::from_str(&xff) {
+        headers.insert(HeaderName::from_static("x-forwarded-for"), value);
+    }
+    let proto = if https { "https" } else { "http" };
+    headers.insert(
+        HeaderName::from_static("x-forwarded-proto"),
+        HeaderValue::from_static(if https { "https" } else { "http" }),
+    );
+    let node = match client {
+        IpAddr::V4(_) => client_text,
+        IpAddr::V6(_) => format!("\"[{client_text}]\""),
+    };
+    let forwarded = format!("for={node};proto={proto};host=\"{host}\"");
+    match HeaderValue::from_str(&forwarded) {
+        Ok(value) => {
+            headers.insert(header::FORWARDED, value);
+        }
+        Err(_) => {
+            headers.remove(header::FORWARDED);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hop_by_hop_and_connection_named_headers_go() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::CONNECTION,
+            HeaderValue::from_static("keep-alive, x-secret"),
+        );
+        h.insert("x-secret", HeaderValue::from_static("1"));
+        h.insert("keep-alive", HeaderValue::from_static("timeout=5"));
+        h.insert(
+            header::TRANSFER_ENCODING,
+            HeaderValue::from_static("chunked"),
+        );
+        h.insert("x-kept", HeaderValue::from_static("1"));
+        remove_hop_by_hop(&mut h, false);
+        assert_eq!(h.len(), 1);
+        assert!(h.contains_key("x-kept"));
+    }
+
+    #[test]
+    fn websocket_handshakes_keep_upgrade() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::CONNECTION,
+            HeaderValue::from_static("keep-alive, Upgrade"),
+        );
+        h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+        assert!(is_websocket_upgrade(&h));
+        remove_hop_by_hop(&mut h, true);
+        assert_eq!(h[header::UPGRADE], "websocket");
+        assert_eq!(h[header::CONNECTION], "upgrade");
+    }
+
+    #[test]
+    fn forwarded_headers_name_the_real_client() {
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-for", HeaderValue::from_static("10.0.0.1"));
+        h.insert("x-forwarded-proto", HeaderValue::from_static("https"));
+        add_forwarded(&mut h, "2001:db8::7".parse().unwrap(), false, "example.com");
+        assert_eq!(h["x-forwarded-for"], "10.0.0.1, 2001:db8::7");
+        assert_eq!(h["x-forwarded-proto"], "http");
+        assert_eq!(
+            h[header::FORWARDED],
+            "for=\"[2001:db8::7]\";proto=http;host=\"example.com\""
+        );
+    }
+}

@@ -1,0 +1,230 @@
+//! `ddos_protection`: per-client and per-website request rates (GCRA, the `governor`
+//! crate), and `ddos_protection_advanced`: stricter per-client limits, and an "under
+//! attack" mode that challenges every client without a pass while a website's traffic
+//! is over its strict rate.
+
+use arc_swap::ArcSwap;
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The limits. The advanced ones are the plain ones divided by `strict_divisor`.
+#[derive(Debug, Clone)]
+pub struct DdosConfig {
+    /// Requests a second one client may make to one website, sustained.
+    pub client_rate: NonZeroU32,
+    /// Requests one client may make to one website at once.
+    pub client_burst: NonZeroU32,
+    /// Requests a second one website may receive, sustained.
+    pub website_rate: NonZeroU32,
+    /// Requests one website may receive at once.
+    pub website_burst: NonZeroU32,
+    /// How much stricter `ddos_protection_advanced` is.
+    pub strict_divisor: NonZeroU32,
+    /// How long a website stays under attack after its traffic went over the strict rate.
+    pub attack_cooldown: Duration,
+    /// Most clients tracked at once; past that the oldest state is dropped.
+    pub max_tracked_clients: usize,
+}
+
+impl Default for DdosConfig {
+    fn default() -> Self {
+        let n = |v| NonZeroU32::new(v).expect("non-zero");
+        DdosConfig {
+            client_rate: n(20),
+            client_burst: n(100),
+            website_rate: n(2000),
+            website_burst: n(4000),
+            strict_divisor: n(5),
+            attack_cooldown: Duration::from_secs(60),
+            max_tracked_clients: 1_000_000,
+        }
+    }
+}
+
+/// The limits' verdict on one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Within every limit.
+    Pass,
+    /// Within the limits, but the website is under attack: challenge a client
+    /// without a pass.
+    UnderAttack,
+    /// Over a limit: answer 429, retry after this many seconds.
+    Limited { retry_after: u64 },
+}
+
+/// The rate-limit state of every website and client.
+pub struct DdosLimits {
+    config: DdosConfig,
+    client: ArcSwap<DefaultKeyedRateLimiter<(u64, IpAddr)>>,
+    strict_client: ArcSwap<DefaultKeyedRateLimiter<(u64, IpAddr)>>,
+    client_quota: Quota,
+    strict_client_quota: Quota,
+    website: DefaultKeyedRateLimiter<u64>,
+    strict_website: DefaultKeyedRateLimiter<u64>,
+    under_attack: Mutex<HashMap<u64, Instant>>,
+}
+
+fn quota(rate: NonZeroU32, burst: NonZeroU32, divisor: NonZeroU32) -> Quota {
+    let strict =
+        |v: NonZeroU32| NonZeroU32::new(v.get() / divisor.get()).unwrap_or(NonZeroU32::MIN);
+    Quota::per_second(strict(rate)).allow_burst(strict(burst))
+}
+
+impl DdosLimits {
+    pub fn new(config: DdosConfig) -> DdosLimits {
+        let one = NonZeroU32::MIN;
+        let div = config.strict_divisor;
+        let client_quota = quota(config.client_rate, config.client_burst, one);
+        let strict_client_quota = quota(config.client_rate, config.client_burst, div);
+        DdosLimits {
+            client: ArcSwap::from_pointee(RateLimiter::keyed(client_quota)),
+            strict_client: ArcSwap::from_pointee(RateLimiter::keyed(strict_client_quota)),
+            client_quota,
+            strict_client_quota,
+            website: RateLimiter::keyed(quota(config.website_rate, config.website_burst, one)),
+            strict_website: RateLimiter::keyed(quota(
+                config.website_rate,
+                config.website_burst,
+                div,
+            )),
+            under_attack: Mutex::new(HashMap::new()),
+            config,
+        }
+    }
+
+    /// Counts one request of `client` to the website `site` (a hash of its domain).
+    pub fn check(&self, site: u64, client: IpAddr, advanced: bool) -> Verdict {
+        let limiter = if advanced {
+            &self.strict_client
+        } else {
+            &self.client
+        };
+        if let Err(not_until) = limiter.load().check_key(&(site, client)) {
+            return limited(not_until.wait_time_from(DefaultClock::default().now()));
+        }
+        if let Err(not_until) = self.website.check_key(&site) {
+            return limited(not_until.wait_time_from(DefaultClock::default().now()));
+        }
+        if !advanced {
+            return Verdict::Pass;
+        }
+        let now = Instant::now();
+        let mut attacks = self.under_attack.lock().unwrap_or_else(|e| e.into_inner());
+        if self.strict_website.check_key(&site).is_err() {
+            if !attacks.contains_key(&site) {
+                tracing::warn!(site, "website under attack: challenging every new client");
+            }
+            attacks.insert(site, now + self.config.attack_cooldown);
+        }
+        match attacks.get(&site) {
+            Some(until) if *until > now => Verdict::UnderAttack,
+            Some(_) => {
+                attacks.remove(&site);
+                Verdict::Pass
+            }
+            None => Verdict::Pass,
+        }
+    }
+
+    /// Drops the state of clients and websites that are back to a full allowance, and
+    /// everything when more clients than allowed are tracked (a flood of spoofed
+    /// sources); run now and then.
+    pub fn housekeeping(&self) {
+        for (limiter, quota) in [
+            (&self.client, self.client_quota),
+            (&self.strict_client, self.strict_client_quota),
+        ] {
+            let current = limiter.load();
+            current.retain_recent();
+            if current.len() > self.config.max_tracked_clients {
+                tracing::warn!(
+                    tracked = current.len(),
+                    "too many clients tracked by the rate limits; starting afresh"
+                );
+                limiter.store(std::sync::Arc::new(RateLimiter::keyed(quota)));
+            } else {
+                current.shrink_to_fit();
+            }
+        }
+        for limiter in [&self.website, &self.strict_website] {
+            limiter.retain_recent();
+            limiter.shrink_to_fit();
+        }
+    }
+}
+
+fn limited(wait: Duration) -> Verdict {
+    Verdict::Limited {
+        retry_after: wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
+    }
+    .max_one()
+}
+
+impl Verdict {
+    fn max_one(self) -> Verdict {
+        match self {
+            Verdict::Limited { retry_after } => Verdict::Limited {
+                retry_after: retry_after.max(1),
+            },
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(client: u32, website: u32) -> DdosLimits {
+        let n = |v| NonZeroU32::new(v).unwrap();
+        DdosLimits::new(DdosConfig {
+            client_rate: n(1),
+            client_burst: n(client),
+            website_rate: n(1),
+            website_burst: n(website),
+            strict_divisor: n(2),
+            ..DdosConfig::default()
+        })
+    }
+
+    #[test]
+    fn a_client_over_its_burst_is_limited_and_others_are_not() {
+        let l = limits(4, 100);
+        let a = IpAddr::from([192, 0, 2, 1]);
+        let b = IpAddr::from([192, 0, 2, 2]);
+        for _ in 0..4 {
+            assert_eq!(l.check(1, a, false), Verdict::Pass);
+        }
+        assert!(matches!(
+            l.check(1, a, false),
+            Verdict::Limited { retry_after: 1.. }
+        ));
+        assert_eq!(l.check(1, b, false), Verdict::Pass);
+        assert_eq!(
+            l.check(2, a, false),
+            Verdict::Pass,
+            "limits are per website"
+        );
+    }
+
+    #[test]
+    fn advanced_is_stricter_and_detects_attacks() {
+        let l = limits(4, 8);
+        let a = IpAddr::from([192, 0, 2, 1]);
+        assert_eq!(l.check(1, a, true), Verdict::Pass);
+        assert_eq!(l.check(1, a, true), Verdict::Pass);
+        assert!(matches!(l.check(1, a, true), Verdict::Limited { .. }));
+        // Many clients: the strict website rate (4) is crossed → under attack.
+        let verdicts: Vec<_> = (0..6)
+            .map(|i| l.check(1, IpAddr::from([198, 51, 100, i]), true))
+            .collect();
+        assert!(verdicts.contains(&Verdict::UnderAttack), "{verdicts:?}");
+        l.housekeeping();
+    }
+}

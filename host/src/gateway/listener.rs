@@ -1,0 +1,237 @@
+//! The HTTP and HTTPS listeners: accept, read the PROXY header from trusted peers, read
+//! the ClientHello and terminate TLS, then serve HTTP/1.1 and HTTP/2 within the
+//! connection limits until the client leaves, goes idle or the gateway drains.
+
+use super::io::{Activity, LastActive, Rewind};
+use super::{Gateway, ja4, proxy_protocol};
+use crate::rules::bindings::{AlpnProtocol, TlsFacts, TlsVersion};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio_util::task::TaskTracker;
+
+/// What a request knows of its connection.
+#[derive(Debug, Clone)]
+pub struct ConnectionInfo {
+    /// The real client: from the PROXY header when the peer is a trusted proxy.
+    pub client: SocketAddr,
+    /// Whether the connection is TLS.
+    pub https: bool,
+    /// The TLS facts for the rule components.
+    pub tls: Option<TlsFacts>,
+}
+
+/// Signals the listeners to stop accepting and connections to finish.
+#[derive(Clone)]
+pub struct Shutdown {
+    receiver: watch::Receiver<bool>,
+}
+
+impl Shutdown {
+    /// A shutdown signal and the sender that triggers it.
+    pub fn new() -> (watch::Sender<bool>, Shutdown) {
+        let (sender, receiver) = watch::channel(false);
+        (sender, Shutdown { receiver })
+    }
+
+    /// Resolves once shutdown was asked for.
+    pub async fn wait(&mut self) {
+        let _ = self.receiver.wait_for(|stop| *stop).await;
+    }
+
+    /// [`Shutdown::wait`], owning the signal (for `with_graceful_shutdown`).
+    pub async fn stopped(mut self) {
+        self.wait().await
+    }
+}
+
+/// Accepts connections on `listener` until shutdown; `tls` makes it the HTTPS listener.
+/// Each connection runs on `tracker`, so the caller can wait for them to drain.
+pub async fn serve(
+    gateway: Arc<Gateway>,
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    mut shutdown: Shutdown,
+    tracker: TaskTracker,
+) {
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.wait() => break,
+        };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(err) => {
+                // Out of file descriptors and the like: pause instead of spinning.
+                tracing::warn!(%err, "accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let gateway = gateway.clone();
+        let acceptor = acceptor.clone();
+        let shutdown = shutdown.clone();
+        tracker.spawn(async move {
+            if let Err(reason) = connection(gateway, stream, peer, acceptor, shutdown).await {
+                tracing::debug!(%peer, %reason, "connection closed early");
+            }
+        });
+    }
+}
+
+/// One connection, from the first byte to the last.
+async fn connection(
+    gateway: Arc<Gateway>,
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    shutdown: Shutdown,
+) -> Result<(), String> {
+    let limits = &gateway.config.limits;
+    let deadline = limits.header_read_timeout;
+    let mut client = peer;
+    let trusted = gateway
+        .config
+        .trusted_proxies
+        .iter()
+        .any(|net| net.contains(&canonical(peer.ip())));
+    if trusted {
+        match tokio::time::timeout(deadline, proxy_protocol::read_header(&mut stream)).await {
+            Err(_) => return Err("no PROXY header in time".into()),
+            Ok(Err(err)) => return Err(err.to_string()),
+            Ok(Ok(Some(real))) => client = real,
+            Ok(Ok(None)) => {}
+        }
+    }
+    let Some(acceptor) = acceptor else {
+        let info = ConnectionInfo {
+            client,
+            https: false,
+            tls: None,
+        };
+        serve_http(gateway, stream, info, shutdown).await;
+        return Ok(());
+    };
+    let (hello, ja4) = tokio::time::timeout(deadline, read_client_hello(&mut stream))
+        .await
+        .map_err(|_| "no TLS ClientHello in time".to_string())??;
+    let handshake = acceptor.accept(Rewind::new(hello, stream));
+    let tls = tokio::time::timeout(deadline, handshake)
+        .await
+        .map_err(|_| "TLS handshake timed out".to_string())?
+        .map_err(|err| format!("TLS handshake: {err}"))?;
+    let session = tls.get_ref().1;
+    let version = match session.protocol_version() {
+        Some(rustls::ProtocolVersion::TLSv1_3) => TlsVersion::Tls13,
+        Some(rustls::ProtocolVersion::TLSv1_2) => TlsVersion::Tls12,
+        _ => TlsVersion::Other,
+    };
+    let alpn = match session.alpn_protocol() {
+        None => AlpnProtocol::None,
+        Some(b"h2") => AlpnProtocol::H2,
+        Some(b"http/1.1") => AlpnProtocol::Http11,
+        Some(_) => AlpnProtocol::Other,
+    };
+    let info = ConnectionInfo {
+        client,
+        https: true,
+        tls: Some(TlsFacts {
+            version,
+            alpn,
+            ja4: ja4.unwrap_or_default(),
+        }),
+    };
+    serve_http(gateway, tls, info, shutdown).await;
+    Ok(())
+}
+
+/// An IPv4-mapped IPv6 address as IPv4, so trusted networks match either form.
+fn canonical(ip: std::net::IpAddr) -> std::net::IpAddr {
+    match ip {
+        std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map(std::net::IpAddr::V4).unwrap_or(ip),
+        v4 => v4,
+    }
+}
+
+/// Reads the first TLS record (the ClientHello) and its JA4 fingerprint.
+async fn read_client_hello<S: AsyncRead + Unpin>(
+    stream: &mut S,
+) -> Result<(Vec<u8>, Option<String>), String> {
+    let mut record = vec![0u8; ja4::RECORD_HEADER_LEN];
+    stream
+        .read_exact(&mut record)
+        .await
+        .map_err(|err| format!("reading the ClientHello: {err}"))?;
+    let Some(len) = ja4::handshake_record_len(&record) else {
+        return Err("the connection did not start with a TLS handshake".into());
+    };
+    record.resize(len, 0);
+    stream
+        .read_exact(&mut record[ja4::RECORD_HEADER_LEN..])
+        .await
+        .map_err(|err| format!("reading the ClientHello: {err}"))?;
+    let fingerprint = ja4::from_record(&record);
+    Ok((record, fingerprint))
+}
+
+/// Serves HTTP on an established connection until it ends, idles out or drains.
+async fn serve_http<S>(
+    gateway: Arc<Gateway>,
+    stream: S,
+    info: ConnectionInfo,
+    mut shutdown: Shutdown,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let limits = gateway.config.limits.clone();
+    let last_active = LastActive::new();
+    let io = TokioIo::new(Activity::new(stream, last_active.clone()));
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(limits.max_header_bytes.max(8192))
+        .max_headers(limits.max_headers);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(limits.max_header_bytes as u32)
+        .max_concurrent_streams(256)
+        .keep_alive_interval(limits.idle_timeout / 2)
+        .keep_alive_timeout(limits.header_read_timeout);
+    let info = Arc::new(info);
+    let service = service_fn(move |request| gateway.clone().handle(request, info.clone()));
+    let connection = builder.serve_connection_with_upgrades(io, service);
+    tokio::pin!(connection);
+    let mut idle_check = tokio::time::interval(limits.idle_timeout / 4);
+    idle_check.tick().await;
+    let mut closing = false;
+    loop {
+        tokio::select! {
+            result = connection.as_mut() => {
+                if let Err(err) = result {
+                    tracing::debug!(%err, "connection ended with an error");
+                }
+                return;
+            }
+            _ = shutdown.wait(), if !closing => {
+                closing = true;
+                connection.as_mut().graceful_shutdown();
+            }
+            _ = idle_check.tick(), if !closing => {
+                if last_active.idle_for() >= limits.idle_timeout {
+                    closing = true;
+                    connection.as_mut().graceful_shutdown();
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The data plane: what real visitors of a protected website go through.
+//!
+//! Phases of one request (see ARCHITECTURE.md, "The path of one request"):
+//! 1. [`listener`]: accept; from a trusted proxy read one PROXY v2 header
+//!    ([`proxy_protocol`]); on HTTPS read the ClientHello for JA4 ([`ja4`]) and
+//!    terminate TLS with the website's certificate ([`tls`]); serve HTTP/1.1 or HTTP/2
+//!    within the connection limits.
+//! 2. [`phases`]: find the website by host in the store follower's snapshot; answer the
+//!    challenge form; apply `force_https`, `force_subdomains_redirect` and the
+//!    `ddos_protection` limits ([`limits`]); when `bot_protection` is on, build the
+//!    request facts (TLS, [`crawlers`] verification, [`challenge`] pass, [`behaviour`]
+//!    counters), let the rule engine decide, and act.
+//! 3. [`upstream`]: forward to an origin with the forwarding headers ([`forwarding`]),
+//!    streaming both ways, WebSocket included.
+//! 4. Record: the access log line and [`metrics`].
+
+pub mod admin;
+pub mod behaviour;
+pub mod challenge;
+pub mod crawlers;
+pub mod forwarding;
+pub mod io;
+pub mod ja4;
+pub mod limits;
+pub mod listener;
+pub mod metrics;
+pub mod pages;
+pub mod phases;
+pub mod proxy_protocol;
+pub mod tls;
+pub mod upstream;
+
+use crate::rules::Registry;
+use botgate_store::Follower;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Limits of client connections.
+#[derive(Debug, Clone)]
+pub struct ConnectionLimits {
+    /// The longest a client may take to send a request head (slowloris), and the
+    /// PROXY header and TLS handshake before it.
+    pub header_read_timeout: Duration,
+    /// A connection that moves no byte this long is closed.
+    pub idle_timeout: Duration,
+    /// The largest request head, in bytes (HTTP/1.1 buffer, HTTP/2 header list).
+    pub max_header_bytes: usize,
+    /// The most header fields in one HTTP/1.1 request.
+    pub max_headers: usize,
+    /// How long a graceful shutdown waits for open connections.
+    pub drain_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            max_header_bytes: 64 * 1024,
+            max_headers: 100,
+            drain_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Everything the data plane is configured with.
+#[derive(Debug, Clone, Default)]
+pub struct GatewayConfig {
+    /// Peers whose connections start with a PROXY v2 header (the cluster's HAProxy).
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    pub limits: ConnectionLimits,
+    pub origins: upstream::OriginConfig,
+    pub challenge: challenge::ChallengeConfig,
+    pub ddos: limits::DdosConfig,
+    pub crawlers: crawlers::CrawlerConfig,
+    /// The certificate and key (PEM files) for names no website covers; a self-signed
+    /// one when not given.
+    pub fallback_certificate: Option<(PathBuf, PathBuf)>,
+}
+
+/// The shared state of every connection and request.
+pub struct Gateway {
+    pub config: GatewayConfig,
+    pub websites: Arc<Follower>,
+    pub rulesets: Arc<Registry>,
+    pub challenges: challenge::Challenges,
+    pub ddos: limits::DdosLimits,
+    pub behaviour: behaviour::Behaviour,
+    pub crawlers: crawlers::Crawlers,
+    pub origins: Arc<upstream::Origins>,
+    pub metrics: metrics::Metrics,
+}
+
+/// Why the gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("TLS: {0}")]
+    Tls(#[from] rustls::Error),
+    #[error(transparent)]
+    Certificate(#[from] tls::CertificateError),
+    #[error(transparent)]
+    Crawlers(#[from] crawlers::CrawlerListError),
+}
+
+impl Gateway {
+    /// A gateway over the websites `websites` follows, deciding with `rulesets`, its
+    /// challenge passes signed with `challenge_secret` (the store's shared secret).
+    pub fn new(
+        config: GatewayConfig,
+        websites: Arc<Follower>,
+        rulesets: Arc<Registry>,
+        challenge_secret: Vec<u8>,
+    ) -> Result<Arc<Gateway>, StartError> {
+        let provider = tls::provider();
+        let gateway = Gateway {
+            challenges: challenge::Challenges::new(challenge_secret, config.challenge.clone()),
+            ddos: limits::DdosLimits::new(config.ddos.clone()),
+            behaviour: behaviour::Behaviour::new(100_000, Duration::from_secs(60)),
+            crawlers: crawlers::Crawlers::new(config.crawlers.clone())?,
+            origins: upstream::Origins::new(config.origins.clone(), provider)?,
+            metrics: metrics::Metrics::new(rulesets.clone()),
+            config,
+            websites,
+            rulesets,
+        };
+        Ok(Arc::new(gateway))
+    }
+
+    /// The TLS configuration of the HTTPS listener.
+    pub fn tls_config(&self) -> Result<Arc<rustls::ServerConfig>, StartError> {
+        let provider = tls::provider();
+        let files = self
+            .config
+            .fallback_certificate
+            .as_ref()
+            .map(|(c, k)| (c.as_path(), k.as_path()));
+        let fallback = tls::fallback_key(files, &provider)?;
+        let resolver = Arc::new(tls::SniResolver::new(
+            self.websites.clone(),
+            provider.clone(),
+            fallback,
+        ));
+        Ok(Arc::new(tls::server_config(resolver, provider)?))
+    }
+
+    /// Periodic upkeep: forget idle rate-limit state. Runs until the gateway is dropped.
+    pub fn spawn_housekeeping(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(10));
+            loop {
+                tick.tick().await;
+                let Some(gateway) = weak.upgrade() else { break };
+                gateway.ddos.housekeeping();
+            }
+        });
+    }
+}

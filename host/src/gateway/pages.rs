@@ -1,0 +1,159 @@
+//! The small HTML pages the gateway answers itself (404, 403, 429, 502, 504) and the
+//! response body type every handler returns.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
+
+/// The error type of a streamed body.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The body of every response the gateway sends: its own pages, or the origin's
+/// body streamed through.
+pub type Body = UnsyncBoxBody<Bytes, BoxError>;
+
+/// A body of the given bytes.
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+/// An empty body.
+pub fn empty() -> Body {
+    full(Bytes::new())
+}
+
+/// `text` with `&`, `<`, `>`, `"` and `'` escaped for HTML.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The shared frame of every page: a title, a heading and `body_html` (already
+/// escaped by the caller).
+pub fn document(title: &str, body_html: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
+         <meta name=\"robots\" content=\"noindex\"><title>{title}</title>\
+         <style>body{{font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto;\
+         padding:0 1rem;color:#222}}h1{{font-size:1.4rem}}small{{color:#777}}</style></head>\
+         <body><h1>{title}</h1>{body_html}<p><small>botgate</small></p></body></html>\n",
+        title = escape(title),
+    )
+}
+
+/// An HTML response that is never cached.
+pub fn html(status: StatusCode, page: String) -> Response<Body> {
+    let mut response = Response::new(full(page));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// A page with a title and one paragraph of `message` (escaped here).
+pub fn page(status: StatusCode, title: &str, message: &str) -> Response<Body> {
+    html(
+        status,
+        document(title, &format!("<p>{}</p>", escape(message))),
+    )
+}
+
+/// No website is configured for `host`.
+pub fn unknown_host(host: &str) -> Response<Body> {
+    page(
+        StatusCode::NOT_FOUND,
+        "Website not found",
+        &format!("No website named {host} is served here. Check the address."),
+    )
+}
+
+/// The request had no usable host name.
+pub fn missing_host() -> Response<Body> {
+    page(
+        StatusCode::BAD_REQUEST,
+        "Bad request",
+        "The request names no website (its Host header is missing or malformed).",
+    )
+}
+
+/// The website's policy denies this request.
+pub fn denied() -> Response<Body> {
+    page(
+        StatusCode::FORBIDDEN,
+        "Access denied",
+        "This website's protection refused the request. If you think this is a mistake, \
+         contact the website's owner.",
+    )
+}
+
+/// The client or the website went over its rate limit.
+pub fn too_many_requests(retry_after_seconds: u64) -> Response<Body> {
+    let mut response = page(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Too many requests",
+        "Too many requests arrived in a short time. Wait a moment, then try again.",
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_seconds));
+    response
+}
+
+/// No origin of the website could be reached.
+pub fn bad_gateway() -> Response<Body> {
+    page(
+        StatusCode::BAD_GATEWAY,
+        "Website unreachable",
+        "The website's servers could not be reached. Try again in a few minutes.",
+    )
+}
+
+/// The origin did not answer in time.
+pub fn gateway_timeout() -> Response<Body> {
+    page(
+        StatusCode::GATEWAY_TIMEOUT,
+        "Website too slow",
+        "The website's servers did not answer in time. Try again in a few minutes.",
+    )
+}
+
+/// A redirect (301) to `location`.
+pub fn moved_permanently(location: &str) -> Response<Body> {
+    let mut response = Response::new(empty());
+    *response.status_mut() = StatusCode::MOVED_PERMANENTLY;
+    if let Ok(value) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_escape_what_they_show() {
+        let response = unknown_host("<script>x</script>");
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        let page = document("t", &escape("<b>"));
+        assert!(page.contains("&lt;b&gt;"));
+        assert!(!page.contains("<b>"));
+    }
+}

@@ -1,0 +1,474 @@
+//! The phases of one request, from the website lookup to the origin's response, and
+//! the access-log line and metrics that record it.
+
+use super::Gateway;
+use super::challenge::{self, PassState, Submission};
+use super::forwarding;
+use super::limits::Verdict;
+use super::listener::ConnectionInfo;
+use super::metrics::{LatencyLabels, OriginLabels, RequestLabels};
+use super::pages::{self, Body};
+use super::upstream::UpstreamError;
+use crate::rules::bindings::{ChallengePass, HttpVersion, Scheme};
+use crate::rules::{Decision, decide, facts};
+use botgate_model::{Action, Status};
+use botgate_store::WebsiteRecord;
+use http::{HeaderValue, Method, Request, Response, StatusCode, Version, header};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use std::convert::Infallible;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// What the access log and the metrics say of one request.
+struct Record {
+    website: Option<String>,
+    category: &'static str,
+    action: &'static str,
+    decider: Option<(Arc<str>, Arc<str>)>,
+    reason: String,
+    origin: Option<std::net::SocketAddr>,
+}
+
+impl Record {
+    fn new() -> Record {
+        Record {
+            website: None,
+            category: "none",
+            action: "pass",
+            decider: None,
+            reason: String::new(),
+            origin: None,
+        }
+    }
+}
+
+/// A website's key in the per-website state (rate limits, behaviour counters).
+fn site_key(domain: &str) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    domain.hash(&mut hasher);
+    hasher.finish()
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// The host name a request addressed: `:authority` or `Host`, lower case, without the
+/// port or a trailing dot.
+fn request_host(request: &Request<Incoming>) -> Option<String> {
+    let raw = match request.uri().authority() {
+        Some(authority) => authority.host().to_owned(),
+        None => {
+            let value = request.headers().get(header::HOST)?.to_str().ok()?;
+            let authority: http::uri::Authority = value.parse().ok()?;
+            authority.host().to_owned()
+        }
+    };
+    let host = raw.trim_end_matches('.').to_ascii_lowercase();
+    (!host.is_empty()).then_some(host)
+}
+
+fn action_name(action: Action) -> &'static str {
+    match action {
+        Action::Grant => "grant",
+        Action::Deny => "deny",
+        Action::Captcha => "captcha",
+    }
+}
+
+fn pass_facts(state: PassState) -> ChallengePass {
+    match state {
+        PassState::None => ChallengePass::None,
+        PassState::Valid => ChallengePass::Valid,
+        PassState::Expired => ChallengePass::Expired,
+        PassState::Invalid => ChallengePass::Invalid,
+    }
+}
+
+fn http_version(version: Version) -> HttpVersion {
+    match version {
+        Version::HTTP_10 | Version::HTTP_09 => HttpVersion::Http10,
+        Version::HTTP_2 => HttpVersion::Http2,
+        Version::HTTP_3 => HttpVersion::Http3,
+        _ => HttpVersion::Http11,
+    }
+}
+
+impl Gateway {
+    /// Serves one request; never fails (every failure is a page).
+    pub async fn handle(
+        self: Arc<Self>,
+        request: Request<Incoming>,
+        connection: Arc<ConnectionInfo>,
+    ) -> Result<Response<Body>, Infallible> {
+        let started = Instant::now();
+        let method = request.method().clone();
+        let target = request
+            .uri()
+            .path_and_query()
+            .map(|p| p.as_str().to_owned())
+            .unwrap_or_else(|| "/".into());
+        let mut record = Record::new();
+        let response = self.phases(request, &connection, &mut record).await;
+        let elapsed = started.elapsed();
+        let status = response.status().as_u16();
+        let (decider, decider_version) = match &record.decider {
+            Some((name, version)) => (name.as_ref(), version.as_ref()),
+            None => ("-", "-"),
+        };
+        tracing::info!(
+            target: "botgate::access",
+            website = record.website.as_deref().unwrap_or("-"),
+            client = %connection.client.ip(),
+            method = %method,
+            target = %target,
+            category = record.category,
+            action = record.action,
+            decider,
+            decider_version,
+            reason = %record.reason,
+            status,
+            origin = %record.origin.map(|o| o.to_string()).unwrap_or_else(|| "-".into()),
+            latency_us = elapsed.as_micros() as u64,
+        );
+        self.metrics
+            .requests
+            .get_or_create(&RequestLabels {
+                website: record.website.unwrap_or_else(|| "-".into()),
+                category: record.category,
+                action: record.action,
+            })
+            .inc();
+        self.metrics
+            .latency
+            .get_or_create(&LatencyLabels {
+                action: record.action,
+            })
+            .observe(elapsed.as_secs_f64());
+        Ok(response)
+    }
+
+    async fn phases(
+        &self,
+        request: Request<Incoming>,
+        connection: &ConnectionInfo,
+        record: &mut Record,
+    ) -> Response<Body> {
+        // Phase 1: the website.
+        let Some(host) = request_host(&request) else {
+            record.action = "bad_request";
+            return pages::missing_host();
+        };
+        let index = self.websites.index();
+        let Some(website) = index.by_host(&host).cloned() else {
+            record.action = "unknown_host";
+            return pages::unknown_host(&host);
+        };
+        drop(index);
+        let domain = website.website.domain.as_str();
+        record.website = Some(domain.to_owned());
+        let lb = &website.website.settings.loadbalancer;
+        let paused = website.website.status == Status::Paused;
+        let client = connection.client.ip();
+        let site = site_key(domain);
+
+        // Phase 2: the gateway's own answers and redirects.
+        if request.uri().path() == challenge::VERIFY_PATH && request.method() == Method::POST {
+            return self
+                .verify_challenge(request, &website, connection, site, record)
+                .await;
+        }
+        let target = request
+            .uri()
+            .path_and_query()
+            .map(|p| p.as_str())
+            .unwrap_or("/");
+        if lb.force_https && !connection.https {
+            record.action = "redirect";
+            return pages::moved_permanently(&format!("https://{host}{target}"));
+        }
+        if lb.force_subdomains_redirect && host != domain {
+            record.action = "redirect";
+            let scheme = if connection.https { "https" } else { "http" };
+            return pages::moved_permanently(&format!("{scheme}://{domain}{target}"));
+        }
+
+        // Phase 3: rate limits.
+        let mut under_attack = false;
+        if !paused && (lb.ddos_protection || lb.ddos_protection_advanced) {
+            match self.ddos.check(site, client, lb.ddos_protection_advanced) {
+                Verdict::Pass => {}
+                Verdict::UnderAttack => under_attack = true,
+                Verdict::Limited { retry_after } => {
+                    record.action = "limited";
+                    return pages::too_many_requests(retry_after);
+                }
+            }
+        }
+
+        // Phase 4: the decision.
+        if !paused && (lb.bot_protection || under_attack) {
+            let pass = self.challenges.pass_state(
+                request
+                    .headers()
+                    .get_all(header::COOKIE)
+                    .iter()
+                    .map(|v| v.as_bytes()),
+                domain,
+                client,
+                unix_now(),
+            );
+            let mut action = Action::Grant;
+            if lb.bot_protection {
+                let decision = self.decide(&request, &host, connection, &website, site, pass);
+                record.category = decision.category.as_str();
+                record.reason = decision.reason.clone();
+                record.decider = decision
+                    .decided_by
+                    .as_ref()
+                    .map(|d| (d.name.clone(), d.version.clone()));
+                action = decision.action;
+            }
+            if under_attack && action == Action::Grant {
+                action = Action::Captcha;
+            }
+            record.action = action_name(action);
+            match action {
+                Action::Deny => return pages::denied(),
+                Action::Captcha if pass != PassState::Valid => {
+                    return self.challenge_page(target, connection, domain, site, None);
+                }
+                Action::Captcha | Action::Grant => {}
+            }
+        }
+
+        // Phase 5: the origin.
+        self.forward(request, &host, &website, connection, record)
+            .await
+    }
+
+    /// Runs the rule engine on the request.
+    fn decide(
+        &self,
+        request: &Request<Incoming>,
+        host: &str,
+        connection: &ConnectionInfo,
+        website: &WebsiteRecord,
+        site: u64,
+        pass: PassState,
+    ) -> Decision {
+        let client = connection.client.ip();
+        let uri = request.uri();
+        let path = uri.path();
+        let mut facts = facts::request_facts(
+            request.method().as_str(),
+            if connection.https {
+                Scheme::Https
+            } else {
+                Scheme::Http
+            },
+            host,
+            path,
+            uri.query().unwrap_or(""),
+            http_version(request.version()),
+            request
+                .headers()
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_bytes())),
+            client,
+        );
+        facts.tls = connection.tls.clone();
+        facts.challenge = pass_facts(pass);
+        facts.crawler = self.crawlers.verify(
+            request
+                .headers()
+                .get(header::USER_AGENT)
+                .map(|v| v.as_bytes()),
+            client,
+        );
+        let counts = self.behaviour.record(site, client, path);
+        facts.behaviour = crate::rules::bindings::Behaviour {
+            window_seconds: counts.window_seconds,
+            requests: counts.requests,
+            distinct_paths: counts.distinct_paths,
+            failed_challenges: counts.failed_challenges,
+        };
+        let settings = &website.website.settings;
+        let enabled = settings.rulesets.enabled_names();
+        decide(
+            &self.rulesets.snapshot(),
+            &facts,
+            &enabled,
+            settings.rules.policy(),
+        )
+    }
+
+    /// The challenge page, counted as a failed challenge until solved.
+    fn challenge_page(
+        &self,
+        target: &str,
+        connection: &ConnectionInfo,
+        domain: &str,
+        site: u64,
+        note: Option<&str>,
+    ) -> Response<Body> {
+        let client = connection.client.ip();
+        self.behaviour.challenge_served(site, client);
+        let token = self.challenges.issue(domain, client, unix_now());
+        let page = self
+            .challenges
+            .page(&token, challenge::safe_return(target), note);
+        pages::html(StatusCode::FORBIDDEN, page)
+    }
+
+    /// Checks a posted challenge answer; on success sets the pass and goes back.
+    async fn verify_challenge(
+        &self,
+        request: Request<Incoming>,
+        website: &WebsiteRecord,
+        connection: &ConnectionInfo,
+        site: u64,
+        record: &mut Record,
+    ) -> Response<Body> {
+        let domain = website.website.domain.as_str();
+        let client = connection.client.ip();
+        let body = match Limited::new(request.into_body(), 8 * 1024).collect().await {
+            Ok(body) => body.to_bytes(),
+            Err(_) => {
+                record.action = "bad_request";
+                return pages::page(
+                    StatusCode::BAD_REQUEST,
+                    "Bad request",
+                    "The challenge answer could not be read.",
+                );
+            }
+        };
+        let mut submission = Submission::default();
+        let mut return_to = String::from("/");
+        for (key, value) in form_urlencoded::parse(&body) {
+            match key.as_ref() {
+                "token" => submission.token = value.into_owned(),
+                "counter" => submission.counter = Some(value.into_owned()),
+                "answer" => submission.answer = Some(value.into_owned()),
+                "return" => return_to = value.into_owned(),
+                _ => {}
+            }
+        }
+        let return_to = challenge::safe_return(&return_to).to_owned();
+        match self
+            .challenges
+            .verify(domain, client, &submission, unix_now())
+        {
+            Ok(pass) => {
+                record.action = "challenge_solved";
+                self.behaviour.challenge_solved(site, client);
+                let mut response = Response::new(pages::empty());
+                *response.status_mut() = StatusCode::SEE_OTHER;
+                let headers = response.headers_mut();
+                if let Ok(location) = HeaderValue::from_str(&return_to) {
+                    headers.insert(header::LOCATION, location);
+                }
+                if let Ok(cookie) =
+                    HeaderValue::from_str(&self.challenges.pass_cookie(&pass, connection.https))
+                {
+                    headers.insert(header::SET_COOKIE, cookie);
+                }
+                headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                response
+            }
+            Err(refusal) => {
+                record.action = "challenge_failed";
+                record.reason = refusal.to_string();
+                self.challenge_page(
+                    &return_to,
+                    connection,
+                    domain,
+                    site,
+                    Some(&format!("That did not work: {refusal}. Please try again.")),
+                )
+            }
+        }
+    }
+
+    /// Sends the request to an origin and streams its answer back.
+    async fn forward(
+        &self,
+        mut request: Request<Incoming>,
+        host: &str,
+        website: &WebsiteRecord,
+        connection: &ConnectionInfo,
+        record: &mut Record,
+    ) -> Response<Body> {
+        let upgrade = request.version() == Version::HTTP_11
+            && forwarding::is_websocket_upgrade(request.headers());
+        let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut request));
+        let (parts, body) = request.into_parts();
+        let target = parts
+            .uri
+            .path_and_query()
+            .cloned()
+            .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
+        let mut origin_request = Request::new(body.map_err(Into::into).boxed_unsync());
+        *origin_request.method_mut() = parts.method;
+        *origin_request.uri_mut() = http::Uri::from(target);
+        *origin_request.version_mut() = Version::HTTP_11;
+        let mut headers = parts.headers;
+        forwarding::remove_hop_by_hop(&mut headers, upgrade);
+        forwarding::add_forwarded(&mut headers, connection.client.ip(), connection.https, host);
+        headers.insert(
+            header::HOST,
+            HeaderValue::from_str(host).unwrap_or(HeaderValue::from_static("invalid")),
+        );
+        *origin_request.headers_mut() = headers;
+
+        let lb = &website.website.settings.loadbalancer;
+        let tls_name = lb.upstreams_use_https.then_some(host);
+        let sent = self
+            .origins
+            .send(&website.website.ip, tls_name, origin_request, upgrade)
+            .await;
+        let origin = match sent {
+            Ok(origin) => origin,
+            Err(err) => {
+                let (kind, page) = match &err {
+                    UpstreamError::Timeout { .. } => ("timeout", pages::gateway_timeout()),
+                    UpstreamError::NoOrigin | UpstreamError::Unreachable { .. } => {
+                        ("unreachable", pages::bad_gateway())
+                    }
+                    UpstreamError::Failed { .. } => ("failed", pages::bad_gateway()),
+                };
+                tracing::warn!(website = %website.website.domain, %err, "origin failed");
+                self.metrics
+                    .origin_failures
+                    .get_or_create(&OriginLabels { kind })
+                    .inc();
+                return page;
+            }
+        };
+        record.origin = Some(origin.origin);
+        let mut response = origin.response;
+        if response.status() == StatusCode::SWITCHING_PROTOCOLS {
+            if let Some(client_upgrade) = client_upgrade {
+                let origin_upgrade = hyper::upgrade::on(&mut response);
+                tokio::spawn(async move {
+                    match tokio::try_join!(client_upgrade, origin_upgrade) {
+                        Ok((client, origin)) => {
+                            let mut client = hyper_util::rt::TokioIo::new(client);
+                            let mut origin = hyper_util::rt::TokioIo::new(origin);
+                            let _ = tokio::io::copy_bidirectional(&mut client, &mut origin).await;
+                        }
+                        Err(err) => tracing::debug!(%err, "WebSocket upgrade failed"),
+                    }
+                });
+            }
+        } else {
+            forwarding::remove_hop_by_hop(response.headers_mut(), false);
+        }
+        response.map(|body| body.map_err(Into::into).boxed_unsync())
+    }
+}

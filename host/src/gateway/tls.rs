@@ -1,0 +1,176 @@
+//! TLS termination: the certificate for each handshake is chosen by SNI from the
+//! websites' stored certificates (parsed once per certificate and cached, so a changed
+//! certificate is served from the next handshake on, without a restart), with a
+//! fallback certificate for names no website covers.
+
+use botgate_store::Follower;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// Why a certificate could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CertificateError {
+    #[error("the certificate bundle holds no PEM certificate")]
+    NoCertificate,
+    #[error("unreadable PEM: {0}")]
+    Pem(String),
+    #[error("the private key does not fit the certificate or cannot sign: {0}")]
+    Key(String),
+    #[error("reading {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("generating the fallback certificate: {0}")]
+    Generate(String),
+}
+
+/// A certificate and key from PEM text: the leaf first, then its chain.
+pub fn certified_key(
+    public_pem: &str,
+    private_pem: &str,
+    provider: &CryptoProvider,
+) -> Result<CertifiedKey, CertificateError> {
+    let chain = CertificateDer::pem_slice_iter(public_pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| CertificateError::Pem(err.to_string()))?;
+    if chain.is_empty() {
+        return Err(CertificateError::NoCertificate);
+    }
+    let key = PrivateKeyDer::from_pem_slice(private_pem.as_bytes())
+        .map_err(|err| CertificateError::Pem(err.to_string()))?;
+    CertifiedKey::from_der(chain, key, provider)
+        .map_err(|err| CertificateError::Key(err.to_string()))
+}
+
+/// The fallback certificate: the operator's files, or a self-signed one made now.
+pub fn fallback_key(
+    files: Option<(&Path, &Path)>,
+    provider: &CryptoProvider,
+) -> Result<CertifiedKey, CertificateError> {
+    let (public, private) = match files {
+        Some((cert, key)) => {
+            let read = |path: &Path| {
+                std::fs::read_to_string(path).map_err(|source| CertificateError::Io {
+                    path: path.display().to_string(),
+                    source,
+                })
+            };
+            (read(cert)?, read(key)?)
+        }
+        None => {
+            let generated = rcgen::generate_simple_self_signed(vec!["botgate.invalid".into()])
+                .map_err(|err| CertificateError::Generate(err.to_string()))?;
+            (generated.cert.pem(), generated.signing_key.serialize_pem())
+        }
+    };
+    certified_key(&public, &private, provider)
+}
+
+/// A parsed website certificate, and the fingerprint of the PEM it came from.
+struct Cached {
+    fingerprint: u64,
+    key: Option<Arc<CertifiedKey>>,
+}
+
+/// Picks the certificate of each handshake by SNI.
+pub struct SniResolver {
+    websites: Arc<Follower>,
+    provider: Arc<CryptoProvider>,
+    fallback: Arc<CertifiedKey>,
+    parsed: Mutex<HashMap<String, Cached>>,
+}
+
+impl std::fmt::Debug for SniResolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SniResolver").finish_non_exhaustive()
+    }
+}
+
+fn fingerprint(public: &str, private: &str) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    public.hash(&mut hasher);
+    private.hash(&mut hasher);
+    hasher.finish()
+}
+
+impl SniResolver {
+    pub fn new(
+        websites: Arc<Follower>,
+        provider: Arc<CryptoProvider>,
+        fallback: CertifiedKey,
+    ) -> SniResolver {
+        SniResolver {
+            websites,
+            provider,
+            fallback: Arc::new(fallback),
+            parsed: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The certificate for `server_name`, when a website covering it has one that works.
+    pub fn website_key(&self, server_name: &str) -> Option<Arc<CertifiedKey>> {
+        let index = self.websites.index();
+        let record = index.by_host(server_name)?;
+        let certificate = record.website.certificate.as_ref()?;
+        let domain = record.website.domain.as_str();
+        let print = fingerprint(&certificate.public, &certificate.private);
+        let mut parsed = self.parsed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(cached) = parsed.get(domain).filter(|c| c.fingerprint == print) {
+            return cached.key.clone();
+        }
+        let key = match certified_key(&certificate.public, &certificate.private, &self.provider) {
+            Ok(key) => Some(Arc::new(key)),
+            Err(err) => {
+                tracing::warn!(domain, %err, "website certificate unusable; serving the fallback");
+                None
+            }
+        };
+        // Forget certificates of websites that are gone, now and then.
+        if parsed.len() > 2 * index.len() + 16 {
+            parsed.retain(|domain, _| index.website(domain).is_some());
+        }
+        parsed.insert(
+            domain.to_owned(),
+            Cached {
+                fingerprint: print,
+                key: key.clone(),
+            },
+        );
+        key
+    }
+}
+
+impl ResolvesServerCert for SniResolver {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        let key = hello
+            .server_name()
+            .and_then(|name| self.website_key(&name.to_ascii_lowercase()));
+        Some(key.unwrap_or_else(|| self.fallback.clone()))
+    }
+}
+
+/// The server configuration: TLS 1.2 and 1.3, ALPN `h2` then `http/1.1`.
+pub fn server_config(
+    resolver: Arc<SniResolver>,
+    provider: Arc<CryptoProvider>,
+) -> Result<rustls::ServerConfig, rustls::Error> {
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_cert_resolver(resolver);
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// The crypto provider every TLS part of the gateway uses (ring).
+pub fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}

@@ -1,0 +1,414 @@
+//! Origins: the website's `ip` list, tried round robin, with passive health (an origin
+//! that refused a connection is skipped for a while), a retry on the next origin when a
+//! connection cannot be made, and a pool of kept-alive HTTP/1.1 connections per origin.
+//!
+//! The pool is the gateway's own rather than `hyper-util`'s legacy client because the
+//! gateway chooses the origin per request and must still hold the request when a
+//! connection fails (so it can retry with the body intact), and it dials an address
+//! while naming the website in SNI; hyper's `client::conn` does the HTTP.
+
+use super::pages::Body;
+use bytes::Bytes;
+use http::{Request, Response};
+use hyper::body::{Body as _, Frame, Incoming, SizeHint};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+
+/// How origins are reached.
+#[derive(Debug, Clone)]
+pub struct OriginConfig {
+    /// The origin port for plain HTTP.
+    pub http_port: u16,
+    /// The origin port when the website sets `upstreams_use_https`.
+    pub https_port: u16,
+    /// The longest a TCP connect and TLS handshake may take.
+    pub connect_timeout: Duration,
+    /// The longest an origin may take to answer with its response head.
+    pub response_timeout: Duration,
+    /// Idle kept-alive connections kept per origin.
+    pub idle_per_origin: usize,
+    /// How long an origin that refused a connection is skipped.
+    pub down_for: Duration,
+}
+
+impl Default for OriginConfig {
+    fn default() -> Self {
+        OriginConfig {
+            http_port: 80,
+            https_port: 443,
+            connect_timeout: Duration::from_secs(5),
+            response_timeout: Duration::from_secs(60),
+            idle_per_origin: 64,
+            down_for: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Why no response came from an origin.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("the website lists no origin")]
+    NoOrigin,
+    #[error("no origin could be reached (last: {last})")]
+    Unreachable { last: String },
+    #[error("the origin {origin} did not answer within {after:?}")]
+    Timeout { origin: SocketAddr, after: Duration },
+    #[error("the origin {origin} failed: {message}")]
+    Failed { origin: SocketAddr, message: String },
+}
+
+type Sender = SendRequest<Body>;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct PoolKey {
+    address: SocketAddr,
+    /// The name sent in SNI when the origin is reached over TLS.
+    tls_name: Option<Arc<str>>,
+}
+
+/// The origins of every website, their health and their idle connections.
+pub struct Origins {
+    config: OriginConfig,
+    idle: Mutex<HashMap<PoolKey, Vec<Sender>>>,
+    down_until: RwLock<HashMap<SocketAddr, Instant>>,
+    next: AtomicUsize,
+    tls: tokio_rustls::TlsConnector,
+}
+
+/// The origin's response, and which origin gave it.
+pub struct OriginResponse {
+    pub response: Response<PooledBody>,
+    pub origin: SocketAddr,
+}
+
+impl Origins {
+    pub fn new(
+        config: OriginConfig,
+        provider: Arc<CryptoProvider>,
+    ) -> Result<Arc<Origins>, rustls::Error> {
+        let mut tls = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyOriginCertificate(provider)))
+            .with_no_client_auth();
+        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Arc::new(Origins {
+            config,
+            idle: Mutex::new(HashMap::new()),
+            down_until: RwLock::new(HashMap::new()),
+            next: AtomicUsize::new(0),
+            tls: tokio_rustls::TlsConnector::from(Arc::new(tls)),
+        }))
+    }
+
+    pub fn config(&self) -> &OriginConfig {
+        &self.config
+    }
+
+    fn is_down(&self, address: &SocketAddr) -> bool {
+        let down = self.down_until.read().unwrap_or_else(|e| e.into_inner());
+        down.get(address)
+            .is_some_and(|until| *until > Instant::now())
+    }
+
+    fn mark_down(&self, address: SocketAddr) {
+        let mut down = self.down_until.write().unwrap_or_else(|e| e.into_inner());
+        down.insert(address, Instant::now() + self.config.down_for);
+    }
+
+    fn mark_up(&self, address: &SocketAddr) {
+        let listed = {
+            let down = self.down_until.read().unwrap_or_else(|e| e.into_inner());
+            down.contains_key(address)
+        };
+        if listed {
+            let mut down = self.down_until.write().unwrap_or_else(|e| e.into_inner());
+            down.remove(address);
+        }
+    }
+
+    /// The origins to try, in order: round robin from the next one, the healthy first.
+    fn order(&self, ips: &[IpAddr], port: u16) -> Vec<SocketAddr> {
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let rotated = (0..ips.len()).map(|i| SocketAddr::new(ips[(start + i) % ips.len()], port));
+        let (healthy, down): (Vec<_>, Vec<_>) = rotated.partition(|a| !self.is_down(a));
+        healthy.into_iter().chain(down).collect()
+    }
+
+    fn checkin(&self, key: PoolKey, sender: Sender) {
+        if sender.is_closed() {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let list = idle.entry(key).or_default();
+        if list.len() < self.config.idle_per_origin {
+            list.push(sender);
+        }
+    }
+
+    async fn checkout(&self, key: &PoolKey) -> Option<Sender> {
+        loop {
+            let mut sender = {
+                let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+                idle.get_mut(key)?.pop()?
+            };
+            if sender.is_closed() {
+                continue;
+            }
+            if sender.is_ready() {
+                return Some(sender);
+            }
+            if let Ok(Ok(())) =
+                tokio::time::timeout(Duration::from_millis(20), sender.ready()).await
+            {
+                return Some(sender);
+            }
+        }
+    }
+
+    async fn connect(&self, key: &PoolKey) -> Result<Sender, String> {
+        let limit = self.config.connect_timeout;
+        let tcp = tokio::time::timeout(limit, TcpStream::connect(key.address))
+            .await
+            .map_err(|_| format!("connecting to {} timed out", key.address))?
+            .map_err(|err| format!("connecting to {}: {err}", key.address))?;
+        let _ = tcp.set_nodelay(true);
+        match &key.tls_name {
+            None => handshake(tcp).await,
+            Some(name) => {
+                let name = ServerName::try_from(name.to_string())
+                    .map_err(|err| format!("TLS name {name}: {err}"))?;
+                let tls = tokio::time::timeout(limit, self.tls.connect(name, tcp))
+                    .await
+                    .map_err(|_| format!("TLS handshake with {} timed out", key.address))?
+                    .map_err(|err| format!("TLS handshake with {}: {err}", key.address))?;
+                handshake(tls).await
+            }
+        }
+    }
+
+    /// Sends `request` to one of `ips`: over TLS naming `tls_name` when given. A
+    /// WebSocket handshake (`upgrade`) gets a connection of its own, never pooled.
+    pub async fn send(
+        self: &Arc<Self>,
+        ips: &[IpAddr],
+        tls_name: Option<&str>,
+        mut request: Request<Body>,
+        upgrade: bool,
+    ) -> Result<OriginResponse, UpstreamError> {
+        if ips.is_empty() {
+            return Err(UpstreamError::NoOrigin);
+        }
+        let port = if tls_name.is_some() {
+            self.config.https_port
+        } else {
+            self.config.http_port
+        };
+        let tls_name: Option<Arc<str>> = tls_name.map(Arc::from);
+        let mut last = String::new();
+        for address in self.order(ips, port) {
+            let key = PoolKey {
+                address,
+                tls_name: tls_name.clone(),
+            };
+            // A pooled connection the origin closed meanwhile gives the request back;
+            // then a fresh connection is tried once.
+            let mut pooled = if upgrade {
+                None
+            } else {
+                self.checkout(&key).await
+            };
+            loop {
+                let reused = pooled.is_some();
+                let mut sender = match pooled.take() {
+                    Some(sender) => sender,
+                    None => match self.connect(&key).await {
+                        Ok(sender) => sender,
+                        Err(err) => {
+                            tracing::warn!(origin = %address, %err, "origin unreachable; trying the next");
+                            self.mark_down(address);
+                            last = err;
+                            break;
+                        }
+                    },
+                };
+                self.mark_up(&address);
+                let sent = tokio::time::timeout(
+                    self.config.response_timeout,
+                    sender.try_send_request(request),
+                )
+                .await;
+                match sent {
+                    Err(_) => {
+                        return Err(UpstreamError::Timeout {
+                            origin: address,
+                            after: self.config.response_timeout,
+                        });
+                    }
+                    Ok(Ok(response)) => {
+                        let checkin = (!upgrade).then(|| Checkin {
+                            sender,
+                            key,
+                            origins: Arc::downgrade(self),
+                        });
+                        let response = response.map(|inner| PooledBody { inner, checkin });
+                        return Ok(OriginResponse {
+                            response,
+                            origin: address,
+                        });
+                    }
+                    Ok(Err(mut err)) => match err.take_message() {
+                        Some(unsent) if reused => request = unsent,
+                        _ => {
+                            return Err(UpstreamError::Failed {
+                                origin: address,
+                                message: err.into_error().to_string(),
+                            });
+                        }
+                    },
+                }
+            }
+        }
+        Err(UpstreamError::Unreachable { last })
+    }
+}
+
+async fn handshake<I>(io: I) -> Result<Sender, String>
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, connection) = hyper::client::conn::http1::Builder::new()
+        .handshake(TokioIo::new(io))
+        .await
+        .map_err(|err| format!("HTTP handshake: {err}"))?;
+    tokio::spawn(async move {
+        if let Err(err) = connection.with_upgrades().await {
+            tracing::debug!(%err, "origin connection ended");
+        }
+    });
+    Ok(sender)
+}
+
+/// What puts a connection back in the pool once its response is read to the end.
+struct Checkin {
+    sender: Sender,
+    key: PoolKey,
+    origins: Weak<Origins>,
+}
+
+/// An origin's response body; its connection goes back to the pool when the body ends.
+pub struct PooledBody {
+    inner: Incoming,
+    checkin: Option<Checkin>,
+}
+
+impl PooledBody {
+    fn finish(&mut self) {
+        if let Some(checkin) = self.checkin.take()
+            && let Some(origins) = checkin.origins.upgrade()
+        {
+            origins.checkin(checkin.key, checkin.sender);
+        }
+    }
+}
+
+impl hyper::body::Body for PooledBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(None) => this.finish(),
+            Poll::Ready(Some(Ok(_))) if this.inner.is_end_stream() => this.finish(),
+            Poll::Ready(Some(Err(_))) => this.checkin = None,
+            _ => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for PooledBody {
+    fn drop(&mut self) {
+        // A body nobody polled because it was empty (204, 304, HEAD) still frees its
+        // connection; one dropped half-read closes it.
+        if self.inner.is_end_stream() {
+            self.finish();
+        }
+    }
+}
+
+/// Origins are reached by address and commonly hold self-signed or mismatched
+/// certificates, so the connection is encrypted but the certificate is not checked
+/// (the "full, not strict" mode of hosted proxies); signatures still are.
+#[derive(Debug)]
+struct AnyOriginCertificate(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AnyOriginCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
