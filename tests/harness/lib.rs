@@ -3,7 +3,9 @@
 
 pub mod http;
 pub mod mix;
+pub mod origin;
 pub mod servers;
+pub mod visitor;
 
 use anyhow::{Context, Result, bail};
 use botgate_host::rules::{Registry, Sandbox, SandboxConfig};

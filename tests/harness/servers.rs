@@ -443,6 +443,12 @@ impl GatewayStore<'_> {
 pub struct Gateway {
     /// `http://127.0.0.1:PORT`.
     pub api: String,
+    /// The visitors' plain HTTP listener.
+    pub http: SocketAddr,
+    /// The visitors' HTTPS listener.
+    pub https: SocketAddr,
+    /// The admin listener (`/metrics`, `/health`).
+    pub admin: SocketAddr,
     /// The partners' keys, in the order they were asked for.
     pub partner_keys: Vec<String>,
     guard: ServerGuard,
@@ -457,10 +463,53 @@ impl Gateway {
         partners: &[&str],
         extra: &[&str],
     ) -> Result<Gateway> {
+        Gateway::launch(binary, store, partners, extra, &[])
+    }
+
+    /// [`Gateway::start`] with every shipped rule component loaded (waits until the
+    /// health check says the classifier is in, up to 60 s) and a component deadline
+    /// long enough for a busy test machine.
+    pub fn start_protecting(
+        binary: &std::path::Path,
+        store: GatewayStore<'_>,
+        partners: &[&str],
+        extra: &[&str],
+    ) -> Result<Gateway> {
+        let components: Vec<PathBuf> = crate::shipped().into_iter().map(crate::guest).collect();
+        let mut args = vec!["--component-deadline-ms", "2000"];
+        args.extend_from_slice(extra);
+        let gateway = Gateway::launch(binary, store, partners, &args, &components)?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let health = crate::http::Client::new(&format!("http://{}", gateway.admin), None)
+                .get("/health");
+            if let Ok(reply) = health
+                && reply.json()["components"].as_u64() == Some(components.len() as u64)
+            {
+                return Ok(gateway);
+            }
+            if Instant::now() > deadline {
+                bail!("botgate did not load its components in 60 s; log:\n{}", gateway.log());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn launch(
+        binary: &std::path::Path,
+        store: GatewayStore<'_>,
+        partners: &[&str],
+        extra: &[&str],
+        components: &[PathBuf],
+    ) -> Result<Gateway> {
         let dir = tempfile::tempdir().context("temporary directory for botgate")?;
         let data_dir = dir.path().join("data");
         let rulesets = dir.path().join("rulesets");
         std::fs::create_dir_all(&rulesets)?;
+        for component in components {
+            let name = component.file_name().context("a component file name")?;
+            std::fs::copy(component, rulesets.join(name))?;
+        }
         let store_args = store.args(&data_dir);
         let mut partner_keys = Vec::new();
         for partner in partners {
@@ -478,12 +527,19 @@ impl Gateway {
             partner_keys.push(String::from_utf8(output.stdout)?.trim().to_owned());
         }
         let port = free_port();
+        let local = |port| SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        let (http, https, admin) = (local(free_port()), local(free_port()), local(free_port()));
         let log = dir.path().join("botgate.log");
         let log_file = std::fs::File::create(&log)?;
         let child = Command::new(binary)
             .arg("serve")
             .args(&store_args)
             .args(["--api-listen", &format!("127.0.0.1:{port}")])
+            .args(["--http-listen", &http.to_string()])
+            .args(["--https-listen", &https.to_string()])
+            .args(["--admin-listen", &admin.to_string()])
+            .arg("--cache-dir")
+            .arg(crate::cache_dir())
             .arg("--rulesets-dir")
             .arg(&rulesets)
             .args(extra)
@@ -495,6 +551,9 @@ impl Gateway {
             .context("starting botgate serve")?;
         let gateway = Gateway {
             api: format!("http://127.0.0.1:{port}"),
+            http,
+            https,
+            admin,
             partner_keys,
             guard: ServerGuard {
                 name: "botgate",
@@ -504,6 +563,7 @@ impl Gateway {
             },
         };
         gateway.wait_ready(port, Duration::from_secs(30))?;
+        gateway.wait_ready(admin.port(), Duration::from_secs(30))?;
         Ok(gateway)
     }
 
@@ -525,5 +585,24 @@ impl Gateway {
     /// The gateway's log so far.
     pub fn log(&self) -> String {
         self.guard.log_text()
+    }
+
+    /// The process id (to send it signals).
+    pub fn pid(&self) -> u32 {
+        self.guard.child.id()
+    }
+
+    /// Waits for the process to exit (after a signal), up to `limit`.
+    pub fn wait_exit(&mut self, limit: Duration) -> Result<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.guard.child.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                bail!("botgate did not exit within {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }

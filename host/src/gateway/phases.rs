@@ -135,6 +135,7 @@ impl Gateway {
             status,
             origin = %record.origin.map(|o| o.to_string()).unwrap_or_else(|| "-".into()),
             latency_us = elapsed.as_micros() as u64,
+            ja4 = connection.tls.as_ref().map(|t| t.ja4.as_str()).unwrap_or("-"),
         );
         self.metrics
             .requests

@@ -1,0 +1,160 @@
+//! Forwarding: headers, round robin, passive health, retries, timeouts, streaming,
+//! WebSocket, and the gateway's own pages.
+
+use super::*;
+use std::io::{Read, Write};
+use std::net::{IpAddr, TcpStream};
+
+#[test]
+fn requests_reach_the_origin_with_host_and_forwarding_headers() {
+    let origin = origin("one");
+    let gateway = gateway(origin.address.port(), &[]);
+    add_website(
+        &gateway,
+        json!({"domain": "forward.example", "subdomain": ["www"], "ip": ["127.0.0.1"],
+               "settings": loadbalancer(&[])}),
+    )
+    .unwrap();
+    let answer = send(
+        gateway.http,
+        Outgoing::get("www.forward.example", "/a/b?c=d")
+            .browser()
+            .header("x-forwarded-for", "10.9.9.9")
+            .header("connection", "keep-alive, x-hop")
+            .header("x-hop", "secret"),
+    )
+    .unwrap();
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    let echo = answer.json();
+    assert_eq!(echo["origin"], "one");
+    assert_eq!(echo["target"], "/a/b?c=d");
+    assert_eq!(echo["headers"]["host"], "www.forward.example");
+    assert_eq!(echo["headers"]["x-forwarded-for"], "10.9.9.9, 127.0.0.1");
+    assert_eq!(echo["headers"]["x-forwarded-proto"], "http");
+    assert_eq!(
+        echo["headers"]["forwarded"],
+        "for=127.0.0.1;proto=http;host=\"www.forward.example\""
+    );
+    assert!(echo["headers"].get("x-hop").is_none(), "{echo}");
+
+    // A body goes up, and a streamed body comes down whole.
+    let mut post = Outgoing::get("forward.example", "/upload").browser();
+    post.method = "POST";
+    post.body = vec![b'x'; 300_000];
+    let answer = send(gateway.http, post).unwrap();
+    assert_eq!(answer.json()["body_len"], 300_000);
+    let answer = get(gateway.http, "forward.example", "/stream?chunks=20").unwrap();
+    assert_eq!(answer.body.len(), 20 * 1024);
+
+    // The origin's own statuses pass through.
+    assert_eq!(get(gateway.http, "forward.example", "/status/418").unwrap().status, 418);
+}
+
+#[test]
+fn unknown_hosts_get_a_clear_404() {
+    let origin = origin("one");
+    let gateway = gateway(origin.address.port(), &[]);
+    let answer = get(gateway.http, "nobody.example", "/").unwrap();
+    assert_eq!(answer.status, 404);
+    assert!(answer.text().contains("No website named nobody.example"), "{}", answer.text());
+    assert_eq!(origin.requests(), 0);
+}
+
+#[test]
+fn origins_take_turns_and_a_dead_one_is_skipped() {
+    let first = origin("first");
+    let port = first.address.port();
+    let second = Origin::start("second", [127, 0, 0, 2].into(), port).unwrap();
+    let gateway = gateway(port, &[]);
+    // 127.0.0.3 has nobody listening on the port: connections are refused.
+    add_website(
+        &gateway,
+        json!({"domain": "rr.example", "ip": ["127.0.0.1", "127.0.0.2", "127.0.0.3"],
+               "settings": loadbalancer(&[])}),
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..9 {
+        let answer = get(gateway.http, "rr.example", "/").unwrap();
+        assert_eq!(answer.status, 200, "{}", answer.text());
+        seen.push(answer.json()["origin"].as_str().unwrap().to_owned());
+    }
+    let firsts = seen.iter().filter(|o| *o == "first").count();
+    let seconds = seen.iter().filter(|o| *o == "second").count();
+    assert_eq!(firsts + seconds, 9);
+    assert!(firsts >= 3 && seconds >= 3, "not round robin: {seen:?}");
+    drop((first, second));
+}
+
+#[test]
+fn all_origins_down_is_a_502_page_and_slow_ones_a_504() {
+    let origin = origin("slow");
+    let gateway = gateway(origin.address.port(), &["--origin-response-timeout", "1"]);
+    add_website(
+        &gateway,
+        json!({"domain": "slow.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&[])}),
+    )
+    .unwrap();
+    let answer = get(gateway.http, "slow.example", "/slow?ms=3000").unwrap();
+    assert_eq!(answer.status, 504, "{}", answer.text());
+    add_website(
+        &gateway,
+        json!({"domain": "down.example", "ip": ["127.0.0.4", "127.0.0.5"],
+               "settings": loadbalancer(&[])}),
+    )
+    .unwrap();
+    let answer = get(gateway.http, "down.example", "/").unwrap();
+    assert_eq!(answer.status, 502);
+    assert!(answer.text().contains("could not be reached"), "{}", answer.text());
+    let metrics = botgate_tests::http::Client::new(&format!("http://{}", gateway.admin), None)
+        .get("/metrics")
+        .unwrap()
+        .text;
+    assert!(metrics.contains("botgate_origin_failures_total{kind=\"timeout\"} 1"), "{metrics}");
+}
+
+#[test]
+fn ipv6_origins() {
+    let origin = Origin::start("six", IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1]), 0).unwrap();
+    let gateway = gateway(origin.address.port(), &[]);
+    add_website(
+        &gateway,
+        json!({"domain": "six.example", "ip": ["::1"], "settings": loadbalancer(&[])}),
+    )
+    .unwrap();
+    let answer = get(gateway.http, "six.example", "/").unwrap();
+    assert_eq!(answer.json()["origin"], "six");
+}
+
+#[test]
+fn websocket_upgrades_are_tunnelled() {
+    let origin = origin("ws");
+    let gateway = gateway(origin.address.port(), &[]);
+    add_website(
+        &gateway,
+        json!({"domain": "ws.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&[])}),
+    )
+    .unwrap();
+    let mut stream = TcpStream::connect(gateway.http).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream
+        .write_all(
+            b"GET /socket HTTP/1.1\r\nHost: ws.example\r\nConnection: Upgrade\r\n\
+              Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
+              Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+        )
+        .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_lowercase();
+    assert!(head.starts_with("http/1.1 101"), "{head}");
+    assert!(head.contains("upgrade: websocket"), "{head}");
+    stream.write_all(b"ping through the tunnel").unwrap();
+    let mut echoed = [0u8; 23];
+    stream.read_exact(&mut echoed).unwrap();
+    assert_eq!(&echoed, b"ping through the tunnel");
+}
