@@ -4,7 +4,7 @@
 
 // mod listeners;
 // mod loadbalancer;
-// mod protection;
+mod protection;
 mod proxying;
 
 use anyhow::{Result, bail};

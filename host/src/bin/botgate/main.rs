@@ -89,6 +89,7 @@ fn main() -> Result<()> {
                 .unwrap_or_else(|_| "info,wasmtime=warn,cranelift=warn".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let cache_dir = cli.cache_dir.or_else(default_cache_dir);

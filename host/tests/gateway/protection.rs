@@ -1,0 +1,269 @@
+//! Protection: every category reaches its action through the real components, the
+//! challenge is solved by a client doing the proof of work (or answering the question
+//! without JavaScript) and then passes, and the master switch and `paused` let
+//! everything through.
+
+use super::*;
+use botgate_host::gateway::challenge::{PASS_COOKIE, VERIFY_PATH, solve};
+
+const GOOGLEBOT: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+
+/// A crawler list that makes loopback Google's and Facebook's.
+fn loopback_crawlers(dir: &Path) -> String {
+    let path = dir.join("crawlers.json");
+    std::fs::write(
+        &path,
+        r#"{"crawlers":[
+          {"name":"googlebot","kind":"search-engine","user_agent_tokens":["googlebot"],"networks":["127.0.0.0/8"]},
+          {"name":"facebook","kind":"social-network","user_agent_tokens":["facebookexternalhit"],"networks":["127.0.0.0/8"]}]}"#,
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+/// The access-log line of the request for `target`.
+fn access_line(gateway: &Gateway, target: &str) -> String {
+    let needle = format!("target={target} ");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let log = gateway.log();
+        if let Some(line) = log.lines().rev().find(|l| l.contains("botgate::access") && l.contains(&needle)) {
+            return line.to_owned();
+        }
+        assert!(Instant::now() < deadline, "no access line for {target}:\n{log}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn with_ua<'a>(host: &'a str, target: &'a str, ua: &str) -> Outgoing<'a> {
+    Outgoing::get(host, target)
+        .header("user-agent", ua)
+        .header("accept", "*/*")
+}
+
+#[test]
+fn every_category_gets_its_action() {
+    let origin = origin("site");
+    let dir = tempfile::tempdir().unwrap();
+    let crawlers = loopback_crawlers(dir.path());
+    let gateway = gateway(origin.address.port(), &["--crawler-list", &crawlers]);
+    add_website(
+        &gateway,
+        json!({"domain": "shop.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&["bot_protection"])}),
+    )
+    .unwrap();
+    let host = "shop.example";
+    // (request, expected status, category, action) under the default policy.
+    let cases: Vec<(Outgoing, u16, &str, &str)> = vec![
+        (Outgoing::get(host, "/humans").browser(), 200, "humans", "grant"),
+        (Outgoing::get(host, "/.env").browser(), 403, "security_issues", "deny"),
+        (with_ua(host, "/scrapers", "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.1; +https://openai.com/gptbot)"), 403, "content_scrapers", "deny"),
+        (with_ua(host, "/emulated", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/131.0.0.0 Safari/537.36"), 403, "emulated_humans", "captcha"),
+        (with_ua(host, "/search", GOOGLEBOT), 200, "search_engines", "grant"),
+        (with_ua(host, "/social", "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)"), 200, "social_networks", "grant"),
+        (with_ua(host, "/services", "PayPal IPN ( https://www.paypal.com/ipn )"), 200, "services_and_payments", "grant"),
+        (with_ua(host, "/suspicious", "python-requests/2.32.3"), 403, "suspicious_behaviour", "captcha"),
+    ];
+    for (request, status, category, action) in cases {
+        let target = request.target;
+        let answer = send(gateway.http, request).unwrap();
+        assert_eq!(answer.status, status, "{target}: {}", answer.text());
+        let line = access_line(&gateway, target);
+        assert!(line.contains(&format!("category=\"{category}\"")), "{target}: {line}");
+        assert!(line.contains(&format!("action=\"{action}\"")), "{target}: {line}");
+        assert!(line.contains("decider="), "{line}");
+        if action == "captcha" {
+            assert!(answer.text().contains(VERIFY_PATH), "{}", answer.text());
+        }
+        if action == "deny" {
+            assert!(answer.text().contains("Access denied"));
+        }
+    }
+    // Only the granted requests reached the origin (4 plus the readiness probe).
+    assert_eq!(origin.requests(), 5);
+    let metrics = Client::new(&format!("http://{}", gateway.admin), None)
+        .get("/metrics")
+        .unwrap()
+        .text;
+    assert!(
+        metrics.contains(
+            "botgate_requests_total{website=\"shop.example\",category=\"security_issues\",action=\"deny\"} 1"
+        ),
+        "{metrics}"
+    );
+    assert!(metrics.contains("botgate_component_calls_total{component=\"classifier\""), "{metrics}");
+
+    // Without the operator's list, loopback is no Google: an impostor is challenged.
+    let plain = super::gateway(origin.address.port(), &[]);
+    add_website(
+        &plain,
+        json!({"domain": "shop.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&["bot_protection"])}),
+    )
+    .unwrap();
+    let answer = send(plain.http, with_ua(host, "/fake-google", GOOGLEBOT)).unwrap();
+    assert_eq!(answer.status, 403);
+    let line = access_line(&plain, "/fake-google");
+    assert!(line.contains("category=\"suspicious_behaviour\""), "{line}");
+}
+
+#[test]
+fn the_website_policy_decides_the_action() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    let mut settings = loadbalancer(&["bot_protection"]);
+    settings["rules"] = json!({"humans": "deny", "security_issues": "grant"});
+    add_website(
+        &gateway,
+        json!({"domain": "strict.example", "ip": ["127.0.0.1"], "settings": settings}),
+    )
+    .unwrap();
+    assert_eq!(get(gateway.http, "strict.example", "/").unwrap().status, 403);
+    assert_eq!(get(gateway.http, "strict.example", "/.env").unwrap().status, 200);
+}
+
+/// The hidden `token` of a challenge page.
+fn token_of(page: &str) -> String {
+    let start = page.find("name=\"token\" value=\"").expect("a token in the page") + 20;
+    page[start..].split('"').next().unwrap().to_owned()
+}
+
+fn post_form<'a>(host: &'a str, pairs: &[(&str, &str)]) -> Outgoing<'a> {
+    let body: String = pairs
+        .iter()
+        .map(|(k, v)| format!("{k}={}", v.replace('/', "%2F").replace('?', "%3F").replace('=', "%3D").replace('&', "%26")))
+        .collect::<Vec<_>>()
+        .join("&");
+    let mut request = Outgoing::get(host, VERIFY_PATH)
+        .browser()
+        .header("content-type", "application/x-www-form-urlencoded");
+    request.method = "POST";
+    request.body = body.into_bytes();
+    request
+}
+
+/// The `name=value` of the pass cookie a response sets.
+fn pass_cookie(answer: &Answer) -> String {
+    let set = answer.header("set-cookie").expect("a pass cookie");
+    assert!(set.contains("HttpOnly") && set.contains("Max-Age="), "{set}");
+    set.split(';').next().unwrap().to_owned()
+}
+
+#[test]
+fn a_solved_challenge_lets_the_client_through_without_loops() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &["--challenge-difficulty", "12"]);
+    let mut settings = loadbalancer(&["bot_protection"]);
+    settings["rules"] = json!({"humans": "captcha"});
+    for domain in ["guarded.example", "other.example"] {
+        add_website(&gateway, json!({"domain": domain, "ip": ["127.0.0.1"], "settings": settings})).unwrap();
+    }
+    let host = "guarded.example";
+    // Four parallel requests (a page and its assets) each get a challenge.
+    let pages: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|i| {
+                let listener = gateway.http;
+                scope.spawn(move || {
+                    let target = format!("/page-{i}?x=1");
+                    let answer = visitor::send(listener, &Visit::default(), Outgoing::get(host, &target).browser()).unwrap();
+                    assert_eq!(answer.status, 403);
+                    answer.text()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let before = origin.requests();
+    // The client does the work for one of them and gets a pass and its page back.
+    let token = token_of(&pages[2]);
+    let counter = solve(&token).unwrap().to_string();
+    let answer = send(
+        gateway.http,
+        post_form(host, &[("token", &token), ("counter", &counter), ("return", "/page-2?x=1")]),
+    )
+    .unwrap();
+    assert_eq!(answer.status, 303, "{}", answer.text());
+    assert_eq!(answer.header("location"), Some("/page-2?x=1"));
+    let cookie = pass_cookie(&answer);
+    assert!(cookie.starts_with(&format!("{PASS_COOKIE}=")));
+    // Every parallel request now passes with that one pass, and a second solved token
+    // is just as good: nothing loops.
+    for i in 0..4 {
+        let target = format!("/page-{i}?x=1");
+        let answer = send(gateway.http, Outgoing::get(host, &target).browser().header("cookie", cookie.clone())).unwrap();
+        assert_eq!(answer.status, 200, "{target}: {}", answer.text());
+    }
+    assert_eq!(origin.requests(), before + 4);
+    let token = token_of(&pages[0]);
+    let counter = solve(&token).unwrap().to_string();
+    let again = send(gateway.http, post_form(host, &[("token", &token), ("counter", &counter), ("return", "/")])).unwrap();
+    assert_eq!(again.status, 303);
+    // The pass is for this website only; a wrong proof earns none.
+    let elsewhere = send(gateway.http, Outgoing::get("other.example", "/").browser().header("cookie", cookie.clone())).unwrap();
+    assert_eq!(elsewhere.status, 403);
+    let wrong = send(gateway.http, post_form(host, &[("token", &token_of(&pages[1])), ("counter", "1"), ("return", "/")])).unwrap();
+    assert_eq!(wrong.status, 403);
+    assert!(wrong.header("set-cookie").is_none());
+    assert!(wrong.text().contains("did not work"), "{}", wrong.text());
+    // A forged cookie is no pass.
+    let forged = send(gateway.http, Outgoing::get(host, "/").browser().header("cookie", format!("{PASS_COOKIE}=99999999999.AAAA"))).unwrap();
+    assert_eq!(forged.status, 403);
+}
+
+#[test]
+fn clients_without_javascript_answer_the_question() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    let mut settings = loadbalancer(&["bot_protection"]);
+    settings["rules"] = json!({"humans": "captcha"});
+    add_website(&gateway, json!({"domain": "nojs.example", "ip": ["127.0.0.1"], "settings": settings})).unwrap();
+    let page = get(gateway.http, "nojs.example", "/article").unwrap().text();
+    assert!(page.contains("<noscript>"), "{page}");
+    let question = page.split("What is ").nth(1).unwrap().split('?').next().unwrap();
+    let words = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"];
+    let number = |w: &str| words.iter().position(|x| *x == w).unwrap() + 1;
+    let (a, b) = question.split_once(" plus ").unwrap();
+    let sum = (number(a) + number(b)).to_string();
+    std::thread::sleep(Duration::from_millis(2100));
+    let answer = send(
+        gateway.http,
+        post_form("nojs.example", &[("token", &token_of(&page)), ("answer", &sum), ("return", "/article")]),
+    )
+    .unwrap();
+    assert_eq!(answer.status, 303, "{}", answer.text());
+    let cookie = pass_cookie(&answer);
+    let through = send(gateway.http, Outgoing::get("nojs.example", "/article").browser().header("cookie", cookie)).unwrap();
+    assert_eq!(through.status, 200);
+}
+
+#[test]
+fn the_master_switch_and_paused_websites_let_everything_through() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    add_website(
+        &gateway,
+        json!({"domain": "open.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&[])}),
+    )
+    .unwrap();
+    assert_eq!(get(gateway.http, "open.example", "/.env").unwrap().status, 200);
+    add_website(
+        &gateway,
+        json!({"domain": "paused.example", "ip": ["127.0.0.1"], "status": "paused",
+               "settings": loadbalancer(&["bot_protection", "ddos_protection"])}),
+    )
+    .unwrap();
+    assert_eq!(get(gateway.http, "paused.example", "/.env").unwrap().status, 200);
+    // Back online: protected again, within a second of the change.
+    let reply = partner(&gateway)
+        .put_json("/v1.0/website/paused.example", &json!({"status": "online"}))
+        .unwrap();
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        if get(gateway.http, "paused.example", "/.env").unwrap().status == 403 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "protection did not come back within a second");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
