@@ -363,44 +363,9 @@ impl HaproxyForRedis {
                  \x20   tcp-check send QUIT\\r\\n\n    tcp-check expect string +OK\n{servers}"
             ),
         )?;
-        let check = Command::new("haproxy")
-            .arg("-c")
-            .arg("-f")
-            .arg(&config)
-            .output()
-            .context("running haproxy -c (Debian package haproxy; scripts/test.sh installs it)")?;
-        if !check.status.success() {
-            bail!(
-                "haproxy refused its configuration:\n{}\n{}",
-                String::from_utf8_lossy(&check.stdout),
-                String::from_utf8_lossy(&check.stderr)
-            );
-        }
-        let log_file = std::fs::File::create(&log)?;
-        let child = Command::new("haproxy")
-            .arg("-db")
-            .arg("-f")
-            .arg(&config)
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file)
-            .spawn()
-            .context("starting haproxy")?;
-        let proxy = HaproxyForRedis {
-            port,
-            guard: ServerGuard {
-                name: "haproxy",
-                child,
-                dir,
-                log,
-            },
-        };
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-        wait_until(
-            Duration::from_secs(10),
-            || TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok(),
-            || format!("haproxy did not listen; log:\n{}", proxy.guard.log_text()),
-        )?;
+        let guard = run_haproxy(dir, log, &config)?;
+        let proxy = HaproxyForRedis { port, guard };
+        wait_listening(port, &proxy.guard)?;
         Ok(proxy)
     }
 
@@ -604,5 +569,89 @@ impl Gateway {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+}
+
+/// Checks `config` with `haproxy -c`, then starts haproxy on it.
+fn run_haproxy(dir: tempfile::TempDir, log: PathBuf, config: &std::path::Path) -> Result<ServerGuard> {
+    let check = Command::new("haproxy")
+        .arg("-c")
+        .arg("-f")
+        .arg(config)
+        .output()
+        .context("running haproxy -c (Debian package haproxy; scripts/test.sh installs it)")?;
+    if !check.status.success() {
+        bail!(
+            "haproxy refused its configuration:\n{}\n{}",
+            String::from_utf8_lossy(&check.stdout),
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
+    let log_file = std::fs::File::create(&log)?;
+    let child = Command::new("haproxy")
+        .arg("-db")
+        .arg("-f")
+        .arg(config)
+        .stdin(Stdio::null())
+        .stdout(log_file.try_clone()?)
+        .stderr(log_file)
+        .spawn()
+        .context("starting haproxy")?;
+    Ok(ServerGuard {
+        name: "haproxy",
+        child,
+        dir,
+        log,
+    })
+}
+
+/// Waits until something accepts on `port` (10 s at most).
+fn wait_listening(port: u16, guard: &ServerGuard) -> Result<()> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    wait_until(
+        Duration::from_secs(10),
+        || TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok(),
+        || format!("{} did not listen; log:\n{}", guard.name, guard.log_text()),
+    )
+}
+
+/// HAProxy in front of a gateway as the specification's cluster has it: TCP mode, the
+/// HTTP port forwarded with PROXY protocol v2, the HTTPS port with PROXY v2 carrying
+/// the SSL facts and a TLS health check without certificate verification.
+pub struct HaproxyForGateway {
+    pub http_port: u16,
+    pub https_port: u16,
+    guard: ServerGuard,
+}
+
+impl HaproxyForGateway {
+    pub fn start(http: SocketAddr, https: SocketAddr) -> Result<HaproxyForGateway> {
+        let dir = tempfile::tempdir().context("temporary directory for haproxy")?;
+        let (http_port, https_port) = (free_port(), free_port());
+        let log = dir.path().join("haproxy.log");
+        let config = dir.path().join("haproxy.cfg");
+        std::fs::write(
+            &config,
+            format!(
+                "global\n    maxconn 200\n\
+                 defaults\n    mode tcp\n    timeout connect 5000\n    timeout client 50000\n    timeout server 50000\n\
+                 frontend http\n    bind 127.0.0.1:{http_port}\n    default_backend gateway_http\n\
+                 frontend https\n    bind 127.0.0.1:{https_port}\n    default_backend gateway_https\n\
+                 backend gateway_http\n    server gateway {http} send-proxy-v2 check check-send-proxy inter 500ms\n\
+                 backend gateway_https\n    server gateway {https} send-proxy-v2-ssl check check-send-proxy check-ssl verify none inter 500ms\n"
+            ),
+        )?;
+        let guard = run_haproxy(dir, log, &config)?;
+        wait_listening(http_port, &guard)?;
+        Ok(HaproxyForGateway {
+            http_port,
+            https_port,
+            guard,
+        })
+    }
+
+    /// haproxy's log so far.
+    pub fn log(&self) -> String {
+        self.guard.log_text()
     }
 }

@@ -40,8 +40,8 @@ struct Crawler {
     kind: Kind,
     user_agent_tokens: Vec<String>,
     networks: Vec<IpNet>,
-    #[serde(default)]
-    reverse_dns: Vec<String>,
+    // `reverse_dns` (the suffixes a forward-confirmed reverse lookup must end in) is
+    // in the data for the DNS check that comes next; unknown fields are ignored.
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,0 +1,253 @@
+//! The listeners: TLS with the website's stored certificate (swapped without restart),
+//! the fallback certificate, HTTP/2 by ALPN, JA4 in the log, PROXY protocol v2 (by
+//! hand and from a real HAProxy), header limits, the slowloris timeout and a graceful
+//! drain.
+
+use super::*;
+use botgate_tests::http::self_signed;
+use botgate_tests::servers::HaproxyForGateway;
+use std::io::{Read, Write};
+use std::net::{IpAddr, TcpStream};
+
+fn pem_der(pem: &str) -> Vec<u8> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    CertificateDer::pem_slice_iter(pem.as_bytes())
+        .next()
+        .unwrap()
+        .unwrap()
+        .as_ref()
+        .to_vec()
+}
+
+fn tls(name: &str, http2: bool) -> Visit {
+    Visit {
+        tls_name: Some(name.into()),
+        http2,
+        ..Visit::default()
+    }
+}
+
+#[test]
+fn tls_serves_the_stored_certificate_by_sni_and_swaps_it_live() {
+    let origin = origin("secure");
+    let gateway = gateway(origin.address.port(), &[]);
+    let (cert, key) = self_signed(&["secure.example", "www.secure.example"]).unwrap();
+    add_website(
+        &gateway,
+        json!({"domain": "secure.example", "subdomain": ["www"], "ip": ["127.0.0.1"],
+               "certificate": {"public": cert, "private": key},
+               "settings": loadbalancer(&["bot_protection"])}),
+    )
+    .unwrap();
+    for name in ["secure.example", "www.secure.example"] {
+        let answer = visitor::send(
+            gateway.https,
+            &tls(name, true),
+            Outgoing::get(name, "/page").browser(),
+        )
+        .unwrap();
+        assert_eq!(answer.status, 200, "{}", answer.text());
+        assert_eq!(answer.certificate.as_deref(), Some(pem_der(&cert).as_slice()));
+        assert_eq!(answer.json()["headers"]["x-forwarded-proto"], "https");
+        assert_eq!(answer.alpn.as_deref(), Some("h2"));
+        assert_eq!(answer.version, http::Version::HTTP_2);
+    }
+    // The TLS facts reach the components: a Chrome user agent whose ClientHello offers
+    // no h2 is not Chrome (the JA4 says `h1`).
+    let answer = visitor::send(
+        gateway.https,
+        &tls("secure.example", false),
+        Outgoing::get("secure.example", "/tls-h1").browser(),
+    )
+    .unwrap();
+    assert_eq!(answer.alpn.as_deref(), Some("http/1.1"));
+    assert_eq!(answer.status, 403);
+    let log = gateway.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("target=/tls-h1"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(line.contains("reason=classifier.browser-tls-without-h2"), "{line}");
+    assert!(line.contains("ja4=\"t13d") && line.contains("h1_"), "{line}");
+    // Unknown names get the fallback certificate, then the 404 page.
+    let answer = visitor::send(
+        gateway.https,
+        &tls("nobody.example", false),
+        Outgoing::get("nobody.example", "/"),
+    )
+    .unwrap();
+    assert_eq!(answer.status, 404);
+    assert_ne!(answer.certificate.as_deref(), Some(pem_der(&cert).as_slice()));
+    // A new certificate is served from the next handshake on.
+    let (renewed, renewed_key) = self_signed(&["secure.example", "www.secure.example"]).unwrap();
+    let reply = partner(&gateway)
+        .put_json(
+            "/v1.0/website/secure.example",
+            &json!({"certificate": {"public": renewed, "private": renewed_key}}),
+        )
+        .unwrap();
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let answer = visitor::send(
+            gateway.https,
+            &tls("secure.example", true),
+            Outgoing::get("secure.example", "/").browser(),
+        )
+        .unwrap();
+        if answer.certificate.as_deref() == Some(pem_der(&renewed).as_slice()) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the renewed certificate was not served");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn plain_http2_with_prior_knowledge() {
+    let origin = origin("h2c");
+    let gateway = gateway(origin.address.port(), &[]);
+    add_website(
+        &gateway,
+        json!({"domain": "h2c.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&[])}),
+    )
+    .unwrap();
+    let visit = Visit {
+        http2: true,
+        ..Visit::default()
+    };
+    let answer = visitor::send(gateway.http, &visit, Outgoing::get("h2c.example", "/")).unwrap();
+    assert_eq!(answer.version, http::Version::HTTP_2);
+    assert_eq!(answer.json()["headers"]["host"], "h2c.example");
+}
+
+/// A PROXY v2 header from `client`.
+fn proxy_header(client: &str, to: SocketAddr) -> Vec<u8> {
+    use ppp::v2::{Builder, Command, Protocol, Version};
+    let from: SocketAddr = client.parse().unwrap();
+    Builder::with_addresses(Version::Two | Command::Proxy, Protocol::Stream, (from, to))
+        .build()
+        .unwrap()
+}
+
+/// Whether the gateway closes the connection after `bytes` without answering.
+fn closed_without_answer(listener: SocketAddr, bytes: &[u8]) -> bool {
+    let mut stream = TcpStream::connect(listener).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = stream.write_all(bytes);
+    let mut buffer = [0u8; 64];
+    matches!(stream.read(&mut buffer), Ok(0) | Err(_))
+}
+
+#[test]
+fn proxy_protocol_is_required_from_trusted_peers_and_gives_the_client() {
+    let origin = origin("behind");
+    let gateway = gateway(
+        origin.address.port(),
+        &["--trusted-proxy", "127.0.0.1/32", "--header-read-timeout", "2"],
+    );
+    // The readiness probe cannot send the header: wait through the API instead.
+    let partner = partner(&gateway);
+    let _ = partner.post_form("/v1.0/user", &[("id", "owner")]).unwrap();
+    let reply = partner
+        .post_json(
+            "/v1.0/website",
+            &json!({"user_id": "owner", "domain": "behind.example", "ip": ["127.0.0.1"],
+                    "settings": loadbalancer(&[])}),
+        )
+        .unwrap();
+    assert_eq!(reply.status, 201);
+    std::thread::sleep(Duration::from_millis(500));
+    let visit = Visit {
+        preamble: proxy_header("203.0.113.7:40000", gateway.http),
+        ..Visit::default()
+    };
+    let answer = visitor::send(gateway.http, &visit, Outgoing::get("behind.example", "/")).unwrap();
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    assert_eq!(answer.json()["headers"]["x-forwarded-for"], "203.0.113.7");
+    // Missing or malformed: closed before any HTTP.
+    assert!(closed_without_answer(gateway.http, b"GET / HTTP/1.1\r\nHost: behind.example\r\n\r\n"));
+    let mut bad = proxy_header("203.0.113.7:40000", gateway.http);
+    bad[13] = 0x99; // an unknown address family
+    bad.extend_from_slice(b"GET / HTTP/1.1\r\nHost: behind.example\r\n\r\n");
+    assert!(closed_without_answer(gateway.http, &bad));
+    // Through a real HAProxy, on both ports: the visitor's own address arrives.
+    let haproxy = HaproxyForGateway::start(gateway.http, gateway.https).unwrap();
+    let from = IpAddr::from([127, 0, 0, 9]);
+    let via = |port: u16, tls_name: Option<&str>| {
+        let visit = Visit {
+            source: Some(from),
+            tls_name: tls_name.map(str::to_owned),
+            ..Visit::default()
+        };
+        visitor::send(
+            SocketAddr::from(([127, 0, 0, 1], port)),
+            &visit,
+            Outgoing::get("behind.example", "/"),
+        )
+    };
+    let plain = via(haproxy.http_port, None).unwrap();
+    assert_eq!(plain.json()["headers"]["x-forwarded-for"], "127.0.0.9", "{}", haproxy.log());
+    let secure = via(haproxy.https_port, Some("behind.example")).unwrap();
+    assert_eq!(secure.json()["headers"]["x-forwarded-for"], "127.0.0.9");
+    assert_eq!(secure.json()["headers"]["x-forwarded-proto"], "https");
+}
+
+#[test]
+fn header_limits_and_slow_clients() {
+    let origin = origin("limits");
+    let gateway = gateway(
+        origin.address.port(),
+        &["--max-headers", "20", "--max-header-bytes", "8192", "--header-read-timeout", "1"],
+    );
+    add_website(
+        &gateway,
+        json!({"domain": "limits.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&[])}),
+    )
+    .unwrap();
+    let mut many = Outgoing::get("limits.example", "/");
+    for i in 0..40 {
+        many = many.header(["x-a-", "x-b-", "x-c-", "x-d-"][i % 4], format!("{i}"));
+    }
+    let too_many = send(gateway.http, many);
+    assert!(
+        too_many.as_ref().map(|a| a.status == 431).unwrap_or(true),
+        "40 headers were accepted: {too_many:?}"
+    );
+    let big = Outgoing::get("limits.example", "/").header("x-big", "b".repeat(20_000));
+    let too_big = send(gateway.http, big);
+    assert!(
+        too_big.as_ref().map(|a| a.status == 431).unwrap_or(true),
+        "a 20 KB header was accepted: {too_big:?}"
+    );
+    // A client that sends half a request head and stops is disconnected.
+    let started = Instant::now();
+    assert!(closed_without_answer(gateway.http, b"GET / HTTP/1.1\r\nHost: limits.example\r\n"));
+    assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+    assert_eq!(get(gateway.http, "limits.example", "/").unwrap().status, 200);
+}
+
+#[test]
+fn shutdown_drains_requests_in_flight() {
+    let origin = origin("drain");
+    let mut gateway = gateway(origin.address.port(), &[]);
+    add_website(
+        &gateway,
+        json!({"domain": "drain.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&[])}),
+    )
+    .unwrap();
+    let listener = gateway.http;
+    let in_flight = std::thread::spawn(move || get(listener, "drain.example", "/slow?ms=1500"));
+    std::thread::sleep(Duration::from_millis(300));
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &gateway.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let answer = in_flight.join().unwrap().unwrap();
+    assert_eq!(answer.status, 200, "the request in flight was cut: {}", answer.text());
+    let exit = gateway.wait_exit(Duration::from_secs(10)).unwrap();
+    assert!(exit.success(), "{exit:?}\n{}", gateway.log());
+    assert!(TcpStream::connect(listener).is_err(), "still accepting after shutdown");
+}
