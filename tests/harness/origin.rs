@@ -72,8 +72,9 @@ impl Origin {
                 let (name, counter) = (name_owned.clone(), counter.clone());
                 let acceptor = acceptor.clone();
                 tokio::spawn(async move {
-                    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                        .http1_only();
+                    let builder =
+                        hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                            .http1_only();
                     match acceptor {
                         None => {
                             let service = service_fn(move |request| {
@@ -207,9 +208,10 @@ async fn answer(
     });
     let mut response = Response::new(full(echo.to_string()));
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(http::header::CONTENT_TYPE, "application/json".parse().unwrap());
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        "application/json".parse().unwrap(),
+    );
     Ok(response)
 }
 

@@ -446,15 +446,18 @@ impl Gateway {
         let gateway = Gateway::launch(binary, store, partners, &args, &components)?;
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let health = crate::http::Client::new(&format!("http://{}", gateway.admin), None)
-                .get("/health");
+            let health =
+                crate::http::Client::new(&format!("http://{}", gateway.admin), None).get("/health");
             if let Ok(reply) = health
                 && reply.json()["components"].as_u64() == Some(components.len() as u64)
             {
                 return Ok(gateway);
             }
             if Instant::now() > deadline {
-                bail!("botgate did not load its components in 60 s; log:\n{}", gateway.log());
+                bail!(
+                    "botgate did not load its components in 60 s; log:\n{}",
+                    gateway.log()
+                );
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -573,7 +576,11 @@ impl Gateway {
 }
 
 /// Checks `config` with `haproxy -c`, then starts haproxy on it.
-fn run_haproxy(dir: tempfile::TempDir, log: PathBuf, config: &std::path::Path) -> Result<ServerGuard> {
+fn run_haproxy(
+    dir: tempfile::TempDir,
+    log: PathBuf,
+    config: &std::path::Path,
+) -> Result<ServerGuard> {
     let check = Command::new("haproxy")
         .arg("-c")
         .arg("-f")

@@ -102,9 +102,12 @@ pub fn send(listener: SocketAddr, visit: &Visit, request: Outgoing<'_>) -> Resul
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        tokio::time::timeout(Duration::from_secs(30), send_async(listener, visit, request))
-            .await
-            .context("the gateway did not answer within 30 s")?
+        tokio::time::timeout(
+            Duration::from_secs(30),
+            send_async(listener, visit, request),
+        )
+        .await
+        .context("the gateway did not answer within 30 s")?
     })
 }
 

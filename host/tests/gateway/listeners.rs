@@ -48,7 +48,10 @@ fn tls_serves_the_stored_certificate_by_sni_and_swaps_it_live() {
         )
         .unwrap();
         assert_eq!(answer.status, 200, "{}", answer.text());
-        assert_eq!(answer.certificate.as_deref(), Some(pem_der(&cert).as_slice()));
+        assert_eq!(
+            answer.certificate.as_deref(),
+            Some(pem_der(&cert).as_slice())
+        );
         assert_eq!(answer.json()["headers"]["x-forwarded-proto"], "https");
         assert_eq!(answer.alpn.as_deref(), Some("h2"));
         assert_eq!(answer.version, http::Version::HTTP_2);
@@ -68,8 +71,14 @@ fn tls_serves_the_stored_certificate_by_sni_and_swaps_it_live() {
         .lines()
         .find(|l| l.contains("target=/tls-h1"))
         .unwrap_or_else(|| panic!("{log}"));
-    assert!(line.contains("reason=classifier.browser-tls-without-h2"), "{line}");
-    assert!(line.contains("ja4=\"t13d") && line.contains("h1_"), "{line}");
+    assert!(
+        line.contains("reason=classifier.browser-tls-without-h2"),
+        "{line}"
+    );
+    assert!(
+        line.contains("ja4=\"t13d") && line.contains("h1_"),
+        "{line}"
+    );
     // Unknown names get the fallback certificate, then the 404 page.
     let answer = visitor::send(
         gateway.https,
@@ -78,7 +87,10 @@ fn tls_serves_the_stored_certificate_by_sni_and_swaps_it_live() {
     )
     .unwrap();
     assert_eq!(answer.status, 404);
-    assert_ne!(answer.certificate.as_deref(), Some(pem_der(&cert).as_slice()));
+    assert_ne!(
+        answer.certificate.as_deref(),
+        Some(pem_der(&cert).as_slice())
+    );
     // A new certificate is served from the next handshake on.
     let (renewed, renewed_key) = self_signed(&["secure.example", "www.secure.example"]).unwrap();
     let reply = partner(&gateway)
@@ -99,7 +111,10 @@ fn tls_serves_the_stored_certificate_by_sni_and_swaps_it_live() {
         if answer.certificate.as_deref() == Some(pem_der(&renewed).as_slice()) {
             break;
         }
-        assert!(Instant::now() < deadline, "the renewed certificate was not served");
+        assert!(
+            Instant::now() < deadline,
+            "the renewed certificate was not served"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -134,7 +149,9 @@ fn proxy_header(client: &str, to: SocketAddr) -> Vec<u8> {
 /// Whether the gateway closes the connection after `bytes` without answering.
 fn closed_without_answer(listener: SocketAddr, bytes: &[u8]) -> bool {
     let mut stream = TcpStream::connect(listener).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
     let _ = stream.write_all(bytes);
     let mut buffer = [0u8; 64];
     matches!(stream.read(&mut buffer), Ok(0) | Err(_))
@@ -145,7 +162,12 @@ fn proxy_protocol_is_required_from_trusted_peers_and_gives_the_client() {
     let origin = origin("behind");
     let gateway = gateway(
         origin.address.port(),
-        &["--trusted-proxy", "127.0.0.1/32", "--header-read-timeout", "2"],
+        &[
+            "--trusted-proxy",
+            "127.0.0.1/32",
+            "--header-read-timeout",
+            "2",
+        ],
     );
     // The readiness probe cannot send the header: wait through the API instead.
     let partner = partner(&gateway);
@@ -167,7 +189,10 @@ fn proxy_protocol_is_required_from_trusted_peers_and_gives_the_client() {
     assert_eq!(answer.status, 200, "{}", answer.text());
     assert_eq!(answer.json()["headers"]["x-forwarded-for"], "203.0.113.7");
     // Missing or malformed: closed before any HTTP.
-    assert!(closed_without_answer(gateway.http, b"GET / HTTP/1.1\r\nHost: behind.example\r\n\r\n"));
+    assert!(closed_without_answer(
+        gateway.http,
+        b"GET / HTTP/1.1\r\nHost: behind.example\r\n\r\n"
+    ));
     let mut bad = proxy_header("203.0.113.7:40000", gateway.http);
     bad[13] = 0x99; // an unknown address family
     bad.extend_from_slice(b"GET / HTTP/1.1\r\nHost: behind.example\r\n\r\n");
@@ -188,7 +213,12 @@ fn proxy_protocol_is_required_from_trusted_peers_and_gives_the_client() {
         )
     };
     let plain = via(haproxy.http_port, None).unwrap();
-    assert_eq!(plain.json()["headers"]["x-forwarded-for"], "127.0.0.9", "{}", haproxy.log());
+    assert_eq!(
+        plain.json()["headers"]["x-forwarded-for"],
+        "127.0.0.9",
+        "{}",
+        haproxy.log()
+    );
     let secure = via(haproxy.https_port, Some("behind.example")).unwrap();
     assert_eq!(secure.json()["headers"]["x-forwarded-for"], "127.0.0.9");
     assert_eq!(secure.json()["headers"]["x-forwarded-proto"], "https");
@@ -199,7 +229,14 @@ fn header_limits_and_slow_clients() {
     let origin = origin("limits");
     let gateway = gateway(
         origin.address.port(),
-        &["--max-headers", "20", "--max-header-bytes", "8192", "--header-read-timeout", "1"],
+        &[
+            "--max-headers",
+            "20",
+            "--max-header-bytes",
+            "8192",
+            "--header-read-timeout",
+            "1",
+        ],
     );
     add_website(
         &gateway,
@@ -223,9 +260,19 @@ fn header_limits_and_slow_clients() {
     );
     // A client that sends half a request head and stops is disconnected.
     let started = Instant::now();
-    assert!(closed_without_answer(gateway.http, b"GET / HTTP/1.1\r\nHost: limits.example\r\n"));
-    assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
-    assert_eq!(get(gateway.http, "limits.example", "/").unwrap().status, 200);
+    assert!(closed_without_answer(
+        gateway.http,
+        b"GET / HTTP/1.1\r\nHost: limits.example\r\n"
+    ));
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        get(gateway.http, "limits.example", "/").unwrap().status,
+        200
+    );
 }
 
 #[test]
@@ -246,8 +293,16 @@ fn shutdown_drains_requests_in_flight() {
         .unwrap();
     assert!(status.success());
     let answer = in_flight.join().unwrap().unwrap();
-    assert_eq!(answer.status, 200, "the request in flight was cut: {}", answer.text());
+    assert_eq!(
+        answer.status,
+        200,
+        "the request in flight was cut: {}",
+        answer.text()
+    );
     let exit = gateway.wait_exit(Duration::from_secs(10)).unwrap();
     assert!(exit.success(), "{exit:?}\n{}", gateway.log());
-    assert!(TcpStream::connect(listener).is_err(), "still accepting after shutdown");
+    assert!(
+        TcpStream::connect(listener).is_err(),
+        "still accepting after shutdown"
+    );
 }

@@ -3,7 +3,7 @@
 //! HTTP/2, PROXY protocol, a real HAProxy in front).
 
 mod listeners;
-// mod loadbalancer;
+mod loadbalancer;
 mod protection;
 mod proxying;
 
@@ -25,7 +25,12 @@ fn binary() -> &'static Path {
 /// A gateway with every component, whose origins listen on `origin_port`.
 fn gateway(origin_port: u16, extra: &[&str]) -> Gateway {
     let port = origin_port.to_string();
-    let mut args = vec!["--origin-http-port", port.as_str(), "--origin-https-port", port.as_str()];
+    let mut args = vec![
+        "--origin-http-port",
+        port.as_str(),
+        "--origin-https-port",
+        port.as_str(),
+    ];
     args.extend_from_slice(extra);
     Gateway::start_protecting(binary(), GatewayStore::Embedded, &["hoster"], &args)
         .expect("starting botgate")

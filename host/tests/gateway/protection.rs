@@ -27,10 +27,17 @@ fn access_line(gateway: &Gateway, target: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let log = gateway.log();
-        if let Some(line) = log.lines().rev().find(|l| l.contains("botgate::access") && l.contains(&needle)) {
+        if let Some(line) = log
+            .lines()
+            .rev()
+            .find(|l| l.contains("botgate::access") && l.contains(&needle))
+        {
             return line.to_owned();
         }
-        assert!(Instant::now() < deadline, "no access line for {target}:\n{log}");
+        assert!(
+            Instant::now() < deadline,
+            "no access line for {target}:\n{log}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -55,22 +62,84 @@ fn every_category_gets_its_action() {
     let host = "shop.example";
     // (request, expected status, category, action) under the default policy.
     let cases: Vec<(Outgoing, u16, &str, &str)> = vec![
-        (Outgoing::get(host, "/humans").browser(), 200, "humans", "grant"),
-        (Outgoing::get(host, "/.env").browser(), 403, "security_issues", "deny"),
-        (with_ua(host, "/scrapers", "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.1; +https://openai.com/gptbot)"), 403, "content_scrapers", "deny"),
-        (with_ua(host, "/emulated", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/131.0.0.0 Safari/537.36"), 403, "emulated_humans", "captcha"),
-        (with_ua(host, "/search", GOOGLEBOT), 200, "search_engines", "grant"),
-        (with_ua(host, "/social", "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)"), 200, "social_networks", "grant"),
-        (with_ua(host, "/services", "PayPal IPN ( https://www.paypal.com/ipn )"), 200, "services_and_payments", "grant"),
-        (with_ua(host, "/suspicious", "python-requests/2.32.3"), 403, "suspicious_behaviour", "captcha"),
+        (
+            Outgoing::get(host, "/humans").browser(),
+            200,
+            "humans",
+            "grant",
+        ),
+        (
+            Outgoing::get(host, "/.env").browser(),
+            403,
+            "security_issues",
+            "deny",
+        ),
+        (
+            with_ua(
+                host,
+                "/scrapers",
+                "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.1; +https://openai.com/gptbot)",
+            ),
+            403,
+            "content_scrapers",
+            "deny",
+        ),
+        (
+            with_ua(
+                host,
+                "/emulated",
+                "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/131.0.0.0 Safari/537.36",
+            ),
+            403,
+            "emulated_humans",
+            "captcha",
+        ),
+        (
+            with_ua(host, "/search", GOOGLEBOT),
+            200,
+            "search_engines",
+            "grant",
+        ),
+        (
+            with_ua(
+                host,
+                "/social",
+                "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
+            ),
+            200,
+            "social_networks",
+            "grant",
+        ),
+        (
+            with_ua(
+                host,
+                "/services",
+                "PayPal IPN ( https://www.paypal.com/ipn )",
+            ),
+            200,
+            "services_and_payments",
+            "grant",
+        ),
+        (
+            with_ua(host, "/suspicious", "python-requests/2.32.3"),
+            403,
+            "suspicious_behaviour",
+            "captcha",
+        ),
     ];
     for (request, status, category, action) in cases {
         let target = request.target;
         let answer = send(gateway.http, request).unwrap();
         assert_eq!(answer.status, status, "{target}: {}", answer.text());
         let line = access_line(&gateway, target);
-        assert!(line.contains(&format!("category=\"{category}\"")), "{target}: {line}");
-        assert!(line.contains(&format!("action=\"{action}\"")), "{target}: {line}");
+        assert!(
+            line.contains(&format!("category=\"{category}\"")),
+            "{target}: {line}"
+        );
+        assert!(
+            line.contains(&format!("action=\"{action}\"")),
+            "{target}: {line}"
+        );
         assert!(line.contains("decider="), "{line}");
         if action == "captcha" {
             assert!(answer.text().contains(VERIFY_PATH), "{}", answer.text());
@@ -91,7 +160,10 @@ fn every_category_gets_its_action() {
         ),
         "{metrics}"
     );
-    assert!(metrics.contains("botgate_component_calls_total{component=\"classifier\""), "{metrics}");
+    assert!(
+        metrics.contains("botgate_component_calls_total{component=\"classifier\""),
+        "{metrics}"
+    );
 
     // Without the operator's list, loopback is no Google: an impostor is challenged.
     let plain = super::gateway(origin.address.port(), &[]);
@@ -117,20 +189,37 @@ fn the_website_policy_decides_the_action() {
         json!({"domain": "strict.example", "ip": ["127.0.0.1"], "settings": settings}),
     )
     .unwrap();
-    assert_eq!(get(gateway.http, "strict.example", "/").unwrap().status, 403);
-    assert_eq!(get(gateway.http, "strict.example", "/.env").unwrap().status, 200);
+    assert_eq!(
+        get(gateway.http, "strict.example", "/").unwrap().status,
+        403
+    );
+    assert_eq!(
+        get(gateway.http, "strict.example", "/.env").unwrap().status,
+        200
+    );
 }
 
 /// The hidden `token` of a challenge page.
 fn token_of(page: &str) -> String {
-    let start = page.find("name=\"token\" value=\"").expect("a token in the page") + 20;
+    let start = page
+        .find("name=\"token\" value=\"")
+        .expect("a token in the page")
+        + 20;
     page[start..].split('"').next().unwrap().to_owned()
 }
 
 fn post_form<'a>(host: &'a str, pairs: &[(&str, &str)]) -> Outgoing<'a> {
     let body: String = pairs
         .iter()
-        .map(|(k, v)| format!("{k}={}", v.replace('/', "%2F").replace('?', "%3F").replace('=', "%3D").replace('&', "%26")))
+        .map(|(k, v)| {
+            format!(
+                "{k}={}",
+                v.replace('/', "%2F")
+                    .replace('?', "%3F")
+                    .replace('=', "%3D")
+                    .replace('&', "%26")
+            )
+        })
         .collect::<Vec<_>>()
         .join("&");
     let mut request = Outgoing::get(host, VERIFY_PATH)
@@ -144,7 +233,10 @@ fn post_form<'a>(host: &'a str, pairs: &[(&str, &str)]) -> Outgoing<'a> {
 /// The `name=value` of the pass cookie a response sets.
 fn pass_cookie(answer: &Answer) -> String {
     let set = answer.header("set-cookie").expect("a pass cookie");
-    assert!(set.contains("HttpOnly") && set.contains("Max-Age="), "{set}");
+    assert!(
+        set.contains("HttpOnly") && set.contains("Max-Age="),
+        "{set}"
+    );
     set.split(';').next().unwrap().to_owned()
 }
 
@@ -155,7 +247,11 @@ fn a_solved_challenge_lets_the_client_through_without_loops() {
     let mut settings = loadbalancer(&["bot_protection"]);
     settings["rules"] = json!({"humans": "captcha"});
     for domain in ["guarded.example", "other.example"] {
-        add_website(&gateway, json!({"domain": domain, "ip": ["127.0.0.1"], "settings": settings})).unwrap();
+        add_website(
+            &gateway,
+            json!({"domain": domain, "ip": ["127.0.0.1"], "settings": settings}),
+        )
+        .unwrap();
     }
     let host = "guarded.example";
     // Four parallel requests (a page and its assets) each get a challenge.
@@ -165,7 +261,12 @@ fn a_solved_challenge_lets_the_client_through_without_loops() {
                 let listener = gateway.http;
                 scope.spawn(move || {
                     let target = format!("/page-{i}?x=1");
-                    let answer = visitor::send(listener, &Visit::default(), Outgoing::get(host, &target).browser()).unwrap();
+                    let answer = visitor::send(
+                        listener,
+                        &Visit::default(),
+                        Outgoing::get(host, &target).browser(),
+                    )
+                    .unwrap();
                     assert_eq!(answer.status, 403);
                     answer.text()
                 })
@@ -179,7 +280,14 @@ fn a_solved_challenge_lets_the_client_through_without_loops() {
     let counter = solve(&token).unwrap().to_string();
     let answer = send(
         gateway.http,
-        post_form(host, &[("token", &token), ("counter", &counter), ("return", "/page-2?x=1")]),
+        post_form(
+            host,
+            &[
+                ("token", &token),
+                ("counter", &counter),
+                ("return", "/page-2?x=1"),
+            ],
+        ),
     )
     .unwrap();
     assert_eq!(answer.status, 303, "{}", answer.text());
@@ -190,23 +298,59 @@ fn a_solved_challenge_lets_the_client_through_without_loops() {
     // is just as good: nothing loops.
     for i in 0..4 {
         let target = format!("/page-{i}?x=1");
-        let answer = send(gateway.http, Outgoing::get(host, &target).browser().header("cookie", cookie.clone())).unwrap();
+        let answer = send(
+            gateway.http,
+            Outgoing::get(host, &target)
+                .browser()
+                .header("cookie", cookie.clone()),
+        )
+        .unwrap();
         assert_eq!(answer.status, 200, "{target}: {}", answer.text());
     }
     assert_eq!(origin.requests(), before + 4);
     let token = token_of(&pages[0]);
     let counter = solve(&token).unwrap().to_string();
-    let again = send(gateway.http, post_form(host, &[("token", &token), ("counter", &counter), ("return", "/")])).unwrap();
+    let again = send(
+        gateway.http,
+        post_form(
+            host,
+            &[("token", &token), ("counter", &counter), ("return", "/")],
+        ),
+    )
+    .unwrap();
     assert_eq!(again.status, 303);
     // The pass is for this website only; a wrong proof earns none.
-    let elsewhere = send(gateway.http, Outgoing::get("other.example", "/").browser().header("cookie", cookie.clone())).unwrap();
+    let elsewhere = send(
+        gateway.http,
+        Outgoing::get("other.example", "/")
+            .browser()
+            .header("cookie", cookie.clone()),
+    )
+    .unwrap();
     assert_eq!(elsewhere.status, 403);
-    let wrong = send(gateway.http, post_form(host, &[("token", &token_of(&pages[1])), ("counter", "1"), ("return", "/")])).unwrap();
+    let wrong = send(
+        gateway.http,
+        post_form(
+            host,
+            &[
+                ("token", &token_of(&pages[1])),
+                ("counter", "1"),
+                ("return", "/"),
+            ],
+        ),
+    )
+    .unwrap();
     assert_eq!(wrong.status, 403);
     assert!(wrong.header("set-cookie").is_none());
     assert!(wrong.text().contains("did not work"), "{}", wrong.text());
     // A forged cookie is no pass.
-    let forged = send(gateway.http, Outgoing::get(host, "/").browser().header("cookie", format!("{PASS_COOKIE}=99999999999.AAAA"))).unwrap();
+    let forged = send(
+        gateway.http,
+        Outgoing::get(host, "/")
+            .browser()
+            .header("cookie", format!("{PASS_COOKIE}=99999999999.AAAA")),
+    )
+    .unwrap();
     assert_eq!(forged.status, 403);
 }
 
@@ -216,23 +360,50 @@ fn clients_without_javascript_answer_the_question() {
     let gateway = gateway(origin.address.port(), &[]);
     let mut settings = loadbalancer(&["bot_protection"]);
     settings["rules"] = json!({"humans": "captcha"});
-    add_website(&gateway, json!({"domain": "nojs.example", "ip": ["127.0.0.1"], "settings": settings})).unwrap();
-    let page = get(gateway.http, "nojs.example", "/article").unwrap().text();
+    add_website(
+        &gateway,
+        json!({"domain": "nojs.example", "ip": ["127.0.0.1"], "settings": settings}),
+    )
+    .unwrap();
+    let page = get(gateway.http, "nojs.example", "/article")
+        .unwrap()
+        .text();
     assert!(page.contains("<noscript>"), "{page}");
-    let question = page.split("What is ").nth(1).unwrap().split('?').next().unwrap();
-    let words = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"];
+    let question = page
+        .split("What is ")
+        .nth(1)
+        .unwrap()
+        .split('?')
+        .next()
+        .unwrap();
+    let words = [
+        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    ];
     let number = |w: &str| words.iter().position(|x| *x == w).unwrap() + 1;
     let (a, b) = question.split_once(" plus ").unwrap();
     let sum = (number(a) + number(b)).to_string();
     std::thread::sleep(Duration::from_millis(2100));
     let answer = send(
         gateway.http,
-        post_form("nojs.example", &[("token", &token_of(&page)), ("answer", &sum), ("return", "/article")]),
+        post_form(
+            "nojs.example",
+            &[
+                ("token", &token_of(&page)),
+                ("answer", &sum),
+                ("return", "/article"),
+            ],
+        ),
     )
     .unwrap();
     assert_eq!(answer.status, 303, "{}", answer.text());
     let cookie = pass_cookie(&answer);
-    let through = send(gateway.http, Outgoing::get("nojs.example", "/article").browser().header("cookie", cookie)).unwrap();
+    let through = send(
+        gateway.http,
+        Outgoing::get("nojs.example", "/article")
+            .browser()
+            .header("cookie", cookie),
+    )
+    .unwrap();
     assert_eq!(through.status, 200);
 }
 
@@ -245,14 +416,20 @@ fn the_master_switch_and_paused_websites_let_everything_through() {
         json!({"domain": "open.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&[])}),
     )
     .unwrap();
-    assert_eq!(get(gateway.http, "open.example", "/.env").unwrap().status, 200);
+    assert_eq!(
+        get(gateway.http, "open.example", "/.env").unwrap().status,
+        200
+    );
     add_website(
         &gateway,
         json!({"domain": "paused.example", "ip": ["127.0.0.1"], "status": "paused",
                "settings": loadbalancer(&["bot_protection", "ddos_protection"])}),
     )
     .unwrap();
-    assert_eq!(get(gateway.http, "paused.example", "/.env").unwrap().status, 200);
+    assert_eq!(
+        get(gateway.http, "paused.example", "/.env").unwrap().status,
+        200
+    );
     // Back online: protected again, within a second of the change.
     let reply = partner(&gateway)
         .put_json("/v1.0/website/paused.example", &json!({"status": "online"}))
@@ -263,7 +440,10 @@ fn the_master_switch_and_paused_websites_let_everything_through() {
         if get(gateway.http, "paused.example", "/.env").unwrap().status == 403 {
             break;
         }
-        assert!(Instant::now() < deadline, "protection did not come back within a second");
+        assert!(
+            Instant::now() < deadline,
+            "protection did not come back within a second"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -47,7 +47,12 @@ fn requests_reach_the_origin_with_host_and_forwarding_headers() {
     assert_eq!(answer.body.len(), 20 * 1024);
 
     // The origin's own statuses pass through.
-    assert_eq!(get(gateway.http, "forward.example", "/status/418").unwrap().status, 418);
+    assert_eq!(
+        get(gateway.http, "forward.example", "/status/418")
+            .unwrap()
+            .status,
+        418
+    );
 }
 
 #[test]
@@ -56,7 +61,11 @@ fn unknown_hosts_get_a_clear_404() {
     let gateway = gateway(origin.address.port(), &[]);
     let answer = get(gateway.http, "nobody.example", "/").unwrap();
     assert_eq!(answer.status, 404);
-    assert!(answer.text().contains("No website named nobody.example"), "{}", answer.text());
+    assert!(
+        answer.text().contains("No website named nobody.example"),
+        "{}",
+        answer.text()
+    );
     assert_eq!(origin.requests(), 0);
 }
 
@@ -105,12 +114,19 @@ fn all_origins_down_is_a_502_page_and_slow_ones_a_504() {
     .unwrap();
     let answer = get(gateway.http, "down.example", "/").unwrap();
     assert_eq!(answer.status, 502);
-    assert!(answer.text().contains("could not be reached"), "{}", answer.text());
+    assert!(
+        answer.text().contains("could not be reached"),
+        "{}",
+        answer.text()
+    );
     let metrics = botgate_tests::http::Client::new(&format!("http://{}", gateway.admin), None)
         .get("/metrics")
         .unwrap()
         .text;
-    assert!(metrics.contains("botgate_origin_failures_total{kind=\"timeout\"} 1"), "{metrics}");
+    assert!(
+        metrics.contains("botgate_origin_failures_total{kind=\"timeout\"} 1"),
+        "{metrics}"
+    );
 }
 
 #[test]
@@ -136,7 +152,9 @@ fn websocket_upgrades_are_tunnelled() {
     )
     .unwrap();
     let mut stream = TcpStream::connect(gateway.http).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     stream
         .write_all(
             b"GET /socket HTTP/1.1\r\nHost: ws.example\r\nConnection: Upgrade\r\n\

@@ -37,7 +37,7 @@ struct Cli {
 enum Command {
     /// Run the gateway: the HTTP and HTTPS listeners that protect and proxy websites,
     /// the management API and the admin listener (metrics, health), on the store.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Manage partners (the hosting providers that call the API).
     #[command(subcommand)]
     Partner(partner::PartnerCommand),
@@ -103,7 +103,7 @@ fn main() -> Result<()> {
         Ok(Arc::new(Registry::new(sandbox, cache_dir.clone())))
     };
     match cli.command {
-        Command::Serve(args) => serve::run(args, registry()?),
+        Command::Serve(args) => serve::run(*args, registry()?),
         Command::Partner(command) => partner::run(command),
         Command::Ruleset(RulesetCommand::Check { files }) => {
             ruleset::check(registry()?.as_ref(), &files)

@@ -1,0 +1,227 @@
+//! The `settings.loadbalancer` keys, each through real sockets.
+
+use super::*;
+use botgate_tests::origin::Origin;
+use std::net::IpAddr;
+
+#[test]
+fn force_https_redirects_plain_http() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    add_website(
+        &gateway,
+        json!({"domain": "https.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&["force_https"])}),
+    )
+    .unwrap();
+    let answer = get(gateway.http, "https.example", "/cart?item=1").unwrap();
+    assert_eq!(answer.status, 301);
+    assert_eq!(
+        answer.header("location"),
+        Some("https://https.example/cart?item=1")
+    );
+    // Over HTTPS the request goes through.
+    let visit = Visit {
+        tls_name: Some("https.example".into()),
+        http2: true,
+        ..Visit::default()
+    };
+    let answer = visitor::send(
+        gateway.https,
+        &visit,
+        Outgoing::get("https.example", "/cart"),
+    )
+    .unwrap();
+    assert_eq!(answer.status, 200);
+}
+
+#[test]
+fn force_subdomains_redirect_sends_subdomains_to_the_domain() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    add_website(
+        &gateway,
+        json!({"domain": "main.example", "subdomain": ["www", "shop"], "ip": ["127.0.0.1"],
+               "settings": loadbalancer(&["force_subdomains_redirect"])}),
+    )
+    .unwrap();
+    let answer = get(gateway.http, "www.main.example", "/a?b=c").unwrap();
+    assert_eq!(answer.status, 301);
+    assert_eq!(answer.header("location"), Some("http://main.example/a?b=c"));
+    assert_eq!(get(gateway.http, "main.example", "/a").unwrap().status, 200);
+    // Off: subdomains are served as themselves.
+    add_website(
+        &gateway,
+        json!({"domain": "keep.example", "subdomain": ["www"], "ip": ["127.0.0.1"],
+               "settings": loadbalancer(&[])}),
+    )
+    .unwrap();
+    assert_eq!(
+        get(gateway.http, "www.keep.example", "/").unwrap().status,
+        200
+    );
+}
+
+#[test]
+fn upstreams_use_https_reaches_the_origin_over_tls_with_sni() {
+    let origin = Origin::start_tls("tls-origin", IpAddr::from([127, 0, 0, 1]), 0).unwrap();
+    let gateway = gateway(origin.address.port(), &[]);
+    add_website(
+        &gateway,
+        json!({"domain": "tls.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&["upstreams_use_https"])}),
+    )
+    .unwrap();
+    let echo = get(gateway.http, "tls.example", "/").unwrap().json();
+    assert_eq!(echo["tls"], true, "{echo}");
+    assert_eq!(echo["sni"], "tls.example");
+    // The same origin spoken to in plain HTTP fails: the key is what made it TLS.
+    add_website(
+        &gateway,
+        json!({"domain": "plain.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&[])}),
+    )
+    .unwrap();
+    assert_eq!(get(gateway.http, "plain.example", "/").unwrap().status, 502);
+}
+
+#[test]
+fn ddos_protection_limits_clients_and_advanced_is_stricter() {
+    let origin = origin("site");
+    let gateway = gateway(
+        origin.address.port(),
+        &[
+            "--ddos-client-rate",
+            "1",
+            "--ddos-client-burst",
+            "10",
+            "--ddos-website-rate",
+            "1",
+            "--ddos-website-burst",
+            "1000",
+            "--ddos-strict-divisor",
+            "5",
+        ],
+    );
+    add_website(
+        &gateway,
+        json!({"domain": "limited.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&["ddos_protection"])}),
+    )
+    .unwrap();
+    let from = |last: u8| Visit {
+        source: Some(IpAddr::from([127, 0, 0, last])),
+        ..Visit::default()
+    };
+    let statuses: Vec<u16> = (0..14)
+        .map(|_| {
+            visitor::send(
+                gateway.http,
+                &from(20),
+                Outgoing::get("limited.example", "/"),
+            )
+            .unwrap()
+            .status
+        })
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        10,
+        "{statuses:?}"
+    );
+    let limited = visitor::send(
+        gateway.http,
+        &from(20),
+        Outgoing::get("limited.example", "/"),
+    )
+    .unwrap();
+    assert_eq!(limited.status, 429);
+    assert!(limited.header("retry-after").is_some());
+    // Another client is not affected.
+    assert_eq!(
+        visitor::send(
+            gateway.http,
+            &from(21),
+            Outgoing::get("limited.example", "/")
+        )
+        .unwrap()
+        .status,
+        200
+    );
+
+    // Advanced: a client gets a fifth of the burst.
+    add_website(
+        &gateway,
+        json!({"domain": "strict.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&["ddos_protection_advanced"])}),
+    )
+    .unwrap();
+    let statuses: Vec<u16> = (0..5)
+        .map(|_| {
+            visitor::send(
+                gateway.http,
+                &from(30),
+                Outgoing::get("strict.example", "/"),
+            )
+            .unwrap()
+            .status
+        })
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        2,
+        "{statuses:?}"
+    );
+}
+
+#[test]
+fn ddos_protection_advanced_challenges_new_clients_under_attack() {
+    let origin = origin("site");
+    let gateway = gateway(
+        origin.address.port(),
+        &[
+            "--ddos-client-rate",
+            "1",
+            "--ddos-client-burst",
+            "50",
+            "--ddos-website-rate",
+            "1",
+            "--ddos-website-burst",
+            "50",
+            "--ddos-strict-divisor",
+            "5",
+        ],
+    );
+    add_website(
+        &gateway,
+        json!({"domain": "attacked.example", "ip": ["127.0.0.1"],
+               "settings": loadbalancer(&["ddos_protection_advanced"])}),
+    )
+    .unwrap();
+    // Many clients at once push the website over its strict rate (10 at once).
+    let mut statuses = Vec::new();
+    for last in 40..60u8 {
+        let visit = Visit {
+            source: Some(IpAddr::from([127, 0, 0, last])),
+            ..Visit::default()
+        };
+        statuses.push(
+            visitor::send(
+                gateway.http,
+                &visit,
+                Outgoing::get("attacked.example", "/").browser(),
+            )
+            .unwrap()
+            .status,
+        );
+    }
+    assert!(statuses[..5].iter().all(|s| *s == 200), "{statuses:?}");
+    assert_eq!(*statuses.last().unwrap(), 403, "{statuses:?}");
+    let visit = Visit {
+        source: Some(IpAddr::from([127, 0, 0, 99])),
+        ..Visit::default()
+    };
+    let newcomer = visitor::send(
+        gateway.http,
+        &visit,
+        Outgoing::get("attacked.example", "/").browser(),
+    )
+    .unwrap();
+    assert_eq!(newcomer.status, 403);
+    assert!(newcomer.text().contains("/.botgate/challenge"));
+}
