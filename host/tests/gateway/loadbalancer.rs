@@ -105,45 +105,18 @@ fn ddos_protection_limits_clients_and_advanced_is_stricter() {
         json!({"domain": "limited.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&["ddos_protection"])}),
     )
     .unwrap();
-    let from = |last: u8| Visit {
-        source: Some(IpAddr::from([127, 0, 0, last])),
-        ..Visit::default()
+    let statuses = |host: &str, last: u8, n: usize| -> Vec<u16> {
+        (0..n)
+            .map(|_| get_from(&gateway, host, last).status)
+            .collect()
     };
-    let statuses: Vec<u16> = (0..14)
-        .map(|_| {
-            visitor::send(
-                gateway.http,
-                &from(20),
-                Outgoing::get("limited.example", "/"),
-            )
-            .unwrap()
-            .status
-        })
-        .collect();
-    assert_eq!(
-        statuses.iter().filter(|s| **s == 200).count(),
-        10,
-        "{statuses:?}"
-    );
-    let limited = visitor::send(
-        gateway.http,
-        &from(20),
-        Outgoing::get("limited.example", "/"),
-    )
-    .unwrap();
+    let first = statuses("limited.example", 20, 14);
+    assert_eq!(first.iter().filter(|s| **s == 200).count(), 10, "{first:?}");
+    let limited = get_from(&gateway, "limited.example", 20);
     assert_eq!(limited.status, 429);
     assert!(limited.header("retry-after").is_some());
     // Another client is not affected.
-    assert_eq!(
-        visitor::send(
-            gateway.http,
-            &from(21),
-            Outgoing::get("limited.example", "/")
-        )
-        .unwrap()
-        .status,
-        200
-    );
+    assert_eq!(get_from(&gateway, "limited.example", 21).status, 200);
 
     // Advanced: a client gets a fifth of the burst.
     add_website(
@@ -151,21 +124,11 @@ fn ddos_protection_limits_clients_and_advanced_is_stricter() {
         json!({"domain": "strict.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&["ddos_protection_advanced"])}),
     )
     .unwrap();
-    let statuses: Vec<u16> = (0..5)
-        .map(|_| {
-            visitor::send(
-                gateway.http,
-                &from(30),
-                Outgoing::get("strict.example", "/"),
-            )
-            .unwrap()
-            .status
-        })
-        .collect();
+    let strict = statuses("strict.example", 30, 5);
     assert_eq!(
-        statuses.iter().filter(|s| **s == 200).count(),
+        strict.iter().filter(|s| **s == 200).count(),
         2,
-        "{statuses:?}"
+        "{strict:?}"
     );
 }
 
@@ -194,34 +157,21 @@ fn ddos_protection_advanced_challenges_new_clients_under_attack() {
     )
     .unwrap();
     // Many clients at once push the website over its strict rate (10 at once).
-    let mut statuses = Vec::new();
-    for last in 40..60u8 {
-        let visit = Visit {
-            source: Some(IpAddr::from([127, 0, 0, last])),
-            ..Visit::default()
-        };
-        statuses.push(
-            visitor::send(
-                gateway.http,
-                &visit,
-                Outgoing::get("attacked.example", "/").browser(),
-            )
-            .unwrap()
-            .status,
-        );
-    }
+    let statuses: Vec<u16> = (40..60u8)
+        .map(|last| get_from(&gateway, "attacked.example", last).status)
+        .collect();
     assert!(statuses[..5].iter().all(|s| *s == 200), "{statuses:?}");
     assert_eq!(*statuses.last().unwrap(), 403, "{statuses:?}");
-    let visit = Visit {
-        source: Some(IpAddr::from([127, 0, 0, 99])),
-        ..Visit::default()
-    };
-    let newcomer = visitor::send(
-        gateway.http,
-        &visit,
-        Outgoing::get("attacked.example", "/").browser(),
-    )
-    .unwrap();
+    let newcomer = get_from(&gateway, "attacked.example", 99);
     assert_eq!(newcomer.status, 403);
     assert!(newcomer.text().contains("/.botgate/challenge"));
+}
+
+/// A browser's GET of `host` from the loopback address `127.0.0.<last>`.
+fn get_from(gateway: &Gateway, host: &str, last: u8) -> Answer {
+    let visit = Visit {
+        source: Some(IpAddr::from([127, 0, 0, last])),
+        ..Visit::default()
+    };
+    visitor::send(gateway.http, &visit, Outgoing::get(host, "/").browser()).unwrap()
 }

@@ -92,17 +92,7 @@ fn origin(name: &str) -> Origin {
 /// Settings with every protection off but what `on` names.
 fn loadbalancer(on: &[&str]) -> Value {
     let mut lb = serde_json::Map::new();
-    for key in [
-        "upstreams_use_https",
-        "enable_http3",
-        "force_https",
-        "cache_static_files",
-        "cache_dynamic_pages",
-        "ddos_protection",
-        "ddos_protection_advanced",
-        "bot_protection",
-        "force_subdomains_redirect",
-    ] {
+    for key in botgate_model::settings::LOADBALANCER_FLAGS {
         lb.insert(key.into(), json!(on.contains(&key)));
     }
     json!({ "loadbalancer": lb })
