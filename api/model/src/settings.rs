@@ -34,13 +34,17 @@ impl Rulesets {
             .is_some_and(|i| self.0[i])
     }
 
-    /// The names of the rule sets that are on.
-    pub fn enabled_names(&self) -> Vec<&'static str> {
+    /// The names of the rule sets that are on, in the specification's order.
+    pub fn enabled_iter(&self) -> impl Iterator<Item = &'static str> + '_ {
         KNOWN_RULESETS
             .iter()
             .zip(self.0)
             .filter_map(|(name, on)| on.then_some(*name))
-            .collect()
+    }
+
+    /// The names of the rule sets that are on.
+    pub fn enabled_names(&self) -> Vec<&'static str> {
+        self.enabled_iter().collect()
     }
 
     fn set(&mut self, name: &str, on: bool) {

@@ -1,21 +1,14 @@
 //! Per-client behaviour counters for the rule components: requests, distinct paths and
 //! abandoned challenges of each client on each website over a fixed window, in a
-//! bounded cache (the least recently seen clients are forgotten first).
+//! bounded cache (the least recently seen clients are forgotten first). The counts are
+//! the contract's `behaviour` record, handed to the components as they are.
 
+use crate::rules::bindings::Behaviour as Counts;
 use quick_cache::sync::Cache;
 use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// What the components see of a client (the contract's `behaviour` record).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Counts {
-    pub window_seconds: u32,
-    pub requests: u32,
-    pub distinct_paths: u32,
-    pub failed_challenges: u32,
-}
 
 /// One client's window. Distinct paths are counted in a 512-bit set of path hashes:
 /// exact for a few paths, an undercount past a few hundred, never more memory.

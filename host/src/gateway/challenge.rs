@@ -17,6 +17,7 @@
 //! challenges, and solving any of them earns the pass the others then see, so parallel
 //! requests from one client never loop.
 
+use crate::rules::bindings::ChallengePass;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
@@ -56,15 +57,6 @@ impl Default for ChallengeConfig {
     }
 }
 
-/// The state of a client's pass (mirrors the contract's `challenge-pass`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PassState {
-    None,
-    Valid,
-    Expired,
-    Invalid,
-}
-
 /// Why a submitted answer was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
@@ -101,17 +93,15 @@ pub struct Challenges {
 type HmacSha256 = Hmac<Sha256>;
 
 /// The part of a client address a pass is bound to: an IPv4 address, or an IPv6 /64
-/// (one subscriber's network, which a client's privacy addresses move around in).
+/// (one subscriber's network, which a client's privacy addresses move around in). The
+/// listener has already turned IPv4-mapped IPv6 addresses into IPv4.
 fn client_binding(ip: IpAddr) -> String {
     match ip {
         IpAddr::V4(v4) => v4.to_string(),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => v4.to_string(),
-            None => {
-                let s = v6.segments();
-                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
-            }
-        },
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+        }
     }
 }
 
@@ -141,25 +131,25 @@ impl Challenges {
         &self.config
     }
 
-    fn mac(&self, parts: &[&str]) -> Vec<u8> {
+    /// The HMAC of `parts`, each followed by a line break so parts cannot run together.
+    fn keyed(&self, parts: &[&str]) -> HmacSha256 {
         let mut mac = HmacSha256::new_from_slice(&self.secret).expect("HMAC takes any key");
         for part in parts {
             mac.update(part.as_bytes());
             mac.update(b"\n");
         }
-        mac.finalize().into_bytes().to_vec()
+        mac
     }
 
+    fn mac(&self, parts: &[&str]) -> Vec<u8> {
+        self.keyed(parts).finalize().into_bytes().to_vec()
+    }
+
+    /// Whether `claimed` (base64url) is the HMAC of `parts`, compared in constant time.
     fn verify_mac(&self, parts: &[&str], claimed: &str) -> bool {
-        let Ok(claimed) = URL_SAFE_NO_PAD.decode(claimed) else {
-            return false;
-        };
-        let mut mac = HmacSha256::new_from_slice(&self.secret).expect("HMAC takes any key");
-        for part in parts {
-            mac.update(part.as_bytes());
-            mac.update(b"\n");
-        }
-        mac.verify_slice(&claimed).is_ok()
+        URL_SAFE_NO_PAD
+            .decode(claimed)
+            .is_ok_and(|claimed| self.keyed(parts).verify_slice(&claimed).is_ok())
     }
 
     /// A new challenge token for `domain` and `client`, issued at `now` (Unix seconds).
@@ -263,8 +253,8 @@ impl Challenges {
         domain: &str,
         client: IpAddr,
         now: u64,
-    ) -> PassState {
-        let mut state = PassState::None;
+    ) -> ChallengePass {
+        let mut state = ChallengePass::None;
         for header in cookie_headers {
             let Ok(header) = std::str::from_utf8(header) else {
                 continue;
@@ -277,10 +267,10 @@ impl Challenges {
                     continue;
                 }
                 let found = self.check_pass(value, domain, client, now);
-                if found == PassState::Valid {
+                if found == ChallengePass::Valid {
                     return found;
                 }
-                if state != PassState::Expired {
+                if state != ChallengePass::Expired {
                     state = found;
                 }
             }
@@ -288,17 +278,17 @@ impl Challenges {
         state
     }
 
-    fn check_pass(&self, value: &str, domain: &str, client: IpAddr, now: u64) -> PassState {
+    fn check_pass(&self, value: &str, domain: &str, client: IpAddr, now: u64) -> ChallengePass {
         let Some((expires, mac)) = value.split_once('.') else {
-            return PassState::Invalid;
+            return ChallengePass::Invalid;
         };
         if !self.verify_mac(&["pass", domain, &client_binding(client), expires], mac) {
-            return PassState::Invalid;
+            return ChallengePass::Invalid;
         }
         match expires.parse::<u64>() {
-            Ok(expires) if expires > now => PassState::Valid,
-            Ok(_) => PassState::Expired,
-            Err(_) => PassState::Invalid,
+            Ok(expires) if expires > now => ChallengePass::Valid,
+            Ok(_) => ChallengePass::Expired,
+            Err(_) => ChallengePass::Invalid,
         }
     }
 
@@ -400,14 +390,20 @@ mod tests {
             .unwrap();
         let cookie = format!("a=b; {PASS_COOKIE}={pass}");
         let state = |domain, client, now| c.pass_state([cookie.as_bytes()], domain, client, now);
-        assert_eq!(state("example.com", CLIENT, NOW + 2), PassState::Valid);
-        assert_eq!(state("other.com", CLIENT, NOW + 2), PassState::Invalid);
+        assert_eq!(state("example.com", CLIENT, NOW + 2), ChallengePass::Valid);
+        assert_eq!(state("other.com", CLIENT, NOW + 2), ChallengePass::Invalid);
         let elsewhere = IpAddr::from([198, 51, 100, 1]);
-        assert_eq!(state("example.com", elsewhere, NOW + 2), PassState::Invalid);
-        assert_eq!(state("example.com", CLIENT, NOW + 7200), PassState::Expired);
+        assert_eq!(
+            state("example.com", elsewhere, NOW + 2),
+            ChallengePass::Invalid
+        );
+        assert_eq!(
+            state("example.com", CLIENT, NOW + 7200),
+            ChallengePass::Expired
+        );
         assert_eq!(
             c.pass_state([&b"x=1"[..]], "example.com", CLIENT, NOW),
-            PassState::None
+            ChallengePass::None
         );
     }
 
@@ -499,8 +495,8 @@ mod tests {
         let pass = c.pass("example.com", a, NOW + 60);
         let cookie = format!("{PASS_COOKIE}={pass}");
         let state = |ip| c.pass_state([cookie.as_bytes()], "example.com", ip, NOW);
-        assert_eq!(state(b), PassState::Valid);
-        assert_eq!(state(other), PassState::Invalid);
+        assert_eq!(state(b), ChallengePass::Valid);
+        assert_eq!(state(other), ChallengePass::Invalid);
     }
 
     #[test]

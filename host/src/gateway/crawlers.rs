@@ -105,10 +105,6 @@ impl Crawlers {
         let Some(crawler) = user_agent.and_then(|ua| self.claimed(ua)) else {
             return CrawlerVerification::NoClaim;
         };
-        let client = match client {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(client),
-            v4 => v4,
-        };
         if crawler.networks.iter().any(|net| net.contains(&client)) {
             match crawler.kind {
                 Kind::SearchEngine => CrawlerVerification::VerifiedSearchEngine,

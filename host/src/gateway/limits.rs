@@ -159,21 +159,10 @@ impl DdosLimits {
     }
 }
 
+/// Over a limit for `wait`: retry after that many whole seconds, at least one.
 fn limited(wait: Duration) -> Verdict {
     Verdict::Limited {
-        retry_after: wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
-    }
-    .max_one()
-}
-
-impl Verdict {
-    fn max_one(self) -> Verdict {
-        match self {
-            Verdict::Limited { retry_after } => Verdict::Limited {
-                retry_after: retry_after.max(1),
-            },
-            other => other,
-        }
+        retry_after: (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1),
     }
 }
 

@@ -18,7 +18,9 @@ use tokio_util::task::TaskTracker;
 /// What a request knows of its connection.
 #[derive(Debug, Clone)]
 pub struct ConnectionInfo {
-    /// The real client: from the PROXY header when the peer is a trusted proxy.
+    /// The real client: from the PROXY header when the peer is a trusted proxy; an
+    /// IPv4-mapped IPv6 address is given as IPv4, so every later phase (trusted
+    /// networks, rate limits, passes, crawler networks) sees one form.
     pub client: SocketAddr,
     /// Whether the connection is TLS.
     pub https: bool,
@@ -96,17 +98,18 @@ async fn connection(
 ) -> Result<(), String> {
     let limits = &gateway.config.limits;
     let deadline = limits.header_read_timeout;
+    let peer = canonical(peer);
     let mut client = peer;
     let trusted = gateway
         .config
         .trusted_proxies
         .iter()
-        .any(|net| net.contains(&canonical(peer.ip())));
+        .any(|net| net.contains(&peer.ip()));
     if trusted {
         match tokio::time::timeout(deadline, proxy_protocol::read_header(&mut stream)).await {
             Err(_) => return Err("no PROXY header in time".into()),
             Ok(Err(err)) => return Err(err.to_string()),
-            Ok(Ok(Some(real))) => client = real,
+            Ok(Ok(Some(real))) => client = canonical(real),
             Ok(Ok(None)) => {}
         }
     }
@@ -152,11 +155,14 @@ async fn connection(
     Ok(())
 }
 
-/// An IPv4-mapped IPv6 address as IPv4, so trusted networks match either form.
-fn canonical(ip: std::net::IpAddr) -> std::net::IpAddr {
-    match ip {
-        std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map(std::net::IpAddr::V4).unwrap_or(ip),
-        v4 => v4,
+/// An IPv4-mapped IPv6 address (a dual-stack socket's view of an IPv4 client) as IPv4.
+fn canonical(address: SocketAddr) -> SocketAddr {
+    match address.ip() {
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(v4.into(), address.port()),
+            None => address,
+        },
+        std::net::IpAddr::V4(_) => address,
     }
 }
 

@@ -2,7 +2,7 @@
 //! the access-log line and metrics that record it.
 
 use super::Gateway;
-use super::challenge::{self, PassState, Submission};
+use super::challenge::{self, Submission};
 use super::forwarding;
 use super::limits::Verdict;
 use super::listener::ConnectionInfo;
@@ -81,15 +81,6 @@ fn action_name(action: Action) -> &'static str {
     }
 }
 
-fn pass_facts(state: PassState) -> ChallengePass {
-    match state {
-        PassState::None => ChallengePass::None,
-        PassState::Valid => ChallengePass::Valid,
-        PassState::Expired => ChallengePass::Expired,
-        PassState::Invalid => ChallengePass::Invalid,
-    }
-}
-
 fn http_version(version: Version) -> HttpVersion {
     match version {
         Version::HTTP_10 | Version::HTTP_09 => HttpVersion::Http10,
@@ -108,11 +99,12 @@ impl Gateway {
     ) -> Result<Response<Body>, Infallible> {
         let started = Instant::now();
         let method = request.method().clone();
+        // A reference-counted copy, not a new string.
         let target = request
             .uri()
             .path_and_query()
-            .map(|p| p.as_str().to_owned())
-            .unwrap_or_else(|| "/".into());
+            .cloned()
+            .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
         let mut record = Record::new();
         let response = self.phases(request, &connection, &mut record).await;
         let elapsed = started.elapsed();
@@ -241,7 +233,7 @@ impl Gateway {
             record.action = action_name(action);
             match action {
                 Action::Deny => return pages::denied(),
-                Action::Captcha if pass != PassState::Valid => {
+                Action::Captcha if pass != ChallengePass::Valid => {
                     return self.challenge_page(target, connection, domain, site, None);
                 }
                 Action::Captcha | Action::Grant => {}
@@ -261,7 +253,7 @@ impl Gateway {
         connection: &ConnectionInfo,
         website: &WebsiteRecord,
         site: u64,
-        pass: PassState,
+        pass: ChallengePass,
     ) -> Decision {
         let client = connection.client.ip();
         let uri = request.uri();
@@ -284,7 +276,7 @@ impl Gateway {
             client,
         );
         facts.tls = connection.tls.clone();
-        facts.challenge = pass_facts(pass);
+        facts.challenge = pass;
         facts.crawler = self.crawlers.verify(
             request
                 .headers()
@@ -292,15 +284,9 @@ impl Gateway {
                 .map(|v| v.as_bytes()),
             client,
         );
-        let counts = self.behaviour.record(site, client, path);
-        facts.behaviour = crate::rules::bindings::Behaviour {
-            window_seconds: counts.window_seconds,
-            requests: counts.requests,
-            distinct_paths: counts.distinct_paths,
-            failed_challenges: counts.failed_challenges,
-        };
+        facts.behaviour = self.behaviour.record(site, client, path);
         let settings = &website.website.settings;
-        let enabled = settings.rulesets.enabled_names();
+        let enabled: smallvec::SmallVec<[&str; 9]> = settings.rulesets.enabled_iter().collect();
         decide(
             &self.rulesets.snapshot(),
             &facts,

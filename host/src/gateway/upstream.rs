@@ -139,12 +139,16 @@ impl Origins {
         }
     }
 
-    /// The origins to try, in order: round robin from the next one, the healthy first.
-    fn order(&self, ips: &[IpAddr], port: u16) -> Vec<SocketAddr> {
+    /// The origins to try, in order: round robin from the next one, the healthy first
+    /// (on the stack for the usual handful of origins).
+    fn order(&self, ips: &[IpAddr], port: u16) -> smallvec::SmallVec<[SocketAddr; 8]> {
         let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let rotated = (0..ips.len()).map(|i| SocketAddr::new(ips[(start + i) % ips.len()], port));
-        let (healthy, down): (Vec<_>, Vec<_>) = rotated.partition(|a| !self.is_down(a));
-        healthy.into_iter().chain(down).collect()
+        let mut order: smallvec::SmallVec<[SocketAddr; 8]> = (0..ips.len())
+            .map(|i| SocketAddr::new(ips[(start + i) % ips.len()], port))
+            .collect();
+        // Stable: the rotation is kept within the healthy and within the down.
+        order.sort_by_key(|address| self.is_down(address));
+        order
     }
 
     fn checkin(&self, key: PoolKey, sender: Sender) {
