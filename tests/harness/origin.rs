@@ -2,7 +2,9 @@
 //! answers each request with a JSON echo of what it received (method, target, headers,
 //! body size and its own name), and a few special paths: `/slow?ms=N` answers late,
 //! `/stream?chunks=N` streams its body, `/status/N` answers that status, and a
-//! WebSocket-style `Upgrade` gets `101` and then echoes raw bytes.
+//! WebSocket-style `Upgrade` gets `101` and then echoes raw bytes. On any path the
+//! query `h=Name:value` adds a response header (repeatable) and `pad=N` lengthens the
+//! body to N bytes.
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -142,6 +144,7 @@ async fn answer(
     tls_sni: Option<String>,
 ) -> Result<Response<Body>, Infallible> {
     let path = request.uri().path().to_owned();
+    let query = request.uri().query().unwrap_or("").to_owned();
     if request.headers().contains_key(http::header::UPGRADE) {
         let upgrade = hyper::upgrade::on(&mut request);
         tokio::spawn(async move {
@@ -206,12 +209,40 @@ async fn answer(
         "tls": tls_sni.is_some(),
         "sni": tls_sni,
     });
-    let mut response = Response::new(full(echo.to_string()));
+    let mut body = echo.to_string();
+    let mut extra_headers = Vec::new();
+    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        match key.as_ref() {
+            // `h=Name:value` adds a response header.
+            "h" => {
+                if let Some((name, value)) = value.split_once(':') {
+                    extra_headers.push((name.trim().to_owned(), value.trim().to_owned()));
+                }
+            }
+            // `pad=N` makes the body N bytes long (at least the echo).
+            "pad" => {
+                let len: usize = value.parse().unwrap_or(0);
+                if len > body.len() {
+                    body.push_str(&" ".repeat(len - body.len()));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut response = Response::new(full(body));
     *response.status_mut() = status;
     response.headers_mut().insert(
         http::header::CONTENT_TYPE,
         "application/json".parse().unwrap(),
     );
+    for (name, value) in extra_headers {
+        if let (Ok(name), Ok(value)) = (
+            http::HeaderName::from_bytes(name.as_bytes()),
+            http::HeaderValue::from_str(&value),
+        ) {
+            response.headers_mut().append(name, value);
+        }
+    }
     Ok(response)
 }
 

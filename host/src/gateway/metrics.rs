@@ -1,7 +1,9 @@
 //! Prometheus metrics of the data plane: requests by website, category and action,
 //! request latency, origin failures, and each rule component's calls and failures
-//! (read from the rule engine's own counters at scrape time).
+//! (read from the rule engine's own counters at scrape time), and the response cache's
+//! lookups and size.
 
+use super::cache::ResponseCache;
 use crate::rules::Registry as RulesetRegistry;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -34,16 +36,23 @@ pub struct OriginLabels {
     pub kind: &'static str,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CacheLabels {
+    /// `hit` or `miss`.
+    pub result: &'static str,
+}
+
 /// The gateway's metrics.
 pub struct Metrics {
     registry: Registry,
     pub requests: Family<RequestLabels, Counter>,
     pub latency: Family<LatencyLabels, Histogram>,
     pub origin_failures: Family<OriginLabels, Counter>,
+    pub cache_lookups: Family<CacheLabels, Counter>,
 }
 
 impl Metrics {
-    pub fn new(rulesets: Arc<RulesetRegistry>) -> Metrics {
+    pub fn new(rulesets: Arc<RulesetRegistry>, cache: Arc<ResponseCache>) -> Metrics {
         let mut registry = Registry::with_prefix("botgate");
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register(
@@ -68,12 +77,20 @@ impl Metrics {
             "Origin connections refused or timed out, and origins that failed mid-request",
             origin_failures.clone(),
         );
+        let cache_lookups = Family::<CacheLabels, Counter>::default();
+        registry.register(
+            "cache_lookups",
+            "Requests the response cache could answer (hit) or not (miss)",
+            cache_lookups.clone(),
+        );
         registry.register_collector(Box::new(ComponentCollector(rulesets)));
+        registry.register_collector(Box::new(CacheCollector(cache)));
         Metrics {
             registry,
             requests,
             latency,
             origin_failures,
+            cache_lookups,
         }
     }
 
@@ -153,5 +170,26 @@ impl Collector for ComponentCollector {
             loaded.metric_type(),
         )?)?;
         Ok(())
+    }
+}
+
+/// The response cache's size, read at each scrape.
+struct CacheCollector(Arc<ResponseCache>);
+
+impl std::fmt::Debug for CacheCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CacheCollector")
+    }
+}
+
+impl Collector for CacheCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let bytes = ConstGauge::new(self.0.weight() as i64);
+        bytes.encode(encoder.encode_descriptor(
+            "cache_bytes",
+            "Bytes the response cache holds",
+            None,
+            bytes.metric_type(),
+        )?)
     }
 }

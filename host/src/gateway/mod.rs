@@ -10,12 +10,14 @@
 //!    `ddos_protection` limits ([`limits`]); when `bot_protection` is on, build the
 //!    request facts (TLS, [`crawlers`] verification, [`challenge`] pass, [`behaviour`]
 //!    counters), let the rule engine decide, and act.
-//! 3. [`upstream`]: forward to an origin with the forwarding headers ([`forwarding`]),
+//! 3. [`cache`]: answer from the response cache when the website caches and a fresh
+//!    copy is held; otherwise [`upstream`]: forward to an origin with the forwarding headers ([`forwarding`]),
 //!    streaming both ways, WebSocket included.
 //! 4. Record: the access log line and [`metrics`].
 
 pub mod admin;
 pub mod behaviour;
+pub mod cache;
 pub mod challenge;
 pub mod crawlers;
 pub mod forwarding;
@@ -74,6 +76,7 @@ pub struct GatewayConfig {
     pub challenge: challenge::ChallengeConfig,
     pub ddos: limits::DdosConfig,
     pub crawlers: crawlers::CrawlerConfig,
+    pub cache: cache::CacheConfig,
     /// The certificate and key (PEM files) for names no website covers; a self-signed
     /// one when not given.
     pub fallback_certificate: Option<(PathBuf, PathBuf)>,
@@ -89,6 +92,7 @@ pub struct Gateway {
     pub behaviour: behaviour::Behaviour,
     pub crawlers: crawlers::Crawlers,
     pub origins: Arc<upstream::Origins>,
+    pub cache: Arc<cache::ResponseCache>,
     pub metrics: metrics::Metrics,
 }
 
@@ -113,13 +117,15 @@ impl Gateway {
         challenge_secret: Vec<u8>,
     ) -> Result<Arc<Gateway>, StartError> {
         let provider = tls::provider();
+        let cache = Arc::new(cache::ResponseCache::new(&config.cache));
         let gateway = Gateway {
             challenges: challenge::Challenges::new(challenge_secret, config.challenge.clone()),
             ddos: limits::DdosLimits::new(config.ddos.clone()),
             behaviour: behaviour::Behaviour::new(100_000, Duration::from_secs(60)),
             crawlers: crawlers::Crawlers::new(config.crawlers.clone())?,
             origins: upstream::Origins::new(config.origins.clone(), provider)?,
-            metrics: metrics::Metrics::new(rulesets.clone()),
+            metrics: metrics::Metrics::new(rulesets.clone(), cache.clone()),
+            cache,
             config,
             websites,
             rulesets,

@@ -2,11 +2,12 @@
 //! the access-log line and metrics that record it.
 
 use super::Gateway;
+use super::cache;
 use super::challenge::{self, Submission};
 use super::forwarding;
 use super::limits::Verdict;
 use super::listener::ConnectionInfo;
-use super::metrics::{LatencyLabels, OriginLabels, RequestLabels};
+use super::metrics::{CacheLabels, LatencyLabels, OriginLabels, RequestLabels};
 use super::pages::{self, Body};
 use super::upstream::UpstreamError;
 use crate::rules::bindings::{ChallengePass, HttpVersion, Scheme};
@@ -29,6 +30,8 @@ struct Record {
     decider: Option<(Arc<str>, Arc<str>)>,
     reason: String,
     origin: Option<std::net::SocketAddr>,
+    /// `hit` or `miss` when the response cache was asked, `-` otherwise.
+    cache: &'static str,
 }
 
 impl Record {
@@ -40,6 +43,7 @@ impl Record {
             decider: None,
             reason: String::new(),
             origin: None,
+            cache: "-",
         }
     }
 }
@@ -126,6 +130,7 @@ impl Gateway {
             reason = %record.reason,
             status,
             origin = %record.origin.map(|o| o.to_string()).unwrap_or_else(|| "-".into()),
+            cache = record.cache,
             latency_us = elapsed.as_micros() as u64,
             ja4 = connection.tls.as_ref().map(|t| t.ja4.as_str()).unwrap_or("-"),
         );
@@ -395,6 +400,26 @@ impl Gateway {
             && forwarding::is_websocket_upgrade(request.headers());
         let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut request));
         let (parts, body) = request.into_parts();
+        let lb = &website.website.settings.loadbalancer;
+        let cache_key = cache::cacheable(&parts, lb.cache_static_files, lb.cache_dynamic_pages)
+            .filter(|_| !upgrade)
+            .map(|_| cache::Key::new(connection.https, host, &parts));
+        let cached_request = match &cache_key {
+            Some(key) => {
+                let found = self.cache.lookup(key, &parts);
+                let result = if found.is_some() { "hit" } else { "miss" };
+                record.cache = result;
+                self.metrics
+                    .cache_lookups
+                    .get_or_create(&CacheLabels { result })
+                    .inc();
+                if let Some(hit) = found {
+                    return hit;
+                }
+                Some(cache::request_head(&parts))
+            }
+            None => None,
+        };
         let target = parts
             .uri
             .path_and_query()
@@ -413,7 +438,6 @@ impl Gateway {
         );
         *origin_request.headers_mut() = headers;
 
-        let lb = &website.website.settings.loadbalancer;
         let tls_name = lb.upstreams_use_https.then_some(host);
         let sent = self
             .origins
@@ -456,6 +480,10 @@ impl Gateway {
         } else {
             forwarding::remove_hop_by_hop(response.headers_mut(), false);
         }
-        response.map(|body| body.map_err(Into::into).boxed_unsync())
+        let response = response.map(|body| body.map_err(Into::into).boxed_unsync());
+        match (cache_key, cached_request) {
+            (Some(key), Some(head)) => self.cache.store(key, &head, response),
+            _ => response,
+        }
     }
 }

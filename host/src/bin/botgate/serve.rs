@@ -5,6 +5,7 @@
 use crate::store::StoreArgs;
 use anyhow::{Context, Result};
 use botgate_api::{Api, ApiConfig};
+use botgate_host::gateway::cache::CacheConfig;
 use botgate_host::gateway::challenge::{ChallengeConfig, SECRET_NAME};
 use botgate_host::gateway::crawlers::CrawlerConfig;
 use botgate_host::gateway::limits::DdosConfig;
@@ -119,6 +120,16 @@ pub struct DataPlaneArgs {
         value_delimiter = ','
     )]
     crawler_lists: Vec<PathBuf>,
+    /// Bytes the response cache (`cache_static_files`, `cache_dynamic_pages`) may hold.
+    #[arg(long, env = "BOTGATE_CACHE_MEMORY_BYTES", default_value = "268435456")]
+    cache_memory_bytes: u64,
+    /// The largest response the cache stores, in bytes.
+    #[arg(
+        long,
+        env = "BOTGATE_CACHE_MAX_OBJECT_BYTES",
+        default_value = "8388608"
+    )]
+    cache_max_object_bytes: u64,
     /// The certificate (PEM) for names no website covers; self-signed when not given.
     #[arg(long, env = "BOTGATE_FALLBACK_CERT", requires = "fallback_key")]
     fallback_cert: Option<PathBuf>,
@@ -160,6 +171,10 @@ impl DataPlaneArgs {
             },
             crawlers: CrawlerConfig {
                 files: self.crawler_lists.clone(),
+            },
+            cache: CacheConfig {
+                memory_bytes: self.cache_memory_bytes,
+                max_object_bytes: self.cache_max_object_bytes,
             },
             fallback_certificate: self.fallback_cert.clone().zip(self.fallback_key.clone()),
         }

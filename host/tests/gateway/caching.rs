@@ -1,0 +1,190 @@
+//! `cache_static_files` and `cache_dynamic_pages`: the response cache through real
+//! sockets, against an origin that counts what reaches it.
+
+use super::*;
+use botgate_tests::origin::Origin;
+
+/// The cache's verdict on an answer: `hit`, `miss`, or `-` when it was not asked.
+fn verdict(answer: &Answer) -> &str {
+    answer.header("x-botgate-cache").unwrap_or("-")
+}
+
+/// GETs `target` from `host` with extra headers and says what the cache did and
+/// whether the origin was reached.
+fn fetch(
+    gateway: &Gateway,
+    origin: &Origin,
+    host: &str,
+    target: &str,
+    headers: &[(&'static str, &str)],
+) -> (String, bool, Answer) {
+    let before = origin.requests();
+    let mut request = Outgoing::get(host, target);
+    for (name, value) in headers {
+        request = request.header(name, *value);
+    }
+    let answer = send(gateway.http, request).unwrap();
+    assert_eq!(answer.status, 200, "{target}: {}", answer.text());
+    let reached = origin.requests() > before;
+    (verdict(&answer).to_owned(), reached, answer)
+}
+
+#[test]
+fn static_files_are_cached_by_their_cache_control() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    add_website(
+        &gateway,
+        json!({"domain": "static.example", "ip": ["127.0.0.1"],
+               "settings": loadbalancer(&["cache_static_files"])}),
+    )
+    .unwrap();
+    let host = "static.example";
+    let fresh = "/theme/site.css?h=Cache-Control:max-age%3D60";
+    let (first, reached, stored) = fetch(&gateway, &origin, host, fresh, &[]);
+    assert_eq!((first.as_str(), reached), ("miss", true));
+    let (second, reached, hit) = fetch(&gateway, &origin, host, fresh, &[]);
+    assert_eq!((second.as_str(), reached), ("hit", false));
+    assert_eq!(hit.body, stored.body);
+    assert!(hit.header("age").is_some(), "a hit says its age");
+    // HEAD is answered from the stored GET, without a body.
+    let before = origin.requests();
+    let head = send(
+        gateway.http,
+        Outgoing {
+            method: "HEAD",
+            ..Outgoing::get(host, fresh)
+        },
+    )
+    .unwrap();
+    assert_eq!((verdict(&head), head.body.len()), ("hit", 0));
+    assert_eq!(origin.requests(), before);
+    // A cookie on a static file does not keep it from the cache.
+    let (with_cookie, reached, _) = fetch(&gateway, &origin, host, fresh, &[("cookie", "a=b")]);
+    assert_eq!((with_cookie.as_str(), reached), ("hit", false));
+
+    // What must not be stored reaches the origin every time.
+    for refused in [
+        "/no-store.js?h=Cache-Control:no-store,max-age%3D60",
+        "/private.js?h=Cache-Control:private,max-age%3D60",
+        "/cookie.js?h=Cache-Control:max-age%3D60&h=Set-Cookie:session%3D1",
+        "/nothing-said.js",
+    ] {
+        for _ in 0..2 {
+            let (said, reached, _) = fetch(&gateway, &origin, host, refused, &[]);
+            assert_eq!((said.as_str(), reached), ("miss", true), "{refused}");
+        }
+    }
+    // A request's own no-cache goes to the origin.
+    let (said, reached, _) = fetch(
+        &gateway,
+        &origin,
+        host,
+        fresh,
+        &[("cache-control", "no-cache")],
+    );
+    assert_eq!((said.as_str(), reached), ("miss", true));
+
+    // Pages are not static files: with only static caching on, the cache is not asked.
+    let page = "/blog/post?h=Cache-Control:max-age%3D60";
+    for _ in 0..2 {
+        let (said, reached, _) = fetch(&gateway, &origin, host, page, &[]);
+        assert_eq!((said.as_str(), reached), ("-", true));
+    }
+}
+
+#[test]
+fn dynamic_pages_follow_vary_expiry_and_skip_personal_requests() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    add_website(
+        &gateway,
+        json!({"domain": "pages.example", "ip": ["127.0.0.1"],
+               "settings": loadbalancer(&["cache_dynamic_pages"])}),
+    )
+    .unwrap();
+    let host = "pages.example";
+    let page = "/news?h=Cache-Control:public,max-age%3D60&h=Vary:Accept-Language";
+    let english = [("accept-language", "en")];
+    let german = [("accept-language", "de")];
+    let said = |headers: &[(&'static str, &str)]| {
+        let (said, reached, _) = fetch(&gateway, &origin, host, page, headers);
+        (said, reached)
+    };
+    assert_eq!(said(&english), ("miss".into(), true));
+    assert_eq!(said(&english), ("hit".into(), false));
+    // Another language is another variant: a miss, which then replaces the first.
+    assert_eq!(said(&german), ("miss".into(), true));
+    assert_eq!(said(&german), ("hit".into(), false));
+    assert_eq!(said(&english), ("miss".into(), true));
+
+    // Someone logged in (a cookie or credentials) never shares a page.
+    for personal in [
+        ("cookie", "wordpress_logged_in=1"),
+        ("authorization", "Basic YTpi"),
+    ] {
+        let (said, reached, _) = fetch(&gateway, &origin, host, page, &[personal]);
+        assert_eq!((said.as_str(), reached), ("-", true), "{personal:?}");
+    }
+
+    // An expired copy is fetched again.
+    let short = "/short?h=Cache-Control:max-age%3D1";
+    assert_eq!(fetch(&gateway, &origin, host, short, &[]).0, "miss");
+    assert_eq!(fetch(&gateway, &origin, host, short, &[]).0, "hit");
+    std::thread::sleep(Duration::from_millis(2100));
+    let (said, reached, _) = fetch(&gateway, &origin, host, short, &[]);
+    assert_eq!((said.as_str(), reached), ("miss", true));
+
+    // Static files follow their own switch, which is off here.
+    let css = "/site.css?h=Cache-Control:max-age%3D60";
+    assert_eq!(fetch(&gateway, &origin, host, css, &[]).0, "-");
+}
+
+#[test]
+fn the_cache_stays_within_its_memory_bound() {
+    let origin = origin("site");
+    let bound: u64 = 200_000;
+    let gateway = gateway(
+        origin.address.port(),
+        &["--cache-memory-bytes", &bound.to_string()],
+    );
+    add_website(
+        &gateway,
+        json!({"domain": "big.example", "ip": ["127.0.0.1"],
+               "settings": loadbalancer(&["cache_static_files"])}),
+    )
+    .unwrap();
+    let target = |i: usize| format!("/file{i}.js?pad=20000&h=Cache-Control:max-age%3D600");
+    for i in 0..40 {
+        let (said, _, answer) = fetch(&gateway, &origin, "big.example", &target(i), &[]);
+        assert_eq!((said.as_str(), answer.body.len()), ("miss", 20_000));
+    }
+    let metrics = Client::new(&format!("http://{}", gateway.admin), None)
+        .get("/metrics")
+        .unwrap()
+        .text;
+    let held: u64 = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("botgate_cache_bytes "))
+        .expect("botgate_cache_bytes is exported")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(held > 0 && held <= bound, "holds {held} of {bound} bytes");
+    // Ten 20 kB files fit at most; the rest were let go. (Newest first: a miss stores
+    // its answer and lets an older one go.)
+    let hits = (0..40)
+        .rev()
+        .filter(|&i| fetch(&gateway, &origin, "big.example", &target(i), &[]).0 == "hit")
+        .count();
+    assert!((1..=10).contains(&hits), "{hits} of 40 were still held");
+    // Larger than an object may be (a quarter of the memory at most): passed, not held.
+    let huge = "/huge.js?pad=120000&h=Cache-Control:max-age%3D600";
+    for _ in 0..2 {
+        let (said, reached, answer) = fetch(&gateway, &origin, "big.example", huge, &[]);
+        assert_eq!(
+            (said.as_str(), reached, answer.body.len()),
+            ("miss", true, 120_000)
+        );
+    }
+}
