@@ -1,5 +1,5 @@
-//! Guards for the real servers the tests start (redis-server now; sentinel, haproxy,
-//! pebble and nginx as the issues that need them land): each runs on loopback on a free
+//! Guards for the real servers the tests start (redis-server, redis-sentinel, haproxy,
+//! dnsmasq; pebble and nginx as the issues that need them land): each runs on loopback on a free
 //! port in its own temporary directory, stops when the guard drops, and prints its log
 //! when the test that held it panicked.
 
@@ -658,6 +658,99 @@ impl HaproxyForGateway {
     }
 
     /// haproxy's log so far.
+    pub fn log(&self) -> String {
+        self.guard.log_text()
+    }
+}
+
+/// `dnsmasq` (Debian package `dnsmasq-base`) on 127.0.0.1, a free port, answering only
+/// the records it is given: a resolver for the gateway's reverse-DNS checks.
+pub struct Dnsmasq {
+    guard: ServerGuard,
+    pub address: SocketAddr,
+}
+
+impl Dnsmasq {
+    /// `hosts`: a name's A or AAAA record, with the matching PTR record. `pointers`:
+    /// a PTR record alone (address → name), as a spoofer's own reverse zone would say.
+    pub fn start(
+        hosts: &[(&str, std::net::IpAddr)],
+        pointers: &[(std::net::IpAddr, &str)],
+    ) -> Result<Dnsmasq> {
+        let dir = tempfile::tempdir()?;
+        let log = dir.path().join("dnsmasq.log");
+        let port = free_port();
+        // Debian installs it in /usr/sbin, which a user's PATH may lack.
+        let program = if std::path::Path::new("/usr/sbin/dnsmasq").exists() {
+            "/usr/sbin/dnsmasq"
+        } else {
+            "dnsmasq"
+        };
+        let mut command = Command::new(program);
+        command.args([
+            "--keep-in-foreground",
+            "--no-resolv",
+            "--no-hosts",
+            "--no-poll",
+            "--bind-interfaces",
+            "--listen-address=127.0.0.1",
+            "--log-queries",
+            "--log-facility=-",
+        ]);
+        command.arg(format!("--port={port}"));
+        command.arg(format!(
+            "--pid-file={}",
+            dir.path().join("dnsmasq.pid").display()
+        ));
+        for (name, address) in hosts {
+            command.arg(format!("--host-record={name},{address}"));
+        }
+        for (address, name) in pointers {
+            let reverse = match address {
+                std::net::IpAddr::V4(v4) => {
+                    let [a, b, c, d] = v4.octets();
+                    format!("{d}.{c}.{b}.{a}.in-addr.arpa")
+                }
+                std::net::IpAddr::V6(v6) => {
+                    let mut labels: Vec<String> = v6
+                        .octets()
+                        .iter()
+                        .flat_map(|byte| [byte >> 4, byte & 0xf])
+                        .map(|nibble| format!("{nibble:x}"))
+                        .collect();
+                    labels.reverse();
+                    format!("{}.ip6.arpa", labels.join("."))
+                }
+            };
+            command.arg(format!("--ptr-record={reverse},{name}"));
+        }
+        let log_file = std::fs::File::create(&log)?;
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file)
+            .spawn()
+            .context(
+                "starting dnsmasq (Debian package dnsmasq-base; scripts/test.sh installs it)",
+            )?;
+        let guard = ServerGuard {
+            name: "dnsmasq",
+            child,
+            dir,
+            log,
+        };
+        wait_until(
+            Duration::from_secs(10),
+            || guard.log_text().contains("started, version"),
+            || format!("dnsmasq did not start:\n{}", guard.log_text()),
+        )?;
+        Ok(Dnsmasq {
+            guard,
+            address: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+        })
+    }
+
+    /// What dnsmasq logged (every query).
     pub fn log(&self) -> String {
         self.guard.log_text()
     }

@@ -150,8 +150,26 @@ impl Gateway {
         Ok(Arc::new(tls::server_config(resolver, provider)?))
     }
 
-    /// Periodic upkeep: forget idle rate-limit state. Runs until the gateway is dropped.
+    /// Periodic upkeep: forget idle rate-limit state, read the crawler lists again. Runs
+    /// until the gateway is dropped.
     pub fn spawn_housekeeping(self: &Arc<Self>) {
+        let refresh = self.crawlers.refresh_every();
+        if !refresh.is_zero() {
+            let weak = Arc::downgrade(self);
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(refresh);
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    let Some(gateway) = weak.upgrade() else { break };
+                    let refreshed =
+                        tokio::task::spawn_blocking(move || gateway.crawlers.refresh()).await;
+                    if let Err(err) = refreshed {
+                        tracing::warn!(%err, "refreshing the crawler lists failed");
+                    }
+                }
+            });
+        }
         let weak = Arc::downgrade(self);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(10));

@@ -223,7 +223,9 @@ impl Gateway {
             );
             let mut action = Action::Grant;
             if lb.bot_protection {
-                let decision = self.decide(&request, &host, connection, &website, site, pass);
+                let decision = self
+                    .decide(&request, &host, connection, &website, site, pass)
+                    .await;
                 record.category = decision.category.as_str();
                 record.reason = decision.reason.clone();
                 record.decider = decision
@@ -250,8 +252,8 @@ impl Gateway {
             .await
     }
 
-    /// Runs the rule engine on the request.
-    fn decide(
+    /// Checks a crawler claim (which may look up DNS) and runs the rule engine.
+    async fn decide(
         &self,
         request: &Request<Incoming>,
         host: &str,
@@ -261,6 +263,11 @@ impl Gateway {
         pass: ChallengePass,
     ) -> Decision {
         let client = connection.client.ip();
+        let user_agent = request.headers().get(header::USER_AGENT);
+        let crawler = self
+            .crawlers
+            .verify(user_agent.map(|v| v.as_bytes()), client)
+            .await;
         let uri = request.uri();
         let path = uri.path();
         let mut facts = facts::request_facts(
@@ -282,13 +289,7 @@ impl Gateway {
         );
         facts.tls = connection.tls.clone();
         facts.challenge = pass;
-        facts.crawler = self.crawlers.verify(
-            request
-                .headers()
-                .get(header::USER_AGENT)
-                .map(|v| v.as_bytes()),
-            client,
-        );
+        facts.crawler = crawler;
         facts.behaviour = self.behaviour.record(site, client, path);
         let settings = &website.website.settings;
         let enabled: smallvec::SmallVec<[&str; 9]> = settings.rulesets.enabled_iter().collect();

@@ -137,15 +137,6 @@ fn plain_http2_with_prior_knowledge() {
     assert_eq!(answer.json()["headers"]["host"], "h2c.example");
 }
 
-/// A PROXY v2 header from `client`.
-fn proxy_header(client: &str, to: SocketAddr) -> Vec<u8> {
-    use ppp::v2::{Builder, Command, Protocol, Version};
-    let from: SocketAddr = client.parse().unwrap();
-    Builder::with_addresses(Version::Two | Command::Proxy, Protocol::Stream, (from, to))
-        .build()
-        .unwrap()
-}
-
 /// Whether the gateway closes the connection after `bytes` without answering.
 fn closed_without_answer(listener: SocketAddr, bytes: &[u8]) -> bool {
     let mut stream = TcpStream::connect(listener).unwrap();

@@ -98,3 +98,12 @@ fn loadbalancer(on: &[&str]) -> Value {
     }
     json!({ "loadbalancer": lb })
 }
+
+/// A PROXY v2 header from `client`.
+fn proxy_header(client: &str, to: SocketAddr) -> Vec<u8> {
+    use ppp::v2::{Builder, Command, Protocol, Version};
+    let from: SocketAddr = client.parse().unwrap();
+    Builder::with_addresses(Version::Two | Command::Proxy, Protocol::Stream, (from, to))
+        .build()
+        .unwrap()
+}

@@ -447,3 +447,172 @@ fn the_master_switch_and_paused_websites_let_everything_through() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn crawler_claims_outside_the_networks_are_checked_by_reverse_dns() {
+    use botgate_tests::servers::Dnsmasq;
+    // Clients from documentation addresses, given by a trusted proxy (the resolver
+    // answers loopback's reverse names itself, as RFC 6761 asks).
+    let client = |last: u8| std::net::IpAddr::from([192, 0, 2, last]);
+    let dns = Dnsmasq::start(
+        &[
+            ("crawl-9.crawl.example", client(9)),
+            ("crawl-10.crawl.example", client(99)),
+            ("bot.elsewhere.example", client(11)),
+        ],
+        &[
+            // Claims a crawler's name, which does not resolve back to it.
+            (client(10), "crawl-10.crawl.example"),
+        ],
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("crawlers.json");
+    std::fs::write(
+        &list,
+        r#"{"crawlers":[{"name":"testbot","kind":"search-engine","user_agent_tokens":["testbot"],
+            "networks":[],"reverse_dns":["crawl.example"]}]}"#,
+    )
+    .unwrap();
+    let origin = origin("site");
+    let gateway = gateway(
+        origin.address.port(),
+        &[
+            "--crawler-list",
+            &list.display().to_string(),
+            "--dns-server",
+            &dns.address.to_string(),
+            "--trusted-proxy",
+            "127.0.0.2/32",
+        ],
+    );
+    add_website(
+        &gateway,
+        json!({"domain": "shop.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&["bot_protection"])}),
+    )
+    .unwrap();
+    let ua = "Mozilla/5.0 (compatible; Testbot/1.0; +http://crawl.example/bot)";
+    let visit = |last: u8, target: &str| {
+        let through_proxy = Visit {
+            source: Some([127, 0, 0, 2].into()),
+            preamble: proxy_header(&format!("{}:40000", client(last)), gateway.http),
+            ..Visit::default()
+        };
+        let request = with_ua("shop.example", target, ua);
+        let answer = visitor::send(gateway.http, &through_proxy, request).unwrap();
+        (answer.status, access_line(&gateway, target))
+    };
+    for (last, target, status, category) in [
+        (9, "/confirmed", 200, "search_engines"),
+        (9, "/confirmed-again", 200, "search_engines"),
+        (10, "/not-confirmed", 403, "suspicious_behaviour"),
+        (11, "/foreign-name", 403, "suspicious_behaviour"),
+        (12, "/no-name", 403, "suspicious_behaviour"),
+    ] {
+        let (got, line) = visit(last, target);
+        assert_eq!(got, status, "{line}\n{}", dns.log());
+        assert!(line.contains(&format!("category=\"{category}\"")), "{line}");
+    }
+    // The confirmed answer was kept: one PTR query for the address that came twice.
+    let ptr_queries = dns
+        .log()
+        .lines()
+        .filter(|l| l.contains("query[PTR] 9.2.0.192.in-addr.arpa"))
+        .count();
+    assert_eq!(ptr_queries, 1, "{}", dns.log());
+}
+
+/// Serves the file at `path` (read at each request) over plain HTTP on loopback.
+fn serve_file(path: std::path::PathBuf) -> SocketAddr {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let body = std::fs::read(&path).unwrap_or_default();
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+        }
+    });
+    address
+}
+
+#[test]
+fn crawler_lists_and_networks_come_from_urls_and_are_refreshed() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("crawlers.json");
+    std::fs::write(
+        &list,
+        r#"{"crawlers":[{"name":"testbot","kind":"search-engine","user_agent_tokens":["testbot"]}]}"#,
+    )
+    .unwrap();
+    let networks = dir.path().join("testbot.txt");
+    std::fs::write(&networks, "# published\n192.0.2.0/24\n").unwrap();
+    let list_url = format!("http://{}/crawlers.json", serve_file(list));
+    let networks_url = format!(
+        "testbot=http://{}/testbot.txt",
+        serve_file(networks.clone())
+    );
+    let origin = origin("site");
+    let gateway = gateway(
+        origin.address.port(),
+        &[
+            "--crawler-list",
+            &list_url,
+            "--crawler-networks",
+            &networks_url,
+            "--crawler-refresh-seconds",
+            "1",
+            "--trusted-proxy",
+            "127.0.0.2/32",
+        ],
+    );
+    add_website(
+        &gateway,
+        json!({"domain": "shop.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&["bot_protection"])}),
+    )
+    .unwrap();
+    let category = |target: &str| {
+        let through_proxy = Visit {
+            source: Some([127, 0, 0, 2].into()),
+            preamble: proxy_header("192.0.2.9:40000", gateway.http),
+            ..Visit::default()
+        };
+        let request = with_ua("shop.example", target, "Testbot/1.0");
+        visitor::send(gateway.http, &through_proxy, request).unwrap();
+        let line = access_line(&gateway, target);
+        line.split("category=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(category("/listed"), "search_engines");
+    // The operator's network document changes; the next refresh takes it up.
+    std::fs::write(&networks, "198.51.100.0/24\n").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let seen = category(&format!("/after-change-{attempt}"));
+        if seen == "suspicious_behaviour" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still {seen}:\n{}",
+            gateway.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(gateway.log().contains("crawler lists refreshed"));
+}

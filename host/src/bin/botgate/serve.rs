@@ -8,6 +8,8 @@ use botgate_api::{Api, ApiConfig};
 use botgate_host::gateway::cache::CacheConfig;
 use botgate_host::gateway::challenge::{ChallengeConfig, SECRET_NAME};
 use botgate_host::gateway::crawlers::CrawlerConfig;
+use botgate_host::gateway::crawlers::reverse_dns::ReverseDnsConfig;
+use botgate_host::gateway::crawlers::sources::Source;
 use botgate_host::gateway::limits::DdosConfig;
 use botgate_host::gateway::listener::{self, Shutdown};
 use botgate_host::gateway::upstream::OriginConfig;
@@ -113,13 +115,36 @@ pub struct DataPlaneArgs {
     /// How many times stricter `ddos_protection_advanced` is.
     #[arg(long, env = "BOTGATE_DDOS_STRICT_DIVISOR", default_value = "5")]
     ddos_strict_divisor: NonZeroU32,
-    /// Extra crawler lists (JSON, the shape of the bundled one) for verified bots.
+    /// Extra crawler lists for verified bots (JSON, the shape of the bundled one): a
+    /// file or an http(s) URL. A listed crawler replaces the bundled one of its name.
     #[arg(
         long = "crawler-list",
         env = "BOTGATE_CRAWLER_LISTS",
         value_delimiter = ','
     )]
-    crawler_lists: Vec<PathBuf>,
+    crawler_lists: Vec<Source>,
+    /// `NAME=SOURCE`: the networks a crawler's operator publishes (a file or URL with
+    /// Google's and Bing's `{"prefixes": [...]}` JSON, or one CIDR per line), replacing
+    /// that crawler's listed networks. For example
+    /// `googlebot=https://developers.google.com/static/search/apis/ipranges/googlebot.json`.
+    #[arg(
+        long = "crawler-networks",
+        env = "BOTGATE_CRAWLER_NETWORKS",
+        value_delimiter = ',',
+        value_parser = crawler_networks
+    )]
+    crawler_networks: Vec<(String, Source)>,
+    /// Seconds between reading the crawler lists and networks again (0: never).
+    #[arg(long, env = "BOTGATE_CRAWLER_REFRESH_SECONDS", default_value = "21600")]
+    crawler_refresh_seconds: u64,
+    /// DNS servers (`IP:PORT`) for the reverse-DNS check of crawlers; the system's
+    /// resolver (`/etc/resolv.conf`) when not given.
+    #[arg(
+        long = "dns-server",
+        env = "BOTGATE_DNS_SERVERS",
+        value_delimiter = ','
+    )]
+    dns_servers: Vec<SocketAddr>,
     /// Bytes the response cache (`cache_static_files`, `cache_dynamic_pages`) may hold.
     #[arg(long, env = "BOTGATE_CACHE_MEMORY_BYTES", default_value = "268435456")]
     cache_memory_bytes: u64,
@@ -136,6 +161,16 @@ pub struct DataPlaneArgs {
     /// The fallback certificate's private key (PEM).
     #[arg(long, env = "BOTGATE_FALLBACK_KEY", requires = "fallback_cert")]
     fallback_key: Option<PathBuf>,
+}
+
+/// Parses `NAME=SOURCE` of `--crawler-networks`.
+fn crawler_networks(text: &str) -> Result<(String, Source), String> {
+    let (name, source) = text
+        .split_once('=')
+        .filter(|(name, source)| !name.is_empty() && !source.is_empty())
+        .ok_or_else(|| format!("{text:?} is not NAME=FILE-OR-URL"))?;
+    let Ok(source) = source.parse();
+    Ok((name.to_owned(), source))
 }
 
 impl DataPlaneArgs {
@@ -170,7 +205,13 @@ impl DataPlaneArgs {
                 ..DdosConfig::default()
             },
             crawlers: CrawlerConfig {
-                files: self.crawler_lists.clone(),
+                lists: self.crawler_lists.clone(),
+                networks: self.crawler_networks.clone(),
+                refresh: Duration::from_secs(self.crawler_refresh_seconds),
+                reverse_dns: ReverseDnsConfig {
+                    servers: self.dns_servers.clone(),
+                    ..ReverseDnsConfig::default()
+                },
             },
             cache: CacheConfig {
                 memory_bytes: self.cache_memory_bytes,

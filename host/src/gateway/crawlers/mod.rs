@@ -1,0 +1,343 @@
+//! Verified bots: a user agent that claims a search engine or a social network is
+//! checked against the networks its operator publishes and, outside them, by
+//! forward-confirmed reverse DNS against the operator's host-name suffixes
+//! ([`reverse_dns`]). The lists come bundled and from the operator's files or URLs
+//! ([`sources`]), refreshed periodically. The answer goes to the rule components as the
+//! contract's `crawler-verification`.
+
+pub mod reverse_dns;
+pub mod sources;
+
+use crate::rules::bindings::CrawlerVerification;
+use arc_swap::ArcSwap;
+use ipnet::IpNet;
+use reverse_dns::{ReverseDns, ReverseDnsConfig};
+use serde::Deserialize;
+use sources::Source;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The bundled list.
+const BUNDLED: &str = include_str!("../assets/crawlers.json");
+
+/// Where crawler lists come from besides the bundled one, and how claims are checked.
+#[derive(Debug, Clone, Default)]
+pub struct CrawlerConfig {
+    /// Lists in the bundled list's shape (files or http(s) URLs); an entry with the name
+    /// of a known crawler replaces it, others are added.
+    pub lists: Vec<Source>,
+    /// `(crawler name, source)`: the networks a crawler's operator publishes (Google's
+    /// and Bing's `{"prefixes": [{"ipv4Prefix": …}]}` JSON, or one CIDR per line),
+    /// replacing that crawler's listed networks.
+    pub networks: Vec<(String, Source)>,
+    /// How often the lists and networks are read again; never when zero.
+    pub refresh: Duration,
+    pub reverse_dns: ReverseDnsConfig,
+}
+
+/// Why crawler lists could not be read or the resolver set up.
+#[derive(Debug, thiserror::Error)]
+pub enum CrawlerListError {
+    #[error("reading the crawler list {path}: {message}")]
+    Unreadable { path: String, message: String },
+    #[error("--crawler-networks names {0}, which no crawler list has")]
+    UnknownCrawler(String),
+    #[error(transparent)]
+    Resolver(#[from] reverse_dns::ResolverError),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Kind {
+    SearchEngine,
+    SocialNetwork,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct Crawler {
+    name: String,
+    kind: Kind,
+    user_agent_tokens: Vec<String>,
+    #[serde(default)]
+    networks: Vec<IpNet>,
+    /// Host-name suffixes a forward-confirmed reverse lookup must end in.
+    #[serde(default)]
+    reverse_dns: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CrawlerList {
+    crawlers: Vec<Crawler>,
+}
+
+/// The crawlers the gateway knows how to verify.
+pub struct Crawlers {
+    list: ArcSwap<Vec<Crawler>>,
+    dns: ReverseDns,
+    config: CrawlerConfig,
+}
+
+fn parse(text: &str, origin: &str) -> Result<Vec<Crawler>, CrawlerListError> {
+    let list: CrawlerList =
+        serde_json::from_str(text).map_err(|err| CrawlerListError::Unreadable {
+            path: origin.to_owned(),
+            message: err.to_string(),
+        })?;
+    Ok(list
+        .crawlers
+        .into_iter()
+        .map(|mut c| {
+            for token in &mut c.user_agent_tokens {
+                *token = token.to_ascii_lowercase();
+            }
+            c
+        })
+        .collect())
+}
+
+/// Builds the whole list from the bundled one and the configured sources. A source
+/// that cannot be read fails the build when `strict`; otherwise it is skipped with a
+/// warning.
+fn build(config: &CrawlerConfig, strict: bool) -> Result<Vec<Crawler>, CrawlerListError> {
+    let mut crawlers = parse(BUNDLED, "the bundled list")?;
+    let skip = |err: CrawlerListError| {
+        if strict {
+            Err(err)
+        } else {
+            tracing::warn!(%err, "skipping a crawler source");
+            Ok(())
+        }
+    };
+    for source in &config.lists {
+        match source
+            .read()
+            .and_then(|text| parse(&text, &source.to_string()))
+        {
+            Ok(list) => {
+                for crawler in list {
+                    crawlers.retain(|c| c.name != crawler.name);
+                    crawlers.push(crawler);
+                }
+            }
+            Err(err) => skip(err)?,
+        }
+    }
+    for (name, source) in &config.networks {
+        let Some(crawler) = crawlers.iter_mut().find(|c| &c.name == name) else {
+            skip(CrawlerListError::UnknownCrawler(name.clone()))?;
+            continue;
+        };
+        match source
+            .read()
+            .and_then(|text| sources::networks(&text, source))
+        {
+            Ok(networks) => crawler.networks = networks,
+            Err(err) => skip(err)?,
+        }
+    }
+    Ok(crawlers)
+}
+
+impl Crawlers {
+    /// The crawlers of the bundled list and `config`'s sources. Files must be readable;
+    /// a URL that cannot be fetched now is skipped (and tried again at each refresh).
+    pub fn new(config: CrawlerConfig) -> Result<Crawlers, CrawlerListError> {
+        // Files must be right at start, and so must the crawler names given, unless
+        // they may come from a list behind a URL.
+        let lists_are_files = config.lists.iter().all(Source::is_file);
+        let files = CrawlerConfig {
+            lists: config
+                .lists
+                .iter()
+                .filter(|s| s.is_file())
+                .cloned()
+                .collect(),
+            networks: config
+                .networks
+                .iter()
+                .filter(|(_, s)| s.is_file() && lists_are_files)
+                .cloned()
+                .collect(),
+            ..config.clone()
+        };
+        build(&files, true)?;
+        let list = build(&config, false)?;
+        Ok(Crawlers {
+            list: ArcSwap::from_pointee(list),
+            dns: ReverseDns::new(config.reverse_dns.clone())?,
+            config,
+        })
+    }
+
+    /// How often the sources are read again (zero: never).
+    pub fn refresh_every(&self) -> Duration {
+        self.config.refresh
+    }
+
+    /// Reads every source again; keeps the current list when one cannot be read.
+    /// Blocking (files, HTTP): call it off the request threads.
+    pub fn refresh(&self) {
+        match build(&self.config, true) {
+            Ok(list) => {
+                tracing::info!(crawlers = list.len(), "crawler lists refreshed");
+                self.list.store(Arc::new(list));
+            }
+            Err(err) => tracing::warn!(%err, "crawler lists not refreshed; keeping the last ones"),
+        }
+    }
+
+    /// Checks the claim `user_agent` makes for a client at `client`.
+    pub async fn verify(&self, user_agent: Option<&[u8]>, client: IpAddr) -> CrawlerVerification {
+        let Some(user_agent) = user_agent else {
+            return CrawlerVerification::NoClaim;
+        };
+        let lower = user_agent.to_ascii_lowercase();
+        let lower = String::from_utf8_lossy(&lower);
+        let (kind, suffixes) = {
+            let list = self.list.load();
+            let Some(crawler) = list.iter().find(|c| {
+                c.user_agent_tokens
+                    .iter()
+                    .any(|token| lower.contains(token.as_str()))
+            }) else {
+                return CrawlerVerification::NoClaim;
+            };
+            if crawler.networks.iter().any(|net| net.contains(&client)) {
+                return verified(crawler.kind);
+            }
+            if crawler.reverse_dns.is_empty() {
+                return CrawlerVerification::Failed;
+            }
+            (crawler.kind, crawler.reverse_dns.clone())
+        };
+        let names = self.dns.confirmed_names(client).await;
+        let confirmed = names.iter().any(|name| {
+            suffixes
+                .iter()
+                .any(|suffix| reverse_dns::under(name, suffix))
+        });
+        if confirmed {
+            verified(kind)
+        } else {
+            CrawlerVerification::Failed
+        }
+    }
+}
+
+fn verified(kind: Kind) -> CrawlerVerification {
+    match kind {
+        Kind::SearchEngine => CrawlerVerification::VerifiedSearchEngine,
+        Kind::SocialNetwork => CrawlerVerification::VerifiedSocialNetwork,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A configuration whose DNS server answers nothing, at once.
+    fn without_dns(lists: Vec<Source>) -> CrawlerConfig {
+        CrawlerConfig {
+            lists,
+            reverse_dns: ReverseDnsConfig {
+                servers: vec!["127.0.0.1:1".parse().unwrap()],
+                timeout: Duration::from_millis(200),
+                ..ReverseDnsConfig::default()
+            },
+            ..CrawlerConfig::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn claims_are_checked_against_published_networks() {
+        let c = Crawlers::new(without_dns(Vec::new())).unwrap();
+        let google = b"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+        assert!(matches!(
+            c.verify(Some(google), "66.249.66.1".parse().unwrap()).await,
+            CrawlerVerification::VerifiedSearchEngine
+        ));
+        assert!(matches!(
+            c.verify(Some(google), "203.0.113.5".parse().unwrap()).await,
+            CrawlerVerification::Failed
+        ));
+        assert!(matches!(
+            c.verify(
+                Some(b"facebookexternalhit/1.1"),
+                "69.63.176.10".parse().unwrap()
+            )
+            .await,
+            CrawlerVerification::VerifiedSocialNetwork
+        ));
+        assert!(matches!(
+            c.verify(
+                Some(b"Mozilla/5.0 Firefox/130.0"),
+                "66.249.66.1".parse().unwrap()
+            )
+            .await,
+            CrawlerVerification::NoClaim
+        ));
+    }
+
+    #[tokio::test]
+    async fn operator_files_replace_bundled_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("local.json");
+        std::fs::write(
+            &file,
+            r#"{"crawlers":[{"name":"googlebot","kind":"search-engine",
+                "user_agent_tokens":["Googlebot"],"networks":["127.0.0.0/8"]}]}"#,
+        )
+        .unwrap();
+        let c = Crawlers::new(without_dns(vec![Source::File(file)])).unwrap();
+        assert!(matches!(
+            c.verify(Some(b"Googlebot/2.1"), "127.0.0.1".parse().unwrap())
+                .await,
+            CrawlerVerification::VerifiedSearchEngine
+        ));
+        assert!(matches!(
+            c.verify(Some(b"Googlebot/2.1"), "66.249.66.1".parse().unwrap())
+                .await,
+            CrawlerVerification::Failed
+        ));
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, "{").unwrap();
+        let err = Crawlers::new(without_dns(vec![Source::File(bad)]))
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("bad.json"), "{err}");
+        let mut unknown = without_dns(Vec::new());
+        unknown.networks = vec![("nobot".into(), Source::File(dir.path().join("x")))];
+        let err = Crawlers::new(unknown).err().unwrap();
+        assert!(err.to_string().contains("nobot"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn published_networks_replace_a_crawlers_networks_and_refresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("bingbot.json");
+        std::fs::write(&file, r#"{"prefixes":[{"ipv4Prefix":"127.0.0.0/8"}]}"#).unwrap();
+        let mut config = without_dns(Vec::new());
+        config.networks = vec![("bingbot".into(), Source::File(file.clone()))];
+        let c = Crawlers::new(config).unwrap();
+        let bing = Some(&b"Mozilla/5.0 (compatible; bingbot/2.0)"[..]);
+        let local = "127.0.0.1".parse().unwrap();
+        assert!(matches!(
+            c.verify(bing, local).await,
+            CrawlerVerification::VerifiedSearchEngine
+        ));
+        std::fs::write(&file, r#"{"prefixes":[{"ipv4Prefix":"192.0.2.0/24"}]}"#).unwrap();
+        c.refresh();
+        assert!(matches!(
+            c.verify(bing, local).await,
+            CrawlerVerification::Failed
+        ));
+        // A broken document keeps the last good list.
+        std::fs::write(&file, "{").unwrap();
+        c.refresh();
+        assert!(matches!(
+            c.verify(bing, "192.0.2.1".parse().unwrap()).await,
+            CrawlerVerification::VerifiedSearchEngine
+        ));
+    }
+}
