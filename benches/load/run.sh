@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# The data plane's load benchmark: one load generator (wrk), one local origin (nginx
+# serving a 1 KiB page), and four front ends measured side by side in one run, in
+# interleaved rounds:
+#   (a) botgate, full protection: bot_protection on, the classifier and all nine rule
+#       sets deciding every request;
+#   (b) botgate, protection off (the same process, another website);
+#   (c) nginx proxy_pass (2 workers);
+#   (d) nginx with ModSecurity and the OWASP CRS (2 workers, SecRuleEngine On).
+# Every request is a browser's page view (the same headers for all four), which the
+# rule components classify as `humans` and grant.
+#
+#   benches/load/run.sh                      # 3 rounds of 10 s per front end
+#   ROUNDS=5 DURATION=20 benches/load/run.sh
+#
+# Prints one table (medians over the rounds) and leaves the logs in target/load-bench/.
+# Installs nginx-light, libnginx-mod-http-modsecurity, modsecurity-crs and wrk with
+# apt-get when missing. Not run by CI.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-32}
+THREADS=${THREADS:-1}
+
+sudo_if_needed=(); [[ $(id -u) -eq 0 ]] || sudo_if_needed=(sudo)
+missing=()
+command -v wrk >/dev/null || missing+=(wrk)
+[[ -x /usr/sbin/nginx ]] || missing+=(nginx-light)
+[[ -e /usr/lib/nginx/modules/ngx_http_modsecurity_module.so ]] || missing+=(libnginx-mod-http-modsecurity)
+[[ -d /usr/share/modsecurity-crs/rules ]] || missing+=(modsecurity-crs)
+if ((${#missing[@]})); then
+    "${sudo_if_needed[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo_if_needed[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+echo "== building botgate (release) and the rule components" >&2
+rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
+cargo build -q --release --target wasm32-wasip2 --manifest-path rulesets/Cargo.toml
+cargo build -q --release -p botgate-host --bin botgate
+
+work=$PWD/target/load-bench
+rm -rf "$work" && mkdir -p "$work"/{site,rulesets,data,modsec}
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; echo "nothing listens on $1" >&2; return 1; }
+
+origin_port=$(free_port); proxy_port=$(free_port); modsec_port=$(free_port)
+http_port=$(free_port); https_port=$(free_port); api_port=$(free_port); admin_port=$(free_port)
+
+head -c 1024 /dev/zero | tr '\0' 'x' | sed '1s/^/<!doctype html><title>bench<\/title>/' | head -c 1024 > "$work/site/index.html"
+
+# One nginx per role, each with its own prefix, pid and logs.
+nginx_conf() { # name workers extra-main extra-http server-body
+    cat > "$work/$1.conf" <<EOF
+worker_processes $2;
+pid $work/$1.pid;
+error_log $work/$1.error.log warn;
+$3
+events { worker_connections 4096; }
+http {
+    access_log $work/$1.access.log;
+    client_body_temp_path $work/$1.tmp;
+    proxy_temp_path $work/$1.tmp;
+    keepalive_requests 1000000;
+    upstream origin { server 127.0.0.1:$origin_port; keepalive 64; }
+    $4
+    server {
+        $5
+    }
+}
+EOF
+    mkdir -p "$work/$1.tmp"
+    /usr/sbin/nginx -p "$work" -c "$work/$1.conf" -g 'daemon off;' &
+    pids+=($!)
+}
+nginx_conf origin 1 "" "" "listen 127.0.0.1:$origin_port; root $work/site; location / { index index.html; }"
+proxy_location="location / { proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection \"\"; proxy_set_header Host \$host; proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for; }"
+nginx_conf proxy 2 "" "" "listen 127.0.0.1:$proxy_port; $proxy_location"
+
+# ModSecurity: Debian's recommended configuration with the engine on, then the CRS as
+# owasp-crs.load lists it (libmodsecurity3 has no IncludeOptional).
+sed -e 's/^SecRuleEngine DetectionOnly/SecRuleEngine On/' \
+    -e "s#^SecAuditLog .*#SecAuditLog $work/modsec/audit.log#" \
+    -e "s#^SecDebugLog .*#SecDebugLog $work/modsec/debug.log#" \
+    /etc/nginx/modsecurity.conf > "$work/modsec/modsecurity.conf"
+cp /etc/nginx/unicode.mapping "$work/modsec/" 2>/dev/null || true
+cat > "$work/modsec/main.conf" <<EOF
+Include $work/modsec/modsecurity.conf
+Include /etc/modsecurity/crs/crs-setup.conf
+Include /etc/modsecurity/crs/REQUEST-900-EXCLUSION-RULES-BEFORE-CRS.conf
+Include /usr/share/modsecurity-crs/rules/*.conf
+Include /etc/modsecurity/crs/RESPONSE-999-EXCLUSION-RULES-AFTER-CRS.conf
+EOF
+nginx_conf modsec 2 "load_module /usr/lib/nginx/modules/ngx_http_modsecurity_module.so;" \
+    "modsecurity on; modsecurity_rules_file $work/modsec/main.conf;" \
+    "listen 127.0.0.1:$modsec_port; $proxy_location"
+
+# botgate on the embedded store, with every shipped component.
+for name in classifier bitrix cpanel dokuwiki drupal joomla nextcloud prestashop wordpress xenforo; do
+    cp "rulesets/target/wasm32-wasip2/release/$name.wasm" "$work/rulesets/"
+done
+botgate=target/release/botgate
+key=$("$botgate" partner create --data-dir "$work/data" bench | grep -o 'bgp_[A-Za-z0-9_-]*' | head -1)
+"$botgate" serve --data-dir "$work/data" --rulesets-dir "$work/rulesets" \
+    --http-listen "127.0.0.1:$http_port" --https-listen "127.0.0.1:$https_port" \
+    --api-listen "127.0.0.1:$api_port" --admin-listen "127.0.0.1:$admin_port" \
+    --origin-http-port "$origin_port" > "$work/botgate.log" 2>&1 &
+pids+=($!)
+for port in $origin_port $proxy_port $modsec_port $http_port $api_port; do wait_port "$port"; done
+for _ in $(seq 200); do curl -sf "http://127.0.0.1:$admin_port/health" >/dev/null && break; sleep 0.1; done
+
+api() { curl -sf -H "Authorization: Bearer $key" -H 'content-type: application/json' "$@"; }
+api -d '{"id":"bench@example.com"}' "http://127.0.0.1:$api_port/v1.0/user" >/dev/null
+every_ruleset='{"bitrix":true,"cpanel":true,"dokuwiki":true,"drupal":true,"joomla":true,"nextcloud":true,"prestashop":true,"wordpress":true,"xenforo":true}'
+for site in protected:true open:false; do
+    api -d "{\"user_id\":\"bench@example.com\",\"domain\":\"${site%%:*}.example\",\"ip\":[\"127.0.0.1\"],
+             \"settings\":{\"loadbalancer\":{\"bot_protection\":${site##*:},\"ddos_protection\":false},
+                           \"rulesets\":$every_ruleset}}" \
+        "http://127.0.0.1:$api_port/v1.0/website" >/dev/null
+done
+
+browser=(-H 'User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36'
+         -H 'Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'
+         -H 'Accept-Language: en-GB,en;q=0.9' -H 'Accept-Encoding: gzip, deflate, br'
+         -H 'Sec-Fetch-Mode: navigate' -H 'Sec-Fetch-Site: none' -H 'Sec-Fetch-Dest: document')
+declare -A target=(
+    [a]="$http_port protected.example" [b]="$http_port open.example"
+    [c]="$proxy_port bench.example" [d]="$modsec_port bench.example")
+declare -A label=(
+    [a]="(a) botgate, full protection" [b]="(b) botgate, protection off"
+    [c]="(c) nginx proxy_pass" [d]="(d) nginx + ModSecurity + CRS")
+
+# One address sending tens of thousands of page views a second is, rightly, a bot to the
+# components: the load generator carries the pass of a solved challenge, as a visitor
+# who solved one does, so the full decision still runs and the policy grants.
+pass_cookie=$(python3 benches/load/pass.py "$http_port" protected.example)
+browser+=(-H "Cookie: $pass_cookie")
+
+# Each front end must answer the page before it is measured.
+for run in a b c d; do
+    read -r port host <<<"${target[$run]}"
+    for _ in $(seq 100); do
+        status=$(curl -s -o /dev/null -w '%{http_code}' "${browser[@]}" -H "Host: $host" "http://127.0.0.1:$port/")
+        [[ $status == 200 ]] && break
+        sleep 0.1
+    done
+    [[ $status == 200 ]] || { echo "${label[$run]} answers $status, not 200; see $work" >&2; exit 1; }
+done
+
+# wrk's latency in ms.
+to_ms() { awk '{ v=$1; if (v ~ /us$/) { sub(/us$/,"",v); v/=1000 } else if (v ~ /ms$/) { sub(/ms$/,"",v) } else if (v ~ /s$/) { sub(/s$/,"",v); v*=1000 } printf "%.3f", v }'; }
+for round in $(seq "$ROUNDS"); do
+    for run in a b c d; do
+        read -r port host <<<"${target[$run]}"
+        out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "${browser[@]}" -H "Host: $host" "http://127.0.0.1:$port/")
+        echo "$out" > "$work/wrk-$run-$round.txt"
+        rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+        p50=$(awk '$1=="50%" {print $2}' <<<"$out" | to_ms)
+        p99=$(awk '$1=="99%" {print $2}' <<<"$out" | to_ms)
+        errors=$(awk '/Non-2xx or 3xx responses:/ {print $5}' <<<"$out")
+        echo "$run $rps $p50 $p99 ${errors:-0}" >> "$work/results.txt"
+        echo "round $round ${label[$run]}: $rps req/s, p50 $p50 ms, p99 $p99 ms, non-2xx ${errors:-0}" >&2
+    done
+done
+
+median() { sort -g | awk '{ v[NR]=$1 } END { if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2 }'; }
+declare -A rps p50 p99
+for run in a b c d; do
+    rps[$run]=$(awk -v r="$run" '$1==r {print $2}' "$work/results.txt" | median)
+    p50[$run]=$(awk -v r="$run" '$1==r {print $3}' "$work/results.txt" | median)
+    p99[$run]=$(awk -v r="$run" '$1==r {print $4}' "$work/results.txt" | median)
+done
+echo
+echo "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s, medians of $ROUNDS interleaved rounds, $(nproc) cores"
+echo
+echo "| front end | requests/s | p50 ms | p99 ms |"
+echo "|---|---:|---:|---:|"
+for run in a b c d; do
+    printf '| %s | %.0f | %.2f | %.2f |\n' "${label[$run]}" "${rps[$run]}" "${p50[$run]}" "${p99[$run]}"
+done
+echo
+awk -v a="${rps[a]}" -v c="${rps[c]}" -v d="${rps[d]}" -v pa="${p99[a]}" -v pb="${p99[b]}" 'BEGIN {
+    printf "(a)/(c) throughput: %.2f× (target ≥ 1.0×)\n", a/c
+    printf "(a)/(d) throughput: %.1f× (target ≥ 10×)\n", a/d
+    printf "p99 (a) − (b): %+.2f ms (target ≤ 1 ms)\n", pa-pb }'
