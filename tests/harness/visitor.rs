@@ -23,6 +23,8 @@ pub struct Visit {
     pub tls_name: Option<String>,
     /// Speak HTTP/2 (over TLS via ALPN `h2`; on plain HTTP with prior knowledge).
     pub http2: bool,
+    /// Speak HTTP/3 over QUIC (UDP) to the listener's address; needs `tls_name`.
+    pub http3: bool,
     /// Bytes written before anything else (a PROXY protocol header).
     pub preamble: Vec<u8>,
     /// The local address to connect from (another loopback address, say).
@@ -112,6 +114,13 @@ pub fn send(listener: SocketAddr, visit: &Visit, request: Outgoing<'_>) -> Resul
 }
 
 async fn send_async(listener: SocketAddr, visit: &Visit, request: Outgoing<'_>) -> Result<Answer> {
+    if visit.http3 {
+        let name = visit
+            .tls_name
+            .as_deref()
+            .context("HTTP/3 needs a TLS name")?;
+        return send_http3(listener, name, request).await;
+    }
     let socket = match listener {
         SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
         SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
@@ -129,18 +138,7 @@ async fn send_async(listener: SocketAddr, visit: &Visit, request: Outgoing<'_>) 
     let Some(name) = &visit.tls_name else {
         return exchange(tcp, visit.http2, request, None, None).await;
     };
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()?
-    .dangerous()
-    .with_custom_certificate_verifier(Arc::new(AnyCertificate))
-    .with_no_client_auth();
-    config.alpn_protocols = if visit.http2 {
-        vec![b"h2".to_vec()]
-    } else {
-        vec![b"http/1.1".to_vec()]
-    };
+    let config = client_tls(if visit.http2 { b"h2" } else { b"http/1.1" })?;
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let server_name = ServerName::try_from(name.clone())?;
     let tls = connector
@@ -160,6 +158,73 @@ async fn send_async(listener: SocketAddr, visit: &Visit, request: Outgoing<'_>) 
         bail!("the gateway did not agree to h2 (ALPN {alpn:?})");
     }
     exchange(tls, http2, request, alpn, certificate).await
+}
+
+fn client_tls(alpn: &[u8]) -> Result<rustls::ClientConfig> {
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .dangerous()
+    .with_custom_certificate_verifier(Arc::new(AnyCertificate))
+    .with_no_client_auth();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    Ok(config)
+}
+
+/// One request over HTTP/3 (quinn and h3).
+async fn send_http3(listener: SocketAddr, name: &str, outgoing: Outgoing<'_>) -> Result<Answer> {
+    let tls = client_tls(b"h3")?;
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)?;
+    let mut endpoint = quinn::Endpoint::client(SocketAddr::new(
+        if listener.is_ipv4() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            std::net::Ipv6Addr::LOCALHOST.into()
+        },
+        0,
+    ))?;
+    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+    let connection = endpoint
+        .connect(listener, name)?
+        .await
+        .context("QUIC handshake with the gateway")?;
+    let certificate = connection
+        .peer_identity()
+        .and_then(|identity| identity.downcast::<Vec<CertificateDer<'static>>>().ok())
+        .and_then(|chain| chain.first().map(|c| c.as_ref().to_vec()));
+    let (mut driver, mut sender) = h3::client::new(h3_quinn::Connection::new(connection)).await?;
+    let drive = tokio::spawn(async move {
+        let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+    });
+    let mut builder = Request::builder()
+        .method(outgoing.method)
+        .uri(format!("https://{}{}", outgoing.host, outgoing.target));
+    for (name, value) in &outgoing.headers {
+        builder = builder.header(*name, value.as_str());
+    }
+    let mut stream = sender.send_request(builder.body(())?).await?;
+    if !outgoing.body.is_empty() {
+        stream.send_data(Bytes::from(outgoing.body)).await?;
+    }
+    stream.finish().await?;
+    let response = stream.recv_response().await?;
+    let mut body = Vec::new();
+    while let Some(mut chunk) = stream.recv_data().await? {
+        use bytes::Buf;
+        body.extend_from_slice(&chunk.copy_to_bytes(chunk.remaining()));
+    }
+    drop(sender);
+    drive.abort();
+    endpoint.close(0u32.into(), b"done");
+    Ok(Answer {
+        status: response.status().as_u16(),
+        headers: response.headers().clone(),
+        body: body.into(),
+        version: Version::HTTP_3,
+        alpn: Some("h3".into()),
+        certificate,
+    })
 }
 
 async fn exchange<S>(

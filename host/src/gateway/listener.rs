@@ -22,8 +22,10 @@ pub struct ConnectionInfo {
     /// IPv4-mapped IPv6 address is given as IPv4, so every later phase (trusted
     /// networks, rate limits, passes, crawler networks) sees one form.
     pub client: SocketAddr,
-    /// Whether the connection is TLS.
+    /// Whether the connection is TLS (HTTP/3 included).
     pub https: bool,
+    /// Whether the connection is QUIC (HTTP/3).
+    pub http3: bool,
     /// The TLS facts for the rule components.
     pub tls: Option<TlsFacts>,
 }
@@ -117,6 +119,7 @@ async fn connection(
         let info = ConnectionInfo {
             client,
             https: false,
+            http3: false,
             tls: None,
         };
         serve_http(gateway, stream, info, shutdown).await;
@@ -145,6 +148,7 @@ async fn connection(
     let info = ConnectionInfo {
         client,
         https: true,
+        http3: false,
         tls: Some(TlsFacts {
             version,
             alpn,
@@ -156,7 +160,7 @@ async fn connection(
 }
 
 /// An IPv4-mapped IPv6 address (a dual-stack socket's view of an IPv4 client) as IPv4.
-fn canonical(address: SocketAddr) -> SocketAddr {
+pub(crate) fn canonical(address: SocketAddr) -> SocketAddr {
     match address.ip() {
         std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
             Some(v4) => SocketAddr::new(v4.into(), address.port()),

@@ -21,6 +21,7 @@ pub mod cache;
 pub mod challenge;
 pub mod crawlers;
 pub mod forwarding;
+pub mod http3;
 pub mod io;
 pub mod ja4;
 pub mod limits;
@@ -77,6 +78,9 @@ pub struct GatewayConfig {
     pub ddos: limits::DdosConfig,
     pub crawlers: crawlers::CrawlerConfig,
     pub cache: cache::CacheConfig,
+    /// The UDP port HTTP/3 is advertised on (`Alt-Svc`) for websites that set
+    /// `enable_http3`; `None` when the gateway serves no HTTP/3.
+    pub http3_port: Option<u16>,
     /// The certificate and key (PEM files) for names no website covers; a self-signed
     /// one when not given.
     pub fallback_certificate: Option<(PathBuf, PathBuf)>,
@@ -105,6 +109,8 @@ pub enum StartError {
     Certificate(#[from] tls::CertificateError),
     #[error(transparent)]
     Crawlers(#[from] crawlers::CrawlerListError),
+    #[error(transparent)]
+    Quic(#[from] http3::QuicError),
 }
 
 impl Gateway {
@@ -133,8 +139,11 @@ impl Gateway {
         Ok(Arc::new(gateway))
     }
 
-    /// The TLS configuration of the HTTPS listener.
-    pub fn tls_config(&self) -> Result<Arc<rustls::ServerConfig>, StartError> {
+    /// The TLS configuration of the HTTPS listener, and the QUIC one of HTTP/3 over
+    /// the same certificates.
+    pub fn tls_configs(
+        &self,
+    ) -> Result<(Arc<rustls::ServerConfig>, quinn::ServerConfig), StartError> {
         let provider = tls::provider();
         let files = self
             .config
@@ -147,7 +156,9 @@ impl Gateway {
             provider.clone(),
             fallback,
         ));
-        Ok(Arc::new(tls::server_config(resolver, provider)?))
+        let tls = tls::server_config(resolver, provider)?;
+        let quic = http3::server_config(&tls, &self.config.limits)?;
+        Ok((Arc::new(tls), quic))
     }
 
     /// Periodic upkeep: forget idle rate-limit state, read the crawler lists again. Runs

@@ -134,6 +134,16 @@ pub fn gateway_timeout() -> Response<Body> {
     )
 }
 
+/// 421: the website does not answer over this connection (HTTP/3 when it has not
+/// turned `enable_http3` on); the client retries over a new one.
+pub fn misdirected() -> Response<Body> {
+    page(
+        StatusCode::MISDIRECTED_REQUEST,
+        "Misdirected request",
+        "This website does not answer over HTTP/3. Please try again.",
+    )
+}
+
 /// A redirect (301) to `location`.
 pub fn moved_permanently(location: &str) -> Response<Body> {
     let mut response = Response::new(empty());

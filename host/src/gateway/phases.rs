@@ -8,7 +8,7 @@ use super::forwarding;
 use super::limits::Verdict;
 use super::listener::ConnectionInfo;
 use super::metrics::{CacheLabels, LatencyLabels, OriginLabels, RequestLabels};
-use super::pages::{self, Body};
+use super::pages::{self, Body, BoxError};
 use super::upstream::UpstreamError;
 use crate::rules::bindings::{ChallengePass, HttpVersion, Scheme};
 use crate::rules::{Decision, decide, facts};
@@ -16,11 +16,22 @@ use botgate_model::{Action, Status};
 use botgate_store::WebsiteRecord;
 use http::{HeaderValue, Method, Request, Response, StatusCode, Version, header};
 use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
 use std::convert::Infallible;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// The body of a client's request: hyper's for HTTP/1.1 and HTTP/2, the QUIC stream's
+/// for HTTP/3.
+pub trait RequestBody:
+    hyper::body::Body<Data = bytes::Bytes, Error: Into<BoxError>> + Send + Sync + 'static
+{
+}
+
+impl<B> RequestBody for B where
+    B: hyper::body::Body<Data = bytes::Bytes, Error: Into<BoxError>> + Send + Sync + 'static
+{
+}
 
 /// What the access log and the metrics say of one request.
 struct Record {
@@ -32,6 +43,8 @@ struct Record {
     origin: Option<std::net::SocketAddr>,
     /// `hit` or `miss` when the response cache was asked, `-` otherwise.
     cache: &'static str,
+    /// Whether the answer advertises HTTP/3 (`Alt-Svc`).
+    advertise_http3: bool,
 }
 
 impl Record {
@@ -44,6 +57,7 @@ impl Record {
             reason: String::new(),
             origin: None,
             cache: "-",
+            advertise_http3: false,
         }
     }
 }
@@ -64,7 +78,7 @@ fn unix_now() -> u64 {
 
 /// The host name a request addressed: `:authority` or `Host`, lower case, without the
 /// port or a trailing dot.
-fn request_host(request: &Request<Incoming>) -> Option<String> {
+fn request_host<B>(request: &Request<B>) -> Option<String> {
     let raw = match request.uri().authority() {
         Some(authority) => authority.host().to_owned(),
         None => {
@@ -96,9 +110,9 @@ fn http_version(version: Version) -> HttpVersion {
 
 impl Gateway {
     /// Serves one request; never fails (every failure is a page).
-    pub async fn handle(
+    pub async fn handle<B: RequestBody>(
         self: Arc<Self>,
-        request: Request<Incoming>,
+        request: Request<B>,
         connection: Arc<ConnectionInfo>,
     ) -> Result<Response<Body>, Infallible> {
         let started = Instant::now();
@@ -110,7 +124,13 @@ impl Gateway {
             .cloned()
             .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
         let mut record = Record::new();
-        let response = self.phases(request, &connection, &mut record).await;
+        let mut response = self.phases(request, &connection, &mut record).await;
+        if record.advertise_http3
+            && let Some(port) = self.config.http3_port
+            && let Ok(value) = HeaderValue::from_str(&format!("h3=\":{port}\"; ma=86400"))
+        {
+            response.headers_mut().insert(header::ALT_SVC, value);
+        }
         let elapsed = started.elapsed();
         let status = response.status().as_u16();
         let (decider, decider_version) = match &record.decider {
@@ -151,9 +171,9 @@ impl Gateway {
         Ok(response)
     }
 
-    async fn phases(
+    async fn phases<B: RequestBody>(
         &self,
-        request: Request<Incoming>,
+        request: Request<B>,
         connection: &ConnectionInfo,
         record: &mut Record,
     ) -> Response<Body> {
@@ -172,6 +192,11 @@ impl Gateway {
         record.website = Some(domain.to_owned());
         let lb = &website.website.settings.loadbalancer;
         let paused = website.website.status == Status::Paused;
+        if connection.http3 && !lb.enable_http3 {
+            record.action = "misdirected";
+            return pages::misdirected();
+        }
+        record.advertise_http3 = lb.enable_http3 && connection.https && !connection.http3;
         let client = connection.client.ip();
         let site = site_key(domain);
 
@@ -253,9 +278,9 @@ impl Gateway {
     }
 
     /// Checks a crawler claim (which may look up DNS) and runs the rule engine.
-    async fn decide(
+    async fn decide<B: RequestBody>(
         &self,
-        request: &Request<Incoming>,
+        request: &Request<B>,
         host: &str,
         connection: &ConnectionInfo,
         website: &WebsiteRecord,
@@ -320,9 +345,9 @@ impl Gateway {
     }
 
     /// Checks a posted challenge answer; on success sets the pass and goes back.
-    async fn verify_challenge(
+    async fn verify_challenge<B: RequestBody>(
         &self,
-        request: Request<Incoming>,
+        request: Request<B>,
         website: &WebsiteRecord,
         connection: &ConnectionInfo,
         site: u64,
@@ -389,9 +414,9 @@ impl Gateway {
     }
 
     /// Sends the request to an origin and streams its answer back.
-    async fn forward(
+    async fn forward<B: RequestBody>(
         &self,
-        mut request: Request<Incoming>,
+        mut request: Request<B>,
         host: &str,
         website: &WebsiteRecord,
         connection: &ConnectionInfo,

@@ -297,3 +297,96 @@ fn shutdown_drains_requests_in_flight() {
         "still accepting after shutdown"
     );
 }
+
+#[test]
+fn http3_serves_websites_that_enable_it_and_is_advertised_by_alt_svc() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    let mut protected = loadbalancer(&["enable_http3", "bot_protection"]);
+    protected["rulesets"] = json!({});
+    add_website(
+        &gateway,
+        json!({"domain": "quic.example", "ip": ["127.0.0.1"], "settings": protected}),
+    )
+    .unwrap();
+    add_website(
+        &gateway,
+        json!({"domain": "tcp.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&[])}),
+    )
+    .unwrap();
+    // Over TCP a browser offers h2; over QUIC it speaks h3.
+    let over = |name: &str, http3: bool| Visit {
+        tls_name: Some(name.into()),
+        http2: !http3,
+        http3,
+        ..Visit::default()
+    };
+
+    // Over TCP, the website that enables HTTP/3 says where to find it; the other does not.
+    let tcp = visitor::send(
+        gateway.https,
+        &over("quic.example", false),
+        Outgoing::get("quic.example", "/").browser(),
+    )
+    .unwrap();
+    assert_eq!(tcp.status, 200, "{}", tcp.text());
+    let advertised = format!("h3=\":{}\"; ma=86400", gateway.https.port());
+    assert_eq!(tcp.header("alt-svc"), Some(advertised.as_str()));
+    let other = visitor::send(
+        gateway.https,
+        &over("tcp.example", false),
+        Outgoing::get("tcp.example", "/"),
+    )
+    .unwrap();
+    assert_eq!((other.status, other.header("alt-svc")), (200, None));
+
+    // Over HTTP/3: the page through the protection to the origin, a body streamed up.
+    let page = visitor::send(
+        gateway.https,
+        &over("quic.example", true),
+        Outgoing::get("quic.example", "/over-quic?x=1").browser(),
+    )
+    .unwrap();
+    assert_eq!(page.status, 200, "{}\n{}", page.text(), gateway.log());
+    assert_eq!(page.version, http::Version::HTTP_3);
+    let echo = page.json();
+    assert_eq!(echo["target"], "/over-quic?x=1");
+    assert_eq!(echo["headers"]["host"], "quic.example");
+    assert_eq!(echo["headers"]["x-forwarded-proto"], "https");
+    assert!(
+        page.header("alt-svc").is_none(),
+        "no need to advertise over h3"
+    );
+    let line = gateway
+        .log()
+        .lines()
+        .find(|l| l.contains("botgate::access") && l.contains("target=/over-quic?x=1"))
+        .map(str::to_owned)
+        .unwrap_or_default();
+    assert!(line.contains("category=\"humans\""), "{line}");
+    let mut upload = Outgoing::get("quic.example", "/upload").browser();
+    upload.method = "POST";
+    upload.body = vec![b'x'; 100_000];
+    let posted = visitor::send(gateway.https, &over("quic.example", true), upload).unwrap();
+    assert_eq!(posted.status, 200, "{}", posted.text());
+    assert_eq!(posted.json()["body_len"], 100_000);
+
+    // The components decide over HTTP/3 as over TCP.
+    let bot = visitor::send(
+        gateway.https,
+        &over("quic.example", true),
+        Outgoing::get("quic.example", "/").header("user-agent", "python-requests/2.32"),
+    )
+    .unwrap();
+    assert_eq!(bot.status, 403);
+    assert!(bot.text().contains("botgate-pow"), "the challenge page");
+
+    // A website without HTTP/3 sends the client back to TCP.
+    let misdirected = visitor::send(
+        gateway.https,
+        &over("tcp.example", true),
+        Outgoing::get("tcp.example", "/"),
+    )
+    .unwrap();
+    assert_eq!(misdirected.status, 421);
+}

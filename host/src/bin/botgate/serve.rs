@@ -10,6 +10,7 @@ use botgate_host::gateway::challenge::{ChallengeConfig, SECRET_NAME};
 use botgate_host::gateway::crawlers::CrawlerConfig;
 use botgate_host::gateway::crawlers::reverse_dns::ReverseDnsConfig;
 use botgate_host::gateway::crawlers::sources::Source;
+use botgate_host::gateway::http3;
 use botgate_host::gateway::limits::DdosConfig;
 use botgate_host::gateway::listener::{self, Shutdown};
 use botgate_host::gateway::upstream::OriginConfig;
@@ -155,6 +156,14 @@ pub struct DataPlaneArgs {
         default_value = "8388608"
     )]
     cache_max_object_bytes: u64,
+    /// Serve no HTTP/3 (QUIC on the HTTPS listener's address over UDP).
+    #[arg(long, env = "BOTGATE_NO_HTTP3")]
+    no_http3: bool,
+    /// The UDP port `Alt-Svc` advertises for HTTP/3, when clients reach the gateway on
+    /// another port than it listens on (port 443 forwarded to 8443, say); the HTTPS
+    /// listener's port when not given.
+    #[arg(long, env = "BOTGATE_HTTP3_ADVERTISED_PORT")]
+    http3_advertised_port: Option<u16>,
     /// The certificate (PEM) for names no website covers; self-signed when not given.
     #[arg(long, env = "BOTGATE_FALLBACK_CERT", requires = "fallback_key")]
     fallback_cert: Option<PathBuf>,
@@ -174,8 +183,10 @@ fn crawler_networks(text: &str) -> Result<(String, Source), String> {
 }
 
 impl DataPlaneArgs {
-    fn config(&self, trusted_proxies: Vec<ipnet::IpNet>) -> GatewayConfig {
+    fn config(&self, trusted_proxies: Vec<ipnet::IpNet>, https: SocketAddr) -> GatewayConfig {
         GatewayConfig {
+            http3_port: (!self.no_http3)
+                .then(|| self.http3_advertised_port.unwrap_or(https.port())),
             trusted_proxies,
             limits: ConnectionLimits {
                 header_read_timeout: Duration::from_secs(self.header_read_timeout.max(1)),
@@ -261,21 +272,35 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
             .context("loading the websites from the store")?,
     );
     let secret = challenge_secret(store.as_ref()).await?;
-    let config = args.data_plane.config(args.trusted_proxies.clone());
+    let config = args
+        .data_plane
+        .config(args.trusted_proxies.clone(), args.https_listen);
     let drain = config.limits.drain_timeout;
     let gateway = Gateway::new(config, websites, registry, secret)?;
     gateway.spawn_housekeeping();
-    let tls = gateway.tls_config()?;
+    let (tls, quic) = gateway.tls_configs()?;
 
     let http = bind(args.http_listen, "HTTP").await?;
     let https = bind(args.https_listen, "HTTPS").await?;
+    let http3 = if args.data_plane.no_http3 {
+        None
+    } else {
+        let endpoint = quinn::Endpoint::server(quic, args.https_listen).with_context(|| {
+            format!(
+                "binding the HTTP/3 (QUIC, UDP) listener to {}; --no-http3 serves without it",
+                args.https_listen
+            )
+        })?;
+        tracing::info!(address = %endpoint.local_addr()?, "HTTP/3 listening");
+        Some(endpoint)
+    };
     let admin_listener = bind(args.admin_listen, "admin").await?;
     let api_listener = bind(args.api_listen, "management API").await?;
     tracing::info!(store = %args.store.describe(), "serving");
 
     let (stop, shutdown) = Shutdown::new();
     let tracker = TaskTracker::new();
-    let listeners = [
+    let mut listeners = vec![
         tokio::spawn(listener::serve(
             gateway.clone(),
             http,
@@ -291,6 +316,14 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
             tracker.clone(),
         )),
     ];
+    if let Some(endpoint) = http3 {
+        listeners.push(tokio::spawn(http3::serve(
+            gateway.clone(),
+            endpoint,
+            shutdown.clone(),
+            tracker.clone(),
+        )));
+    }
     let admin = tokio::spawn(
         axum::serve(admin_listener, admin::router(gateway.clone()))
             .with_graceful_shutdown(shutdown.clone().stopped())

@@ -1,0 +1,228 @@
+//! HTTP/3: QUIC (quinn) on the HTTPS listener's address over UDP, HTTP by `h3`. Each
+//! request goes through the same phases as over TCP; a website answers over HTTP/3
+//! only when it sets `enable_http3` (others get `421 Misdirected Request`, which
+//! sends the browser back to TCP), and such websites advertise it with `Alt-Svc` on
+//! their HTTPS answers.
+//!
+//! The JA4 fingerprint is not computed over QUIC yet (the ClientHello travels in
+//! encrypted Initial packets); the components get an empty `ja4` with TLS 1.3 and
+//! ALPN `h3`.
+
+use super::Gateway;
+use super::listener::{ConnectionInfo, Shutdown, canonical};
+use super::pages::BoxError;
+use crate::rules::bindings::{AlpnProtocol, TlsFacts, TlsVersion};
+use bytes::{Buf, Bytes};
+use http::Response;
+use http_body_util::BodyExt;
+use hyper::body::{Body, Frame, SizeHint};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio_util::task::TaskTracker;
+
+/// Why the QUIC endpoint could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[error("QUIC: {0}")]
+pub struct QuicError(String);
+
+/// The QUIC server configuration over the HTTPS listener's TLS configuration (TLS 1.3
+/// only, ALPN `h3`), with the connection limits.
+pub fn server_config(
+    tls: &rustls::ServerConfig,
+    limits: &super::ConnectionLimits,
+) -> Result<quinn::ServerConfig, QuicError> {
+    let mut tls = tls.clone();
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    tls.max_early_data_size = 0;
+    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)
+        .map_err(|err| QuicError(err.to_string()))?;
+    let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    let mut transport = quinn::TransportConfig::default();
+    transport
+        .max_concurrent_bidi_streams(256u32.into())
+        .max_idle_timeout(Some(
+            limits
+                .idle_timeout
+                .try_into()
+                .map_err(|_| QuicError("the idle timeout is too long for QUIC".into()))?,
+        ));
+    config.transport_config(Arc::new(transport));
+    Ok(config)
+}
+
+/// Accepts QUIC connections on `endpoint` until shutdown, each on `tracker`.
+pub async fn serve(
+    gateway: Arc<Gateway>,
+    endpoint: quinn::Endpoint,
+    mut shutdown: Shutdown,
+    tracker: TaskTracker,
+) {
+    loop {
+        let incoming = tokio::select! {
+            incoming = endpoint.accept() => incoming,
+            _ = shutdown.wait() => break,
+        };
+        let Some(incoming) = incoming else { break };
+        let gateway = gateway.clone();
+        let shutdown = shutdown.clone();
+        tracker.spawn(async move {
+            let peer = incoming.remote_address();
+            if let Err(reason) = connection(gateway, incoming, shutdown).await {
+                tracing::debug!(%peer, %reason, "QUIC connection closed early");
+            }
+        });
+    }
+    // Connections still open were told to finish; refuse new ones meanwhile.
+    endpoint.set_server_config(None);
+}
+
+async fn connection(
+    gateway: Arc<Gateway>,
+    incoming: quinn::Incoming,
+    mut shutdown: Shutdown,
+) -> Result<(), String> {
+    let limits = gateway.config.limits.clone();
+    let client = canonical(incoming.remote_address());
+    let quic = tokio::time::timeout(limits.header_read_timeout, incoming)
+        .await
+        .map_err(|_| "QUIC handshake timed out".to_string())?
+        .map_err(|err| format!("QUIC handshake: {err}"))?;
+    let info = Arc::new(ConnectionInfo {
+        client,
+        https: true,
+        http3: true,
+        tls: Some(TlsFacts {
+            version: TlsVersion::Tls13,
+            alpn: AlpnProtocol::H3,
+            ja4: String::new(),
+        }),
+    });
+    let mut h3 = h3::server::builder()
+        .max_field_section_size(limits.max_header_bytes as u64)
+        .build::<_, Bytes>(h3_quinn::Connection::new(quic))
+        .await
+        .map_err(|err| format!("HTTP/3 setup: {err}"))?;
+    let requests = TaskTracker::new();
+    loop {
+        let accepted = tokio::select! {
+            accepted = h3.accept() => accepted,
+            _ = shutdown.wait() => {
+                // GOAWAY: requests under way finish, no new ones start.
+                let _ = h3.shutdown(0).await;
+                break;
+            }
+        };
+        match accepted {
+            Ok(Some(resolver)) => {
+                let gateway = gateway.clone();
+                let info = info.clone();
+                let header_timeout = limits.header_read_timeout;
+                requests.spawn(async move {
+                    let resolved =
+                        tokio::time::timeout(header_timeout, resolver.resolve_request()).await;
+                    match resolved {
+                        Ok(Ok((request, stream))) => {
+                            if let Err(err) = exchange(gateway, request, stream, info).await {
+                                tracing::debug!(%err, "HTTP/3 request ended early");
+                            }
+                        }
+                        Ok(Err(err)) => tracing::debug!(%err, "unreadable HTTP/3 request"),
+                        Err(_) => tracing::debug!("HTTP/3 request head timed out"),
+                    }
+                });
+            }
+            Ok(None) => break,
+            Err(err) => {
+                tracing::debug!(%err, "HTTP/3 connection ended");
+                break;
+            }
+        }
+    }
+    requests.close();
+    requests.wait().await;
+    Ok(())
+}
+
+type Stream<S> = h3::server::RequestStream<S, Bytes>;
+
+/// One request and its response on a bidirectional stream.
+async fn exchange(
+    gateway: Arc<Gateway>,
+    request: http::Request<()>,
+    stream: Stream<h3_quinn::BidiStream<Bytes>>,
+    info: Arc<ConnectionInfo>,
+) -> Result<(), BoxError> {
+    let (mut send, receive) = stream.split();
+    let request = request.map(|()| RequestBody::new(receive));
+    let Ok(response) = gateway.handle(request, info).await;
+    let (head, mut body) = response.into_parts();
+    send.send_response(Response::from_parts(head, ())).await?;
+    while let Some(frame) = body.frame().await {
+        match frame?.into_data() {
+            Ok(data) => send.send_data(data).await?,
+            Err(frame) => {
+                if let Ok(trailers) = frame.into_trailers() {
+                    send.send_trailers(trailers).await?;
+                    return Ok(());
+                }
+            }
+        }
+    }
+    send.finish().await?;
+    Ok(())
+}
+
+/// The request body as it arrives on the QUIC stream.
+pub struct RequestBody {
+    // The stream is used only through `&mut` (polling), so it can be shared between
+    // threads as the request phases need.
+    stream: sync_wrapper::SyncWrapper<Stream<h3_quinn::RecvStream>>,
+    ended: bool,
+}
+
+impl RequestBody {
+    fn new(stream: Stream<h3_quinn::RecvStream>) -> RequestBody {
+        RequestBody {
+            stream: sync_wrapper::SyncWrapper::new(stream),
+            ended: false,
+        }
+    }
+}
+
+impl Body for RequestBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.get_mut();
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        match this.stream.get_mut().poll_recv_data(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(Some(mut data))) => {
+                Poll::Ready(Some(Ok(Frame::data(data.copy_to_bytes(data.remaining())))))
+            }
+            Poll::Ready(Ok(None)) => {
+                this.ended = true;
+                Poll::Ready(None)
+            }
+            Poll::Ready(Err(err)) => {
+                this.ended = true;
+                Poll::Ready(Some(Err(err.into())))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ended
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}
