@@ -97,11 +97,10 @@ impl Behaviour {
         });
     }
 
-    /// A challenge was solved.
+    /// A challenge was solved: the challenges served before it (parallel requests of
+    /// one page view each got one) no longer count as failed.
     pub fn challenge_solved(&self, site: u64, client: IpAddr) {
-        self.with_window(site, client, |w| {
-            w.failed_challenges = w.failed_challenges.saturating_sub(1)
-        });
+        self.with_window(site, client, |w| w.failed_challenges = 0);
     }
 }
 
@@ -119,8 +118,9 @@ mod tests {
         assert_eq!((c.requests, c.distinct_paths), (3, 2));
         b.challenge_served(1, a);
         b.challenge_served(1, a);
+        assert_eq!(b.record(1, a, "/").failed_challenges, 2);
         b.challenge_solved(1, a);
-        assert_eq!(b.record(1, a, "/").failed_challenges, 1);
+        assert_eq!(b.record(1, a, "/").failed_challenges, 0);
         assert_eq!(b.record(2, a, "/").requests, 1, "per website");
     }
 

@@ -390,3 +390,52 @@ fn http3_serves_websites_that_enable_it_and_is_advertised_by_alt_svc() {
     .unwrap();
     assert_eq!(misdirected.status, 421);
 }
+
+/// Reads one HTTP/1.1 response with a `Content-Length` from `stream`; its status.
+fn read_response(stream: &mut TcpStream) -> u16 {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).unwrap();
+    head[9..12].parse().unwrap()
+}
+
+#[test]
+fn idle_connections_are_closed() {
+    let origin = origin("idle");
+    // The header-read timeout is long, so only the idle timeout can close the connection.
+    let gateway = gateway(
+        origin.address.port(),
+        &["--idle-timeout", "1", "--header-read-timeout", "60"],
+    );
+    add_website(
+        &gateway,
+        json!({"domain": "idle.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&[])}),
+    )
+    .unwrap();
+    let mut stream = TcpStream::connect(gateway.http).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let request = b"GET / HTTP/1.1\r\nHost: idle.example\r\n\r\n";
+    stream.write_all(request).unwrap();
+    assert_eq!(read_response(&mut stream), 200);
+    // Kept alive while in use.
+    std::thread::sleep(Duration::from_millis(200));
+    stream.write_all(request).unwrap();
+    assert_eq!(read_response(&mut stream), 200);
+    // Then quiet: closed (end of stream, not the read timeout).
+    let mut rest = [0u8; 16];
+    let read = stream.read(&mut rest);
+    assert!(matches!(read, Ok(0)), "{read:?}");
+}

@@ -616,3 +616,62 @@ fn crawler_lists_and_networks_come_from_urls_and_are_refreshed() {
     }
     assert!(gateway.log().contains("crawler lists refreshed"));
 }
+
+/// Headless Chromium (Debian package `chromium`; scripts/test.sh installs it).
+fn chromium() -> &'static str {
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|path| Path::new(path).exists())
+        .unwrap_or("chromium")
+}
+
+#[test]
+fn a_real_browser_solves_the_challenge_by_itself() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    let mut settings = loadbalancer(&["bot_protection"]);
+    settings["rules"] = json!({"humans": "captcha"});
+    add_website(
+        &gateway,
+        json!({"domain": "browser.example", "ip": ["127.0.0.1"], "settings": settings}),
+    )
+    .unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(chromium())
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+            // A current desktop Chrome, not "HeadlessChrome", which is a bot.
+            "--user-agent=Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+            "--virtual-time-budget=30000",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!(
+            "--host-resolver-rules=MAP browser.example {}",
+            gateway.http
+        ))
+        .arg("http://browser.example/welcome?from=browser")
+        .output()
+        .expect("running chromium (Debian package chromium; scripts/test.sh installs it)");
+    let dom = String::from_utf8_lossy(&output.stdout);
+    // The page the browser ends on is the origin's: it got through.
+    assert!(
+        dom.contains("/welcome?from=browser") && dom.contains("\"origin\":\"site\""),
+        "the browser did not reach the origin:\n{}\n{}\n{}",
+        dom.chars().take(2000).collect::<String>(),
+        String::from_utf8_lossy(&output.stderr),
+        gateway.log()
+    );
+    let log = gateway.log();
+    let first = access_line(&gateway, "/welcome?from=browser");
+    assert!(first.contains("status=200"), "{first}");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("botgate::access") && l.contains("action=\"challenge_solved\"")),
+        "{log}"
+    );
+}
