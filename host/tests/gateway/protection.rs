@@ -42,6 +42,24 @@ fn access_line(gateway: &Gateway, target: &str) -> String {
     }
 }
 
+/// Settings that challenge every human (and protect).
+fn challenging_humans() -> Value {
+    let mut settings = loadbalancer(&["bot_protection"]);
+    settings["rules"] = json!({"humans": "captcha"});
+    settings
+}
+
+/// A gateway in front of `origin` with a website at `domain` that challenges humans.
+fn challenging_gateway(origin: &Origin, domain: &str) -> Gateway {
+    let gateway = gateway(origin.address.port(), &[]);
+    add_website(
+        &gateway,
+        json!({"domain": domain, "ip": ["127.0.0.1"], "settings": challenging_humans()}),
+    )
+    .unwrap();
+    gateway
+}
+
 fn with_ua<'a>(host: &'a str, target: &'a str, ua: &str) -> Outgoing<'a> {
     Outgoing::get(host, target)
         .header("user-agent", ua)
@@ -244,8 +262,7 @@ fn pass_cookie(answer: &Answer) -> String {
 fn a_solved_challenge_lets_the_client_through_without_loops() {
     let origin = origin("site");
     let gateway = gateway(origin.address.port(), &["--challenge-difficulty", "12"]);
-    let mut settings = loadbalancer(&["bot_protection"]);
-    settings["rules"] = json!({"humans": "captcha"});
+    let settings = challenging_humans();
     for domain in ["guarded.example", "other.example"] {
         add_website(
             &gateway,
@@ -357,14 +374,7 @@ fn a_solved_challenge_lets_the_client_through_without_loops() {
 #[test]
 fn clients_without_javascript_answer_the_question() {
     let origin = origin("site");
-    let gateway = gateway(origin.address.port(), &[]);
-    let mut settings = loadbalancer(&["bot_protection"]);
-    settings["rules"] = json!({"humans": "captcha"});
-    add_website(
-        &gateway,
-        json!({"domain": "nojs.example", "ip": ["127.0.0.1"], "settings": settings}),
-    )
-    .unwrap();
+    let gateway = challenging_gateway(&origin, "nojs.example");
     let page = get(gateway.http, "nojs.example", "/article")
         .unwrap()
         .text();
@@ -448,6 +458,30 @@ fn the_master_switch_and_paused_websites_let_everything_through() {
     }
 }
 
+/// A gateway whose trusted proxy is 127.0.0.2, with `extra` options and a protected
+/// `shop.example`.
+fn behind_proxy(origin: &Origin, extra: &[&str]) -> Gateway {
+    let mut options = vec!["--trusted-proxy", "127.0.0.2/32"];
+    options.extend_from_slice(extra);
+    let gateway = gateway(origin.address.port(), &options);
+    add_website(
+        &gateway,
+        json!({"domain": "shop.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&["bot_protection"])}),
+    )
+    .unwrap();
+    gateway
+}
+
+/// Sends `request` through the trusted proxy of [`behind_proxy`] as from `client`.
+fn via_proxy(gateway: &Gateway, client: std::net::IpAddr, request: Outgoing<'_>) -> Answer {
+    let through_proxy = Visit {
+        source: Some([127, 0, 0, 2].into()),
+        preamble: proxy_header(&format!("{client}:40000"), gateway.http),
+        ..Visit::default()
+    };
+    visitor::send(gateway.http, &through_proxy, request).unwrap()
+}
+
 #[test]
 fn crawler_claims_outside_the_networks_are_checked_by_reverse_dns() {
     use botgate_tests::servers::Dnsmasq;
@@ -475,31 +509,19 @@ fn crawler_claims_outside_the_networks_are_checked_by_reverse_dns() {
     )
     .unwrap();
     let origin = origin("site");
-    let gateway = gateway(
-        origin.address.port(),
+    let gateway = behind_proxy(
+        &origin,
         &[
             "--crawler-list",
             &list.display().to_string(),
             "--dns-server",
             &dns.address.to_string(),
-            "--trusted-proxy",
-            "127.0.0.2/32",
         ],
     );
-    add_website(
-        &gateway,
-        json!({"domain": "shop.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&["bot_protection"])}),
-    )
-    .unwrap();
     let ua = "Mozilla/5.0 (compatible; Testbot/1.0; +http://crawl.example/bot)";
     let visit = |last: u8, target: &str| {
-        let through_proxy = Visit {
-            source: Some([127, 0, 0, 2].into()),
-            preamble: proxy_header(&format!("{}:40000", client(last)), gateway.http),
-            ..Visit::default()
-        };
         let request = with_ua("shop.example", target, ua);
-        let answer = visitor::send(gateway.http, &through_proxy, request).unwrap();
+        let answer = via_proxy(&gateway, client(last), request);
         (answer.status, access_line(&gateway, target))
     };
     for (last, target, status, category) in [
@@ -563,8 +585,8 @@ fn crawler_lists_and_networks_come_from_urls_and_are_refreshed() {
         serve_file(networks.clone())
     );
     let origin = origin("site");
-    let gateway = gateway(
-        origin.address.port(),
+    let gateway = behind_proxy(
+        &origin,
         &[
             "--crawler-list",
             &list_url,
@@ -572,23 +594,11 @@ fn crawler_lists_and_networks_come_from_urls_and_are_refreshed() {
             &networks_url,
             "--crawler-refresh-seconds",
             "1",
-            "--trusted-proxy",
-            "127.0.0.2/32",
         ],
     );
-    add_website(
-        &gateway,
-        json!({"domain": "shop.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&["bot_protection"])}),
-    )
-    .unwrap();
     let category = |target: &str| {
-        let through_proxy = Visit {
-            source: Some([127, 0, 0, 2].into()),
-            preamble: proxy_header("192.0.2.9:40000", gateway.http),
-            ..Visit::default()
-        };
         let request = with_ua("shop.example", target, "Testbot/1.0");
-        visitor::send(gateway.http, &through_proxy, request).unwrap();
+        via_proxy(&gateway, [192, 0, 2, 9].into(), request);
         let line = access_line(&gateway, target);
         line.split("category=\"")
             .nth(1)
@@ -628,14 +638,7 @@ fn chromium() -> &'static str {
 #[test]
 fn a_real_browser_solves_the_challenge_by_itself() {
     let origin = origin("site");
-    let gateway = gateway(origin.address.port(), &[]);
-    let mut settings = loadbalancer(&["bot_protection"]);
-    settings["rules"] = json!({"humans": "captcha"});
-    add_website(
-        &gateway,
-        json!({"domain": "browser.example", "ip": ["127.0.0.1"], "settings": settings}),
-    )
-    .unwrap();
+    let gateway = challenging_gateway(&origin, "browser.example");
     let profile = tempfile::tempdir().unwrap();
     let output = std::process::Command::new(chromium())
         .args([
