@@ -12,8 +12,10 @@
 #
 #   benches/load/run.sh                      # 3 rounds of 10 s per front end
 #   ROUNDS=5 DURATION=20 benches/load/run.sh
+#   PROFILE=1 benches/load/run.sh             # also `perf record` botgate in round 1
 #
-# Prints one table (medians over the rounds) and leaves the logs in target/load-bench/.
+# Prints one table (medians over the rounds) and leaves the logs (and profiles, with
+# PROFILE=1: `perf report -i target/load-bench/perf-a.data`) in target/load-bench/.
 # Installs nginx-light, libnginx-mod-http-modsecurity, modsecurity-crs and wrk with
 # apt-get when missing. Not run by CI.
 set -euo pipefail
@@ -110,7 +112,8 @@ key=$("$botgate" partner create --data-dir "$work/data" bench | grep -o 'bgp_[A-
     --http-listen "127.0.0.1:$http_port" --https-listen "127.0.0.1:$https_port" \
     --api-listen "127.0.0.1:$api_port" --admin-listen "127.0.0.1:$admin_port" \
     --origin-http-port "$origin_port" > "$work/botgate.log" 2>&1 &
-pids+=($!)
+botgate_pid=$!
+pids+=($botgate_pid)
 for port in $origin_port $proxy_port $modsec_port $http_port $api_port; do wait_port "$port"; done
 for _ in $(seq 200); do curl -sf "http://127.0.0.1:$admin_port/health" >/dev/null && break; sleep 0.1; done
 
@@ -157,7 +160,13 @@ to_ms() { awk '{ v=$1; if (v ~ /us$/) { sub(/us$/,"",v); v/=1000 } else if (v ~ 
 for round in $(seq "$ROUNDS"); do
     for run in a b c d; do
         read -r port host <<<"${target[$run]}"
+        profiler=
+        if [[ ${PROFILE:-} == 1 && $round == 1 && $run =~ [ab] ]]; then
+            perf record -q -F 999 -g -p "$botgate_pid" -o "$work/perf-$run.data" 2>/dev/null &
+            profiler=$!
+        fi
         out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "${browser[@]}" -H "Host: $host" "http://127.0.0.1:$port/")
+        if [[ -n $profiler ]]; then kill -INT "$profiler"; wait "$profiler" || true; fi
         echo "$out" > "$work/wrk-$run-$round.txt"
         rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
         p50=$(awk '$1=="50%" {print $2}' <<<"$out" | to_ms)

@@ -66,11 +66,7 @@ fn tls_serves_the_stored_certificate_by_sni_and_swaps_it_live() {
     .unwrap();
     assert_eq!(answer.alpn.as_deref(), Some("http/1.1"));
     assert_eq!(answer.status, 403);
-    let log = gateway.log();
-    let line = log
-        .lines()
-        .find(|l| l.contains("target=/tls-h1"))
-        .unwrap_or_else(|| panic!("{log}"));
+    let line = access_line(&gateway, "/tls-h1");
     assert!(
         line.contains("reason=classifier.browser-tls-without-h2"),
         "{line}"
@@ -357,12 +353,7 @@ fn http3_serves_websites_that_enable_it_and_is_advertised_by_alt_svc() {
         page.header("alt-svc").is_none(),
         "no need to advertise over h3"
     );
-    let line = gateway
-        .log()
-        .lines()
-        .find(|l| l.contains("botgate::access") && l.contains("target=/over-quic?x=1"))
-        .map(str::to_owned)
-        .unwrap_or_default();
+    let line = access_line(&gateway, "/over-quic?x=1");
     assert!(line.contains("category=\"humans\""), "{line}");
     let mut upload = Outgoing::get("quic.example", "/upload").browser();
     upload.method = "POST";

@@ -99,6 +99,27 @@ fn loadbalancer(on: &[&str]) -> Value {
     json!({ "loadbalancer": lb })
 }
 
+/// The last log line that `matches`, waiting for it (the log is written in batches).
+fn log_line(gateway: &Gateway, matches: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let log = gateway.log();
+        if let Some(line) = log.lines().rev().find(|line| matches(line)) {
+            return line.to_owned();
+        }
+        assert!(Instant::now() < deadline, "no such log line:\n{log}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The access-log line of the request for `target`.
+fn access_line(gateway: &Gateway, target: &str) -> String {
+    let needle = format!("target={target} ");
+    log_line(gateway, |line| {
+        line.contains("botgate::access") && line.contains(&needle)
+    })
+}
+
 /// A PROXY v2 header from `client`.
 fn proxy_header(client: &str, to: SocketAddr) -> Vec<u8> {
     use ppp::v2::{Builder, Command, Protocol, Version};

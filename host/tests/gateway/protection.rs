@@ -21,27 +21,6 @@ fn loopback_crawlers(dir: &Path) -> String {
     path.display().to_string()
 }
 
-/// The access-log line of the request for `target`.
-fn access_line(gateway: &Gateway, target: &str) -> String {
-    let needle = format!("target={target} ");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let log = gateway.log();
-        if let Some(line) = log
-            .lines()
-            .rev()
-            .find(|l| l.contains("botgate::access") && l.contains(&needle))
-        {
-            return line.to_owned();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no access line for {target}:\n{log}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// Settings that challenge every human (and protect).
 fn challenging_humans() -> Value {
     let mut settings = loadbalancer(&["bot_protection"]);
@@ -624,7 +603,7 @@ fn crawler_lists_and_networks_come_from_urls_and_are_refreshed() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert!(gateway.log().contains("crawler lists refreshed"));
+    log_line(&gateway, |line| line.contains("crawler lists refreshed"));
 }
 
 /// Headless Chromium (Debian package `chromium`; scripts/test.sh installs it).

@@ -1,5 +1,6 @@
 //! The `botgate` command: the operator's and rule author's entry point.
 
+mod log_writer;
 mod partner;
 mod ruleset;
 mod serve;
@@ -83,18 +84,8 @@ enum RulesetCommand {
 }
 
 fn main() -> Result<()> {
-    // Log lines (one access line per request) are written by a thread of their own in
-    // batches: a busy gateway makes one write per batch instead of one per line, and a
-    // request never waits on stderr. Nothing is dropped (a full queue waits), and the
-    // guard flushes what is left when `main` returns.
-    let (log_writer, _flush_on_exit) =
-        tracing_appender::non_blocking::NonBlockingBuilder::default()
-            .lossy(false)
-            .thread_name("botgate-log")
-            .finish(std::io::BufWriter::with_capacity(
-                64 * 1024,
-                std::io::stderr(),
-            ));
+    // Log lines (one access line per request) are batched: see `log_writer`.
+    let (log_writer, _flush_on_exit) = log_writer::BatchedStderr::start();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
