@@ -4,9 +4,8 @@
 //! sends the browser back to TCP), and such websites advertise it with `Alt-Svc` on
 //! their HTTPS answers.
 //!
-//! The JA4 fingerprint is not computed over QUIC yet (the ClientHello travels in
-//! encrypted Initial packets); the components get an empty `ja4` with TLS 1.3 and
-//! ALPN `h3`.
+//! The components get TLS 1.3, ALPN `h3` and the JA4 (`q…`) that [`super::quic_hello`]
+//! took from the client's Initial packets.
 
 use super::Gateway;
 use super::listener::{ConnectionInfo, Shutdown, canonical};
@@ -51,6 +50,24 @@ pub fn server_config(
     Ok(config)
 }
 
+/// The QUIC endpoint on `address`: quinn over a UDP socket whose Initial packets are
+/// shown to the gateway's [`ClientHellos`](super::quic_hello::ClientHellos) for JA4.
+pub fn endpoint(
+    gateway: &Gateway,
+    config: quinn::ServerConfig,
+    address: std::net::SocketAddr,
+) -> std::io::Result<quinn::Endpoint> {
+    let runtime: Arc<dyn quinn::Runtime> = Arc::new(quinn::TokioRuntime);
+    let socket = runtime.wrap_udp_socket(std::net::UdpSocket::bind(address)?)?;
+    let socket = super::quic_hello::FingerprintingSocket::new(socket, gateway.quic_hellos.clone());
+    quinn::Endpoint::new_with_abstract_socket(
+        quinn::EndpointConfig::default(),
+        Some(config),
+        Arc::new(socket),
+        runtime,
+    )
+}
+
 /// Accepts QUIC connections on `endpoint` until shutdown, each on `tracker`.
 pub async fn serve(
     gateway: Arc<Gateway>,
@@ -84,6 +101,10 @@ async fn connection(
 ) -> Result<(), String> {
     let limits = gateway.config.limits.clone();
     let client = canonical(incoming.remote_address());
+    let ja4 = gateway
+        .quic_hellos
+        .take(incoming.remote_address())
+        .unwrap_or_default();
     let quic = tokio::time::timeout(limits.header_read_timeout, incoming)
         .await
         .map_err(|_| "QUIC handshake timed out".to_string())?
@@ -95,7 +116,7 @@ async fn connection(
         tls: Some(TlsFacts {
             version: TlsVersion::Tls13,
             alpn: AlpnProtocol::H3,
-            ja4: String::new(),
+            ja4,
         }),
     });
     let mut h3 = h3::server::builder()

@@ -30,6 +30,7 @@ pub mod metrics;
 pub mod pages;
 pub mod phases;
 pub mod proxy_protocol;
+pub mod quic_hello;
 pub mod tls;
 pub mod upstream;
 
@@ -97,6 +98,8 @@ pub struct Gateway {
     pub crawlers: crawlers::Crawlers,
     pub origins: Arc<upstream::Origins>,
     pub cache: Arc<cache::ResponseCache>,
+    /// JA4 of QUIC clients, from their Initial packets, until their connection starts.
+    pub quic_hellos: Arc<quic_hello::ClientHellos>,
     pub metrics: metrics::Metrics,
 }
 
@@ -132,6 +135,7 @@ impl Gateway {
             origins: upstream::Origins::new(config.origins.clone(), provider)?,
             metrics: metrics::Metrics::new(rulesets.clone(), cache.clone()),
             cache,
+            quic_hellos: Arc::default(),
             config,
             websites,
             rulesets,

@@ -355,6 +355,12 @@ fn http3_serves_websites_that_enable_it_and_is_advertised_by_alt_svc() {
     );
     let line = access_line(&gateway, "/over-quic?x=1");
     assert!(line.contains("category=\"humans\""), "{line}");
+    // JA4 from the QUIC Initial packets: QUIC, TLS 1.3, a domain in SNI, ALPN h3.
+    let ja4 = line.split("ja4=\"").nth(1).unwrap_or_default();
+    assert!(
+        ja4.starts_with("q13d") && ja4[..10].ends_with("h3"),
+        "{line}"
+    );
     let mut upload = Outgoing::get("quic.example", "/upload").browser();
     upload.method = "POST";
     upload.body = vec![b'x'; 100_000];

@@ -285,7 +285,7 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
     let http3 = if args.data_plane.no_http3 {
         None
     } else {
-        let endpoint = quinn::Endpoint::server(quic, args.https_listen).with_context(|| {
+        let endpoint = http3::endpoint(&gateway, quic, args.https_listen).with_context(|| {
             format!(
                 "binding the HTTP/3 (QUIC, UDP) listener to {}; --no-http3 serves without it",
                 args.https_listen

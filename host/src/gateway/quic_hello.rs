@@ -1,0 +1,354 @@
+//! JA4 over QUIC: the client's first (Initial) packets are decrypted with the keys every
+//! QUIC v1 endpoint derives from the connection ID (RFC 9001 §5.2), their CRYPTO frames
+//! put together into the ClientHello, and its JA4 (`q…`) kept for the connection quinn
+//! is about to accept. Done in a wrapper around quinn's UDP socket, so quinn itself is
+//! untouched; a datagram that is not a client's v1 Initial costs one byte's look.
+
+use super::ja4::{self, Transport};
+use quinn::{AsyncUdpSocket, UdpPoller, udp::RecvMeta};
+use ring::aead::{self, quic::HeaderProtectionKey};
+use ring::hkdf;
+use std::collections::BTreeMap;
+use std::io::{self, IoSliceMut};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+/// RFC 9001 §5.2: the salt of QUIC v1's Initial secrets.
+const INITIAL_SALT: [u8; 20] = [
+    0x38, 0x76, 0x2c, 0xf7, 0xf5, 0x59, 0x34, 0xb3, 0x4d, 0x17, 0x9a, 0xe6, 0xa4, 0xc8, 0x0c, 0xad,
+    0xcc, 0xbb, 0x7f, 0x0a,
+];
+/// The longest ClientHello put together.
+const MAX_HELLO: usize = 16 * 1024;
+/// Clients whose hello is being put together or waits for quinn, at most.
+const MAX_CLIENTS: usize = 4096;
+
+/// JA4 fingerprints of QUIC clients, by address, from their Initial packets.
+#[derive(Debug, Default)]
+pub struct ClientHellos {
+    state: Mutex<Hellos>,
+}
+
+#[derive(Debug, Default)]
+struct Hellos {
+    /// CRYPTO bytes by offset, per client still sending its hello.
+    partial: BTreeMap<SocketAddr, BTreeMap<u64, Vec<u8>>>,
+    /// Finished fingerprints waiting for their connection.
+    done: BTreeMap<SocketAddr, String>,
+}
+
+impl ClientHellos {
+    /// The fingerprint of the client at `address`, once (the connection takes it).
+    pub fn take(&self, address: SocketAddr) -> Option<String> {
+        let mut state = self.state.lock().ok()?;
+        state.partial.remove(&address);
+        state.done.remove(&address)
+    }
+
+    /// Looks at one datagram from `from`.
+    fn datagram(&self, from: SocketAddr, datagram: &[u8]) {
+        // Long header, fixed bit, type Initial (RFC 9000 §17.2).
+        if datagram.first().is_none_or(|b| b & 0xf0 != 0xc0) {
+            return;
+        }
+        let Some(frames) = open_initial(datagram) else {
+            return;
+        };
+        let crypto = crypto_frames(&frames);
+        if crypto.is_empty() {
+            return;
+        }
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        if state.done.contains_key(&from) {
+            return;
+        }
+        if !state.partial.contains_key(&from)
+            && state.partial.len() + state.done.len() >= MAX_CLIENTS
+        {
+            // Spoofed Initials must not grow this without bound; the oldest go.
+            if let Some(oldest) = state.partial.keys().next().copied() {
+                state.partial.remove(&oldest);
+            } else if let Some(oldest) = state.done.keys().next().copied() {
+                state.done.remove(&oldest);
+            }
+        }
+        let pieces = state.partial.entry(from).or_default();
+        for (offset, data) in crypto {
+            if offset as usize + data.len() <= MAX_HELLO {
+                pieces.insert(offset, data.to_vec());
+            }
+        }
+        if let Some(hello) = contiguous_hello(pieces) {
+            state.partial.remove(&from);
+            if let Some(fingerprint) = fingerprint(&hello) {
+                state.done.insert(from, fingerprint);
+            }
+        }
+    }
+}
+
+/// The ClientHello message when the pieces hold all of it from offset 0.
+fn contiguous_hello(pieces: &BTreeMap<u64, Vec<u8>>) -> Option<Vec<u8>> {
+    let mut bytes = Vec::new();
+    for (&offset, data) in pieces {
+        let offset = offset as usize;
+        if offset > bytes.len() {
+            break;
+        }
+        let overlap = bytes.len() - offset;
+        if overlap < data.len() {
+            bytes.extend_from_slice(&data[overlap..]);
+        }
+    }
+    if bytes.len() < 4 || bytes[0] != 1 {
+        return None;
+    }
+    let len =
+        4 + (usize::from(bytes[1]) << 16 | usize::from(bytes[2]) << 8 | usize::from(bytes[3]));
+    (bytes.len() >= len).then(|| bytes[..len].to_vec())
+}
+
+fn fingerprint(hello: &[u8]) -> Option<String> {
+    let (_, message) = tls_parser::parse_tls_message_handshake(hello).ok()?;
+    ja4::from_message(&message, Transport::Quic)
+}
+
+/// A QUIC variable-length integer at `at`; the value and the next position.
+fn varint(bytes: &[u8], at: usize) -> Option<(u64, usize)> {
+    let first = *bytes.get(at)?;
+    let len = 1usize << (first >> 6);
+    let raw = bytes.get(at..at + len)?;
+    let mut value = u64::from(first & 0x3f);
+    for byte in &raw[1..] {
+        value = value << 8 | u64::from(*byte);
+    }
+    Some((value, at + len))
+}
+
+/// TLS 1.3's HKDF-Expand-Label with an empty context.
+fn expand_label(secret: &hkdf::Prk, label: &[u8], out: &mut [u8]) -> Option<()> {
+    struct Len(usize);
+    impl hkdf::KeyType for Len {
+        fn len(&self) -> usize {
+            self.0
+        }
+    }
+    let length = (out.len() as u16).to_be_bytes();
+    let full_label_len = [6 + label.len() as u8];
+    let info: [&[u8]; 5] = [&length, &full_label_len, b"tls13 ", label, &[0]];
+    secret.expand(&info, Len(out.len())).ok()?.fill(out).ok()
+}
+
+/// Removes header protection from and decrypts the first packet of `datagram` when it
+/// is a client's QUIC v1 Initial; its frames.
+fn open_initial(datagram: &[u8]) -> Option<Vec<u8>> {
+    if datagram.get(1..5)? != [0, 0, 0, 1] {
+        return None;
+    }
+    let dcid_len = usize::from(*datagram.get(5)?);
+    let dcid = datagram.get(6..6 + dcid_len)?;
+    let mut at = 6 + dcid_len;
+    let scid_len = usize::from(*datagram.get(at)?);
+    at += 1 + scid_len;
+    let (token_len, next) = varint(datagram, at)?;
+    at = next.checked_add(usize::try_from(token_len).ok()?)?;
+    let (length, pn_offset) = varint(datagram, at)?;
+    let end = pn_offset.checked_add(usize::try_from(length).ok()?)?;
+    let packet = datagram.get(..end)?;
+
+    let initial = hkdf::Salt::new(hkdf::HKDF_SHA256, &INITIAL_SALT).extract(dcid);
+    let mut client = [0u8; 32];
+    expand_label(&initial, b"client in", &mut client)?;
+    let client = hkdf::Prk::new_less_safe(hkdf::HKDF_SHA256, &client);
+    let (mut key, mut iv, mut hp) = ([0u8; 16], [0u8; 12], [0u8; 16]);
+    expand_label(&client, b"quic key", &mut key)?;
+    expand_label(&client, b"quic iv", &mut iv)?;
+    expand_label(&client, b"quic hp", &mut hp)?;
+
+    let sample = packet.get(pn_offset + 4..pn_offset + 20)?;
+    let mask = HeaderProtectionKey::new(&aead::quic::AES_128, &hp)
+        .ok()?
+        .new_mask(sample)
+        .ok()?;
+    let mut header = packet[..pn_offset + 4].to_vec();
+    header[0] ^= mask[0] & 0x0f;
+    let pn_len = usize::from(header[0] & 0x03) + 1;
+    header.truncate(pn_offset + pn_len);
+    let mut packet_number = 0u64;
+    for i in 0..pn_len {
+        header[pn_offset + i] ^= mask[1 + i];
+        packet_number = packet_number << 8 | u64::from(header[pn_offset + i]);
+    }
+    let mut nonce = iv;
+    for (i, byte) in packet_number.to_be_bytes().iter().enumerate() {
+        nonce[4 + i] ^= byte;
+    }
+    let key = aead::LessSafeKey::new(aead::UnboundKey::new(&aead::AES_128_GCM, &key).ok()?);
+    let mut payload = packet.get(pn_offset + pn_len..)?.to_vec();
+    let plain = key
+        .open_in_place(
+            aead::Nonce::assume_unique_for_key(nonce),
+            aead::Aad::from(&header),
+            &mut payload,
+        )
+        .ok()?;
+    Some(plain.to_vec())
+}
+
+/// The CRYPTO frames among a client Initial's frames, as (offset, data).
+fn crypto_frames(frames: &[u8]) -> Vec<(u64, &[u8])> {
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < frames.len() {
+        match frames[at] {
+            // PADDING, PING
+            0x00 | 0x01 => at += 1,
+            // ACK, ACK with ECN counts
+            0x02 | 0x03 => {
+                let ecn = frames[at] == 0x03;
+                let Some(next) = skip_ack(frames, at + 1, ecn) else {
+                    break;
+                };
+                at = next;
+            }
+            0x06 => {
+                let Some((offset, next)) = varint(frames, at + 1) else {
+                    break;
+                };
+                let Some((len, next)) = varint(frames, next) else {
+                    break;
+                };
+                let Some(data) = frames.get(next..next + len as usize) else {
+                    break;
+                };
+                found.push((offset, data));
+                at = next + len as usize;
+            }
+            // Anything else ends what a ClientHello needs.
+            _ => break,
+        }
+    }
+    found
+}
+
+fn skip_ack(frames: &[u8], at: usize, ecn: bool) -> Option<usize> {
+    let (_, at) = varint(frames, at)?; // largest acknowledged
+    let (_, at) = varint(frames, at)?; // delay
+    let (ranges, mut at) = varint(frames, at)?;
+    let (_, next) = varint(frames, at)?; // first range
+    at = next;
+    for _ in 0..ranges {
+        let (_, next) = varint(frames, at)?;
+        let (_, next) = varint(frames, next)?;
+        at = next;
+    }
+    if ecn {
+        for _ in 0..3 {
+            let (_, next) = varint(frames, at)?;
+            at = next;
+        }
+    }
+    Some(at)
+}
+
+/// quinn's UDP socket, with every received datagram shown to [`ClientHellos`].
+#[derive(Debug)]
+pub struct FingerprintingSocket {
+    inner: Arc<dyn AsyncUdpSocket>,
+    hellos: Arc<ClientHellos>,
+}
+
+impl FingerprintingSocket {
+    pub fn new(inner: Arc<dyn AsyncUdpSocket>, hellos: Arc<ClientHellos>) -> Self {
+        FingerprintingSocket { inner, hellos }
+    }
+}
+
+impl AsyncUdpSocket for FingerprintingSocket {
+    fn create_io_poller(self: Arc<Self>) -> Pin<Box<dyn UdpPoller>> {
+        self.inner.clone().create_io_poller()
+    }
+
+    fn try_send(&self, transmit: &quinn::udp::Transmit) -> io::Result<()> {
+        self.inner.try_send(transmit)
+    }
+
+    fn poll_recv(
+        &self,
+        cx: &mut Context,
+        bufs: &mut [IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> Poll<io::Result<usize>> {
+        let polled = self.inner.poll_recv(cx, bufs, meta);
+        if let Poll::Ready(Ok(count)) = &polled {
+            for (buf, meta) in bufs.iter().zip(meta.iter()).take(*count) {
+                let received = &buf[..meta.len.min(buf.len())];
+                // Several datagrams of `stride` bytes each (GRO).
+                for datagram in received.chunks(meta.stride.max(1)) {
+                    self.hellos.datagram(meta.addr, datagram);
+                }
+            }
+        }
+        polled
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.local_addr()
+    }
+
+    fn max_transmit_segments(&self) -> usize {
+        self.inner.max_transmit_segments()
+    }
+
+    fn max_receive_segments(&self) -> usize {
+        self.inner.max_receive_segments()
+    }
+
+    fn may_fragment(&self) -> bool {
+        self.inner.may_fragment()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_read_every_length() {
+        // RFC 9000 §A.1's examples.
+        assert_eq!(varint(&[0x25], 0), Some((37, 1)));
+        assert_eq!(varint(&[0x7b, 0xbd], 0), Some((15_293, 2)));
+        assert_eq!(varint(&[0x9d, 0x7f, 0x3e, 0x7d], 0), Some((494_878_333, 4)));
+        assert_eq!(
+            varint(&[0xc2, 0x19, 0x7c, 0x5e, 0xff, 0x14, 0xe8, 0x8c], 0),
+            Some((151_288_809_941_952_652, 8))
+        );
+        assert_eq!(varint(&[0x7b], 0), None);
+    }
+
+    #[test]
+    fn a_hello_split_and_reordered_is_put_together() {
+        let hello = [1u8, 0, 0, 6, 9, 9, 9, 9, 9, 9];
+        let mut pieces = BTreeMap::new();
+        pieces.insert(6, hello[6..].to_vec());
+        assert_eq!(contiguous_hello(&pieces), None);
+        pieces.insert(0, hello[..4].to_vec());
+        assert_eq!(contiguous_hello(&pieces), None, "a gap remains");
+        pieces.insert(3, hello[3..8].to_vec());
+        assert_eq!(contiguous_hello(&pieces), Some(hello.to_vec()));
+    }
+
+    #[test]
+    fn other_datagrams_are_ignored() {
+        let hellos = ClientHellos::default();
+        let from: SocketAddr = "192.0.2.1:4433".parse().unwrap();
+        hellos.datagram(from, &[0x40, 1, 2, 3]);
+        hellos.datagram(from, &[0xc0, 0, 0, 0, 2, 0]);
+        hellos.datagram(from, &[0xc0; 1200]);
+        assert_eq!(hellos.take(from), None);
+    }
+}
