@@ -235,12 +235,18 @@ async fn answer(
         http::header::CONTENT_TYPE,
         "application/json".parse().unwrap(),
     );
+    // The first `h=` of a name replaces the origin's own field, later ones add to it.
+    let mut named = std::collections::HashSet::new();
     for (name, value) in extra_headers {
         if let (Ok(name), Ok(value)) = (
             http::HeaderName::from_bytes(name.as_bytes()),
             http::HeaderValue::from_str(&value),
         ) {
-            response.headers_mut().append(name, value);
+            if named.insert(name.clone()) {
+                response.headers_mut().insert(name, value);
+            } else {
+                response.headers_mut().append(name, value);
+            }
         }
     }
     Ok(response)

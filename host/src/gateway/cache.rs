@@ -8,8 +8,12 @@
 //!   those follow `cache_static_files`, every other request follows
 //!   `cache_dynamic_pages`.
 //! - A dynamic page is neither looked up nor stored for a request that carries a
-//!   `Cookie` or `Authorization` header: such pages are usually personal.
-//! - A response that sets a cookie is never stored, whatever its `Cache-Control`.
+//!   `Cookie` (other than the gateway's own pass) or `Authorization` header: such pages
+//!   are usually personal. A static file for such a request is stored only when the
+//!   origin says `public` or `s-maxage`, and never when it is HTML (a page behind a
+//!   static-looking path, `/account;.css`, is the web-cache-deception attack).
+//! - A response that sets a cookie is never stored, whatever its `Cache-Control`, and
+//!   only explicit freshness counts (no heuristic from `Last-Modified`).
 //! - Freshness, `no-store`, `private`, `s-maxage`, `Vary` and `Age` follow the RFC
 //!   through [`CachePolicy`]. A stale entry is fetched again in full (no conditional
 //!   revalidation); a request whose `Vary` headers differ is a miss, and its response
@@ -17,6 +21,7 @@
 //! - Bodies are streamed to the client while they are copied; a body larger than the
 //!   object limit is passed through and not stored.
 
+use super::challenge::PASS_COOKIE;
 use super::pages::{self, Body, BoxError};
 use bytes::{Bytes, BytesMut};
 use http::{HeaderValue, Method, Response, StatusCode, header, request};
@@ -81,9 +86,33 @@ pub fn cacheable(
     if is_static_path(parts.uri.path()) {
         return cache_static_files.then_some(Cacheable::StaticFile);
     }
-    let personal = parts.headers.contains_key(header::COOKIE)
-        || parts.headers.contains_key(header::AUTHORIZATION);
-    (cache_dynamic_pages && !personal).then_some(Cacheable::DynamicPage)
+    (cache_dynamic_pages && !personal(parts)).then_some(Cacheable::DynamicPage)
+}
+
+/// Whether a request carries credentials or cookies of the website's (the gateway's
+/// own pass cookie is not the website's).
+fn personal(parts: &request::Parts) -> bool {
+    parts.headers.contains_key(header::AUTHORIZATION)
+        || parts
+            .headers
+            .get_all(header::COOKIE)
+            .iter()
+            .flat_map(|value| value.as_bytes().split(|b| *b == b';'))
+            .map(|pair| {
+                pair.split(|b| *b == b'=')
+                    .next()
+                    .unwrap_or(b"")
+                    .trim_ascii()
+            })
+            .any(|name| !name.is_empty() && name != PASS_COOKIE.as_bytes())
+}
+
+/// The bytes of a head's header fields.
+fn header_bytes(headers: &http::HeaderMap) -> usize {
+    headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum()
 }
 
 fn is_static_path(path: &str) -> bool {
@@ -100,6 +129,8 @@ fn is_static_path(path: &str) -> bool {
 pub struct Entry {
     policy: CachePolicy,
     body: Bytes,
+    /// The stored request and response heads, in bytes (the policy keeps both).
+    head_bytes: usize,
 }
 
 #[derive(Clone)]
@@ -107,8 +138,8 @@ struct EntryWeighter;
 
 impl quick_cache::Weighter<Key, Arc<Entry>> for EntryWeighter {
     fn weight(&self, key: &Key, entry: &Arc<Entry>) -> u64 {
-        // Body, key and a fair allowance for the stored heads.
-        (entry.body.len() + key.0.len() + 1024) as u64
+        // Body, key, the stored heads and the bookkeeping around them.
+        (entry.body.len() + key.0.len() + entry.head_bytes + 512) as u64
     }
 }
 
@@ -133,6 +164,7 @@ pub struct ResponseCache {
 fn options() -> CacheOptions {
     CacheOptions {
         shared: true,
+        cache_heuristic: 0.0,
         ..CacheOptions::default()
     }
 }
@@ -196,6 +228,7 @@ impl ResponseCache {
     pub fn store(
         self: &Arc<Self>,
         key: Key,
+        kind: Cacheable,
         parts: &request::Parts,
         mut response: Response<Body>,
     ) -> Response<Body> {
@@ -208,7 +241,11 @@ impl ResponseCache {
         {
             return response;
         }
+        if kind == Cacheable::StaticFile && !shareable_static(parts, &response) {
+            return response;
+        }
         let now = SystemTime::now();
+        let head_bytes = header_bytes(&parts.headers) + header_bytes(response.headers());
         let policy = CachePolicy::new_options(parts, &response, now, options());
         if !policy.is_storable() || policy.time_to_live(now).is_zero() {
             return response;
@@ -221,14 +258,19 @@ impl ResponseCache {
         let copying = CopyingBody {
             inner: body,
             copy: Some(BytesMut::new()),
-            sink: Some((self.clone(), key, policy)),
+            sink: Some((self.clone(), key, policy, head_bytes)),
             limit: self.max_object_bytes as usize,
         };
         Response::from_parts(head, copying.boxed_unsync())
     }
 
-    fn insert(&self, key: Key, policy: CachePolicy, body: Bytes) {
-        self.entries.insert(key, Arc::new(Entry { policy, body }));
+    fn insert(&self, key: Key, policy: CachePolicy, body: Bytes, head_bytes: usize) {
+        let entry = Entry {
+            policy,
+            body,
+            head_bytes,
+        };
+        self.entries.insert(key, Arc::new(entry));
     }
 }
 
@@ -236,15 +278,17 @@ impl ResponseCache {
 struct CopyingBody {
     inner: Body,
     copy: Option<BytesMut>,
-    sink: Option<(Arc<ResponseCache>, Key, CachePolicy)>,
+    sink: Option<(Arc<ResponseCache>, Key, CachePolicy, usize)>,
     limit: usize,
 }
 
 impl CopyingBody {
     /// Stores the copy once the body has ended whole.
     fn finish(&mut self) {
-        if let (Some(copy), Some((cache, key, policy))) = (self.copy.take(), self.sink.take()) {
-            cache.insert(key, policy, copy.freeze());
+        if let (Some(copy), Some((cache, key, policy, head_bytes))) =
+            (self.copy.take(), self.sink.take())
+        {
+            cache.insert(key, policy, copy.freeze(), head_bytes);
         }
     }
 }
@@ -293,6 +337,29 @@ impl hyper::body::Body for CopyingBody {
     }
 }
 
+/// Whether a static file's answer may be shared: never an HTML page, and for a
+/// request with cookies or credentials only what the origin says is `public`.
+fn shareable_static(parts: &request::Parts, response: &Response<Body>) -> bool {
+    let headers = response.headers();
+    let html = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/html"));
+    if html {
+        return false;
+    }
+    if !personal(parts) {
+        return true;
+    }
+    headers
+        .get_all(header::CACHE_CONTROL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|d| d.trim().to_ascii_lowercase())
+        .any(|d| d == "public" || d.starts_with("s-maxage"))
+}
+
 /// Headers a stored request keeps for `Vary` matching.
 pub fn request_head(parts: &request::Parts) -> request::Parts {
     let mut head = request::Request::new(());
@@ -329,5 +396,13 @@ mod tests {
         assert_eq!(cacheable(&post, true, true), None);
         let hidden = parts(Method::GET, "/.css", &[]);
         assert_eq!(cacheable(&hidden, true, false), None);
+        // The gateway's own pass is no sign of a personal page.
+        let passed = parts(Method::GET, "/blog/post", &[("cookie", "botgate_pass=1.x")]);
+        assert_eq!(
+            cacheable(&passed, false, true),
+            Some(Cacheable::DynamicPage)
+        );
+        let both = parts(Method::GET, "/", &[("cookie", "botgate_pass=1.x; sid=2")]);
+        assert_eq!(cacheable(&both, false, true), None);
     }
 }

@@ -100,13 +100,17 @@ async fn connection(
     mut shutdown: Shutdown,
 ) -> Result<(), String> {
     let limits = gateway.config.limits.clone();
-    let client = canonical(incoming.remote_address());
+    let peer = incoming.remote_address();
+    let client = canonical(peer);
+    let original_cid = incoming.orig_dst_cid();
+    let handshake = tokio::time::timeout(limits.header_read_timeout, incoming).await;
+    // Taken after the handshake, when the whole ClientHello has arrived, whatever
+    // happened to it.
     let ja4 = gateway
         .quic_hellos
-        .take(incoming.remote_address())
+        .take(peer, &original_cid)
         .unwrap_or_default();
-    let quic = tokio::time::timeout(limits.header_read_timeout, incoming)
-        .await
+    let quic = handshake
         .map_err(|_| "QUIC handshake timed out".to_string())?
         .map_err(|err| format!("QUIC handshake: {err}"))?;
     let info = Arc::new(ConnectionInfo {
@@ -119,11 +123,15 @@ async fn connection(
             ja4,
         }),
     });
-    let mut h3 = h3::server::builder()
-        .max_field_section_size(limits.max_header_bytes as u64)
-        .build::<_, Bytes>(h3_quinn::Connection::new(quic))
-        .await
-        .map_err(|err| format!("HTTP/3 setup: {err}"))?;
+    let mut builder = h3::server::builder();
+    builder.max_field_section_size(limits.max_header_bytes as u64);
+    let setup = builder.build::<_, Bytes>(h3_quinn::Connection::new(quic));
+    let mut h3 = tokio::select! {
+        built = tokio::time::timeout(limits.header_read_timeout, setup) => built
+            .map_err(|_| "HTTP/3 setup timed out".to_string())?
+            .map_err(|err| format!("HTTP/3 setup: {err}"))?,
+        _ = shutdown.wait() => return Ok(()),
+    };
     let requests = TaskTracker::new();
     loop {
         let accepted = tokio::select! {

@@ -429,9 +429,9 @@ impl Gateway {
         let lb = &website.website.settings.loadbalancer;
         let cache_key = cache::cacheable(&parts, lb.cache_static_files, lb.cache_dynamic_pages)
             .filter(|_| !upgrade)
-            .map(|_| cache::Key::new(connection.https, host, &parts));
+            .map(|kind| (cache::Key::new(connection.https, host, &parts), kind));
         let cached_request = match &cache_key {
-            Some(key) => {
+            Some((key, _)) => {
                 let found = self.cache.lookup(key, &parts);
                 let result = if found.is_some() { "hit" } else { "miss" };
                 record.cache = result;
@@ -508,7 +508,7 @@ impl Gateway {
         }
         let response = response.map(|body| body.map_err(Into::into).boxed_unsync());
         match (cache_key, cached_request) {
-            (Some(key), Some(head)) => self.cache.store(key, &head, response),
+            (Some((key, kind)), Some(head)) => self.cache.store(key, kind, &head, response),
             _ => response,
         }
     }

@@ -8,7 +8,7 @@ use super::ja4::{self, Transport};
 use quinn::{AsyncUdpSocket, UdpPoller, udp::RecvMeta};
 use ring::aead::{self, quic::HeaderProtectionKey};
 use ring::hkdf;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -22,10 +22,17 @@ const INITIAL_SALT: [u8; 20] = [
 ];
 /// The longest ClientHello put together.
 const MAX_HELLO: usize = 16 * 1024;
-/// Clients whose hello is being put together or waits for quinn, at most.
-const MAX_CLIENTS: usize = 4096;
+/// Handshakes whose hello is being put together or waits for quinn, at most (with
+/// `MAX_HELLO`, this bounds the memory at 16 MiB).
+const MAX_CLIENTS: usize = 1024;
+/// The smallest datagram carrying a client's Initial (RFC 9000 §14.1); quinn drops
+/// smaller ones, and so does this, before any cryptography.
+const MIN_INITIAL_DATAGRAM: usize = 1200;
 
-/// JA4 fingerprints of QUIC clients, by address, from their Initial packets.
+/// A handshake: the client's address and its first destination connection ID.
+type Handshake = (SocketAddr, Vec<u8>);
+
+/// JA4 fingerprints of QUIC clients, by handshake, from their Initial packets.
 #[derive(Debug, Default)]
 pub struct ClientHellos {
     state: Mutex<Hellos>,
@@ -33,27 +40,43 @@ pub struct ClientHellos {
 
 #[derive(Debug, Default)]
 struct Hellos {
-    /// CRYPTO bytes by offset, per client still sending its hello.
-    partial: BTreeMap<SocketAddr, BTreeMap<u64, Vec<u8>>>,
+    /// CRYPTO bytes by offset, per handshake still sending its hello.
+    partial: HashMap<Handshake, BTreeMap<u64, Vec<u8>>>,
     /// Finished fingerprints waiting for their connection.
-    done: BTreeMap<SocketAddr, String>,
+    done: HashMap<Handshake, String>,
+    /// Handshakes in the order they were first seen, for evicting the oldest.
+    order: VecDeque<Handshake>,
+}
+
+impl Hellos {
+    fn forget(&mut self, handshake: &Handshake) {
+        self.partial.remove(handshake);
+        self.done.remove(handshake);
+    }
 }
 
 impl ClientHellos {
-    /// The fingerprint of the client at `address`, once (the connection takes it).
-    pub fn take(&self, address: SocketAddr) -> Option<String> {
+    /// The fingerprint of the handshake from `address` to `original_cid`, once (the
+    /// connection takes it, after its handshake, so the whole hello has arrived).
+    pub fn take(&self, address: SocketAddr, original_cid: &[u8]) -> Option<String> {
         let mut state = self.state.lock().ok()?;
-        state.partial.remove(&address);
-        state.done.remove(&address)
+        let handshake = (address, original_cid.to_vec());
+        let fingerprint = state.done.remove(&handshake);
+        state.forget(&handshake);
+        fingerprint
     }
 
     /// Looks at one datagram from `from`.
     fn datagram(&self, from: SocketAddr, datagram: &[u8]) {
-        // Long header, fixed bit, type Initial (RFC 9000 §17.2).
-        if datagram.first().is_none_or(|b| b & 0xf0 != 0xc0) {
+        // Long header, fixed bit, type Initial (RFC 9000 §17.2), of a size and with a
+        // connection ID quinn accepts.
+        if datagram.len() < MIN_INITIAL_DATAGRAM
+            || datagram.first().is_none_or(|b| b & 0xf0 != 0xc0)
+            || !matches!(datagram.get(5), Some(8..=20))
+        {
             return;
         }
-        let Some(frames) = open_initial(datagram) else {
+        let Some((dcid, frames)) = open_initial(datagram) else {
             return;
         };
         let crypto = crypto_frames(&frames);
@@ -63,36 +86,57 @@ impl ClientHellos {
         let Ok(mut state) = self.state.lock() else {
             return;
         };
-        if state.done.contains_key(&from) {
+        let handshake = (from, dcid);
+        if state.done.contains_key(&handshake) {
             return;
         }
-        if !state.partial.contains_key(&from)
-            && state.partial.len() + state.done.len() >= MAX_CLIENTS
-        {
-            // Spoofed Initials must not grow this without bound; the oldest go.
-            if let Some(oldest) = state.partial.keys().next().copied() {
-                state.partial.remove(&oldest);
-            } else if let Some(oldest) = state.done.keys().next().copied() {
-                state.done.remove(&oldest);
+        if !state.partial.contains_key(&handshake) {
+            // Spoofed Initials must not grow this without bound: the oldest go.
+            while state.order.len() >= MAX_CLIENTS {
+                if let Some(oldest) = state.order.pop_front() {
+                    state.forget(&oldest);
+                }
             }
+            state.order.push_back(handshake.clone());
         }
-        let pieces = state.partial.entry(from).or_default();
+        let pieces = state.partial.entry(handshake.clone()).or_default();
+        let mut held: usize = pieces.values().map(Vec::len).sum();
         for (offset, data) in crypto {
-            if offset as usize + data.len() <= MAX_HELLO {
+            let fits = usize::try_from(offset)
+                .ok()
+                .and_then(|o| o.checked_add(data.len()))
+                .is_some_and(|end| end <= MAX_HELLO);
+            if fits && held + data.len() <= MAX_HELLO {
+                held += data.len();
                 pieces.insert(offset, data.to_vec());
             }
         }
-        if let Some(hello) = contiguous_hello(pieces) {
-            state.partial.remove(&from);
-            if let Some(fingerprint) = fingerprint(&hello) {
-                state.done.insert(from, fingerprint);
+        match contiguous_hello(pieces) {
+            Hello::Complete(hello) => {
+                state.partial.remove(&handshake);
+                if let Some(fingerprint) = fingerprint(&hello) {
+                    state.done.insert(handshake, fingerprint);
+                }
             }
+            Hello::TooLong => {
+                state.partial.remove(&handshake);
+            }
+            Hello::Incomplete => {}
         }
     }
 }
 
+/// What the pieces of a hello add up to.
+#[derive(Debug, PartialEq, Eq)]
+enum Hello {
+    Complete(Vec<u8>),
+    Incomplete,
+    /// It declares more than `MAX_HELLO` bytes, or is no ClientHello.
+    TooLong,
+}
+
 /// The ClientHello message when the pieces hold all of it from offset 0.
-fn contiguous_hello(pieces: &BTreeMap<u64, Vec<u8>>) -> Option<Vec<u8>> {
+fn contiguous_hello(pieces: &BTreeMap<u64, Vec<u8>>) -> Hello {
     let mut bytes = Vec::new();
     for (&offset, data) in pieces {
         let offset = offset as usize;
@@ -104,12 +148,19 @@ fn contiguous_hello(pieces: &BTreeMap<u64, Vec<u8>>) -> Option<Vec<u8>> {
             bytes.extend_from_slice(&data[overlap..]);
         }
     }
-    if bytes.len() < 4 || bytes[0] != 1 {
-        return None;
+    if bytes.len() < 4 {
+        return Hello::Incomplete;
     }
     let len =
         4 + (usize::from(bytes[1]) << 16 | usize::from(bytes[2]) << 8 | usize::from(bytes[3]));
-    (bytes.len() >= len).then(|| bytes[..len].to_vec())
+    if bytes[0] != 1 || len > MAX_HELLO {
+        Hello::TooLong
+    } else if bytes.len() >= len {
+        bytes.truncate(len);
+        Hello::Complete(bytes)
+    } else {
+        Hello::Incomplete
+    }
 }
 
 fn fingerprint(hello: &[u8]) -> Option<String> {
@@ -144,8 +195,8 @@ fn expand_label(secret: &hkdf::Prk, label: &[u8], out: &mut [u8]) -> Option<()> 
 }
 
 /// Removes header protection from and decrypts the first packet of `datagram` when it
-/// is a client's QUIC v1 Initial; its frames.
-fn open_initial(datagram: &[u8]) -> Option<Vec<u8>> {
+/// is a client's QUIC v1 Initial; its destination connection ID and frames.
+fn open_initial(datagram: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
     if datagram.get(1..5)? != [0, 0, 0, 1] {
         return None;
     }
@@ -196,7 +247,7 @@ fn open_initial(datagram: &[u8]) -> Option<Vec<u8>> {
             &mut payload,
         )
         .ok()?;
-    Some(plain.to_vec())
+    Some((dcid.to_vec(), plain.to_vec()))
 }
 
 /// The CRYPTO frames among a client Initial's frames, as (offset, data).
@@ -335,11 +386,18 @@ mod tests {
         let hello = [1u8, 0, 0, 6, 9, 9, 9, 9, 9, 9];
         let mut pieces = BTreeMap::new();
         pieces.insert(6, hello[6..].to_vec());
-        assert_eq!(contiguous_hello(&pieces), None);
+        assert_eq!(contiguous_hello(&pieces), Hello::Incomplete);
         pieces.insert(0, hello[..4].to_vec());
-        assert_eq!(contiguous_hello(&pieces), None, "a gap remains");
+        assert_eq!(
+            contiguous_hello(&pieces),
+            Hello::Incomplete,
+            "a gap remains"
+        );
         pieces.insert(3, hello[3..8].to_vec());
-        assert_eq!(contiguous_hello(&pieces), Some(hello.to_vec()));
+        assert_eq!(contiguous_hello(&pieces), Hello::Complete(hello.to_vec()));
+        let mut huge = BTreeMap::new();
+        huge.insert(0, vec![1u8, 0xff, 0xff, 0xff]);
+        assert_eq!(contiguous_hello(&huge), Hello::TooLong);
     }
 
     #[test]
@@ -349,6 +407,10 @@ mod tests {
         hellos.datagram(from, &[0x40, 1, 2, 3]);
         hellos.datagram(from, &[0xc0, 0, 0, 0, 2, 0]);
         hellos.datagram(from, &[0xc0; 1200]);
-        assert_eq!(hellos.take(from), None);
+        // An Initial's shape, but smaller than quinn accepts: not even decrypted.
+        let mut short = vec![0xc0, 0, 0, 0, 1, 8];
+        short.resize(1199, 0);
+        hellos.datagram(from, &short);
+        assert_eq!(hellos.take(from, &[0; 8]), None);
     }
 }

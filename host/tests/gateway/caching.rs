@@ -75,6 +75,29 @@ fn static_files_are_cached_by_their_cache_control() {
             assert_eq!((said.as_str(), reached), ("miss", true), "{refused}");
         }
     }
+    // Web cache deception: a page behind a static-looking path is not stored, and a
+    // static file fetched with the website's cookies only when the origin says public.
+    let deceptive = "/account;.css?h=Content-Type:text/html&h=Cache-Control:max-age%3D60";
+    for _ in 0..2 {
+        let (said, reached, _) = fetch(&gateway, &origin, host, deceptive, &[]);
+        assert_eq!((said.as_str(), reached), ("miss", true), "{deceptive}");
+    }
+    let session = [("cookie", "sid=42")];
+    let private_asset = "/logo.png?h=Cache-Control:max-age%3D60";
+    for _ in 0..2 {
+        let (said, reached, _) = fetch(&gateway, &origin, host, private_asset, &session);
+        assert_eq!((said.as_str(), reached), ("miss", true), "{private_asset}");
+    }
+    let public_asset = "/logo.png?h=Cache-Control:public,max-age%3D60";
+    assert_eq!(
+        fetch(&gateway, &origin, host, public_asset, &session).0,
+        "miss"
+    );
+    assert_eq!(
+        fetch(&gateway, &origin, host, public_asset, &session).0,
+        "hit"
+    );
+
     // A request's own no-cache goes to the origin.
     let (said, reached, _) = fetch(
         &gateway,
