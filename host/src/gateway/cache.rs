@@ -223,18 +223,15 @@ impl ResponseCache {
         Some(response)
     }
 
-    /// Passes the origin's `response` to the request `parts` on, copying it into the
-    /// cache as it streams when it may be stored.
+    /// Passes the origin's `response` to the `GET` request `parts` on, copying it into
+    /// the cache as it streams when it may be stored.
     pub fn store(
         self: &Arc<Self>,
         key: Key,
         kind: Cacheable,
         parts: &request::Parts,
-        mut response: Response<Body>,
+        response: Response<Body>,
     ) -> Response<Body> {
-        response
-            .headers_mut()
-            .insert(CACHE_HEADER, HeaderValue::from_static("miss"));
         if parts.method != Method::GET
             || response.status() == StatusCode::PARTIAL_CONTENT
             || response.headers().contains_key(header::SET_COOKIE)

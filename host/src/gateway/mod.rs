@@ -11,8 +11,8 @@
 //!    request facts (TLS, [`crawlers`] verification, [`challenge`] pass, [`behaviour`]
 //!    counters), let the rule engine decide, and act.
 //! 3. [`cache`]: answer from the response cache when the website caches and a fresh
-//!    copy is held; otherwise [`upstream`]: forward to an origin with the forwarding headers ([`forwarding`]),
-//!    streaming both ways, WebSocket included.
+//!    copy is held; otherwise [`upstream`]: forward to an origin with the forwarding
+//!    headers ([`forwarding`]), streaming both ways, WebSocket included.
 //! 4. Record: the access log line and [`metrics`].
 
 pub mod admin;
@@ -100,6 +100,8 @@ pub struct Gateway {
     pub cache: Arc<cache::ResponseCache>,
     /// JA4 of QUIC clients, from their Initial packets, until their connection starts.
     pub quic_hellos: Arc<quic_hello::ClientHellos>,
+    /// The `Alt-Svc` value advertising HTTP/3, made once from `config.http3_port`.
+    pub alt_svc: Option<http::HeaderValue>,
     pub metrics: metrics::Metrics,
 }
 
@@ -136,6 +138,9 @@ impl Gateway {
             metrics: metrics::Metrics::new(rulesets.clone(), cache.clone()),
             cache,
             quic_hellos: Arc::default(),
+            alt_svc: config.http3_port.and_then(|port| {
+                http::HeaderValue::from_str(&format!("h3=\":{port}\"; ma=86400")).ok()
+            }),
             config,
             websites,
             rulesets,

@@ -126,10 +126,11 @@ impl Gateway {
         let mut record = Record::new();
         let mut response = self.phases(request, &connection, &mut record).await;
         if record.advertise_http3
-            && let Some(port) = self.config.http3_port
-            && let Ok(value) = HeaderValue::from_str(&format!("h3=\":{port}\"; ma=86400"))
+            && let Some(alt_svc) = &self.alt_svc
         {
-            response.headers_mut().insert(header::ALT_SVC, value);
+            response
+                .headers_mut()
+                .insert(header::ALT_SVC, alt_svc.clone());
         }
         let elapsed = started.elapsed();
         let status = response.status().as_u16();
@@ -427,25 +428,25 @@ impl Gateway {
         let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut request));
         let (parts, body) = request.into_parts();
         let lb = &website.website.settings.loadbalancer;
-        let cache_key = cache::cacheable(&parts, lb.cache_static_files, lb.cache_dynamic_pages)
-            .filter(|_| !upgrade)
-            .map(|kind| (cache::Key::new(connection.https, host, &parts), kind));
-        let cached_request = match &cache_key {
-            Some((key, _)) => {
-                let found = self.cache.lookup(key, &parts);
-                let result = if found.is_some() { "hit" } else { "miss" };
-                record.cache = result;
-                self.metrics
-                    .cache_lookups
-                    .get_or_create(&CacheLabels { result })
-                    .inc();
-                if let Some(hit) = found {
-                    return hit;
-                }
-                Some(cache::request_head(&parts))
+        // A cache miss's key, kind and request head, kept to store a GET's answer.
+        let mut to_store = None;
+        let cacheable = cache::cacheable(&parts, lb.cache_static_files, lb.cache_dynamic_pages);
+        if let Some(kind) = cacheable.filter(|_| !upgrade) {
+            let key = cache::Key::new(connection.https, host, &parts);
+            let found = self.cache.lookup(&key, &parts);
+            let result = if found.is_some() { "hit" } else { "miss" };
+            record.cache = result;
+            self.metrics
+                .cache_lookups
+                .get_or_create(&CacheLabels { result })
+                .inc();
+            if let Some(hit) = found {
+                return hit;
             }
-            None => None,
-        };
+            if parts.method == Method::GET {
+                to_store = Some((key, kind, cache::request_head(&parts)));
+            }
+        }
         let target = parts
             .uri
             .path_and_query()
@@ -506,10 +507,15 @@ impl Gateway {
         } else {
             forwarding::remove_hop_by_hop(response.headers_mut(), false);
         }
-        let response = response.map(|body| body.map_err(Into::into).boxed_unsync());
-        match (cache_key, cached_request) {
-            (Some((key, kind)), Some(head)) => self.cache.store(key, kind, &head, response),
-            _ => response,
+        let mut response = response.map(|body| body.map_err(Into::into).boxed_unsync());
+        if record.cache == "miss" {
+            response
+                .headers_mut()
+                .insert(cache::CACHE_HEADER, HeaderValue::from_static("miss"));
+        }
+        match to_store {
+            Some((key, kind, head)) => self.cache.store(key, kind, &head, response),
+            None => response,
         }
     }
 }
