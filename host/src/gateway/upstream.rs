@@ -76,6 +76,10 @@ struct PoolKey {
     address: SocketAddr,
     /// The name sent in SNI when the origin is reached over TLS.
     tls_name: Option<Arc<str>>,
+    /// The thread whose event loop drives the connection: each data-plane thread keeps
+    /// its own idle connections, so a request and its origin connection never wake
+    /// another core.
+    thread: std::thread::ThreadId,
 }
 
 /// The origins of every website, their health and their idle connections.
@@ -221,11 +225,13 @@ impl Origins {
             self.config.http_port
         };
         let tls_name: Option<Arc<str>> = tls_name.map(Arc::from);
+        let thread = std::thread::current().id();
         let mut last = String::new();
         for address in self.order(ips, port) {
             let key = PoolKey {
                 address,
                 tls_name: tls_name.clone(),
+                thread,
             };
             // A pooled connection the origin closed meanwhile gives the request back;
             // then a fresh connection is tried once.

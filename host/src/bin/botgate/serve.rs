@@ -156,6 +156,11 @@ pub struct DataPlaneArgs {
         default_value = "8388608"
     )]
     cache_max_object_bytes: u64,
+    /// Threads that accept and serve HTTP and HTTPS connections, each with its own
+    /// listener socket (`SO_REUSEPORT`) and event loop, so a connection and its origin
+    /// connection stay on one core; one per core when not given.
+    #[arg(long, env = "BOTGATE_DATA_PLANE_THREADS")]
+    threads: Option<std::num::NonZeroUsize>,
     /// Serve no HTTP/3 (QUIC on the HTTPS listener's address over UDP).
     #[arg(long, env = "BOTGATE_NO_HTTP3")]
     no_http3: bool,
@@ -244,6 +249,38 @@ pub fn run(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
         .block_on(serve(args, registry))
 }
 
+/// Binds `count` listeners to one address with `SO_REUSEPORT`, so each data-plane
+/// thread accepts its own share of the connections (the kernel spreads them).
+fn bind_shared(
+    address: SocketAddr,
+    what: &str,
+    count: usize,
+) -> Result<Vec<std::net::TcpListener>> {
+    let mut listeners = Vec::with_capacity(count);
+    let mut address = address;
+    for _ in 0..count {
+        let socket = socket2::Socket::new(
+            socket2::Domain::for_address(address),
+            socket2::Type::STREAM,
+            Some(socket2::Protocol::TCP),
+        )?;
+        socket.set_reuse_address(true)?;
+        #[cfg(unix)]
+        socket.set_reuse_port(true)?;
+        socket.set_nonblocking(true)?;
+        socket
+            .bind(&address.into())
+            .and_then(|()| socket.listen(1024))
+            .with_context(|| format!("binding the {what} listener to {address}"))?;
+        let listener: std::net::TcpListener = socket.into();
+        // Port 0 picks a free port once; the others share it.
+        address = listener.local_addr()?;
+        listeners.push(listener);
+    }
+    tracing::info!(%address, threads = count, "{what} listening");
+    Ok(listeners)
+}
+
 async fn bind(address: SocketAddr, what: &str) -> Result<TcpListener> {
     let listener = TcpListener::bind(address)
         .await
@@ -280,8 +317,13 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
     gateway.spawn_housekeeping();
     let (tls, quic) = gateway.tls_configs()?;
 
-    let http = bind(args.http_listen, "HTTP").await?;
-    let https = bind(args.https_listen, "HTTPS").await?;
+    let threads = args
+        .data_plane
+        .threads
+        .or_else(|| std::thread::available_parallelism().ok())
+        .map_or(1, |n| n.get());
+    let http = bind_shared(args.http_listen, "HTTP", threads)?;
+    let https = bind_shared(args.https_listen, "HTTPS", threads)?;
     let http3 = if args.data_plane.no_http3 {
         None
     } else {
@@ -300,22 +342,48 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
 
     let (stop, shutdown) = Shutdown::new();
     let tracker = TaskTracker::new();
-    let mut listeners = vec![
-        tokio::spawn(listener::serve(
+    let mut listeners = Vec::new();
+    for (index, (http, https)) in http.into_iter().zip(https).enumerate() {
+        let (gateway, tls, shutdown, tracker) = (
             gateway.clone(),
-            http,
-            None,
+            tls.clone(),
             shutdown.clone(),
             tracker.clone(),
-        )),
-        tokio::spawn(listener::serve(
-            gateway.clone(),
-            https,
-            Some(tls),
-            shutdown.clone(),
-            tracker.clone(),
-        )),
-    ];
+        );
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting a data-plane runtime")?;
+        let (http, https) = {
+            let _entered = runtime.enter();
+            (TcpListener::from_std(http)?, TcpListener::from_std(https)?)
+        };
+        let (stopped, listening) = tokio::sync::oneshot::channel::<()>();
+        listeners.push(tokio::spawn(async move {
+            let _ = listening.await;
+        }));
+        std::thread::Builder::new()
+            .name(format!("data-plane-{index}"))
+            .spawn(move || {
+                runtime.block_on(async move {
+                    tokio::join!(
+                        listener::serve(
+                            gateway.clone(),
+                            http,
+                            None,
+                            shutdown.clone(),
+                            tracker.clone()
+                        ),
+                        listener::serve(gateway, https, Some(tls), shutdown, tracker.clone()),
+                    );
+                    drop(stopped);
+                    // The connections this thread accepted run on its event loop: it
+                    // turns until every connection has drained (or the process ends).
+                    tracker.wait().await;
+                })
+            })
+            .context("starting a data-plane thread")?;
+    }
     if let Some(endpoint) = http3 {
         listeners.push(tokio::spawn(http3::serve(
             gateway.clone(),

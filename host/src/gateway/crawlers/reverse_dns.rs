@@ -5,6 +5,13 @@
 //! networks — `crawl-66-249-66-1.googlebot.com` — is verified when one of the address's
 //! confirmed names ends in one of them. Only claims outside the listed networks reach
 //! this; concurrent requests from one address wait for one lookup.
+//!
+//! An IPv6 client can rotate through the 2^64 addresses of its network; a bot doing so
+//! with a crawler's user agent would cost one lookup per request. So an address that
+//! failed confirmation marks its whole /64 unconfirmed for as long as the answer is
+//! kept, and the other addresses of that network are not looked up meanwhile. (A real
+//! crawler's network confirms; the networks the operators publish are checked before
+//! any lookup.)
 
 use hickory_resolver::TokioResolver;
 use hickory_resolver::config::{ConnectionConfig, NameServerConfig, ResolverConfig};
@@ -12,6 +19,7 @@ use hickory_resolver::net::runtime::TokioRuntimeProvider;
 use hickory_resolver::proto::rr::RData;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Where and how long names are looked up and kept.
@@ -57,7 +65,20 @@ struct Answer {
 pub struct ReverseDns {
     resolver: TokioResolver,
     cache: quick_cache::sync::Cache<IpAddr, Answer>,
+    /// IPv6 /64 networks (the address's first 64 bits) with an address that failed
+    /// confirmation, and until when that holds.
+    unconfirmed_networks: quick_cache::sync::Cache<u64, Instant>,
+    lookups: AtomicU64,
     config: ReverseDnsConfig,
+}
+
+/// The /64 network of an IPv6 address; IPv4 addresses (and IPv4-mapped IPv6 ones) are
+/// looked up one by one.
+fn ipv6_network(address: IpAddr) -> Option<u64> {
+    match address {
+        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_none() => Some((v6.to_bits() >> 64) as u64),
+        _ => None,
+    }
 }
 
 impl ReverseDns {
@@ -93,6 +114,8 @@ impl ReverseDns {
         Ok(ReverseDns {
             resolver,
             cache: quick_cache::sync::Cache::new(config.capacity.max(16)),
+            unconfirmed_networks: quick_cache::sync::Cache::new(config.capacity.max(16)),
+            lookups: AtomicU64::new(0),
             config,
         })
     }
@@ -104,6 +127,13 @@ impl ReverseDns {
                 return answer.names;
             }
             self.cache.remove(&address);
+        }
+        let network = ipv6_network(address);
+        if network
+            .and_then(|network| self.unconfirmed_networks.get(&network))
+            .is_some_and(|until| until > Instant::now())
+        {
+            return Arc::from([]);
         }
         let guard = match self.cache.get_value_or_guard_async(&address).await {
             Ok(answer) => return answer.names,
@@ -122,14 +152,24 @@ impl ReverseDns {
         } else {
             self.config.confirmed_for
         };
+        let until = Instant::now() + keep;
+        if let (true, Some(network)) = (names.is_empty(), network) {
+            self.unconfirmed_networks.insert(network, until);
+        }
         let _ = guard.insert(Answer {
             names: names.clone(),
-            until: Instant::now() + keep,
+            until,
         });
         names
     }
 
+    /// Reverse lookups started so far (each may be followed by forward lookups).
+    pub fn lookups(&self) -> u64 {
+        self.lookups.load(Ordering::Relaxed)
+    }
+
     async fn look_up(&self, address: IpAddr) -> Vec<String> {
+        self.lookups.fetch_add(1, Ordering::Relaxed);
         let pointers = match self.resolver.reverse_lookup(address).await {
             Ok(lookup) => lookup
                 .answers()
@@ -175,6 +215,33 @@ pub fn under(name: &str, suffix: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn an_unconfirmed_ipv6_address_spares_the_lookups_of_its_network() {
+        // A server that answers nothing: every lookup fails, so nothing confirms.
+        let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let dns = ReverseDns::new(ReverseDnsConfig {
+            servers: vec![silent.local_addr().unwrap()],
+            timeout: Duration::from_millis(100),
+            ..ReverseDnsConfig::default()
+        })
+        .unwrap();
+        let first: IpAddr = "2001:db8:1:2::1".parse().unwrap();
+        assert!(dns.confirmed_names(first).await.is_empty());
+        assert_eq!(dns.lookups(), 1);
+        // The same /64, another address: no lookup.
+        let rotated: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
+        assert!(dns.confirmed_names(rotated).await.is_empty());
+        assert_eq!(dns.lookups(), 1);
+        // Another /64 and IPv4 addresses are looked up one by one.
+        let neighbour: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert!(dns.confirmed_names(neighbour).await.is_empty());
+        assert_eq!(dns.lookups(), 2);
+        for v4 in ["192.0.2.1", "192.0.2.2"] {
+            assert!(dns.confirmed_names(v4.parse().unwrap()).await.is_empty());
+        }
+        assert_eq!(dns.lookups(), 4);
+    }
 
     #[test]
     fn names_match_whole_labels() {
