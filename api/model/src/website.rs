@@ -1,11 +1,13 @@
 //! The website resource: its fields, its status, and how a create or an update
 //! (the specification's PUT: only the keys sent change) is checked and applied.
 
+use crate::certificate;
 use crate::invalid::Invalid;
 use crate::names::{self, Domain, Subdomain, UserId};
 use crate::settings::{CertsIssuer, Settings, SettingsPatch};
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
+use std::time::SystemTime;
 
 /// The largest certificate bundle or private key accepted, in bytes.
 pub const MAX_PEM_BYTES: usize = 64 * 1024;
@@ -87,27 +89,6 @@ fn requested_status(input: &Option<String>) -> Result<Option<Status>, Invalid> {
             ),
         )),
     }
-}
-
-fn check_certificate(certificate: &Certificate) -> Result<(), Invalid> {
-    for (field, pem, label) in [
-        ("certificate.public", &certificate.public, "CERTIFICATE"),
-        ("certificate.private", &certificate.private, "PRIVATE KEY"),
-    ] {
-        if pem.len() > MAX_PEM_BYTES {
-            return Err(Invalid::too_large(
-                field,
-                format!("{} bytes, at most {MAX_PEM_BYTES}", pem.len()),
-            ));
-        }
-        if !pem.contains("-----BEGIN") || !pem.contains(label) {
-            return Err(Invalid::malformed(
-                field,
-                format!("`{field}` must be PEM text holding a {label} block"),
-            ));
-        }
-    }
-    Ok(())
 }
 
 impl Website {
@@ -204,18 +185,27 @@ impl Website {
         if let Some(settings) = &input.settings {
             SettingsPatch::parse(settings)?.apply(&mut next.settings);
         }
+        let certificate_sent = input.certificate.is_some();
         if let Some(certificate) = input.certificate {
-            check_certificate(&certificate)?;
             next.certificate = Some(certificate);
         }
-        if next.settings.loadbalancer.certs_issuer == CertsIssuer::Custom
-            && next.certificate.is_none()
-        {
+        let custom = next.settings.loadbalancer.certs_issuer == CertsIssuer::Custom;
+        if custom && next.certificate.is_none() {
             return Err(Invalid::unacceptable(
                 "certificate",
                 "certs_issuer is `custom` but no certificate was sent; send `certificate` \
                  (`public` and `private`) or use `acme`",
             ));
+        }
+        // A certificate is checked when it arrives, and again when the partner's own
+        // certificate must now cover other names or starts being used.
+        let recheck = custom
+            && (next.subdomain != self.subdomain
+                || self.settings.loadbalancer.certs_issuer != CertsIssuer::Custom);
+        if let Some(certificate) = &next.certificate
+            && (certificate_sent || recheck)
+        {
+            certificate::check(certificate, &next.host_names(), SystemTime::now())?;
         }
         match requested_status(&input.status)? {
             Some(Status::Paused) => {
@@ -386,10 +376,11 @@ mod tests {
             })
             .unwrap_err();
         assert_eq!(err.field, "certificate");
+        let generated = rcgen::generate_simple_self_signed(vec!["example.com".to_owned()]).unwrap();
         site.apply(WebsiteInput {
             certificate: Some(Certificate {
-                public: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".into(),
-                private: "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n".into(),
+                public: generated.cert.pem(),
+                private: generated.signing_key.serialize_pem(),
             }),
             settings: Some(json!({"loadbalancer": {"certs_issuer": "custom"}})),
             ..Default::default()
@@ -398,6 +389,28 @@ mod tests {
         let shown = serde_json::to_string(&site.view()).unwrap();
         assert!(shown.contains("BEGIN CERTIFICATE"));
         assert!(!shown.contains("PRIVATE KEY"), "{shown}");
+
+        // A subdomain the stored certificate does not cover is refused, and nothing
+        // changes.
+        let before = site.clone();
+        let err = site
+            .apply(WebsiteInput {
+                subdomain: Some(vec!["www".into()]),
+                ..Default::default()
+            })
+            .unwrap_err();
+        assert_eq!(err.field, "certificate.public");
+        assert!(
+            err.message.contains("does not cover `www.example.com`"),
+            "{err}"
+        );
+        assert_eq!(site, before);
+        // Settings change freely meanwhile.
+        site.apply(WebsiteInput {
+            settings: Some(json!({"loadbalancer": {"force_https": true}})),
+            ..Default::default()
+        })
+        .unwrap();
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! never yields a 5xx.
 
 use crate::{assert_error, create_user, create_website, on_both_backends, partners};
-use botgate_tests::http::{Body, Client};
+use botgate_tests::http::{Body, Client, self_signed};
 use serde_json::json;
 
 #[test]
@@ -120,6 +120,44 @@ fn refused_values_name_their_field() {
             Some("certificate"),
         );
         assert_error(&site(json!({"status": "error"}))?, 422, Some("status"));
+        // A bad certificate upload: each problem answers 422 and says what is wrong.
+        let (public, private) = self_signed(&["new.example"])?;
+        let (other_public, other_private) = self_signed(&["elsewhere.example"])?;
+        for (certificate, field, says) in [
+            (
+                json!({"public": "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----", "private": private}),
+                "certificate.public",
+                "not a valid X.509 certificate",
+            ),
+            (
+                json!({"public": public, "private": other_private}),
+                "certificate.private",
+                "does not belong",
+            ),
+            (
+                json!({"public": other_public, "private": other_private}),
+                "certificate.public",
+                "does not cover `new.example`",
+            ),
+        ] {
+            let reply = site(json!({"certificate": certificate}))?;
+            assert_error(&reply, 422, Some(field));
+            let message = reply.json()["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            assert!(message.contains(says), "{message}");
+        }
+        let reply = site(
+            json!({"subdomain": ["www"], "certificate": {"public": public, "private": private}}),
+        )?;
+        assert_error(&reply, 422, Some("certificate.public"));
+        assert!(
+            reply.json()["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("`www.new.example`")
+        );
         assert_error(
             &site(json!({"callbackUrl": "ftp://hooks.example/x"}))?,
             422,
