@@ -2,7 +2,7 @@
 //! [`Store`] interface (the trait's `async` methods make it unusable as `dyn Store`).
 
 use crate::{
-    Change, EmbeddedStore, Page, PartnerRecord, RedisStore, Snapshot, Store, StoreError,
+    Change, Delivery, EmbeddedStore, Page, PartnerRecord, RedisStore, Snapshot, Store, StoreError,
     WebsiteRecord,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
@@ -116,5 +116,30 @@ impl Store for AnyStore {
             AnyStore::Embedded(store) => store.subscribe(),
             AnyStore::Redis(store) => store.subscribe(),
         }
+    }
+
+    async fn enqueue_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
+        delegate!(self.enqueue_delivery(delivery))
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now_ms: u64,
+        lease_until_ms: u64,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        delegate!(self.claim_deliveries(now_ms, lease_until_ms, limit))
+    }
+
+    async fn retry_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
+        delegate!(self.retry_delivery(delivery))
+    }
+
+    async fn finish_delivery(&self, id: &str) -> Result<(), StoreError> {
+        delegate!(self.finish_delivery(id))
+    }
+
+    async fn deliveries(&self) -> Result<Vec<Delivery>, StoreError> {
+        delegate!(self.deliveries())
     }
 }

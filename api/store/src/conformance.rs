@@ -2,7 +2,7 @@
 //! Backend tests call [`run`] on a fresh, empty store; it panics on the first
 //! difference, naming it.
 
-use crate::{Changed, PartnerRecord, Store, StoreError};
+use crate::{Changed, Delivery, PartnerRecord, Store, StoreError};
 use botgate_model::{Domain, PartnerName, User, UserId, Website, WebsiteInput};
 use tokio::sync::broadcast::error::TryRecvError;
 
@@ -63,6 +63,91 @@ pub async fn run<S: Store>(store: &S) {
     change_feed(store).await;
     deleting_a_user_deletes_its_websites(store).await;
     shared_secrets(store).await;
+    outbox(store).await;
+}
+
+/// A delivery of `partner` named `id`, due at `due_ms`.
+pub fn delivery(partner: &str, id: &str, due_ms: u64) -> Delivery {
+    Delivery {
+        id: id.into(),
+        partner: PartnerName::parse(partner).unwrap(),
+        url: format!("http://hooks.example/{id}"),
+        body: format!("{{\"domain\":\"{id}.example\"}}"),
+        created_ms: due_ms,
+        attempts: 0,
+        next_attempt_ms: due_ms,
+        last_error: None,
+    }
+}
+
+async fn outbox<S: Store>(store: &S) {
+    let version = store.version().await.unwrap();
+    assert_eq!(store.deliveries().await.unwrap(), vec![], "starts empty");
+    for (id, due) in [("msg_b", 2_000), ("msg_a", 1_000), ("msg_c", 9_000)] {
+        store
+            .enqueue_delivery(&delivery("acme", id, due))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        store.claim_deliveries(500, 60_000, 10).await.unwrap(),
+        vec![],
+        "nothing is due before its time"
+    );
+    let claimed = store.claim_deliveries(5_000, 65_000, 10).await.unwrap();
+    let ids: Vec<&str> = claimed.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids, ["msg_a", "msg_b"], "the due ones, oldest due first");
+    assert!(
+        claimed.iter().all(|d| d.next_attempt_ms == 65_000),
+        "a claim carries its lease: {claimed:?}"
+    );
+    assert_eq!(claimed[0].body, delivery("acme", "msg_a", 0).body);
+    assert_eq!(
+        store.claim_deliveries(6_000, 66_000, 10).await.unwrap(),
+        vec![],
+        "a leased delivery is not claimed again while the lease holds"
+    );
+    let mut failed = claimed[1].clone();
+    failed.attempts = 1;
+    failed.next_attempt_ms = 7_000;
+    failed.last_error = Some("503 from the receiver".into());
+    store.retry_delivery(&failed).await.unwrap();
+    let again = store.claim_deliveries(7_000, 67_000, 1).await.unwrap();
+    assert_eq!(again.len(), 1, "limit");
+    assert_eq!(again[0].id, "msg_b", "retried when due again");
+    assert_eq!(again[0].attempts, 1);
+    assert_eq!(again[0].last_error.as_deref(), Some("503 from the receiver"));
+    // A lease that ran out (the gateway died mid-delivery) frees the delivery.
+    let expired = store.claim_deliveries(65_000, 70_000, 10).await.unwrap();
+    assert_eq!(
+        expired.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(),
+        ["msg_c", "msg_a"],
+        "due ones and ones whose lease ran out, by when they were due"
+    );
+    store.finish_delivery("msg_a").await.unwrap();
+    store.finish_delivery("msg_a").await.unwrap();
+    let mut gone = delivery("acme", "msg_gone", 1);
+    gone.attempts = 3;
+    store.retry_delivery(&gone).await.unwrap();
+    let left: Vec<String> = store
+        .deliveries()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(
+        left,
+        ["msg_b", "msg_c"],
+        "finished ones are gone; retrying a finished one does not bring it back"
+    );
+    store.finish_delivery("msg_b").await.unwrap();
+    store.finish_delivery("msg_c").await.unwrap();
+    assert_eq!(
+        store.version().await.unwrap(),
+        version,
+        "the outbox is not website changes"
+    );
 }
 
 async fn shared_secrets<S: Store>(store: &S) {

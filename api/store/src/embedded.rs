@@ -2,7 +2,7 @@
 //! write is a durable transaction), with the change feed in-process.
 
 use crate::{
-    Change, Changed, Page, PartnerRecord, Snapshot, Store, StoreError, WebsiteRecord, key_digest,
+    Change, Changed, Delivery, Page, PartnerRecord, Snapshot, Store, StoreError, WebsiteRecord, key_digest,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -31,6 +31,10 @@ const WEBSITES_BY_PARTNER: TableDefinition<&str, ()> = TableDefinition::new("web
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// Cluster-wide secrets by name (see [`Store::shared_secret`]).
 const SECRETS: TableDefinition<&str, &str> = TableDefinition::new("secrets");
+/// Outbox: delivery id → [`Delivery`] JSON.
+const DELIVERIES: TableDefinition<&str, &[u8]> = TableDefinition::new("deliveries");
+/// Outbox index: `{next_attempt_ms:020}:{id}` → ().
+const DELIVERIES_DUE: TableDefinition<&str, ()> = TableDefinition::new("deliveries_due");
 
 /// How many changes a slow subscriber may fall behind before it sees a gap (and
 /// reloads a snapshot).
@@ -213,6 +217,8 @@ impl EmbeddedStore {
             txn.open_table(WEBSITES_BY_PARTNER).map_err(backend)?;
             txn.open_table(META).map_err(backend)?;
             txn.open_table(SECRETS).map_err(backend)?;
+            txn.open_table(DELIVERIES).map_err(backend)?;
+            txn.open_table(DELIVERIES_DUE).map_err(backend)?;
         }
         txn.commit().map_err(backend)?;
         let (feed, _) = broadcast::channel(FEED_CAPACITY);
@@ -750,4 +756,125 @@ impl Store for EmbeddedStore {
         })
         .await
     }
+
+    async fn enqueue_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
+        let delivery = delivery.clone();
+        self.write(move |txn| {
+            put_delivery(txn, &delivery)?;
+            Ok(((), Vec::new()))
+        })
+        .await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now_ms: u64,
+        lease_until_ms: u64,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        self.write(move |txn| {
+            let due: Vec<String> = {
+                let index = txn.open_table(DELIVERIES_DUE).map_err(backend)?;
+                let end = format!("{now_ms:020}:\u{10ffff}");
+                let mut due = Vec::new();
+                for entry in index.range::<&str>(..end.as_str()).map_err(backend)? {
+                    if due.len() >= limit {
+                        break;
+                    }
+                    let (key, _) = entry.map_err(backend)?;
+                    due.push(key.value().to_owned());
+                }
+                due
+            };
+            let mut claimed = Vec::with_capacity(due.len());
+            for key in due {
+                let Some((_, id)) = key.split_once(':') else {
+                    continue;
+                };
+                let Some(mut delivery) = stored_delivery(txn, id)? else {
+                    txn.open_table(DELIVERIES_DUE)
+                        .map_err(backend)?
+                        .remove(key.as_str())
+                        .map_err(backend)?;
+                    continue;
+                };
+                delivery.next_attempt_ms = lease_until_ms;
+                put_delivery(txn, &delivery)?;
+                claimed.push(delivery);
+            }
+            Ok((claimed, Vec::new()))
+        })
+        .await
+    }
+
+    async fn retry_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
+        let delivery = delivery.clone();
+        self.write(move |txn| {
+            if stored_delivery(txn, &delivery.id)?.is_some() {
+                put_delivery(txn, &delivery)?;
+            }
+            Ok(((), Vec::new()))
+        })
+        .await
+    }
+
+    async fn finish_delivery(&self, id: &str) -> Result<(), StoreError> {
+        let id = id.to_owned();
+        self.write(move |txn| {
+            remove_delivery(txn, &id)?;
+            Ok(((), Vec::new()))
+        })
+        .await
+    }
+
+    async fn deliveries(&self) -> Result<Vec<Delivery>, StoreError> {
+        self.read(|txn| {
+            let table = txn.open_table(DELIVERIES).map_err(backend)?;
+            let mut all = Vec::new();
+            for entry in table.iter().map_err(backend)? {
+                let (key, value) = entry.map_err(backend)?;
+                all.push(decode(key.value(), value.value())?);
+            }
+            Ok(all)
+        })
+        .await
+    }
+}
+
+fn stored_delivery(txn: &redb::WriteTransaction, id: &str) -> Result<Option<Delivery>, StoreError> {
+    get_json(&txn.open_table(DELIVERIES).map_err(backend)?, id)
+}
+
+fn due_key(delivery: &Delivery) -> String {
+    format!("{:020}:{}", delivery.next_attempt_ms, delivery.id)
+}
+
+/// Removes a delivery and its index entry, if it is there.
+fn remove_delivery(txn: &redb::WriteTransaction, id: &str) -> Result<(), StoreError> {
+    let Some(stored) = stored_delivery(txn, id)? else {
+        return Ok(());
+    };
+    txn.open_table(DELIVERIES_DUE)
+        .map_err(backend)?
+        .remove(due_key(&stored).as_str())
+        .map_err(backend)?;
+    txn.open_table(DELIVERIES)
+        .map_err(backend)?
+        .remove(id)
+        .map_err(backend)?;
+    Ok(())
+}
+
+/// Stores a delivery (replacing one with its id) and indexes it by when it is due.
+fn put_delivery(txn: &redb::WriteTransaction, delivery: &Delivery) -> Result<(), StoreError> {
+    remove_delivery(txn, &delivery.id)?;
+    txn.open_table(DELIVERIES)
+        .map_err(backend)?
+        .insert(delivery.id.as_str(), encode(delivery).as_slice())
+        .map_err(backend)?;
+    txn.open_table(DELIVERIES_DUE)
+        .map_err(backend)?
+        .insert(due_key(delivery).as_str(), ())
+        .map_err(backend)?;
+    Ok(())
 }

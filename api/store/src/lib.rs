@@ -108,6 +108,29 @@ pub struct Page<T> {
     pub next: Option<String>,
 }
 
+/// A webhook in the outbox: what to send where, and how its delivery stands. The same
+/// `id` (the `webhook-id` header) is sent on every attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delivery {
+    /// `msg_…`, unique; the receiver deduplicates on it.
+    pub id: String,
+    /// The partner whose secret signs it.
+    pub partner: PartnerName,
+    /// The `callbackUrl` the change was sent with.
+    pub url: String,
+    /// The JSON body, fixed when the change finished (the website as it was then).
+    pub body: String,
+    /// When it was queued, in milliseconds since the Unix epoch.
+    pub created_ms: u64,
+    /// Attempts made so far.
+    pub attempts: u32,
+    /// When it is next due, in milliseconds since the Unix epoch; while a gateway is
+    /// delivering it, the end of that gateway's lease.
+    pub next_attempt_ms: u64,
+    /// Why the last attempt failed.
+    pub last_error: Option<String>,
+}
+
 /// The store interface. Both backends implement it and pass [`conformance::run`].
 pub trait Store: Send + Sync + 'static {
     /// Adds or replaces a partner.
@@ -217,4 +240,35 @@ pub trait Store: Send + Sync + 'static {
         name: &str,
         candidate: &str,
     ) -> impl Future<Output = Result<String, StoreError>> + Send;
+
+    /// Puts a webhook in the outbox (durably: on Redis, confirmed by `WAIT`); a
+    /// delivery with the same id is replaced.
+    fn enqueue_delivery(
+        &self,
+        delivery: &Delivery,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Takes up to `limit` deliveries due at `now_ms` (oldest due first) and leases
+    /// them until `lease_until_ms`: their `next_attempt_ms` becomes that, so no other
+    /// gateway takes them meanwhile, and a gateway that dies mid-delivery leaves them
+    /// to be taken again when the lease ends. The answer carries the lease.
+    fn claim_deliveries(
+        &self,
+        now_ms: u64,
+        lease_until_ms: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<Delivery>, StoreError>> + Send;
+
+    /// Stores a delivery's new state after a failed attempt (`attempts`,
+    /// `next_attempt_ms`, `last_error`); nothing when it is gone.
+    fn retry_delivery(
+        &self,
+        delivery: &Delivery,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Removes a delivery (delivered, or given up); nothing when it is gone.
+    fn finish_delivery(&self, id: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Every delivery in the outbox, in id order (for operators and tests).
+    fn deliveries(&self) -> impl Future<Output = Result<Vec<Delivery>, StoreError>> + Send;
 }

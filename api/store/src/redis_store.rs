@@ -19,9 +19,11 @@
 //! | `websites-of:{partner}:{id}` | sorted set | the user's domains |
 //! | `changes` | channel | [`Change`] JSON, one message per change |
 //! | `secret:{name}` | string | a cluster-wide secret ([`Store::shared_secret`]) |
+//! | `delivery:{id}` | string | [`Delivery`] JSON (its `next_attempt_ms` is the score's) |
+//! | `deliveries` | sorted set | delivery ids scored by when each is next due (ms) |
 
 use crate::{
-    Change, Changed, Page, PartnerRecord, Snapshot, Store, StoreError, WebsiteRecord, key_digest,
+    Change, Changed, Delivery, Page, PartnerRecord, Snapshot, Store, StoreError, WebsiteRecord, key_digest,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redis::AsyncCommands;
@@ -790,5 +792,135 @@ return ARGV[1]
             vec![candidate.to_owned()],
         )
         .await
+    }
+
+    async fn enqueue_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
+        const LUA: &str = r#"
+redis.call('SET', KEYS[3], ARGV[1])
+redis.call('ZADD', KEYS[4], ARGV[2], ARGV[3])
+return 1
+"#;
+        let _: i64 = self
+            .write_script(
+                LUA,
+                vec![
+                    self.key(&format!("delivery:{}", delivery.id)),
+                    self.key("deliveries"),
+                ],
+                vec![
+                    json(delivery),
+                    delivery.next_attempt_ms.to_string(),
+                    delivery.id.clone(),
+                ],
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now_ms: u64,
+        lease_until_ms: u64,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        // Moving each due id's score to the lease's end is the claim; the stored JSON
+        // is left alone (the score is the truth for `next_attempt_ms`).
+        const LUA: &str = r#"
+local ids = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
+local claimed = {}
+for _, id in ipairs(ids) do
+  local stored = redis.call('GET', ARGV[4] .. id)
+  if stored then
+    redis.call('ZADD', KEYS[3], ARGV[2], id)
+    table.insert(claimed, stored)
+  else
+    redis.call('ZREM', KEYS[3], id)
+  end
+end
+return claimed
+"#;
+        let claimed: Vec<String> = self
+            .write_script(
+                LUA,
+                vec![self.key("deliveries")],
+                vec![
+                    now_ms.to_string(),
+                    lease_until_ms.to_string(),
+                    limit.to_string(),
+                    self.key("delivery:"),
+                ],
+            )
+            .await?;
+        claimed
+            .iter()
+            .map(|stored| {
+                let mut delivery: Delivery = decode("delivery", stored)?;
+                delivery.next_attempt_ms = lease_until_ms;
+                Ok(delivery)
+            })
+            .collect()
+    }
+
+    async fn retry_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
+        const LUA: &str = r#"
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  redis.call('SET', KEYS[3], ARGV[1])
+  redis.call('ZADD', KEYS[4], ARGV[2], ARGV[3])
+end
+return 1
+"#;
+        let _: i64 = self
+            .write_script(
+                LUA,
+                vec![
+                    self.key(&format!("delivery:{}", delivery.id)),
+                    self.key("deliveries"),
+                ],
+                vec![
+                    json(delivery),
+                    delivery.next_attempt_ms.to_string(),
+                    delivery.id.clone(),
+                ],
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn finish_delivery(&self, id: &str) -> Result<(), StoreError> {
+        const LUA: &str = r#"
+redis.call('DEL', KEYS[3])
+redis.call('ZREM', KEYS[4], ARGV[1])
+return 1
+"#;
+        let _: i64 = self
+            .write_script(
+                LUA,
+                vec![self.key(&format!("delivery:{id}")), self.key("deliveries")],
+                vec![id.to_owned()],
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn deliveries(&self) -> Result<Vec<Delivery>, StoreError> {
+        let index = self.key("deliveries");
+        let scored: Vec<(String, u64)> = self
+            .run(move |c| {
+                let index = index.clone();
+                Box::pin(async move { c.zrange_withscores(index, 0, -1).await })
+            })
+            .await
+            .map_err(backend)?;
+        let mut all = Vec::with_capacity(scored.len());
+        for (id, due) in scored {
+            let key = self.key(&format!("delivery:{id}"));
+            if let Some(stored) = self.get(key.clone()).await? {
+                let mut delivery: Delivery = decode(&key, &stored)?;
+                delivery.next_attempt_ms = due;
+                all.push(delivery);
+            }
+        }
+        all.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(all)
     }
 }
