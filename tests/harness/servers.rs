@@ -417,6 +417,8 @@ pub struct Gateway {
     /// The partners' keys, in the order they were asked for.
     pub partner_keys: Vec<String>,
     guard: ServerGuard,
+    /// How it was started: the binary and `serve`'s arguments, for [`Gateway::restart`].
+    command: (PathBuf, Vec<std::ffi::OsString>),
 }
 
 impl Gateway {
@@ -498,25 +500,20 @@ impl Gateway {
         let local = |port| SocketAddr::from((Ipv4Addr::LOCALHOST, port));
         let (http, https, admin) = (local(free_port()), local(free_port()), local(free_port()));
         let log = dir.path().join("botgate.log");
-        let log_file = std::fs::File::create(&log)?;
-        let child = Command::new(binary)
-            .arg("serve")
-            .args(&store_args)
-            .args(["--api-listen", &format!("127.0.0.1:{port}")])
-            .args(["--http-listen", &http.to_string()])
-            .args(["--https-listen", &https.to_string()])
-            .args(["--admin-listen", &admin.to_string()])
-            .arg("--cache-dir")
-            .arg(crate::cache_dir())
-            .arg("--rulesets-dir")
-            .arg(&rulesets)
-            .args(extra)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file)
-            .spawn()
-            .context("starting botgate serve")?;
+        let mut serve_args: Vec<std::ffi::OsString> = vec!["serve".into()];
+        serve_args.extend(store_args.iter().map(Into::into));
+        for (flag, value) in [
+            ("--api-listen", format!("127.0.0.1:{port}")),
+            ("--http-listen", http.to_string()),
+            ("--https-listen", https.to_string()),
+            ("--admin-listen", admin.to_string()),
+        ] {
+            serve_args.extend([flag.into(), value.into()]);
+        }
+        serve_args.extend(["--cache-dir".into(), crate::cache_dir().into_os_string()]);
+        serve_args.extend(["--rulesets-dir".into(), rulesets.clone().into_os_string()]);
+        serve_args.extend(extra.iter().map(Into::into));
+        let child = spawn_serve(binary, &serve_args, &log)?;
         let gateway = Gateway {
             api: format!("http://127.0.0.1:{port}"),
             http,
@@ -529,10 +526,29 @@ impl Gateway {
                 dir,
                 log,
             },
+            command: (binary.to_owned(), serve_args),
         };
         gateway.wait_ready(port, Duration::from_secs(30))?;
         gateway.wait_ready(admin.port(), Duration::from_secs(30))?;
         Ok(gateway)
+    }
+
+    /// Kills the gateway at once (SIGKILL: no drain, as in a crash) and starts it again
+    /// with the same store, ports and arguments; waits until it answers. Its log goes
+    /// on in the same file.
+    pub fn restart(&mut self) -> Result<()> {
+        let _ = self.guard.child.kill();
+        let _ = self.guard.child.wait();
+        let (binary, args) = &self.command;
+        self.guard.child = spawn_serve(binary, args, &self.guard.log)?;
+        let api_port = self
+            .api
+            .rsplit(':')
+            .next()
+            .and_then(|port| port.parse().ok())
+            .context("the API's port")?;
+        self.wait_ready(api_port, Duration::from_secs(30))?;
+        self.wait_ready(self.admin.port(), Duration::from_secs(30))
     }
 
     fn wait_ready(&self, port: u16, limit: Duration) -> Result<()> {
@@ -754,4 +770,24 @@ impl Dnsmasq {
     pub fn log(&self) -> String {
         self.guard.log_text()
     }
+}
+
+/// Starts `binary` with `args`, its output appended to `log`.
+fn spawn_serve(
+    binary: &std::path::Path,
+    args: &[std::ffi::OsString],
+    log: &std::path::Path,
+) -> Result<Child> {
+    let log_file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)?;
+    Command::new(binary)
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(log_file.try_clone()?)
+        .stderr(log_file)
+        .spawn()
+        .context("starting botgate serve")
 }

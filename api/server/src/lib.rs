@@ -17,6 +17,7 @@ pub mod listing;
 pub mod openapi;
 pub mod payload;
 pub mod users;
+pub mod webhooks;
 pub mod websites;
 
 use crate::error::ApiError;
@@ -94,6 +95,10 @@ pub fn router(api: Arc<Api>) -> Router {
             get(websites::get_website)
                 .put(websites::update_website)
                 .delete(websites::delete_website),
+        )
+        .route(
+            "/v1.0/webhook-secret",
+            get(webhooks::get_secret).post(webhooks::rotate_secret),
         )
         .route(
             "/v1.0/openapi.json",

@@ -220,12 +220,15 @@ impl Modify for Conventions {
         crate::websites::get_website,
         crate::websites::update_website,
         crate::websites::delete_website,
+        crate::webhooks::get_secret,
+        crate::webhooks::rotate_secret,
     ),
-    components(schemas(ErrorBody, Status, UserView, WebsiteView, UserPage, WebsitePage)),
+    components(schemas(ErrorBody, Status, UserView, WebsiteView, UserPage, WebsitePage, crate::webhooks::WebhookSecret)),
     modifiers(&Conventions),
     tags(
         (name = "users", description = "A partner's users (subaccounts) and their keys."),
         (name = "websites", description = "Protected websites and their settings."),
+        (name = "webhooks", description = "The secret website-change webhooks are signed with (Standard Webhooks)."),
     )
 )]
 pub struct ApiDoc;

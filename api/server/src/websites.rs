@@ -7,6 +7,7 @@ use crate::error::ApiError;
 use crate::listing::{ListQuery, WebsitePage};
 use crate::openapi::{WebsiteCreate, WebsiteCreateForm, WebsiteUpdate, WebsiteUpdateForm};
 use crate::payload::{Payload, WebsiteRequest};
+use crate::webhooks;
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
@@ -52,7 +53,10 @@ pub async fn create_website(
     payload: Payload,
 ) -> Result<(StatusCode, Json<WebsiteView>), ApiError> {
     let partner = caller.require_partner("creating websites")?;
-    let WebsiteRequest { input, .. } = payload.into_website()?;
+    let WebsiteRequest {
+        input,
+        callback_url,
+    } = payload.into_website()?;
     let website = Website::create(input)?;
     let record = api
         .store
@@ -66,7 +70,12 @@ pub async fn create_website(
             .on("user_id"),
             e => ApiError::from_store(e, "domain"),
         })?;
-    Ok((StatusCode::CREATED, Json(record.website.view())))
+    let view = record.website.view();
+    // Nothing is asynchronous yet: the change has finished.
+    if let Some(url) = &callback_url {
+        webhooks::queue(&api, &partner.name, url, &view).await?;
+    }
+    Ok((StatusCode::CREATED, Json(view)))
 }
 
 /// Retrieves a website.
@@ -114,15 +123,21 @@ pub async fn update_website(
         let record = reachable(&api, &caller, &domain).await?;
         let mut website = record.website.clone();
         website.apply(request.input.clone())?;
-        if website == record.website {
-            return Ok(Json(website.view()));
+        let stored = if website == record.website {
+            record
+        } else {
+            match api.store.update_website(&website, record.revision).await {
+                Ok(updated) => updated,
+                Err(StoreError::Stale(_)) => continue,
+                Err(StoreError::NotFound(_)) => return Err(no_such_website(&domain)),
+                Err(e) => return Err(ApiError::from_store(e, "domain")),
+            }
+        };
+        let view = stored.website.view();
+        if let Some(url) = &request.callback_url {
+            webhooks::queue(&api, &stored.partner, url, &view).await?;
         }
-        match api.store.update_website(&website, record.revision).await {
-            Ok(updated) => return Ok(Json(updated.website.view())),
-            Err(StoreError::Stale(_)) => continue,
-            Err(StoreError::NotFound(_)) => return Err(no_such_website(&domain)),
-            Err(e) => return Err(ApiError::from_store(e, "domain")),
-        }
+        return Ok(Json(view));
     }
     Err(ApiError::from_store(
         StoreError::Stale(format!("website {domain}")),

@@ -116,7 +116,10 @@ async fn outbox<S: Store>(store: &S) {
     assert_eq!(again.len(), 1, "limit");
     assert_eq!(again[0].id, "msg_b", "retried when due again");
     assert_eq!(again[0].attempts, 1);
-    assert_eq!(again[0].last_error.as_deref(), Some("503 from the receiver"));
+    assert_eq!(
+        again[0].last_error.as_deref(),
+        Some("503 from the receiver")
+    );
     // A lease that ran out (the gateway died mid-delivery) frees the delivery.
     let expired = store.claim_deliveries(65_000, 70_000, 10).await.unwrap();
     assert_eq!(

@@ -23,7 +23,8 @@
 //! | `deliveries` | sorted set | delivery ids scored by when each is next due (ms) |
 
 use crate::{
-    Change, Changed, Delivery, Page, PartnerRecord, Snapshot, Store, StoreError, WebsiteRecord, key_digest,
+    Change, Changed, Delivery, Page, PartnerRecord, Snapshot, Store, StoreError, WebsiteRecord,
+    key_digest,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redis::AsyncCommands;

@@ -6,6 +6,7 @@ mod errors;
 mod fuzz;
 mod seed_flows;
 mod tenants;
+mod webhooks;
 
 use anyhow::Result;
 use botgate_tests::http::Client;

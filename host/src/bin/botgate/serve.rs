@@ -17,6 +17,7 @@ use botgate_host::gateway::upstream::OriginConfig;
 use botgate_host::gateway::{ConnectionLimits, Gateway, GatewayConfig, admin};
 use botgate_host::rules::{DirectorySource, Registry, RulesetSource, Watcher};
 use botgate_store::{Follower, Store};
+use botgate_webhooks::{AddressPolicy, Outbox, WebhookConfig};
 use clap::Args;
 use std::net::SocketAddr;
 use std::num::NonZeroU32;
@@ -62,6 +63,43 @@ pub struct ServeArgs {
     api_burst: NonZeroU32,
     #[command(flatten)]
     data_plane: DataPlaneArgs,
+    #[command(flatten)]
+    webhooks: WebhookArgs,
+}
+
+/// How website-change webhooks are delivered.
+#[derive(Args, Debug)]
+struct WebhookArgs {
+    /// A private network webhooks may be sent to (repeatable; CIDR, `10.0.0.0/8`).
+    /// Without it only public addresses are called: the address checked is the address
+    /// connected to.
+    #[arg(
+        long = "webhook-allow-network",
+        value_name = "CIDR",
+        env = "BOTGATE_WEBHOOK_ALLOW_NETWORKS",
+        value_delimiter = ','
+    )]
+    allow_networks: Vec<ipnet::IpNet>,
+    /// The wait after a webhook's first failed attempt, in milliseconds; each later
+    /// wait doubles (jittered), up to an hour, for 25 hours.
+    #[arg(
+        long = "webhook-retry-base-ms",
+        env = "BOTGATE_WEBHOOK_RETRY_BASE_MS",
+        default_value = "5000"
+    )]
+    retry_base_ms: u64,
+}
+
+impl WebhookArgs {
+    fn config(&self) -> WebhookConfig {
+        WebhookConfig {
+            policy: AddressPolicy {
+                allowed: self.allow_networks.clone(),
+            },
+            retry_base: Duration::from_millis(self.retry_base_ms.max(1)),
+            ..WebhookConfig::default()
+        }
+    }
 }
 
 /// The data plane's tuning; the defaults suit a production server.
@@ -397,6 +435,8 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
             .with_graceful_shutdown(shutdown.clone().stopped())
             .into_future(),
     );
+    let outbox = Arc::new(Outbox::new(store.clone(), args.webhooks.config()));
+    let webhooks = tokio::spawn(outbox.run(shutdown.clone().stopped()));
     let api = Api::new(
         store,
         ApiConfig {
@@ -427,6 +467,7 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
     let _ = tokio::time::timeout(drain, async {
         let _ = admin.await;
         let _ = api.await;
+        let _ = webhooks.await;
     })
     .await;
     tracing::info!("stopped");

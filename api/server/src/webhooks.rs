@@ -1,0 +1,74 @@
+//! Website-change webhooks on the API side: a create or change sent with `callbackUrl`
+//! queues its webhook in the store's outbox when it finishes, and a partner reads and
+//! rotates the secret its webhooks are signed with (`/v1.0/webhook-secret`).
+
+use crate::Api;
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::keys::new_webhook_secret;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use botgate_model::{PartnerName, WebsiteView};
+use botgate_store::Store;
+use serde::Serialize;
+use std::sync::Arc;
+use utoipa::ToSchema;
+
+/// The secret a partner's webhooks are signed with.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WebhookSecret {
+    /// `whsec_` and the base64 of the key: give it to a Standard Webhooks library
+    /// to verify `webhook-signature`.
+    pub secret: String,
+}
+
+/// Queues the webhook that tells `partner` at `url` that the change to `website`
+/// finished.
+pub async fn queue(
+    api: &Api,
+    partner: &PartnerName,
+    url: &url::Url,
+    website: &WebsiteView,
+) -> Result<(), ApiError> {
+    let delivery = botgate_webhooks::delivery(partner, url, website)
+        .map_err(|err| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, err.to_string()))?;
+    api.store
+        .enqueue_delivery(&delivery)
+        .await
+        .map_err(|e| ApiError::from_store(e, "callbackUrl"))?;
+    tracing::info!(id = %delivery.id, %partner, url = %delivery.url, "webhook queued");
+    Ok(())
+}
+
+/// The secret the calling partner's webhooks are signed with.
+#[utoipa::path(get, path = "/v1.0/webhook-secret", tag = "webhooks",
+    responses((status = 200, description = "The signing secret.", body = WebhookSecret)))]
+pub async fn get_secret(caller: Caller) -> Result<Json<WebhookSecret>, ApiError> {
+    let partner = caller.require_partner("reading the webhook secret")?;
+    Ok(Json(WebhookSecret {
+        secret: partner.webhook_secret.clone(),
+    }))
+}
+
+/// Replaces the calling partner's webhook secret with a new one: every webhook sent
+/// from now on (retries of earlier ones too) is signed with it.
+#[utoipa::path(post, path = "/v1.0/webhook-secret", tag = "webhooks",
+    responses((status = 200, description = "The new signing secret.", body = WebhookSecret)))]
+pub async fn rotate_secret(
+    State(api): State<Arc<Api>>,
+    caller: Caller,
+) -> Result<Json<WebhookSecret>, ApiError> {
+    let partner = caller.require_partner("rotating the webhook secret")?;
+    let mut rotated = partner.clone();
+    rotated.webhook_secret = new_webhook_secret()
+        .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+    api.store
+        .put_partner(&rotated)
+        .await
+        .map_err(|e| ApiError::from_store(e, "secret"))?;
+    tracing::info!(partner = %rotated.name, "webhook secret rotated");
+    Ok(Json(WebhookSecret {
+        secret: rotated.webhook_secret,
+    }))
+}

@@ -1,0 +1,101 @@
+//! Which addresses a webhook may be sent to: public ones, unless the operator allows
+//! some private networks. The check is made on the address the connection is made to
+//! (after resolution), so a name that resolves to a private address is refused too.
+
+use ipnet::IpNet;
+use std::net::IpAddr;
+
+/// Networks that are not the public internet (IANA's special-purpose registries):
+/// loopback, private, link-local, shared (CGNAT), documentation, benchmarking,
+/// multicast, reserved, and their IPv6 counterparts.
+const NOT_PUBLIC: &[&str] = &[
+    "0.0.0.0/8",
+    "10.0.0.0/8",
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "172.16.0.0/12",
+    "192.0.0.0/24",
+    "192.0.2.0/24",
+    "192.88.99.0/24",
+    "192.168.0.0/16",
+    "198.18.0.0/15",
+    "198.51.100.0/24",
+    "203.0.113.0/24",
+    "224.0.0.0/4",
+    "240.0.0.0/4",
+    "::/128",
+    "::1/128",
+    "::ffff:0:0/96",
+    "64:ff9b:1::/48",
+    "100::/64",
+    "2001::/23",
+    "2001:db8::/32",
+    "2002::/16",
+    "fc00::/7",
+    "fe80::/10",
+    "ff00::/8",
+];
+
+/// Where webhooks may go.
+#[derive(Debug, Clone, Default)]
+pub struct AddressPolicy {
+    /// Private networks the operator allows (`127.0.0.0/8` for a receiver on the same
+    /// machine, say).
+    pub allowed: Vec<IpNet>,
+}
+
+impl AddressPolicy {
+    /// Whether a connection to `address` may be made.
+    pub fn permits(&self, address: IpAddr) -> bool {
+        // An IPv4-mapped IPv6 address is judged as the IPv4 address it carries.
+        let address = match address {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(address, IpAddr::V4),
+            v4 => v4,
+        };
+        self.allowed.iter().any(|net| net.contains(&address)) || is_public(address)
+    }
+}
+
+/// Whether `address` is on the public internet.
+pub fn is_public(address: IpAddr) -> bool {
+    !NOT_PUBLIC.iter().any(|net| {
+        net.parse::<IpNet>()
+            .is_ok_and(|network| network.contains(&address))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_addresses_are_refused_unless_allowed() {
+        let policy = AddressPolicy::default();
+        for private in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.20.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+        ] {
+            assert!(!policy.permits(private.parse().unwrap()), "{private}");
+        }
+        for public in ["8.8.8.8", "1.1.1.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
+            assert!(policy.permits(public.parse().unwrap()), "{public}");
+        }
+        let loopback = AddressPolicy {
+            allowed: vec!["127.0.0.0/8".parse().unwrap()],
+        };
+        assert!(loopback.permits("127.0.0.1".parse().unwrap()));
+        assert!(loopback.permits("::ffff:127.0.0.2".parse().unwrap()));
+        assert!(!loopback.permits("10.0.0.1".parse().unwrap()));
+    }
+}

@@ -1,0 +1,269 @@
+//! Website-change webhooks: when an asynchronous create or change finishes, the full
+//! website object is POSTed to the `callbackUrl` sent with it, signed the Standard
+//! Webhooks way (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,…`, an
+//! HMAC-SHA256 with the partner's `whsec_` secret).
+//!
+//! Delivery goes through the store's outbox ([`botgate_store::Delivery`]): a webhook is
+//! stored first, then every gateway's [`Outbox::run`] claims due deliveries with a
+//! lease, attempts them, and removes them on a 2xx or reschedules them with
+//! exponential backoff and jitter, for at least a day. The same id goes out on every
+//! attempt (at-least-once; receivers deduplicate on `webhook-id`). A gateway that dies
+//! mid-attempt leaves the delivery to be claimed again when its lease ends.
+
+pub mod address;
+pub mod send;
+
+pub use address::AddressPolicy;
+pub use send::{AttemptError, Sender};
+
+use botgate_model::{PartnerName, WebsiteView};
+use botgate_store::{Delivery, Store};
+use bytes::Bytes;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use url::Url;
+
+/// How webhooks are delivered.
+#[derive(Debug, Clone)]
+pub struct WebhookConfig {
+    /// Where they may go.
+    pub policy: AddressPolicy,
+    /// The longest one attempt may take; a 2xx within it counts.
+    pub timeout: Duration,
+    /// The wait after the first failed attempt; each later wait doubles, up to
+    /// `retry_cap`, and is then jittered down by up to a half.
+    pub retry_base: Duration,
+    pub retry_cap: Duration,
+    /// How long after it was queued a delivery is still tried.
+    pub give_up_after: Duration,
+    /// How often the outbox is looked at.
+    pub poll_every: Duration,
+    /// Deliveries attempted at once by one gateway.
+    pub batch: usize,
+}
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        WebhookConfig {
+            policy: AddressPolicy::default(),
+            timeout: Duration::from_secs(15),
+            retry_base: Duration::from_secs(5),
+            retry_cap: Duration::from_secs(3600),
+            give_up_after: Duration::from_secs(25 * 3600),
+            poll_every: Duration::from_secs(1),
+            batch: 32,
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64)
+}
+
+/// A new webhook id: `msg_` and 26 random base-32 characters.
+pub fn new_id() -> Result<String, getrandom::Error> {
+    const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
+    let mut random = [0u8; 26];
+    getrandom::fill(&mut random)?;
+    Ok(std::iter::once("msg_".to_owned())
+        .chain(
+            random
+                .iter()
+                .map(|b| char::from(ALPHABET[usize::from(b & 31)]).to_string()),
+        )
+        .collect())
+}
+
+/// The webhook telling `partner` at `url` that a change to `website` finished, due now.
+pub fn delivery(
+    partner: &PartnerName,
+    url: &Url,
+    website: &WebsiteView,
+) -> Result<Delivery, getrandom::Error> {
+    let now = now_ms();
+    Ok(Delivery {
+        id: new_id()?,
+        partner: partner.clone(),
+        url: url.to_string(),
+        body: serde_json::to_string(website).expect("a website view always serialises"),
+        created_ms: now,
+        attempts: 0,
+        next_attempt_ms: now,
+        last_error: None,
+    })
+}
+
+/// The `webhook-signature` value for one attempt.
+pub fn signature(
+    secret: &str,
+    id: &str,
+    timestamp: i64,
+    body: &str,
+) -> Result<String, standardwebhooks::WebhookError> {
+    standardwebhooks::Webhook::new(secret)?.sign(id, timestamp, body.as_bytes())
+}
+
+/// The wait before attempt `attempts + 1`, with jitter: between half of and the whole
+/// of `base · 2^(attempts − 1)`, capped.
+pub fn backoff(config: &WebhookConfig, attempts: u32, random: u32) -> Duration {
+    let exponent = attempts.saturating_sub(1).min(30);
+    let full = config
+        .retry_base
+        .saturating_mul(1u32 << exponent)
+        .min(config.retry_cap);
+    let half = full / 2;
+    half + half.mul_f64(f64::from(random) / f64::from(u32::MAX))
+}
+
+/// The outbox's deliverer on one gateway.
+pub struct Outbox<S> {
+    store: Arc<S>,
+    config: WebhookConfig,
+    sender: Sender,
+}
+
+impl<S: Store> Outbox<S> {
+    pub fn new(store: Arc<S>, config: WebhookConfig) -> Outbox<S> {
+        let sender = Sender::new(config.policy.clone(), config.timeout);
+        Outbox {
+            store,
+            config,
+            sender,
+        }
+    }
+
+    /// Delivers due webhooks until `stop` resolves.
+    pub async fn run(self: Arc<Self>, stop: impl std::future::Future<Output = ()>) {
+        tokio::pin!(stop);
+        loop {
+            if let Err(err) = self.deliver_due().await {
+                tracing::warn!(%err, "webhook outbox: cannot read the store");
+            }
+            tokio::select! {
+                _ = &mut stop => break,
+                _ = tokio::time::sleep(self.config.poll_every) => {}
+            }
+        }
+    }
+
+    /// Claims the deliveries due now and attempts them at once; how many were claimed.
+    pub async fn deliver_due(self: &Arc<Self>) -> Result<usize, botgate_store::StoreError> {
+        let now = now_ms();
+        let lease = self.config.timeout + Duration::from_secs(30);
+        let claimed = self
+            .store
+            .claim_deliveries(now, now + lease.as_millis() as u64, self.config.batch)
+            .await?;
+        let count = claimed.len();
+        let mut attempts = tokio::task::JoinSet::new();
+        for delivery in claimed {
+            let outbox = self.clone();
+            attempts.spawn(async move { outbox.attempt(delivery).await });
+        }
+        while attempts.join_next().await.is_some() {}
+        Ok(count)
+    }
+
+    async fn attempt(&self, mut delivery: Delivery) {
+        let outcome = self.send(&delivery).await;
+        delivery.attempts += 1;
+        let stored = match outcome {
+            Ok(status) => {
+                tracing::info!(id = %delivery.id, url = %delivery.url, status, attempts = delivery.attempts, "webhook delivered");
+                self.store.finish_delivery(&delivery.id).await
+            }
+            Err(reason) => {
+                let mut random = [0u8; 4];
+                let _ = getrandom::fill(&mut random);
+                let wait = backoff(&self.config, delivery.attempts, u32::from_le_bytes(random));
+                let next = now_ms() + wait.as_millis() as u64;
+                let deadline = delivery.created_ms + self.config.give_up_after.as_millis() as u64;
+                if next > deadline {
+                    tracing::warn!(id = %delivery.id, url = %delivery.url, attempts = delivery.attempts, %reason, "webhook given up");
+                    self.store.finish_delivery(&delivery.id).await
+                } else {
+                    tracing::info!(id = %delivery.id, url = %delivery.url, attempts = delivery.attempts, %reason, retry_in_ms = wait.as_millis() as u64, "webhook not delivered; retrying later");
+                    delivery.next_attempt_ms = next;
+                    delivery.last_error = Some(reason);
+                    self.store.retry_delivery(&delivery).await
+                }
+            }
+        };
+        if let Err(err) = stored {
+            // The lease runs out and the delivery is attempted again: at least once.
+            tracing::warn!(id = %delivery.id, %err, "webhook outcome not stored");
+        }
+    }
+
+    async fn send(&self, delivery: &Delivery) -> Result<u16, String> {
+        let url = Url::parse(&delivery.url).map_err(|err| format!("bad URL: {err}"))?;
+        let partner = self
+            .store
+            .partner(&delivery.partner)
+            .await
+            .map_err(|err| format!("store: {err}"))?
+            .ok_or_else(|| format!("partner {} is gone", delivery.partner))?;
+        let timestamp = (now_ms() / 1000) as i64;
+        let signed = signature(
+            &partner.webhook_secret,
+            &delivery.id,
+            timestamp,
+            &delivery.body,
+        )
+        .map_err(|err| format!("cannot sign: {err}"))?;
+        let headers = [
+            ("webhook-id", delivery.id.clone()),
+            ("webhook-timestamp", timestamp.to_string()),
+            ("webhook-signature", signed),
+        ];
+        self.sender
+            .post(&url, &headers, Bytes::from(delivery.body.clone()))
+            .await
+            .map_err(|err| err.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_match_the_standard_webhooks_example() {
+        // The example of the Standard Webhooks specification.
+        let signed = signature(
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+            "msg_p5jXN8AQM9LWM0D4loKWxJek",
+            1614265330,
+            r#"{"test": 2432232314}"#,
+        )
+        .unwrap();
+        assert_eq!(signed, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+    }
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_stops_at_the_cap() {
+        let config = WebhookConfig::default();
+        assert_eq!(backoff(&config, 1, u32::MAX), Duration::from_secs(5));
+        assert_eq!(backoff(&config, 1, 0), Duration::from_millis(2500));
+        assert_eq!(backoff(&config, 4, u32::MAX), Duration::from_secs(40));
+        assert_eq!(backoff(&config, 40, u32::MAX), Duration::from_secs(3600));
+        // A day of retries at the cap is about two dozen attempts past the first ones.
+        let mut waited = Duration::ZERO;
+        let mut attempts = 0;
+        while waited < Duration::from_secs(24 * 3600) {
+            attempts += 1;
+            waited += backoff(&config, attempts, u32::MAX / 2);
+        }
+        assert!((25..60).contains(&attempts), "{attempts}");
+    }
+
+    #[test]
+    fn ids_are_distinct_and_well_formed() {
+        let (a, b) = (new_id().unwrap(), new_id().unwrap());
+        assert_ne!(a, b);
+        assert!(a.starts_with("msg_") && a.len() == 30, "{a}");
+    }
+}

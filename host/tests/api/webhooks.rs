@@ -1,0 +1,227 @@
+//! Website-change webhooks end to end: a change sent with `callbackUrl` ends in a POST
+//! of the website to a real receiver, signed the Standard Webhooks way (checked with
+//! the Standard Webhooks library, as a partner would); the secret is read and rotated
+//! over the API; a receiver that is down gets the webhook once it is back, across a
+//! gateway crash, with one id; private addresses and redirects are refused.
+
+use crate::{binary, create_user, on_both_backends, partners};
+use anyhow::{Context, Result, ensure};
+use botgate_tests::http::Client;
+use botgate_tests::receiver::{Received, Receiver};
+use botgate_tests::servers::{Gateway, GatewayStore, free_port};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+const ALLOW_LOOPBACK: [&str; 2] = ["--webhook-allow-network", "127.0.0.0/8"];
+
+/// Whether `received` carries a valid signature by `secret`.
+fn signed_by(received: &Received, secret: &str) -> bool {
+    let mut headers = http::HeaderMap::new();
+    for (name, value) in &received.headers {
+        if let (Ok(name), Ok(value)) = (
+            http::HeaderName::from_bytes(name.as_bytes()),
+            http::HeaderValue::from_str(value),
+        ) {
+            headers.insert(name, value);
+        }
+    }
+    standardwebhooks::Webhook::new(secret)
+        .and_then(|webhook| webhook.verify(received.body.as_bytes(), &headers))
+        .is_ok()
+}
+
+fn secret(partner: &Client) -> Result<String> {
+    let reply = partner.get("/v1.0/webhook-secret")?;
+    ensure!(reply.status == 200, "{reply:?}");
+    Ok(reply.json()["secret"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned())
+}
+
+/// Waits until the gateway's log contains `text`.
+fn wait_for_log(gateway: &Gateway, text: &str) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !gateway.log().contains(text) {
+        ensure!(
+            Instant::now() < deadline,
+            "no `{text}` in the log:\n{}",
+            gateway.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+#[test]
+fn a_finished_change_is_posted_signed_to_its_callback_url() {
+    on_both_backends(&ALLOW_LOOPBACK, |gateway| {
+        let receiver = Receiver::start(0)?;
+        let (partner, _) = partners(gateway);
+        let user_key = create_user(&partner, "ann")?;
+        let first_secret = secret(&partner)?;
+        ensure!(first_secret.starts_with("whsec_"), "{first_secret}");
+
+        let created = partner.post_json(
+            "/v1.0/website",
+            &json!({"user_id": "ann", "domain": "hooked.example", "ip": ["192.0.2.10"],
+                    "callbackUrl": receiver.url("/hooks/created?from=botgate")}),
+        )?;
+        ensure!(created.status == 201, "{created:?}");
+        let got = receiver.wait_for(1, Duration::from_secs(20))?;
+        let hook = &got[0];
+        assert_eq!(hook.method, "POST");
+        assert_eq!(hook.path, "/hooks/created?from=botgate");
+        assert!(hook.headers["webhook-id"].starts_with("msg_"), "{hook:?}");
+        assert_eq!(hook.headers["content-type"], "application/json");
+        assert!(signed_by(hook, &first_secret), "{hook:?}");
+        let body: Value = serde_json::from_str(&hook.body)?;
+        let stored = partner.get("/v1.0/website/hooked.example")?.json();
+        assert_eq!(body, stored, "the full website object, as stored");
+        assert_eq!(body["status"], "online");
+
+        // A change, form style, by the user's own key: its own webhook, its own id.
+        let user = partner.with_key(&user_key);
+        let changed = user.put_json(
+            "/v1.0/website/hooked.example",
+            &json!({"settings": {"rules": {"humans": "captcha"}},
+                    "callbackUrl": receiver.url("/hooks/changed")}),
+        )?;
+        ensure!(changed.status == 200, "{changed:?}");
+        let got = receiver.wait_for(2, Duration::from_secs(20))?;
+        let hook = &got[1];
+        assert_eq!(hook.path, "/hooks/changed");
+        assert_ne!(hook.headers["webhook-id"], got[0].headers["webhook-id"]);
+        let body: Value = serde_json::from_str(&hook.body)?;
+        assert_eq!(body["settings"]["rules"]["humans"], "captcha");
+        assert!(signed_by(hook, &first_secret));
+
+        // The secret is the partner's to read and rotate, not a user's.
+        assert_eq!(user.get("/v1.0/webhook-secret")?.status, 403);
+        assert_eq!(
+            user.post_json("/v1.0/webhook-secret", &json!({}))?.status,
+            403
+        );
+        let rotated = partner.post_json("/v1.0/webhook-secret", &json!({}))?;
+        ensure!(rotated.status == 200, "{rotated:?}");
+        let new_secret = rotated.json()["secret"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert_ne!(new_secret, first_secret);
+        assert_eq!(secret(&partner)?, new_secret);
+        let changed = partner.put_form(
+            "/v1.0/website/hooked.example",
+            &[
+                ("tag", "rotated"),
+                ("callbackUrl", &receiver.url("/hooks/form")),
+            ],
+        )?;
+        ensure!(changed.status == 200, "{changed:?}");
+        let got = receiver.wait_for(3, Duration::from_secs(20))?;
+        assert_eq!(got[2].path, "/hooks/form");
+        assert!(
+            signed_by(&got[2], &new_secret),
+            "signed with the new secret"
+        );
+        assert!(!signed_by(&got[2], &first_secret), "not with the old one");
+
+        // A change without callbackUrl sends nothing; nothing is sent twice.
+        partner.put_form("/v1.0/website/hooked.example", &[("tag", "quiet")])?;
+        std::thread::sleep(Duration::from_millis(1500));
+        assert_eq!(receiver.received().len(), 3, "{:?}", receiver.received());
+        Ok(())
+    });
+}
+
+#[test]
+fn a_receiver_that_is_down_gets_the_webhook_once_it_is_back_even_across_a_crash() -> Result<()> {
+    let port = free_port();
+    let mut gateway = Gateway::start(
+        binary(),
+        GatewayStore::Embedded,
+        &["hoster"],
+        &[
+            ALLOW_LOOPBACK[0],
+            ALLOW_LOOPBACK[1],
+            "--webhook-retry-base-ms",
+            "400",
+        ],
+    )?;
+    let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
+    create_user(&partner, "ann")?;
+    let created = partner.post_json(
+        "/v1.0/website",
+        &json!({"user_id": "ann", "domain": "patient.example", "ip": ["192.0.2.10"],
+                "callbackUrl": format!("http://127.0.0.1:{port}/hooks")}),
+    )?;
+    ensure!(created.status == 201, "{created:?}");
+    // Down: the attempt fails and is rescheduled; then the gateway dies.
+    wait_for_log(&gateway, "webhook not delivered; retrying later")?;
+    gateway.restart()?;
+    // Up, but failing at first: a non-2xx answer is retried too.
+    let receiver = Receiver::start(port)?;
+    receiver.answer(503);
+    receiver.wait_for(1, Duration::from_secs(30))?;
+    receiver.answer(204);
+    let got = receiver.wait_for(2, Duration::from_secs(30))?;
+    std::thread::sleep(Duration::from_millis(2000));
+    let got_all = receiver.received();
+    assert_eq!(
+        got_all.len(),
+        got.len(),
+        "nothing after the 2xx: {got_all:?}"
+    );
+    let id = &got[0].headers["webhook-id"];
+    assert!(
+        got.iter().all(|hook| &hook.headers["webhook-id"] == id),
+        "one id on every attempt: {got:?}"
+    );
+    let secret = secret(&partner)?;
+    assert!(got.iter().all(|hook| signed_by(hook, &secret)));
+    assert!(
+        gateway.log().contains("webhook delivered"),
+        "{}",
+        gateway.log()
+    );
+    Ok(())
+}
+
+#[test]
+fn private_addresses_and_redirects_are_refused() -> Result<()> {
+    let receiver = Receiver::start(0)?;
+    // Without the operator's leave, a loopback receiver is not called.
+    let gateway = Gateway::start(binary(), GatewayStore::Embedded, &["hoster"], &[])?;
+    let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
+    create_user(&partner, "ann")?;
+    let created = partner.post_json(
+        "/v1.0/website",
+        &json!({"user_id": "ann", "domain": "private.example", "ip": ["192.0.2.10"],
+                "callbackUrl": receiver.url("/hooks")}),
+    )?;
+    ensure!(created.status == 201, "{created:?}");
+    wait_for_log(&gateway, "webhooks may not go to")?;
+    assert!(receiver.received().is_empty(), "{:?}", receiver.received());
+    drop(gateway);
+
+    // Allowed, but the receiver redirects: not followed, retried later.
+    receiver.answer(307);
+    let gateway = Gateway::start(
+        binary(),
+        GatewayStore::Embedded,
+        &["hoster"],
+        &ALLOW_LOOPBACK,
+    )?;
+    let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
+    create_user(&partner, "ann")?;
+    partner
+        .post_json(
+            "/v1.0/website",
+            &json!({"user_id": "ann", "domain": "redirected.example", "ip": ["192.0.2.10"],
+                    "callbackUrl": receiver.url("/hooks")}),
+        )
+        .context("creating the website")?;
+    wait_for_log(&gateway, "redirects are not followed")?;
+    assert!(receiver.received().iter().all(|hook| hook.path == "/hooks"));
+    Ok(())
+}
