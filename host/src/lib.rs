@@ -5,4 +5,5 @@
 //! memory cap, and merges their opinions into one [`rules::Decision`].
 
 pub mod gateway;
+pub mod provisioning;
 pub mod rules;

@@ -17,4 +17,4 @@ pub use policy::{Action, Category, ParseError, Policy};
 pub use rulesets::{InvalidRulesetName, KNOWN_RULESETS, RulesetName};
 pub use settings::{CertsIssuer, Loadbalancer, Rules, Rulesets, Settings, SettingsPatch};
 pub use user::{PartnerName, User, UserView};
-pub use website::{Certificate, Status, Website, WebsiteInput, WebsiteView};
+pub use website::{Certificate, Pending, Status, Website, WebsiteInput, WebsiteView};

@@ -59,6 +59,18 @@ pub struct Website {
     pub status_reason: Option<String>,
     pub certificate: Option<Certificate>,
     pub settings: Settings,
+    /// Asynchronous work under way (status `setup`); stored, never shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<Pending>,
+}
+
+/// What a website in `setup` waits for the end of: since when, and whom to tell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    /// When the work began, in milliseconds since the Unix epoch.
+    pub since_ms: u64,
+    /// The `callbackUrl`s of the creates and changes that wait for it, in order.
+    pub callbacks: Vec<String>,
 }
 
 /// The fields of a create or an update as the partner sent them, already split into
@@ -121,6 +133,7 @@ impl Website {
             status_reason: None,
             certificate: None,
             settings: Settings::default(),
+            pending: None,
         };
         // A certificate sent without an issuer means the partner's own certificate.
         if input.certificate.is_some() {
@@ -213,12 +226,52 @@ impl Website {
                 next.status_reason = None;
             }
             Some(_) if next.status == Status::Paused => {
-                next.status = Status::Online;
+                // Work that was under way when the website was paused goes on.
+                next.status = if next.pending.is_some() {
+                    Status::Setup
+                } else {
+                    Status::Online
+                };
             }
             _ => {}
         }
         *self = next;
         Ok(())
+    }
+
+    /// Starts (or restarts) asynchronous work: status `setup` with `reason`, from
+    /// `now_ms`; callbacks already waiting keep waiting.
+    pub fn begin_setup(&mut self, now_ms: u64, reason: String) {
+        let callbacks = self
+            .pending
+            .take()
+            .map(|pending| pending.callbacks)
+            .unwrap_or_default();
+        self.status = Status::Setup;
+        self.status_reason = Some(reason);
+        self.pending = Some(Pending {
+            since_ms: now_ms,
+            callbacks,
+        });
+    }
+
+    /// Ends asynchronous work: `online`, or `error` with the reason; the callbacks
+    /// that waited for it.
+    pub fn finish_setup(&mut self, outcome: Result<(), String>) -> Vec<String> {
+        match outcome {
+            Ok(()) => {
+                self.status = Status::Online;
+                self.status_reason = None;
+            }
+            Err(reason) => {
+                self.status = Status::Error;
+                self.status_reason = Some(reason);
+            }
+        }
+        self.pending
+            .take()
+            .map(|pending| pending.callbacks)
+            .unwrap_or_default()
     }
 
     /// Every host name the website answers for: the domain and each subdomain.

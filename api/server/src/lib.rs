@@ -43,6 +43,9 @@ pub struct ApiConfig {
     pub rate_per_second: NonZeroU32,
     /// Requests per key at once.
     pub rate_burst: NonZeroU32,
+    /// Whether a website waits in `setup` until its names resolve to the gateway (the
+    /// gateway's provisioner checks and ends the wait); online at once otherwise.
+    pub dns_check: bool,
 }
 
 impl Default for ApiConfig {
@@ -51,6 +54,7 @@ impl Default for ApiConfig {
             body_limit: 256 * 1024,
             rate_per_second: NonZeroU32::new(50).unwrap_or(NonZeroU32::MIN),
             rate_burst: NonZeroU32::new(100).unwrap_or(NonZeroU32::MIN),
+            dns_check: false,
         }
     }
 }

@@ -31,14 +31,16 @@ pub async fn queue(
     url: &url::Url,
     website: &WebsiteView,
 ) -> Result<(), ApiError> {
-    let delivery = botgate_webhooks::delivery(partner, url, website)
-        .map_err(|err| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, err.to_string()))?;
-    api.store
-        .enqueue_delivery(&delivery)
-        .await
-        .map_err(|e| ApiError::from_store(e, "callbackUrl"))?;
-    tracing::info!(id = %delivery.id, %partner, url = %delivery.url, "webhook queued");
-    Ok(())
+    match botgate_webhooks::queue(api.store.as_ref(), partner, url, website).await {
+        Ok(_) => Ok(()),
+        Err(botgate_webhooks::QueueError::Store(err)) => {
+            Err(ApiError::from_store(err, "callbackUrl"))
+        }
+        Err(err) => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            err.to_string(),
+        )),
+    }
 }
 
 /// The secret the calling partner's webhooks are signed with.

@@ -11,9 +11,12 @@ use crate::webhooks;
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
-use botgate_model::{Domain, UserId, Website, WebsiteView};
+use botgate_model::{Domain, Status, UserId, Website, WebsiteView};
 use botgate_store::{Store, StoreError, WebsiteRecord};
 use std::sync::Arc;
+
+/// The `status_reason` of a website until the provisioner's first DNS check.
+const WAITING_FOR_DNS: &str = "waiting for the domain and subdomains to resolve to the gateway";
 
 /// Conditional writes retried after a concurrent change before giving up with 409.
 const UPDATE_ATTEMPTS: usize = 8;
@@ -57,7 +60,13 @@ pub async fn create_website(
         input,
         callback_url,
     } = payload.into_website()?;
-    let website = Website::create(input)?;
+    let mut website = Website::create(input)?;
+    if api.config.dns_check && website.status != Status::Paused {
+        website.begin_setup(botgate_webhooks::now_ms(), WAITING_FOR_DNS.to_owned());
+    }
+    if let (Some(pending), Some(url)) = (&mut website.pending, &callback_url) {
+        pending.callbacks.push(url.to_string());
+    }
     let record = api
         .store
         .create_website(&partner.name, &website)
@@ -71,8 +80,8 @@ pub async fn create_website(
             e => ApiError::from_store(e, "domain"),
         })?;
     let view = record.website.view();
-    // Nothing is asynchronous yet: the change has finished.
-    if let Some(url) = &callback_url {
+    // Nothing pending: the change has finished, and the webhook goes now.
+    if let (None, Some(url)) = (&record.website.pending, &callback_url) {
         webhooks::queue(&api, &partner.name, url, &view).await?;
     }
     Ok((StatusCode::CREATED, Json(view)))
@@ -123,6 +132,18 @@ pub async fn update_website(
         let record = reachable(&api, &caller, &domain).await?;
         let mut website = record.website.clone();
         website.apply(request.input.clone())?;
+        // New names wait for DNS again; so does a website in error asked to be online.
+        let retry = record.website.status == Status::Error
+            && request.input.status.as_deref().map(str::trim) == Some("online");
+        if api.config.dns_check
+            && website.status != Status::Paused
+            && (website.host_names() != record.website.host_names() || retry)
+        {
+            website.begin_setup(botgate_webhooks::now_ms(), WAITING_FOR_DNS.to_owned());
+        }
+        if let (Some(pending), Some(url)) = (&mut website.pending, &request.callback_url) {
+            pending.callbacks.push(url.to_string());
+        }
         let stored = if website == record.website {
             record
         } else {
@@ -134,7 +155,7 @@ pub async fn update_website(
             }
         };
         let view = stored.website.view();
-        if let Some(url) = &request.callback_url {
+        if let (None, Some(url)) = (&stored.website.pending, &request.callback_url) {
             webhooks::queue(&api, &stored.partner, url, &view).await?;
         }
         return Ok(Json(view));

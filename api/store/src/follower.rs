@@ -74,6 +74,11 @@ impl WebsiteIndex {
         self.by_domain.get(self.by_host.get(host)?)
     }
 
+    /// Every website, in no particular order.
+    pub fn websites(&self) -> impl Iterator<Item = &Arc<WebsiteRecord>> {
+        self.by_domain.values()
+    }
+
     pub fn len(&self) -> usize {
         self.by_domain.len()
     }

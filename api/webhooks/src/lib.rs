@@ -96,6 +96,28 @@ pub fn delivery(
     })
 }
 
+/// Why a webhook could not be queued.
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error("no randomness for the webhook id: {0}")]
+    Randomness(getrandom::Error),
+    #[error(transparent)]
+    Store(#[from] botgate_store::StoreError),
+}
+
+/// Queues the webhook telling `partner` at `url` that a change to `website` finished.
+pub async fn queue<S: Store>(
+    store: &S,
+    partner: &PartnerName,
+    url: &Url,
+    website: &WebsiteView,
+) -> Result<Delivery, QueueError> {
+    let delivery = delivery(partner, url, website).map_err(QueueError::Randomness)?;
+    store.enqueue_delivery(&delivery).await?;
+    tracing::info!(id = %delivery.id, %partner, url = %delivery.url, "webhook queued");
+    Ok(delivery)
+}
+
 /// The `webhook-signature` value for one attempt.
 pub fn signature(
     secret: &str,

@@ -4,6 +4,7 @@
 
 mod errors;
 mod fuzz;
+mod provisioning;
 mod seed_flows;
 mod tenants;
 mod webhooks;

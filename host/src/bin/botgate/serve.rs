@@ -15,6 +15,7 @@ use botgate_host::gateway::limits::DdosConfig;
 use botgate_host::gateway::listener::{self, Shutdown};
 use botgate_host::gateway::upstream::OriginConfig;
 use botgate_host::gateway::{ConnectionLimits, Gateway, GatewayConfig, admin};
+use botgate_host::provisioning::{Provisioner, ProvisioningConfig};
 use botgate_host::rules::{DirectorySource, Registry, RulesetSource, Watcher};
 use botgate_store::{Follower, Store};
 use botgate_webhooks::{AddressPolicy, Outbox, WebhookConfig};
@@ -65,6 +66,29 @@ pub struct ServeArgs {
     data_plane: DataPlaneArgs,
     #[command(flatten)]
     webhooks: WebhookArgs,
+    #[command(flatten)]
+    provisioning: ProvisioningArgs,
+}
+
+/// When a new or changed website is ready.
+#[derive(Args, Debug)]
+struct ProvisioningArgs {
+    /// An address visitors reach this gateway (or cluster) at (repeatable). When given,
+    /// a new website, or one with new subdomains, waits in `setup` until its names
+    /// resolve to these addresses only; without any, websites are online at once.
+    #[arg(
+        long = "public-address",
+        value_name = "IP",
+        env = "BOTGATE_PUBLIC_ADDRESSES",
+        value_delimiter = ','
+    )]
+    public_addresses: Vec<std::net::IpAddr>,
+    /// How long a website may wait for its DNS before it ends in `error`.
+    #[arg(long, env = "BOTGATE_DNS_WAIT_SECONDS", default_value = "86400")]
+    dns_wait_seconds: u64,
+    /// How often websites in `setup` are checked, in milliseconds.
+    #[arg(long, env = "BOTGATE_SETUP_CHECK_MS", default_value = "5000")]
+    setup_check_ms: u64,
 }
 
 /// How website-change webhooks are delivered.
@@ -351,7 +375,7 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
         .data_plane
         .config(args.trusted_proxies.clone(), args.https_listen);
     let drain = config.limits.drain_timeout;
-    let gateway = Gateway::new(config, websites, registry, secret)?;
+    let gateway = Gateway::new(config, websites.clone(), registry, secret)?;
     gateway.spawn_housekeeping();
     let (tls, quic) = gateway.tls_configs()?;
 
@@ -435,6 +459,20 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
             .with_graceful_shutdown(shutdown.clone().stopped())
             .into_future(),
     );
+    let provisioner = Provisioner::new(
+        store.clone(),
+        websites.clone(),
+        ProvisioningConfig {
+            public_addresses: args.provisioning.public_addresses.clone(),
+            dns_servers: args.data_plane.dns_servers.clone(),
+            check_every: Duration::from_millis(args.provisioning.setup_check_ms.max(10)),
+            dns_wait: Duration::from_secs(args.provisioning.dns_wait_seconds),
+        },
+    )?;
+    if args.provisioning.public_addresses.is_empty() {
+        tracing::info!("no --public-address: websites go online without a DNS check");
+    }
+    let provisioning = tokio::spawn(provisioner.run(shutdown.clone().stopped()));
     let outbox = Arc::new(Outbox::new(store.clone(), args.webhooks.config()));
     let webhooks = tokio::spawn(outbox.run(shutdown.clone().stopped()));
     let api = Api::new(
@@ -442,6 +480,7 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
         ApiConfig {
             rate_per_second: args.api_rate,
             rate_burst: args.api_burst,
+            dns_check: !args.provisioning.public_addresses.is_empty(),
             ..ApiConfig::default()
         },
     );
@@ -468,6 +507,7 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
         let _ = admin.await;
         let _ = api.await;
         let _ = webhooks.await;
+        let _ = provisioning.await;
     })
     .await;
     tracing::info!("stopped");

@@ -83,34 +83,7 @@ fn ipv6_network(address: IpAddr) -> Option<u64> {
 
 impl ReverseDns {
     pub fn new(config: ReverseDnsConfig) -> Result<ReverseDns, ResolverError> {
-        let mut builder = if config.servers.is_empty() {
-            TokioResolver::builder_tokio().map_err(|err| ResolverError(err.to_string()))?
-        } else {
-            let servers = config
-                .servers
-                .iter()
-                .map(|server| {
-                    let connections = [ConnectionConfig::udp(), ConnectionConfig::tcp()]
-                        .into_iter()
-                        .map(|mut connection| {
-                            connection.port = server.port();
-                            connection
-                        })
-                        .collect();
-                    NameServerConfig::new(server.ip(), true, connections)
-                })
-                .collect();
-            TokioResolver::builder_with_config(
-                ResolverConfig::from_name_servers(servers),
-                TokioRuntimeProvider::default(),
-            )
-        };
-        let options = builder.options_mut();
-        options.timeout = config.timeout;
-        options.attempts = 1;
-        let resolver = builder
-            .build()
-            .map_err(|err| ResolverError(err.to_string()))?;
+        let resolver = resolver(&config.servers, config.timeout)?;
         Ok(ReverseDns {
             resolver,
             cache: quick_cache::sync::Cache::new(config.capacity.max(16)),
@@ -196,6 +169,39 @@ impl ReverseDns {
         }
         confirmed
     }
+}
+
+/// A resolver asking `servers` (UDP, then TCP) or, when none are given, the system's
+/// (`/etc/resolv.conf`); one attempt per query, each bounded by `timeout`.
+pub fn resolver(servers: &[SocketAddr], timeout: Duration) -> Result<TokioResolver, ResolverError> {
+    let mut builder = if servers.is_empty() {
+        TokioResolver::builder_tokio().map_err(|err| ResolverError(err.to_string()))?
+    } else {
+        let servers = servers
+            .iter()
+            .map(|server| {
+                let connections = [ConnectionConfig::udp(), ConnectionConfig::tcp()]
+                    .into_iter()
+                    .map(|mut connection| {
+                        connection.port = server.port();
+                        connection
+                    })
+                    .collect();
+                NameServerConfig::new(server.ip(), true, connections)
+            })
+            .collect();
+        TokioResolver::builder_with_config(
+            ResolverConfig::from_name_servers(servers),
+            TokioRuntimeProvider::default(),
+        )
+    };
+    let options = builder.options_mut();
+    options.timeout = timeout;
+    options.attempts = 1;
+    let resolver = builder
+        .build()
+        .map_err(|err| ResolverError(err.to_string()))?;
+    Ok(resolver)
 }
 
 /// A host name in lower case without the root's trailing dot.
