@@ -142,4 +142,26 @@ impl Store for AnyStore {
     async fn deliveries(&self) -> Result<Vec<Delivery>, StoreError> {
         delegate!(self.deliveries())
     }
+
+    async fn put_ephemeral(&self, key: &str, value: &str, until_ms: u64) -> Result<(), StoreError> {
+        delegate!(self.put_ephemeral(key, value, until_ms))
+    }
+
+    async fn ephemeral(&self, key: &str, now_ms: u64) -> Result<Option<String>, StoreError> {
+        delegate!(self.ephemeral(key, now_ms))
+    }
+
+    async fn remove_ephemeral(&self, key: &str) -> Result<(), StoreError> {
+        delegate!(self.remove_ephemeral(key))
+    }
+
+    async fn lease(
+        &self,
+        key: &str,
+        holder: &str,
+        now_ms: u64,
+        until_ms: u64,
+    ) -> Result<bool, StoreError> {
+        delegate!(self.lease(key, holder, now_ms, until_ms))
+    }
 }

@@ -64,6 +64,88 @@ pub async fn run<S: Store>(store: &S) {
     deleting_a_user_deletes_its_websites(store).await;
     shared_secrets(store).await;
     outbox(store).await;
+    ephemeral_values_and_leases(store).await;
+}
+
+async fn ephemeral_values_and_leases<S: Store>(store: &S) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let version = store.version().await.unwrap();
+    assert_eq!(store.ephemeral("acme:token", now).await.unwrap(), None);
+    store
+        .put_ephemeral("acme:token", "token.thumbprint", now + 60_000)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.ephemeral("acme:token", now).await.unwrap().as_deref(),
+        Some("token.thumbprint")
+    );
+    store.remove_ephemeral("acme:token").await.unwrap();
+    assert_eq!(store.ephemeral("acme:token", now).await.unwrap(), None);
+    // A value past its time is gone.
+    store.put_ephemeral("brief", "x", now + 30).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(80)).await;
+    let later = now + 80;
+    assert_eq!(
+        store.ephemeral("brief", later.max(now + 31)).await.unwrap(),
+        None
+    );
+
+    assert!(
+        store
+            .lease("issue:a.example", "gw-1", now, now + 60_000)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .lease("issue:a.example", "gw-2", now, now + 60_000)
+            .await
+            .unwrap(),
+        "a held lease is refused to another holder"
+    );
+    assert!(
+        store
+            .lease("issue:a.example", "gw-1", now, now + 90_000)
+            .await
+            .unwrap(),
+        "its holder extends it"
+    );
+    assert!(
+        store
+            .lease("issue:b.example", "gw-2", now, now + 60_000)
+            .await
+            .unwrap()
+    );
+    // An expired lease is free again.
+    assert!(
+        store
+            .lease("issue:c.example", "gw-1", now, now + 30)
+            .await
+            .unwrap()
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(80)).await;
+    assert!(
+        store
+            .lease("issue:c.example", "gw-2", now + 80, now + 60_000)
+            .await
+            .unwrap(),
+        "an expired lease goes to whoever asks"
+    );
+    store.remove_ephemeral("issue:a.example").await.unwrap();
+    assert!(
+        store
+            .lease("issue:a.example", "gw-2", now, now + 60_000)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.version().await.unwrap(),
+        version,
+        "not website changes"
+    );
 }
 
 /// A delivery of `partner` named `id`, due at `due_ms`.

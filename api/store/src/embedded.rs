@@ -36,6 +36,8 @@ const SECRETS: TableDefinition<&str, &str> = TableDefinition::new("secrets");
 const DELIVERIES: TableDefinition<&str, &[u8]> = TableDefinition::new("deliveries");
 /// Outbox index: `{next_attempt_ms:020}:{id}` → ().
 const DELIVERIES_DUE: TableDefinition<&str, ()> = TableDefinition::new("deliveries_due");
+/// Short-lived values and leases: key → `{until_ms:020}` and the value.
+const EPHEMERAL: TableDefinition<&str, &str> = TableDefinition::new("ephemeral");
 
 /// How many changes a slow subscriber may fall behind before it sees a gap (and
 /// reloads a snapshot).
@@ -220,6 +222,7 @@ impl EmbeddedStore {
             txn.open_table(SECRETS).map_err(backend)?;
             txn.open_table(DELIVERIES).map_err(backend)?;
             txn.open_table(DELIVERIES_DUE).map_err(backend)?;
+            txn.open_table(EPHEMERAL).map_err(backend)?;
         }
         txn.commit().map_err(backend)?;
         let (feed, _) = broadcast::channel(FEED_CAPACITY);
@@ -828,6 +831,65 @@ impl Store for EmbeddedStore {
         .await
     }
 
+    async fn put_ephemeral(&self, key: &str, value: &str, until_ms: u64) -> Result<(), StoreError> {
+        let (key, stored) = (key.to_owned(), format!("{until_ms:020}{value}"));
+        self.write(move |txn| {
+            txn.open_table(EPHEMERAL)
+                .map_err(backend)?
+                .insert(key.as_str(), stored.as_str())
+                .map_err(backend)?;
+            Ok(((), Vec::new()))
+        })
+        .await
+    }
+
+    async fn ephemeral(&self, key: &str, now_ms: u64) -> Result<Option<String>, StoreError> {
+        let key = key.to_owned();
+        self.read(move |txn| {
+            let table = txn.open_table(EPHEMERAL).map_err(backend)?;
+            let stored = table.get(key.as_str()).map_err(backend)?;
+            Ok(stored.and_then(|stored| live(stored.value(), now_ms).map(str::to_owned)))
+        })
+        .await
+    }
+
+    async fn remove_ephemeral(&self, key: &str) -> Result<(), StoreError> {
+        let key = key.to_owned();
+        self.write(move |txn| {
+            txn.open_table(EPHEMERAL)
+                .map_err(backend)?
+                .remove(key.as_str())
+                .map_err(backend)?;
+            Ok(((), Vec::new()))
+        })
+        .await
+    }
+
+    async fn lease(
+        &self,
+        key: &str,
+        holder: &str,
+        now_ms: u64,
+        until_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let (key, holder) = (key.to_owned(), holder.to_owned());
+        self.write(move |txn| {
+            let mut table = txn.open_table(EPHEMERAL).map_err(backend)?;
+            let current = table
+                .get(key.as_str())
+                .map_err(backend)?
+                .and_then(|stored| live(stored.value(), now_ms).map(str::to_owned));
+            let free = current.as_deref().is_none_or(|current| current == holder);
+            if free {
+                table
+                    .insert(key.as_str(), format!("{until_ms:020}{holder}").as_str())
+                    .map_err(backend)?;
+            }
+            Ok((free, Vec::new()))
+        })
+        .await
+    }
+
     async fn deliveries(&self) -> Result<Vec<Delivery>, StoreError> {
         self.read(|txn| {
             let table = txn.open_table(DELIVERIES).map_err(backend)?;
@@ -840,6 +902,12 @@ impl Store for EmbeddedStore {
         })
         .await
     }
+}
+
+/// The value of a stored ephemeral entry, unless it expired before `now_ms`.
+fn live(stored: &str, now_ms: u64) -> Option<&str> {
+    let (until, value) = stored.split_at_checked(20)?;
+    (until.parse::<u64>().ok()? > now_ms).then_some(value)
 }
 
 fn stored_delivery(txn: &redb::WriteTransaction, id: &str) -> Result<Option<Delivery>, StoreError> {

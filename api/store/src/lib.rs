@@ -271,4 +271,33 @@ pub trait Store: Send + Sync + 'static {
 
     /// Every delivery in the outbox, in id order (for operators and tests).
     fn deliveries(&self) -> impl Future<Output = Result<Vec<Delivery>, StoreError>> + Send;
+
+    /// Keeps `value` under `key` until `until_ms` (ms since the Unix epoch), for every
+    /// gateway to read: an ACME challenge's answer, say.
+    fn put_ephemeral(
+        &self,
+        key: &str,
+        value: &str,
+        until_ms: u64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The value under `key`, unless it has expired at `now_ms`.
+    fn ephemeral(
+        &self,
+        key: &str,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
+
+    /// Forgets `key`.
+    fn remove_ephemeral(&self, key: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// A lease: `key` becomes `holder`'s until `until_ms` if it is free, expired at
+    /// `now_ms`, or `holder`'s already (which extends it). Whether `holder` has it.
+    fn lease(
+        &self,
+        key: &str,
+        holder: &str,
+        now_ms: u64,
+        until_ms: u64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }

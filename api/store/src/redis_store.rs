@@ -21,6 +21,7 @@
 //! | `secret:{name}` | string | a cluster-wide secret ([`Store::shared_secret`]) |
 //! | `delivery:{id}` | string | [`Delivery`] JSON (its `next_attempt_ms` is the score's) |
 //! | `deliveries` | sorted set | delivery ids scored by when each is next due (ms) |
+//! | `ephemeral:{key}` | string with a TTL | a short-lived value or a lease's holder |
 
 use crate::{
     Change, Changed, Delivery, Page, PartnerRecord, Snapshot, Store, StoreError, WebsiteRecord,
@@ -924,4 +925,67 @@ return 1
         all.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(all)
     }
+
+    async fn put_ephemeral(&self, key: &str, value: &str, until_ms: u64) -> Result<(), StoreError> {
+        const LUA: &str = r#"
+redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
+return 1
+"#;
+        let ttl = until_ms.saturating_sub(botgate_now_ms()).max(1);
+        let _: i64 = self
+            .write_script(
+                LUA,
+                vec![self.key(&format!("ephemeral:{key}"))],
+                vec![value.to_owned(), ttl.to_string()],
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn ephemeral(&self, key: &str, _now_ms: u64) -> Result<Option<String>, StoreError> {
+        // Redis expires the key itself.
+        self.get(self.key(&format!("ephemeral:{key}"))).await
+    }
+
+    async fn remove_ephemeral(&self, key: &str) -> Result<(), StoreError> {
+        const LUA: &str = r#"
+redis.call('DEL', KEYS[3])
+return 1
+"#;
+        let _: i64 = self
+            .write_script(LUA, vec![self.key(&format!("ephemeral:{key}"))], vec![])
+            .await?;
+        Ok(())
+    }
+
+    async fn lease(
+        &self,
+        key: &str,
+        holder: &str,
+        now_ms: u64,
+        until_ms: u64,
+    ) -> Result<bool, StoreError> {
+        const LUA: &str = r#"
+local current = redis.call('GET', KEYS[3])
+if current and current ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
+return 1
+"#;
+        let ttl = until_ms.saturating_sub(now_ms).max(1);
+        let held: i64 = self
+            .write_script(
+                LUA,
+                vec![self.key(&format!("ephemeral:{key}"))],
+                vec![holder.to_owned(), ttl.to_string()],
+            )
+            .await?;
+        Ok(held == 1)
+    }
+}
+
+/// Milliseconds since the Unix epoch, for TTLs.
+fn botgate_now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64)
 }
