@@ -38,6 +38,37 @@ pub fn name_covers(pattern: &str, host: &str) -> bool {
     }
 }
 
+/// The validity (seconds since the Unix epoch: not before, not after) and DNS names
+/// of the first certificate in `public_pem`, without any other check.
+pub fn leaf_summary(public_pem: &str) -> Option<(i64, i64, Vec<String>)> {
+    let der = CertificateDer::pem_slice_iter(public_pem.as_bytes())
+        .next()?
+        .ok()?;
+    let (_, leaf) = X509Certificate::from_der(&der).ok()?;
+    let names = leaf
+        .subject_alternative_name()
+        .ok()
+        .flatten()
+        .map(|extension| {
+            extension
+                .value
+                .general_names
+                .iter()
+                .filter_map(|name| match name {
+                    GeneralName::DNSName(name) => Some(name.to_string()),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let validity = leaf.validity();
+    Some((
+        validity.not_before.timestamp(),
+        validity.not_after.timestamp(),
+        names,
+    ))
+}
+
 /// A certificate's subject for a message: its common name, or the whole name.
 fn subject(certificate: &X509Certificate<'_>) -> String {
     let name = certificate.subject();

@@ -46,6 +46,9 @@ pub struct ApiConfig {
     /// Whether a website waits in `setup` until its names resolve to the gateway (the
     /// gateway's provisioner checks and ends the wait); online at once otherwise.
     pub dns_check: bool,
+    /// Whether websites with `certs_issuer: acme` get certificates (and wait in `setup`
+    /// for them).
+    pub acme: bool,
 }
 
 impl Default for ApiConfig {
@@ -55,6 +58,7 @@ impl Default for ApiConfig {
             rate_per_second: NonZeroU32::new(50).unwrap_or(NonZeroU32::MIN),
             rate_burst: NonZeroU32::new(100).unwrap_or(NonZeroU32::MIN),
             dns_check: false,
+            acme: false,
         }
     }
 }

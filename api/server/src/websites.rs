@@ -11,12 +11,22 @@ use crate::webhooks;
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
-use botgate_model::{Domain, Status, UserId, Website, WebsiteView};
+use botgate_model::{CertsIssuer, Domain, Status, UserId, Website, WebsiteView};
 use botgate_store::{Store, StoreError, WebsiteRecord};
 use std::sync::Arc;
 
 /// The `status_reason` of a website until the provisioner's first DNS check.
 const WAITING_FOR_DNS: &str = "waiting for the domain and subdomains to resolve to the gateway";
+
+/// What a website waits for first when its setup begins.
+fn setup_reason(api: &Api) -> String {
+    if api.config.dns_check {
+        WAITING_FOR_DNS
+    } else {
+        "waiting for a certificate"
+    }
+    .to_owned()
+}
 
 /// Conditional writes retried after a concurrent change before giving up with 409.
 const UPDATE_ATTEMPTS: usize = 8;
@@ -61,8 +71,10 @@ pub async fn create_website(
         callback_url,
     } = payload.into_website()?;
     let mut website = Website::create(input)?;
-    if api.config.dns_check && website.status != Status::Paused {
-        website.begin_setup(botgate_webhooks::now_ms(), WAITING_FOR_DNS.to_owned());
+    let wants_certificate =
+        api.config.acme && website.settings.loadbalancer.certs_issuer == CertsIssuer::Acme;
+    if (api.config.dns_check || wants_certificate) && website.status != Status::Paused {
+        website.begin_setup(botgate_webhooks::now_ms(), setup_reason(&api));
     }
     if let (Some(pending), Some(url)) = (&mut website.pending, &callback_url) {
         pending.callbacks.push(url.to_string());
@@ -135,11 +147,14 @@ pub async fn update_website(
         // New names wait for DNS again; so does a website in error asked to be online.
         let retry = record.website.status == Status::Error
             && request.input.status.as_deref().map(str::trim) == Some("online");
-        if api.config.dns_check
-            && website.status != Status::Paused
-            && (website.host_names() != record.website.host_names() || retry)
-        {
-            website.begin_setup(botgate_webhooks::now_ms(), WAITING_FOR_DNS.to_owned());
+        let names_changed = website.host_names() != record.website.host_names();
+        let acme = website.settings.loadbalancer.certs_issuer == CertsIssuer::Acme;
+        let to_acme =
+            acme && record.website.settings.loadbalancer.certs_issuer != CertsIssuer::Acme;
+        let needs_dns = api.config.dns_check && (names_changed || retry);
+        let needs_certificate = api.config.acme && acme && (to_acme || names_changed || retry);
+        if website.status != Status::Paused && (needs_dns || needs_certificate) {
+            website.begin_setup(botgate_webhooks::now_ms(), setup_reason(&api));
         }
         if let (Some(pending), Some(url)) = (&mut website.pending, &request.callback_url) {
             pending.callbacks.push(url.to_string());

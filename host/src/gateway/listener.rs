@@ -63,7 +63,6 @@ pub async fn serve(
     mut shutdown: Shutdown,
     tracker: TaskTracker,
 ) {
-    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -80,10 +79,10 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let gateway = gateway.clone();
-        let acceptor = acceptor.clone();
+        let tls = tls.clone();
         let shutdown = shutdown.clone();
         tracker.spawn(async move {
-            if let Err(reason) = connection(gateway, stream, peer, acceptor, shutdown).await {
+            if let Err(reason) = connection(gateway, stream, peer, tls, shutdown).await {
                 tracing::debug!(%peer, %reason, "connection closed early");
             }
         });
@@ -95,7 +94,7 @@ async fn connection(
     gateway: Arc<Gateway>,
     mut stream: TcpStream,
     peer: SocketAddr,
-    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: Shutdown,
 ) -> Result<(), String> {
     let limits = &gateway.config.limits;
@@ -115,7 +114,7 @@ async fn connection(
             Ok(Ok(None)) => {}
         }
     }
-    let Some(acceptor) = acceptor else {
+    let Some(tls) = tls else {
         let info = ConnectionInfo {
             client,
             https: false,
@@ -128,8 +127,41 @@ async fn connection(
     let (hello, ja4) = tokio::time::timeout(deadline, read_client_hello(&mut stream))
         .await
         .map_err(|_| "no TLS ClientHello in time".to_string())??;
-    let handshake = acceptor.accept(Rewind::new(hello, stream));
-    let tls = tokio::time::timeout(deadline, handshake)
+    let started = tokio_rustls::LazyConfigAcceptor::new(
+        rustls::server::Acceptor::default(),
+        Rewind::new(hello, stream),
+    );
+    let started = tokio::time::timeout(deadline, started)
+        .await
+        .map_err(|_| "TLS handshake timed out".to_string())?
+        .map_err(|err| format!("TLS ClientHello: {err}"))?;
+    let hello = started.client_hello();
+    let acme = hello
+        .alpn()
+        .is_some_and(|mut protocols| protocols.any(|p| p == ACME_TLS_ALPN));
+    if acme {
+        // RFC 8737: a CA checking TLS-ALPN-01 offers only `acme-tls/1`; it gets the
+        // challenge certificate, and nothing else happens on the connection.
+        let name = hello.server_name().unwrap_or_default().to_owned();
+        let answers = gateway.acme_answers.as_ref().ok_or("ACME is not enabled")?;
+        let key = answers
+            .tls_alpn01(&name)
+            .await
+            .ok_or_else(|| format!("no TLS-ALPN-01 challenge waits for `{name}`"))?;
+        let mut config = rustls::ServerConfig::builder_with_provider(super::tls::provider())
+            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+            .map_err(|err| err.to_string())?
+            .with_no_client_auth()
+            .with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(key)));
+        config.alpn_protocols = vec![ACME_TLS_ALPN.to_vec()];
+        tokio::time::timeout(deadline, started.into_stream(Arc::new(config)))
+            .await
+            .map_err(|_| "TLS-ALPN-01 handshake timed out".to_string())?
+            .map_err(|err| format!("TLS-ALPN-01 handshake: {err}"))?;
+        tracing::info!(%name, "answered a TLS-ALPN-01 challenge");
+        return Ok(());
+    }
+    let tls = tokio::time::timeout(deadline, started.into_stream(tls))
         .await
         .map_err(|_| "TLS handshake timed out".to_string())?
         .map_err(|err| format!("TLS handshake: {err}"))?;
@@ -158,6 +190,9 @@ async fn connection(
     serve_http(gateway, tls, info, shutdown).await;
     Ok(())
 }
+
+/// The ALPN protocol of ACME's TLS-ALPN-01 challenge (RFC 8737).
+const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
 
 /// An IPv4-mapped IPv6 address (a dual-stack socket's view of an IPv4 client) as IPv4.
 pub(crate) fn canonical(address: SocketAddr) -> SocketAddr {

@@ -103,6 +103,23 @@ pub struct Gateway {
     /// The `Alt-Svc` value advertising HTTP/3, made once from `config.http3_port`.
     pub alt_svc: Option<http::HeaderValue>,
     pub metrics: metrics::Metrics,
+    /// ACME challenge answers (from the store), for whichever gateway the CA reaches.
+    pub acme_answers: Option<Arc<dyn AcmeAnswers>>,
+}
+
+/// A boxed future, for the object-safe [`AcmeAnswers`].
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// Where the data plane finds the answers to ACME challenges while an issuance (by
+/// this or another gateway) waits for the CA to check them.
+pub trait AcmeAnswers: Send + Sync + 'static {
+    /// The key authorization for an HTTP-01 `token`.
+    fn http01<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Option<String>>;
+    /// The TLS-ALPN-01 challenge certificate for `domain`.
+    fn tls_alpn01<'a>(
+        &'a self,
+        domain: &'a str,
+    ) -> BoxFuture<'a, Option<Arc<rustls::sign::CertifiedKey>>>;
 }
 
 /// Why the gateway could not start.
@@ -126,6 +143,7 @@ impl Gateway {
         websites: Arc<Follower>,
         rulesets: Arc<Registry>,
         challenge_secret: Vec<u8>,
+        acme_answers: Option<Arc<dyn AcmeAnswers>>,
     ) -> Result<Arc<Gateway>, StartError> {
         let provider = tls::provider();
         let cache = Arc::new(cache::ResponseCache::new(&config.cache));
@@ -144,6 +162,7 @@ impl Gateway {
             config,
             websites,
             rulesets,
+            acme_answers,
         };
         Ok(Arc::new(gateway))
     }

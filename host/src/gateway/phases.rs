@@ -21,6 +21,9 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+/// Where an ACME CA asks for HTTP-01 answers (RFC 8555 §8.3).
+const ACME_HTTP01_PREFIX: &str = "/.well-known/acme-challenge/";
+
 /// The body of a client's request: hyper's for HTTP/1.1 and HTTP/2, the QUIC stream's
 /// for HTTP/3.
 pub trait RequestBody:
@@ -178,6 +181,30 @@ impl Gateway {
         connection: &ConnectionInfo,
         record: &mut Record,
     ) -> Response<Body> {
+        // Phase 0: ACME HTTP-01 answers, for any host (the website may still be in
+        // `setup`), before anything else can redirect or refuse the CA.
+        if let Some(token) = request.uri().path().strip_prefix(ACME_HTTP01_PREFIX)
+            && matches!(*request.method(), Method::GET | Method::HEAD)
+            && let Some(answers) = &self.acme_answers
+        {
+            record.action = "acme_challenge";
+            return match answers.http01(token).await {
+                Some(answer) => {
+                    let mut response = Response::new(pages::full(answer));
+                    response.headers_mut().insert(
+                        http::header::CONTENT_TYPE,
+                        http::HeaderValue::from_static("application/octet-stream"),
+                    );
+                    response
+                }
+                None => pages::page(
+                    StatusCode::NOT_FOUND,
+                    "No such challenge",
+                    "No certificate issuance is waiting for this token.",
+                ),
+            };
+        }
+
         // Phase 1: the website.
         let Some(host) = request_host(&request) else {
             record.action = "bad_request";

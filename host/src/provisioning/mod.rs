@@ -1,21 +1,28 @@
 //! The asynchronous half of website changes: websites in `setup` wait here until their
-//! work is done (today: DNS readiness), then go `online` — or `error`, with
-//! `status_reason`, when the wait runs out — and the webhooks of the changes that
-//! waited are queued.
+//! work is done — their names resolve to the gateway, then (with `certs_issuer: acme`)
+//! a certificate is issued — then go `online`, or `error` with `status_reason`, and the
+//! webhooks of the changes that waited are queued. ACME certificates are renewed here
+//! too, when a third of their lifetime remains; at most one gateway issues for a
+//! domain at a time (a lease in the store).
 //!
 //! Every gateway runs a provisioner over its own snapshot of the websites. Each write
 //! names the revision it read, so when two gateways finish the same website only one
 //! write lands; the other sees a stale revision and leaves it (and its webhooks) to
 //! the winner.
 
+pub mod acme;
 pub mod dns;
 
 use crate::gateway::crawlers::reverse_dns::{ResolverError, resolver};
-use botgate_model::{Status, Website};
+use acme::Acme;
+use botgate_model::certificate::{leaf_summary, name_covers};
+use botgate_model::{CertsIssuer, Status, Website};
 use botgate_store::{Follower, Store, StoreError, WebsiteRecord};
 use hickory_resolver::TokioResolver;
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// When websites are ready.
@@ -50,16 +57,51 @@ pub struct Provisioner<S> {
     websites: Arc<Follower>,
     resolver: TokioResolver,
     config: ProvisioningConfig,
+    acme: Option<Arc<Acme<S>>>,
+    /// This gateway's name in issuance leases.
+    holder: String,
+    /// Domains this gateway is issuing for, or must not retry before a time (ms).
+    issuing: Mutex<HashMap<String, Issuing>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Issuing {
+    Now,
+    RetryAfter(u64),
+}
+
+/// Whether `website` needs a certificate from ACME now: it has none that covers its
+/// names and is valid, or (for renewal) a third or less of its lifetime remains.
+fn needs_certificate(website: &Website, now_s: i64) -> bool {
+    let Some(certificate) = &website.certificate else {
+        return true;
+    };
+    let Some((not_before, not_after, names)) = leaf_summary(&certificate.public) else {
+        return true;
+    };
+    let covered = website
+        .host_names()
+        .iter()
+        .all(|host| names.iter().any(|name| name_covers(name, host)));
+    let renew_from = not_after - (not_after - not_before) / 3;
+    !covered || now_s >= renew_from
 }
 
 impl<S: Store> Provisioner<S> {
+    /// A provisioner; with `acme`, websites with `certs_issuer: acme` get certificates.
     pub fn new(
         store: Arc<S>,
         websites: Arc<Follower>,
         config: ProvisioningConfig,
+        acme: Option<acme::AcmeConfig>,
     ) -> Result<Provisioner<S>, ResolverError> {
+        let mut random = [0u8; 8];
+        let _ = getrandom::fill(&mut random);
         Ok(Provisioner {
             resolver: resolver(&config.dns_servers, Duration::from_secs(3))?,
+            acme: acme.map(|config| Arc::new(Acme::new(store.clone(), config))),
+            holder: format!("gateway-{}", u64::from_le_bytes(random)),
+            issuing: Mutex::new(HashMap::new()),
             store,
             websites,
             config,
@@ -67,7 +109,7 @@ impl<S: Store> Provisioner<S> {
     }
 
     /// Checks the websites in `setup` every `check_every` until `stop` resolves.
-    pub async fn run(self, stop: impl std::future::Future<Output = ()>) {
+    pub async fn run(self: Arc<Self>, stop: impl std::future::Future<Output = ()>) {
         tokio::pin!(stop);
         loop {
             self.check_all().await;
@@ -78,24 +120,131 @@ impl<S: Store> Provisioner<S> {
         }
     }
 
-    /// One round over the websites waiting in `setup`.
-    pub async fn check_all(&self) {
+    /// One round over the websites waiting in `setup`, and the ACME certificates due
+    /// for renewal.
+    pub async fn check_all(self: &Arc<Self>) {
         let index = self.websites.index();
-        let waiting: Vec<Arc<WebsiteRecord>> = index
-            .websites()
-            .filter(|record| {
-                record.website.status == Status::Setup && record.website.pending.is_some()
-            })
-            .cloned()
-            .collect();
+        let now_s = (botgate_webhooks::now_ms() / 1000) as i64;
+        let mut waiting = Vec::new();
+        let mut renewals = Vec::new();
+        for record in index.websites() {
+            let website = &record.website;
+            if website.status == Status::Setup && website.pending.is_some() {
+                waiting.push(record.clone());
+            } else if self.acme.is_some()
+                && matches!(website.status, Status::Online | Status::Paused)
+                && website.settings.loadbalancer.certs_issuer == CertsIssuer::Acme
+                && website.certificate.is_some()
+                && needs_certificate(website, now_s)
+            {
+                renewals.push(record.clone());
+            }
+        }
         for record in waiting {
             if let Err(err) = self.check(&record).await {
                 tracing::warn!(domain = %record.website.domain, %err, "provisioning: store write failed; retrying next round");
             }
         }
+        for record in renewals {
+            self.start_issuing(&record.website);
+        }
     }
 
-    async fn check(&self, record: &WebsiteRecord) -> Result<(), StoreError> {
+    /// Starts issuing a certificate for `website` in the background, unless this
+    /// gateway is at it already or failed a moment ago; whether it is under way.
+    fn start_issuing(self: &Arc<Self>, website: &Website) -> bool {
+        let Some(acme) = self.acme.clone() else {
+            return false;
+        };
+        let domain = website.domain.as_str().to_owned();
+        {
+            let mut issuing = self.issuing.lock().unwrap_or_else(|e| e.into_inner());
+            match issuing.get(&domain) {
+                Some(Issuing::Now) => return true,
+                Some(Issuing::RetryAfter(at)) if *at > botgate_webhooks::now_ms() => return false,
+                _ => {}
+            }
+            issuing.insert(domain.clone(), Issuing::Now);
+        }
+        let provisioner = self.clone();
+        let names = website.host_names();
+        tokio::spawn(async move {
+            let outcome = provisioner.issue(&acme, &domain, &names).await;
+            let mut issuing = provisioner
+                .issuing
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            match outcome {
+                Ok(()) => {
+                    issuing.remove(&domain);
+                }
+                Err(err) => {
+                    tracing::warn!(%domain, %err, "certificate not issued; retrying later");
+                    issuing.insert(
+                        domain,
+                        Issuing::RetryAfter(botgate_webhooks::now_ms() + 60_000),
+                    );
+                }
+            }
+        });
+        true
+    }
+
+    /// Issues (under the domain's lease) and stores the certificate: a website in
+    /// `setup` goes online (or to `error` if the CA refused), an online one just gets
+    /// the new certificate.
+    async fn issue(&self, acme: &Acme<S>, domain: &str, names: &[String]) -> Result<(), String> {
+        let lease = format!("acme-issue:{domain}");
+        let now = botgate_webhooks::now_ms();
+        let held = self
+            .store
+            .lease(&lease, &self.holder, now, now + 15 * 60_000)
+            .await
+            .map_err(|err| format!("store: {err}"))?;
+        if !held {
+            return Err("another gateway is issuing for this domain".into());
+        }
+        tracing::info!(%domain, ?names, "issuing a certificate");
+        let issued = acme.issue(names).await;
+        let _ = self.store.remove_ephemeral(&lease).await;
+        let parsed = botgate_model::Domain::parse(domain).map_err(|err| err.to_string())?;
+        for _ in 0..8 {
+            let Some(record) = self
+                .store
+                .website(&parsed)
+                .await
+                .map_err(|err| format!("store: {err}"))?
+            else {
+                return Ok(());
+            };
+            let mut next = record.website.clone();
+            let mut callbacks = Vec::new();
+            match &issued {
+                Ok(certificate) => {
+                    next.certificate = Some(certificate.clone());
+                    if next.status == Status::Setup {
+                        callbacks = next.finish_setup(Ok(()));
+                    }
+                }
+                Err(reason) if next.status == Status::Setup => {
+                    callbacks = next.finish_setup(Err(format!("certificate not issued: {reason}")));
+                }
+                Err(reason) => return Err(reason.clone()),
+            }
+            match self.write(&next, record.revision).await {
+                Ok(Some(stored)) => {
+                    tracing::info!(%domain, status = stored.website.status.as_str(), issued = issued.is_ok(), "certificate issuance finished");
+                    self.queue_webhooks(&stored, &callbacks).await;
+                    return issued.map(drop);
+                }
+                Ok(None) => continue,
+                Err(err) => return Err(format!("store: {err}")),
+            }
+        }
+        Err("the website kept changing; the certificate was not stored".into())
+    }
+
+    async fn check(self: &Arc<Self>, record: &WebsiteRecord) -> Result<(), StoreError> {
         let website = &record.website;
         let outcome = if self.config.public_addresses.is_empty() {
             Ok(())
@@ -111,6 +260,20 @@ impl<S: Store> Provisioner<S> {
         let waited = Duration::from_millis(botgate_webhooks::now_ms().saturating_sub(since));
         let mut next = website.clone();
         let callbacks = match outcome {
+            Ok(())
+                if self.acme.is_some()
+                    && website.settings.loadbalancer.certs_issuer == CertsIssuer::Acme
+                    && needs_certificate(website, (botgate_webhooks::now_ms() / 1000) as i64) =>
+            {
+                // The names are ready; the certificate comes next (and ends the setup).
+                let reason = "issuing a certificate".to_owned();
+                if self.start_issuing(website) && website.status_reason.as_deref() != Some(&reason)
+                {
+                    next.status_reason = Some(reason);
+                    self.write(&next, record.revision).await?;
+                }
+                return Ok(());
+            }
             Ok(()) => next.finish_setup(Ok(())),
             Err(reason) if waited >= self.config.dns_wait => next.finish_setup(Err(format!(
                 "{reason} (checked for {} s)",

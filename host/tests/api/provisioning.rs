@@ -56,6 +56,7 @@ fn websites_wait_in_setup_until_their_names_resolve_to_the_gateway() -> Result<(
             "200",
             "--dns-wait-seconds",
             "3",
+            "--no-acme",
             "--webhook-allow-network",
             "127.0.0.0/8",
         ],

@@ -14,7 +14,9 @@ use botgate_host::gateway::http3;
 use botgate_host::gateway::limits::DdosConfig;
 use botgate_host::gateway::listener::{self, Shutdown};
 use botgate_host::gateway::upstream::OriginConfig;
+use botgate_host::gateway::{AcmeAnswers, tls};
 use botgate_host::gateway::{ConnectionLimits, Gateway, GatewayConfig, admin};
+use botgate_host::provisioning::acme::{self, AcmeChallenge, AcmeConfig, StoreAnswers};
 use botgate_host::provisioning::{Provisioner, ProvisioningConfig};
 use botgate_host::rules::{DirectorySource, Registry, RulesetSource, Watcher};
 use botgate_store::{Follower, Store};
@@ -89,6 +91,47 @@ struct ProvisioningArgs {
     /// How often websites in `setup` are checked, in milliseconds.
     #[arg(long, env = "BOTGATE_SETUP_CHECK_MS", default_value = "5000")]
     setup_check_ms: u64,
+    /// The ACME directory certificates for `certs_issuer: acme` come from. ACME is on
+    /// when this is given, or when --public-address is (then Let's Encrypt's, by
+    /// default); off otherwise (such websites are served with the fallback certificate).
+    #[arg(long, env = "BOTGATE_ACME_DIRECTORY", value_name = "URL")]
+    acme_directory: Option<String>,
+    /// A contact for the ACME account (`mailto:ops@example.com`; repeatable).
+    #[arg(long, env = "BOTGATE_ACME_CONTACT", value_delimiter = ',')]
+    acme_contact: Vec<String>,
+    /// A root certificate (PEM file) to trust for the ACME directory itself (a test CA).
+    #[arg(long, env = "BOTGATE_ACME_DIRECTORY_ROOT")]
+    acme_directory_root: Option<PathBuf>,
+    /// How the CA checks control of a name: `http-01` (port 80) or `tls-alpn-01`
+    /// (port 443).
+    #[arg(long, env = "BOTGATE_ACME_CHALLENGE", default_value = "http-01", value_parser = ["http-01", "tls-alpn-01"])]
+    acme_challenge: String,
+    /// No certificates from ACME, whatever else is configured.
+    #[arg(long, env = "BOTGATE_NO_ACME")]
+    no_acme: bool,
+}
+
+impl ProvisioningArgs {
+    /// The ACME configuration, when ACME is on.
+    fn acme(&self) -> Option<AcmeConfig> {
+        if self.no_acme || (self.acme_directory.is_none() && self.public_addresses.is_empty()) {
+            return None;
+        }
+        Some(AcmeConfig {
+            directory: self
+                .acme_directory
+                .clone()
+                .unwrap_or_else(|| acme::LETS_ENCRYPT.to_owned()),
+            contact: self.acme_contact.clone(),
+            directory_root: self.acme_directory_root.clone(),
+            challenge: if self.acme_challenge == "tls-alpn-01" {
+                AcmeChallenge::TlsAlpn01
+            } else {
+                AcmeChallenge::Http01
+            },
+            ..AcmeConfig::default()
+        })
+    }
 }
 
 /// How website-change webhooks are delivered.
@@ -375,7 +418,11 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
         .data_plane
         .config(args.trusted_proxies.clone(), args.https_listen);
     let drain = config.limits.drain_timeout;
-    let gateway = Gateway::new(config, websites.clone(), registry, secret)?;
+    let acme_config = args.provisioning.acme();
+    let answers: Option<Arc<dyn AcmeAnswers>> = acme_config.as_ref().map(|_| {
+        Arc::new(StoreAnswers::new(store.clone(), tls::provider())) as Arc<dyn AcmeAnswers>
+    });
+    let gateway = Gateway::new(config, websites.clone(), registry, secret, answers)?;
     gateway.spawn_housekeeping();
     let (tls, quic) = gateway.tls_configs()?;
 
@@ -468,11 +515,20 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
             check_every: Duration::from_millis(args.provisioning.setup_check_ms.max(10)),
             dns_wait: Duration::from_secs(args.provisioning.dns_wait_seconds),
         },
+        acme_config.clone(),
     )?;
+    match &acme_config {
+        Some(acme) => {
+            tracing::info!(directory = %acme.directory, challenge = ?acme.challenge, "certificates from ACME")
+        }
+        None => tracing::info!(
+            "ACME is off: websites with certs_issuer acme get the fallback certificate"
+        ),
+    }
     if args.provisioning.public_addresses.is_empty() {
         tracing::info!("no --public-address: websites go online without a DNS check");
     }
-    let provisioning = tokio::spawn(provisioner.run(shutdown.clone().stopped()));
+    let provisioning = tokio::spawn(Arc::new(provisioner).run(shutdown.clone().stopped()));
     let outbox = Arc::new(Outbox::new(store.clone(), args.webhooks.config()));
     let webhooks = tokio::spawn(outbox.run(shutdown.clone().stopped()));
     let api = Api::new(
@@ -481,6 +537,7 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
             rate_per_second: args.api_rate,
             rate_burst: args.api_burst,
             dns_check: !args.provisioning.public_addresses.is_empty(),
+            acme: acme_config.is_some(),
             ..ApiConfig::default()
         },
     );

@@ -1,0 +1,342 @@
+//! Certificates from an ACME certificate authority (instant-acme): the account kept in
+//! the store (one per directory, shared by every gateway), an order per website for its
+//! domain and subdomains, answered by HTTP-01 (every gateway answers
+//! `/.well-known/acme-challenge/{token}` from the store) or TLS-ALPN-01 (every gateway
+//! answers an `acme-tls/1` handshake with the challenge certificate from the store).
+//! `Retry-After` is honoured while the order is polled.
+
+use botgate_model::Certificate;
+use botgate_store::Store;
+use instant_acme::{
+    Account, AccountCredentials, AuthorizationStatus, ChallengeType, Identifier, NewAccount,
+    NewOrder, OrderStatus, RetryPolicy,
+};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::sign::CertifiedKey;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Let's Encrypt's production directory, the default.
+pub const LETS_ENCRYPT: &str = "https://acme-v02.api.letsencrypt.org/directory";
+
+/// Which challenge proves control of a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcmeChallenge {
+    /// A plain-HTTP request to port 80 for `/.well-known/acme-challenge/{token}`.
+    Http01,
+    /// A TLS handshake on port 443 offering only the `acme-tls/1` protocol.
+    TlsAlpn01,
+}
+
+/// How certificates are obtained.
+#[derive(Debug, Clone)]
+pub struct AcmeConfig {
+    /// The CA's directory URL.
+    pub directory: String,
+    /// `mailto:` contacts for the account.
+    pub contact: Vec<String>,
+    /// A root (PEM) to trust for the directory itself, for a test CA (Pebble).
+    pub directory_root: Option<PathBuf>,
+    pub challenge: AcmeChallenge,
+    /// The longest an order may take to become ready, and its certificate to come.
+    pub order_timeout: Duration,
+}
+
+impl Default for AcmeConfig {
+    fn default() -> Self {
+        AcmeConfig {
+            directory: LETS_ENCRYPT.to_owned(),
+            contact: Vec::new(),
+            directory_root: None,
+            challenge: AcmeChallenge::Http01,
+            order_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Far in the future: how long the account's credentials are kept (they do not expire).
+const FOREVER_MS: u64 = 253_402_300_799_000;
+/// How long a challenge's answer is kept.
+const ANSWER_MS: u64 = 3_600_000;
+
+/// The store key of an HTTP-01 answer.
+pub fn http01_key(token: &str) -> String {
+    format!("acme-http-01:{token}")
+}
+
+/// The store key of a TLS-ALPN-01 challenge certificate (PEM certificate, then key).
+pub fn tls_alpn01_key(domain: &str) -> String {
+    format!("acme-tls-alpn-01:{}", domain.to_ascii_lowercase())
+}
+
+/// The HTTP-01 answer for `token`, if an issuance is waiting for it.
+pub async fn http01_answer<S: Store>(store: &S, token: &str) -> Option<String> {
+    if token.is_empty() || token.len() > 256 || !token.bytes().all(is_token_byte) {
+        return None;
+    }
+    store
+        .ephemeral(&http01_key(token), botgate_webhooks::now_ms())
+        .await
+        .ok()
+        .flatten()
+}
+
+/// ACME tokens are base64url.
+fn is_token_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_'
+}
+
+/// The TLS-ALPN-01 challenge certificate for `domain`, if an issuance is waiting for it.
+pub async fn tls_alpn01_certificate<S: Store>(
+    store: &S,
+    domain: &str,
+    provider: &Arc<CryptoProvider>,
+) -> Option<Arc<CertifiedKey>> {
+    let stored = store
+        .ephemeral(&tls_alpn01_key(domain), botgate_webhooks::now_ms())
+        .await
+        .ok()
+        .flatten()?;
+    let chain = CertificateDer::pem_slice_iter(stored.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .ok()?;
+    let key = PrivateKeyDer::from_pem_slice(stored.as_bytes()).ok()?;
+    CertifiedKey::from_der(chain, key, provider)
+        .ok()
+        .map(Arc::new)
+}
+
+/// Obtains certificates.
+pub struct Acme<S> {
+    store: Arc<S>,
+    config: AcmeConfig,
+    account: tokio::sync::OnceCell<Account>,
+}
+
+impl<S: Store> Acme<S> {
+    pub fn new(store: Arc<S>, config: AcmeConfig) -> Acme<S> {
+        Acme {
+            store,
+            config,
+            account: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    fn builder(&self) -> Result<instant_acme::AccountBuilder, String> {
+        match &self.config.directory_root {
+            Some(root) => Account::builder_with_root(root),
+            None => Account::builder(),
+        }
+        .map_err(|err| format!("ACME client: {err}"))
+    }
+
+    /// The account: the one in the store for this directory, or a new one (stored; if
+    /// another gateway stored one first, that one).
+    async fn account(&self) -> Result<&Account, String> {
+        self.account
+            .get_or_try_init(|| async {
+                let key = format!("acme-account:{}", self.config.directory);
+                let now = botgate_webhooks::now_ms();
+                let store_error = |err: botgate_store::StoreError| format!("store: {err}");
+                if let Some(stored) = self.store.ephemeral(&key, now).await.map_err(store_error)? {
+                    return self.restore(&stored).await;
+                }
+                let contact: Vec<&str> = self.config.contact.iter().map(String::as_str).collect();
+                let (account, credentials) = self
+                    .builder()?
+                    .create(
+                        &NewAccount {
+                            contact: &contact,
+                            terms_of_service_agreed: true,
+                            only_return_existing: false,
+                        },
+                        self.config.directory.clone(),
+                        None,
+                    )
+                    .await
+                    .map_err(|err| {
+                        format!(
+                            "creating the ACME account at {}: {err}",
+                            self.config.directory
+                        )
+                    })?;
+                let json = serde_json::to_string(&credentials)
+                    .map_err(|err| format!("ACME credentials: {err}"))?;
+                if self
+                    .store
+                    .lease(&key, &json, now, FOREVER_MS)
+                    .await
+                    .map_err(store_error)?
+                {
+                    tracing::info!(directory = %self.config.directory, "ACME account created");
+                    return Ok(account);
+                }
+                let stored = self
+                    .store
+                    .ephemeral(&key, now)
+                    .await
+                    .map_err(store_error)?
+                    .ok_or("the ACME account vanished from the store")?;
+                self.restore(&stored).await
+            })
+            .await
+    }
+
+    async fn restore(&self, stored: &str) -> Result<Account, String> {
+        let credentials: AccountCredentials = serde_json::from_str(stored)
+            .map_err(|err| format!("stored ACME credentials are unreadable: {err}"))?;
+        self.builder()?
+            .from_credentials(credentials)
+            .await
+            .map_err(|err| format!("restoring the ACME account: {err}"))
+    }
+
+    /// A certificate for `names` (the first is the website's domain).
+    pub async fn issue(&self, names: &[String]) -> Result<Certificate, String> {
+        let account = self.account().await?;
+        let identifiers: Vec<Identifier> = names
+            .iter()
+            .map(|name| Identifier::Dns(name.clone()))
+            .collect();
+        let mut order = account
+            .new_order(&NewOrder::new(&identifiers))
+            .await
+            .map_err(|err| format!("the CA refused the order: {err}"))?;
+        let mut answers = Vec::new();
+        let outcome = self.answer_and_finish(&mut order, &mut answers).await;
+        for key in answers {
+            let _ = self.store.remove_ephemeral(&key).await;
+        }
+        outcome
+    }
+
+    async fn answer_and_finish(
+        &self,
+        order: &mut instant_acme::Order,
+        answers: &mut Vec<String>,
+    ) -> Result<Certificate, String> {
+        let (kind, name) = match self.config.challenge {
+            AcmeChallenge::Http01 => (ChallengeType::Http01, "http-01"),
+            AcmeChallenge::TlsAlpn01 => (ChallengeType::TlsAlpn01, "tls-alpn-01"),
+        };
+        let until = botgate_webhooks::now_ms() + ANSWER_MS;
+        let store_error = |err: botgate_store::StoreError| format!("store: {err}");
+        let mut authorizations = order.authorizations();
+        while let Some(authorization) = authorizations.next().await {
+            let mut authorization =
+                authorization.map_err(|err| format!("reading an authorization: {err}"))?;
+            match authorization.status {
+                AuthorizationStatus::Pending => {}
+                AuthorizationStatus::Valid => continue,
+                other => {
+                    return Err(format!(
+                        "the CA's authorization for {} is {other:?}",
+                        authorization.identifier()
+                    ));
+                }
+            }
+            let identifier = authorization.identifier().to_string();
+            let mut challenge = authorization
+                .challenge(kind.clone())
+                .ok_or_else(|| format!("the CA offers no {name} challenge for {identifier}"))?;
+            let key_authorization = challenge.key_authorization();
+            match self.config.challenge {
+                AcmeChallenge::Http01 => {
+                    let key = http01_key(&challenge.token);
+                    self.store
+                        .put_ephemeral(&key, key_authorization.as_str(), until)
+                        .await
+                        .map_err(store_error)?;
+                    answers.push(key);
+                }
+                AcmeChallenge::TlsAlpn01 => {
+                    let pem = tls_alpn01_pem(&identifier, key_authorization.digest().as_ref())?;
+                    let key = tls_alpn01_key(&identifier);
+                    self.store
+                        .put_ephemeral(&key, &pem, until)
+                        .await
+                        .map_err(store_error)?;
+                    answers.push(key);
+                }
+            }
+            challenge.set_ready().await.map_err(|err| {
+                format!("telling the CA the {name} answer for {identifier} is ready: {err}")
+            })?;
+        }
+        let patience = RetryPolicy::new()
+            .initial_delay(Duration::from_millis(250))
+            .backoff(1.5)
+            .timeout(self.config.order_timeout);
+        let status = order
+            .poll_ready(&patience)
+            .await
+            .map_err(|err| format!("waiting for the CA to validate: {err}"))?;
+        if status != OrderStatus::Ready {
+            let problem = order
+                .state()
+                .error
+                .as_ref()
+                .map(|problem| format!(": {problem}"))
+                .unwrap_or_default();
+            return Err(format!(
+                "the CA did not validate the names ({status:?}){problem}"
+            ));
+        }
+        let private = order
+            .finalize()
+            .await
+            .map_err(|err| format!("finalizing the order: {err}"))?;
+        let public = order
+            .poll_certificate(&patience)
+            .await
+            .map_err(|err| format!("downloading the certificate: {err}"))?;
+        Ok(Certificate { public, private })
+    }
+}
+
+/// The self-signed TLS-ALPN-01 certificate for `domain` carrying `digest` in its
+/// acmeIdentifier extension (RFC 8737), PEM certificate then PEM key.
+fn tls_alpn01_pem(domain: &str, digest: &[u8]) -> Result<String, String> {
+    let mut params = rcgen::CertificateParams::new(vec![domain.to_owned()])
+        .map_err(|err| format!("TLS-ALPN-01 certificate for {domain}: {err}"))?;
+    params
+        .custom_extensions
+        .push(rcgen::CustomExtension::new_acme_identifier(digest));
+    let key = rcgen::KeyPair::generate().map_err(|err| format!("TLS-ALPN-01 key: {err}"))?;
+    let certificate = params
+        .self_signed(&key)
+        .map_err(|err| format!("TLS-ALPN-01 certificate for {domain}: {err}"))?;
+    Ok(format!("{}{}", certificate.pem(), key.serialize_pem()))
+}
+
+/// The data plane's view of the challenge answers in the store.
+pub struct StoreAnswers<S> {
+    store: Arc<S>,
+    provider: Arc<CryptoProvider>,
+}
+
+impl<S> StoreAnswers<S> {
+    pub fn new(store: Arc<S>, provider: Arc<CryptoProvider>) -> StoreAnswers<S> {
+        StoreAnswers { store, provider }
+    }
+}
+
+impl<S: Store> crate::gateway::AcmeAnswers for StoreAnswers<S> {
+    fn http01<'a>(&'a self, token: &'a str) -> crate::gateway::BoxFuture<'a, Option<String>> {
+        Box::pin(http01_answer(self.store.as_ref(), token))
+    }
+
+    fn tls_alpn01<'a>(
+        &'a self,
+        domain: &'a str,
+    ) -> crate::gateway::BoxFuture<'a, Option<Arc<CertifiedKey>>> {
+        Box::pin(tls_alpn01_certificate(
+            self.store.as_ref(),
+            domain,
+            &self.provider,
+        ))
+    }
+}
