@@ -45,10 +45,21 @@ pub fn leaf_summary(public_pem: &str) -> Option<(i64, i64, Vec<String>)> {
         .next()?
         .ok()?;
     let (_, leaf) = X509Certificate::from_der(&der).ok()?;
-    let names = leaf
-        .subject_alternative_name()
-        .ok()
-        .flatten()
+    let names = dns_names(&leaf).unwrap_or_default();
+    let validity = leaf.validity();
+    Some((
+        validity.not_before.timestamp(),
+        validity.not_after.timestamp(),
+        names,
+    ))
+}
+
+/// The DNS names in a certificate's subjectAltName (none without the extension).
+fn dns_names(
+    certificate: &X509Certificate<'_>,
+) -> Result<Vec<String>, x509_parser::error::X509Error> {
+    Ok(certificate
+        .subject_alternative_name()?
         .map(|extension| {
             extension
                 .value
@@ -60,13 +71,7 @@ pub fn leaf_summary(public_pem: &str) -> Option<(i64, i64, Vec<String>)> {
                 })
                 .collect()
         })
-        .unwrap_or_default();
-    let validity = leaf.validity();
-    Some((
-        validity.not_before.timestamp(),
-        validity.not_after.timestamp(),
-        names,
-    ))
+        .unwrap_or_default())
 }
 
 /// A certificate's subject for a message: its common name, or the whole name.
@@ -220,24 +225,12 @@ pub fn check(
         }
     }
 
-    let names: Vec<String> = match chain[0].subject_alternative_name() {
-        Ok(Some(extension)) => extension
-            .value
-            .general_names
-            .iter()
-            .filter_map(|name| match name {
-                GeneralName::DNSName(name) => Some(name.to_string()),
-                _ => None,
-            })
-            .collect(),
-        Ok(None) => Vec::new(),
-        Err(err) => {
-            return Err(Invalid::unacceptable(
-                PUBLIC,
-                format!("the leaf's subjectAltName cannot be read: {err}"),
-            ));
-        }
-    };
+    let names = dns_names(&chain[0]).map_err(|err| {
+        Invalid::unacceptable(
+            PUBLIC,
+            format!("the leaf's subjectAltName cannot be read: {err}"),
+        )
+    })?;
     if let Some(uncovered) = host_names
         .iter()
         .find(|host| !names.iter().any(|name| name_covers(name, host)))

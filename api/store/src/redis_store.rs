@@ -306,6 +306,37 @@ impl RedisStore {
         .map_err(script_error)
     }
 
+    /// Stores a delivery and its due time; with `only_if_present`, only a delivery
+    /// still in the outbox (a retry never brings back a finished one).
+    async fn put_delivery(
+        &self,
+        only_if_present: bool,
+        delivery: &Delivery,
+    ) -> Result<(), StoreError> {
+        const LUA: &str = r#"
+if ARGV[4] == '1' and redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
+redis.call('SET', KEYS[3], ARGV[1])
+redis.call('ZADD', KEYS[4], ARGV[2], ARGV[3])
+return 1
+"#;
+        let _: i64 = self
+            .write_script(
+                LUA,
+                vec![
+                    self.key(&format!("delivery:{}", delivery.id)),
+                    self.key("deliveries"),
+                ],
+                vec![
+                    json(delivery),
+                    delivery.next_attempt_ms.to_string(),
+                    delivery.id.clone(),
+                    if only_if_present { "1" } else { "0" }.to_owned(),
+                ],
+            )
+            .await?;
+        Ok(())
+    }
+
     async fn get(&self, key: String) -> Result<Option<String>, StoreError> {
         self.run(move |c| {
             let key = key.clone();
@@ -797,26 +828,7 @@ return ARGV[1]
     }
 
     async fn enqueue_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
-        const LUA: &str = r#"
-redis.call('SET', KEYS[3], ARGV[1])
-redis.call('ZADD', KEYS[4], ARGV[2], ARGV[3])
-return 1
-"#;
-        let _: i64 = self
-            .write_script(
-                LUA,
-                vec![
-                    self.key(&format!("delivery:{}", delivery.id)),
-                    self.key("deliveries"),
-                ],
-                vec![
-                    json(delivery),
-                    delivery.next_attempt_ms.to_string(),
-                    delivery.id.clone(),
-                ],
-            )
-            .await?;
-        Ok(())
+        self.put_delivery(false, delivery).await
     }
 
     async fn claim_deliveries(
@@ -864,28 +876,7 @@ return claimed
     }
 
     async fn retry_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
-        const LUA: &str = r#"
-if redis.call('EXISTS', KEYS[3]) == 1 then
-  redis.call('SET', KEYS[3], ARGV[1])
-  redis.call('ZADD', KEYS[4], ARGV[2], ARGV[3])
-end
-return 1
-"#;
-        let _: i64 = self
-            .write_script(
-                LUA,
-                vec![
-                    self.key(&format!("delivery:{}", delivery.id)),
-                    self.key("deliveries"),
-                ],
-                vec![
-                    json(delivery),
-                    delivery.next_attempt_ms.to_string(),
-                    delivery.id.clone(),
-                ],
-            )
-            .await?;
-        Ok(())
+        self.put_delivery(true, delivery).await
     }
 
     async fn finish_delivery(&self, id: &str) -> Result<(), StoreError> {
