@@ -4,6 +4,7 @@
 pub mod http;
 pub mod mix;
 pub mod origin;
+pub mod pebble;
 pub mod receiver;
 pub mod servers;
 pub mod visitor;

@@ -37,12 +37,27 @@ pub struct ServerGuard {
 }
 
 impl ServerGuard {
+    /// A guard over a started `child` whose log goes to `log` in `dir`.
+    pub(crate) fn new(
+        name: &'static str,
+        child: Child,
+        dir: tempfile::TempDir,
+        log: PathBuf,
+    ) -> ServerGuard {
+        ServerGuard {
+            name,
+            child,
+            dir,
+            log,
+        }
+    }
+
     /// The server's working directory.
     pub fn dir(&self) -> &std::path::Path {
         self.dir.path()
     }
 
-    fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }
@@ -440,7 +455,7 @@ impl Gateway {
         partners: &[&str],
         extra: &[&str],
     ) -> Result<Gateway> {
-        Gateway::launch(binary, store, partners, extra, &[])
+        Gateway::launch(binary, store, partners, extra, &[], None)
     }
 
     /// [`Gateway::start`] with every shipped rule component loaded (waits until the
@@ -455,7 +470,7 @@ impl Gateway {
         let components: Vec<PathBuf> = crate::shipped().into_iter().map(crate::guest).collect();
         let mut args = vec!["--component-deadline-ms", "2000"];
         args.extend_from_slice(extra);
-        let gateway = Gateway::launch(binary, store, partners, &args, &components)?;
+        let gateway = Gateway::launch(binary, store, partners, &args, &components, None)?;
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let health =
@@ -475,12 +490,26 @@ impl Gateway {
         }
     }
 
+    /// [`Gateway::start`] with the visitors' HTTP and HTTPS listeners on the given
+    /// addresses (for a CA that must be told where to check challenges).
+    pub fn start_on(
+        binary: &std::path::Path,
+        store: GatewayStore<'_>,
+        partners: &[&str],
+        extra: &[&str],
+        http: SocketAddr,
+        https: SocketAddr,
+    ) -> Result<Gateway> {
+        Gateway::launch(binary, store, partners, extra, &[], Some((http, https)))
+    }
+
     fn launch(
         binary: &std::path::Path,
         store: GatewayStore<'_>,
         partners: &[&str],
         extra: &[&str],
         components: &[PathBuf],
+        listeners: Option<(SocketAddr, SocketAddr)>,
     ) -> Result<Gateway> {
         let dir = tempfile::tempdir().context("temporary directory for botgate")?;
         let data_dir = dir.path().join("data");
@@ -508,7 +537,8 @@ impl Gateway {
         }
         let port = free_port();
         let local = |port| SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-        let (http, https, admin) = (local(free_port()), local(free_port()), local(free_port()));
+        let (http, https) = listeners.unwrap_or_else(|| (local(free_port()), local(free_port())));
+        let admin = local(free_port());
         let log = dir.path().join("botgate.log");
         let mut serve_args: Vec<std::ffi::OsString> = vec!["serve".into()];
         serve_args.extend(store_args.iter().map(Into::into));

@@ -71,6 +71,10 @@ pub struct Pending {
     pub since_ms: u64,
     /// The `callbackUrl`s of the creates and changes that wait for it, in order.
     pub callbacks: Vec<String>,
+    /// A certificate must be issued (ACME) before the work is done, whatever
+    /// certificate the website holds now (a partner's, until the switch to ACME).
+    #[serde(default)]
+    pub issue_certificate: bool,
 }
 
 /// The fields of a create or an update as the partner sent them, already split into
@@ -242,16 +246,17 @@ impl Website {
     /// Starts (or restarts) asynchronous work: status `setup` with `reason`, from
     /// `now_ms`; callbacks already waiting keep waiting.
     pub fn begin_setup(&mut self, now_ms: u64, reason: String) {
-        let callbacks = self
+        let (callbacks, issue_certificate) = self
             .pending
             .take()
-            .map(|pending| pending.callbacks)
+            .map(|pending| (pending.callbacks, pending.issue_certificate))
             .unwrap_or_default();
         self.status = Status::Setup;
         self.status_reason = Some(reason);
         self.pending = Some(Pending {
             since_ms: now_ms,
             callbacks,
+            issue_certificate,
         });
     }
 

@@ -304,6 +304,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(operations, 9);
+        assert_eq!(operations, 11);
     }
 }

@@ -76,8 +76,11 @@ pub async fn create_website(
     if (api.config.dns_check || wants_certificate) && website.status != Status::Paused {
         website.begin_setup(botgate_webhooks::now_ms(), setup_reason(&api));
     }
-    if let (Some(pending), Some(url)) = (&mut website.pending, &callback_url) {
-        pending.callbacks.push(url.to_string());
+    if let Some(pending) = &mut website.pending {
+        pending.issue_certificate |= wants_certificate;
+        if let Some(url) = &callback_url {
+            pending.callbacks.push(url.to_string());
+        }
     }
     let record = api
         .store
@@ -156,8 +159,11 @@ pub async fn update_website(
         if website.status != Status::Paused && (needs_dns || needs_certificate) {
             website.begin_setup(botgate_webhooks::now_ms(), setup_reason(&api));
         }
-        if let (Some(pending), Some(url)) = (&mut website.pending, &request.callback_url) {
-            pending.callbacks.push(url.to_string());
+        if let Some(pending) = &mut website.pending {
+            pending.issue_certificate |= needs_certificate;
+            if let Some(url) = &request.callback_url {
+                pending.callbacks.push(url.to_string());
+            }
         }
         let stored = if website == record.website {
             record

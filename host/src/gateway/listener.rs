@@ -143,23 +143,12 @@ async fn connection(
         // RFC 8737: a CA checking TLS-ALPN-01 offers only `acme-tls/1`; it gets the
         // challenge certificate, and nothing else happens on the connection.
         let name = hello.server_name().unwrap_or_default().to_owned();
-        let answers = gateway.acme_answers.as_ref().ok_or("ACME is not enabled")?;
-        let key = answers
-            .tls_alpn01(&name)
-            .await
-            .ok_or_else(|| format!("no TLS-ALPN-01 challenge waits for `{name}`"))?;
-        let mut config = rustls::ServerConfig::builder_with_provider(super::tls::provider())
-            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-            .map_err(|err| err.to_string())?
-            .with_no_client_auth()
-            .with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(key)));
-        config.alpn_protocols = vec![ACME_TLS_ALPN.to_vec()];
-        tokio::time::timeout(deadline, started.into_stream(Arc::new(config)))
-            .await
-            .map_err(|_| "TLS-ALPN-01 handshake timed out".to_string())?
-            .map_err(|err| format!("TLS-ALPN-01 handshake: {err}"))?;
-        tracing::info!(%name, "answered a TLS-ALPN-01 challenge");
-        return Ok(());
+        let answered = answer_tls_alpn01(&gateway, started, &name, deadline).await;
+        match &answered {
+            Ok(()) => tracing::info!(%name, "answered a TLS-ALPN-01 challenge"),
+            Err(reason) => tracing::warn!(%name, %reason, "TLS-ALPN-01 challenge not answered"),
+        }
+        return answered;
     }
     let tls = tokio::time::timeout(deadline, started.into_stream(tls))
         .await
@@ -188,6 +177,31 @@ async fn connection(
         }),
     };
     serve_http(gateway, tls, info, shutdown).await;
+    Ok(())
+}
+
+/// Completes an `acme-tls/1` handshake with the challenge certificate for `name`.
+async fn answer_tls_alpn01(
+    gateway: &Gateway,
+    started: tokio_rustls::StartHandshake<Rewind<TcpStream>>,
+    name: &str,
+    deadline: std::time::Duration,
+) -> Result<(), String> {
+    let answers = gateway.acme_answers.as_ref().ok_or("ACME is not enabled")?;
+    let key = answers
+        .tls_alpn01(name)
+        .await
+        .ok_or_else(|| format!("no TLS-ALPN-01 challenge waits for `{name}`"))?;
+    let mut config = rustls::ServerConfig::builder_with_provider(super::tls::provider())
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(|err| err.to_string())?
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(key)));
+    config.alpn_protocols = vec![ACME_TLS_ALPN.to_vec()];
+    tokio::time::timeout(deadline, started.into_stream(Arc::new(config)))
+        .await
+        .map_err(|_| "TLS-ALPN-01 handshake timed out".to_string())?
+        .map_err(|err| format!("TLS-ALPN-01 handshake: {err}"))?;
     Ok(())
 }
 

@@ -104,9 +104,10 @@ pub async fn tls_alpn01_certificate<S: Store>(
         .collect::<Result<Vec<_>, _>>()
         .ok()?;
     let key = PrivateKeyDer::from_pem_slice(stored.as_bytes()).ok()?;
-    CertifiedKey::from_der(chain, key, provider)
-        .ok()
-        .map(Arc::new)
+    // Not `from_der`: its key check parses the certificate, which refuses the critical
+    // acmeIdentifier extension this certificate exists to carry.
+    let key = provider.key_provider.load_private_key(key).ok()?;
+    Some(Arc::new(CertifiedKey::new(chain, key)))
 }
 
 /// Obtains certificates.
@@ -338,5 +339,45 @@ impl<S: Store> crate::gateway::AcmeAnswers for StoreAnswers<S> {
             domain,
             &self.provider,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tls_alpn01_certificate_reads_back_as_a_served_key() {
+        let pem = tls_alpn01_pem("secure.example", &[7u8; 32]).unwrap();
+        let chain = CertificateDer::pem_slice_iter(pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        assert_eq!(chain.len(), 1);
+        assert!(PrivateKeyDer::from_pem_slice(pem.as_bytes()).is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_stored_tls_alpn01_certificate_is_served() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = botgate_store::EmbeddedStore::open(dir.path()).unwrap();
+        let provider = crate::gateway::tls::provider();
+        assert!(
+            tls_alpn01_certificate(&store, "secure.example", &provider)
+                .await
+                .is_none()
+        );
+        let pem = tls_alpn01_pem("secure.example", &[7u8; 32]).unwrap();
+        store
+            .put_ephemeral(
+                &tls_alpn01_key("Secure.Example"),
+                &pem,
+                botgate_webhooks::now_ms() + 60_000,
+            )
+            .await
+            .unwrap();
+        let key = tls_alpn01_certificate(&store, "secure.example", &provider)
+            .await
+            .expect("the stored challenge certificate");
+        assert_eq!(key.cert.len(), 1);
     }
 }

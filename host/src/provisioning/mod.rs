@@ -263,7 +263,14 @@ impl<S: Store> Provisioner<S> {
             Ok(())
                 if self.acme.is_some()
                     && website.settings.loadbalancer.certs_issuer == CertsIssuer::Acme
-                    && needs_certificate(website, (botgate_webhooks::now_ms() / 1000) as i64) =>
+                    && (website
+                        .pending
+                        .as_ref()
+                        .is_some_and(|p| p.issue_certificate)
+                        || needs_certificate(
+                            website,
+                            (botgate_webhooks::now_ms() / 1000) as i64,
+                        )) =>
             {
                 // The names are ready; the certificate comes next (and ends the setup).
                 let reason = "issuing a certificate".to_owned();

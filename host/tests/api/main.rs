@@ -2,6 +2,7 @@
 //! store backends: the specification's flows in both content types, tenant isolation,
 //! every error class, and an OpenAPI-driven fuzz run.
 
+mod acme;
 mod errors;
 mod fuzz;
 mod provisioning;
@@ -68,6 +69,29 @@ fn create_website(partner: &Client, user: &str, domain: &str) -> Result<Value> {
     )?;
     anyhow::ensure!(reply.status == 201, "creating website {domain}: {reply:?}");
     Ok(reply.json())
+}
+
+/// Polls the website until its status is `status` (up to 90 s); panics otherwise (so
+/// the guards print their logs), with `more` (another server's log, say).
+fn wait_for_status(
+    partner: &Client,
+    domain: &str,
+    status: &str,
+    more: &dyn Fn() -> String,
+) -> Result<Value> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let website = partner.get(&format!("/v1.0/website/{domain}"))?.json();
+        if website["status"] == status {
+            return Ok(website);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{domain} is not `{status}` after 90 s: {website}\n{}",
+            more()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 /// Asserts the reply is the API's error body with `status` and `field`.

@@ -3,30 +3,14 @@
 //! dnsmasq), then goes `online`; one whose names point elsewhere ends in `error` with
 //! the reason; either way the change's webhook carries the final status.
 
-use crate::{binary, create_user};
+use crate::{binary, create_user, wait_for_status};
 use anyhow::{Result, ensure};
 use botgate_tests::http::Client;
 use botgate_tests::receiver::Receiver;
 use botgate_tests::servers::{Dnsmasq, Gateway, GatewayStore};
 use serde_json::{Value, json};
 use std::net::IpAddr;
-use std::time::{Duration, Instant};
-
-/// Polls the website until its status is `status`.
-fn wait_for_status(partner: &Client, domain: &str, status: &str) -> Result<Value> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let website = partner.get(&format!("/v1.0/website/{domain}"))?.json();
-        if website["status"] == status {
-            return Ok(website);
-        }
-        ensure!(
-            Instant::now() < deadline,
-            "{domain} is not `{status}` after 20 s: {website}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+use std::time::Duration;
 
 #[test]
 fn websites_wait_in_setup_until_their_names_resolve_to_the_gateway() -> Result<()> {
@@ -72,7 +56,7 @@ fn websites_wait_in_setup_until_their_names_resolve_to_the_gateway() -> Result<(
     )?;
     ensure!(created.status == 201, "{created:?}");
     assert_eq!(created.json()["status"], "setup");
-    let online = wait_for_status(&partner, "ready.example", "online")?;
+    let online = wait_for_status(&partner, "ready.example", "online", &String::new)?;
     assert_eq!(online["status_reason"], Value::Null);
     let got = receiver.wait_for(1, Duration::from_secs(20))?;
     let hook: Value = serde_json::from_str(&got[0].body)?;
@@ -89,7 +73,7 @@ fn websites_wait_in_setup_until_their_names_resolve_to_the_gateway() -> Result<(
                 "ip": ["192.0.2.10"], "callbackUrl": receiver.url("/split")}),
     )?;
     ensure!(created.status == 201, "{created:?}");
-    let failed = wait_for_status(&partner, "split.example", "error")?;
+    let failed = wait_for_status(&partner, "split.example", "error", &String::new)?;
     let reason = failed["status_reason"].as_str().unwrap_or_default();
     assert!(
         reason.contains("`www.split.example` resolves to 192.0.2.99"),
@@ -109,7 +93,7 @@ fn websites_wait_in_setup_until_their_names_resolve_to_the_gateway() -> Result<(
     )?;
     ensure!(retried.status == 200, "{retried:?}");
     assert_eq!(retried.json()["status"], "setup");
-    wait_for_status(&partner, "split.example", "online")?;
+    wait_for_status(&partner, "split.example", "online", &String::new)?;
     let got = receiver.wait_for(3, Duration::from_secs(20))?;
     assert_eq!(got[2].path, "/retried");
 

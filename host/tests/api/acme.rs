@@ -1,0 +1,143 @@
+//! Certificates from ACME against a real CA: Pebble (Let's Encrypt's test server)
+//! checks the gateway's own HTTP-01 answers, then its TLS-ALPN-01 answers, and issues;
+//! the website goes online, its webhook says so, and a TLS client that trusts only
+//! Pebble's root gets the issued certificate from the gateway for every name.
+
+use crate::{binary, create_user, wait_for_status};
+use anyhow::{Context, Result, ensure};
+use botgate_tests::http::{Client, self_signed};
+use botgate_tests::pebble::{Pebble, trusting_only};
+use botgate_tests::receiver::Receiver;
+use botgate_tests::servers::{Dnsmasq, Gateway, GatewayStore, free_port};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+use serde_json::{Value, json};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The certificate the gateway at `https` presents for `name` to a client that trusts
+/// only `root_pem` (the handshake fails unless the chain verifies to it).
+fn verified_leaf(https: SocketAddr, name: &str, root_pem: &str) -> Result<Vec<u8>> {
+    let config = trusting_only(root_pem)?;
+    let mut connection =
+        rustls::ClientConnection::new(Arc::new(config), ServerName::try_from(name.to_owned())?)?;
+    let mut tcp = TcpStream::connect_timeout(&https, Duration::from_secs(5))?;
+    tcp.set_read_timeout(Some(Duration::from_secs(10)))?;
+    while connection.is_handshaking() {
+        connection
+            .complete_io(&mut tcp)
+            .with_context(|| format!("TLS handshake for {name} trusting only Pebble's root"))?;
+    }
+    let leaf = connection
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .context("no certificate presented")?;
+    Ok(leaf.as_ref().to_vec())
+}
+
+#[test]
+fn certificates_are_issued_through_http01_and_tls_alpn01() -> Result<()> {
+    for challenge in ["http-01", "tls-alpn-01"] {
+        let here = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let dns = Dnsmasq::start(
+            &[
+                ("secure.example", here),
+                ("www.secure.example", here),
+                ("switched.example", here),
+            ],
+            &[],
+        )?;
+        let local = |port| SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        let (http, https) = (local(free_port()), local(free_port()));
+        let pebble = Pebble::start(http.port(), https.port(), dns.address)?;
+        let receiver = Receiver::start(0)?;
+        let (dns_server, root) = (
+            dns.address.to_string(),
+            pebble.directory_root.display().to_string(),
+        );
+        let gateway = Gateway::start_on(
+            binary(),
+            GatewayStore::Embedded,
+            &["hoster"],
+            &[
+                "--acme-directory",
+                &pebble.directory,
+                "--acme-directory-root",
+                &root,
+                "--acme-challenge",
+                challenge,
+                "--public-address",
+                "127.0.0.1",
+                "--dns-server",
+                &dns_server,
+                "--setup-check-ms",
+                "200",
+                "--webhook-allow-network",
+                "127.0.0.0/8",
+            ],
+            http,
+            https,
+        )?;
+        let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
+        create_user(&partner, "ann")?;
+        let created = partner.post_json(
+            "/v1.0/website",
+            &json!({"user_id": "ann", "domain": "secure.example", "subdomain": ["www"],
+                    "ip": ["192.0.2.10"], "callbackUrl": receiver.url("/issued")}),
+        )?;
+        ensure!(created.status == 201, "{created:?}");
+        assert_eq!(created.json()["status"], "setup");
+        let online = wait_for_status(&partner, "secure.example", "online", &|| pebble.log())?;
+        let issued = online["certificate"]["public"].as_str().unwrap_or_default();
+        let issued_leaf = CertificateDer::pem_slice_iter(issued.as_bytes())
+            .next()
+            .context("an issued certificate")??;
+        let hooks = receiver.wait_for(1, Duration::from_secs(20))?;
+        let hook: Value = serde_json::from_str(&hooks[0].body)?;
+        assert_eq!(hook["status"], "online", "{challenge}");
+
+        let pebble_root = pebble.issuing_root()?;
+        for name in ["secure.example", "www.secure.example"] {
+            assert_eq!(
+                verified_leaf(https, name, &pebble_root)?,
+                issued_leaf.as_ref(),
+                "{challenge}: the issued certificate for {name}"
+            );
+        }
+        let log = gateway.log();
+        if challenge == "tls-alpn-01" {
+            assert!(log.contains("answered a TLS-ALPN-01 challenge"), "{log}");
+        } else {
+            assert!(log.contains("acme_challenge"), "{log}");
+        }
+
+        // Switching a website from its own certificate to ACME starts issuance.
+        if challenge == "http-01" {
+            let (public, private) = self_signed(&["switched.example"])?;
+            let own = partner.post_json(
+                "/v1.0/website",
+                &json!({"user_id": "ann", "domain": "switched.example", "ip": ["192.0.2.10"],
+                        "certificate": {"public": public, "private": private}}),
+            )?;
+            ensure!(own.status == 201, "{own:?}");
+            wait_for_status(&partner, "switched.example", "online", &|| pebble.log())?;
+            let switched = partner.put_json(
+                "/v1.0/website/switched.example",
+                &json!({"settings": {"loadbalancer": {"certs_issuer": "acme"}},
+                        "callbackUrl": receiver.url("/switched")}),
+            )?;
+            ensure!(switched.status == 200, "{switched:?}");
+            assert_eq!(switched.json()["status"], "setup");
+            let online = wait_for_status(&partner, "switched.example", "online", &|| pebble.log())?;
+            assert_ne!(
+                online["certificate"]["public"].as_str(),
+                Some(public.as_str())
+            );
+            verified_leaf(https, "switched.example", &pebble_root)?;
+            let hooks = receiver.wait_for(2, Duration::from_secs(20))?;
+            assert_eq!(hooks[1].path, "/switched");
+        }
+    }
+    Ok(())
+}
