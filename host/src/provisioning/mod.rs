@@ -64,10 +64,21 @@ pub struct Provisioner<S> {
     issuing: Mutex<HashMap<String, Issuing>>,
 }
 
+/// Where this gateway stands with one domain's certificate.
 #[derive(Debug, Clone, Copy)]
 enum Issuing {
-    Now,
-    RetryAfter(u64),
+    /// Issuing now, after `failures` failed attempts.
+    Now { failures: u32 },
+    /// The last attempts failed; not again before `at` (ms).
+    RetryAfter { at: u64, failures: u32 },
+}
+
+/// The wait after `failures` failed issuances in a row: a minute, doubling, at most
+/// six hours (a CA's rate limits are counted in hours).
+fn issuance_backoff(failures: u32) -> Duration {
+    Duration::from_secs(60)
+        .saturating_mul(1u32 << failures.saturating_sub(1).min(16))
+        .min(Duration::from_secs(6 * 3600))
 }
 
 /// Whether `website` needs a certificate from ACME now: it has none that covers its
@@ -159,12 +170,15 @@ impl<S: Store> Provisioner<S> {
         let domain = website.domain.as_str().to_owned();
         {
             let mut issuing = self.issuing.lock().unwrap_or_else(|e| e.into_inner());
-            match issuing.get(&domain) {
-                Some(Issuing::Now) => return true,
-                Some(Issuing::RetryAfter(at)) if *at > botgate_webhooks::now_ms() => return false,
-                _ => {}
-            }
-            issuing.insert(domain.clone(), Issuing::Now);
+            let failures = match issuing.get(&domain) {
+                Some(Issuing::Now { .. }) => return true,
+                Some(Issuing::RetryAfter { at, .. }) if *at > botgate_webhooks::now_ms() => {
+                    return false;
+                }
+                Some(Issuing::RetryAfter { failures, .. }) => *failures,
+                None => 0,
+            };
+            issuing.insert(domain.clone(), Issuing::Now { failures });
         }
         let provisioner = self.clone();
         let names = website.host_names();
@@ -179,10 +193,18 @@ impl<S: Store> Provisioner<S> {
                     issuing.remove(&domain);
                 }
                 Err(err) => {
-                    tracing::warn!(%domain, %err, "certificate not issued; retrying later");
+                    let failures = match issuing.get(&domain) {
+                        Some(Issuing::Now { failures }) => failures + 1,
+                        _ => 1,
+                    };
+                    let wait = issuance_backoff(failures);
+                    tracing::warn!(%domain, %err, failures, retry_in_s = wait.as_secs(), "certificate not issued; retrying later");
                     issuing.insert(
                         domain,
-                        Issuing::RetryAfter(botgate_webhooks::now_ms() + 60_000),
+                        Issuing::RetryAfter {
+                            at: botgate_webhooks::now_ms() + wait.as_millis() as u64,
+                            failures,
+                        },
                     );
                 }
             }
@@ -333,5 +355,70 @@ impl<S: Store> Provisioner<S> {
                 tracing::error!(domain = %stored.website.domain, %callback, %err, "webhook could not be queued");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use botgate_model::{Certificate, WebsiteInput};
+
+    /// A certificate for `names` valid from day `from` to day `to` (Unix days).
+    fn certificate(names: &[&str], from: i64, to: i64) -> Certificate {
+        let mut params =
+            rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .unwrap();
+        let day = |d: i64| time::OffsetDateTime::from_unix_timestamp(d * 86_400).unwrap();
+        params.not_before = day(from);
+        params.not_after = day(to);
+        let key = rcgen::KeyPair::generate().unwrap();
+        Certificate {
+            public: params.self_signed(&key).unwrap().pem(),
+            private: key.serialize_pem(),
+        }
+    }
+
+    #[test]
+    fn failed_issuances_back_off_from_a_minute_to_six_hours() {
+        assert_eq!(issuance_backoff(1), Duration::from_secs(60));
+        assert_eq!(issuance_backoff(2), Duration::from_secs(120));
+        assert_eq!(issuance_backoff(5), Duration::from_secs(960));
+        assert_eq!(issuance_backoff(40), Duration::from_secs(6 * 3600));
+    }
+
+    #[test]
+    fn certificates_are_wanted_when_missing_uncovering_or_two_thirds_through() {
+        let mut website = Website::create(WebsiteInput {
+            domain: Some("secure.example".into()),
+            subdomain: Some(vec!["www".into()]),
+            user_id: Some("ann".into()),
+            ip: Some(vec!["192.0.2.10".into()]),
+            ..WebsiteInput::default()
+        })
+        .unwrap();
+        let day = |d: i64| d * 86_400;
+        assert!(needs_certificate(&website, day(20_000)), "none yet");
+        // 90 days from day 20 000: renewal from day 20 060 (30 days left).
+        website.certificate = Some(certificate(
+            &["secure.example", "www.secure.example"],
+            20_000,
+            20_090,
+        ));
+        assert!(!needs_certificate(&website, day(20_001)));
+        assert!(!needs_certificate(&website, day(20_059)));
+        assert!(needs_certificate(&website, day(20_060)), "a third left");
+        assert!(needs_certificate(&website, day(20_100)), "expired");
+        // A certificate that misses a name is replaced at once.
+        website.certificate = Some(certificate(&["secure.example"], 20_000, 20_090));
+        assert!(needs_certificate(&website, day(20_001)));
+        website.certificate = Some(certificate(
+            &["*.secure.example", "secure.example"],
+            20_000,
+            20_090,
+        ));
+        assert!(
+            !needs_certificate(&website, day(20_001)),
+            "a wildcard covers www"
+        );
     }
 }
