@@ -17,8 +17,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The certificate the gateway at `https` presents for `name` to a client that trusts
-/// only `root_pem` (the handshake fails unless the chain verifies to it).
+/// only `root_pem`, once it verifies: the gateway serves what its snapshot holds, which
+/// follows the store within a second or so.
 fn verified_leaf(https: SocketAddr, name: &str, root_pem: &str) -> Result<Vec<u8>> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match handshake(https, name, root_pem) {
+            Ok(leaf) => return Ok(leaf),
+            Err(err) if std::time::Instant::now() > deadline => return Err(err),
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+/// One handshake for `name` trusting only `root_pem`; the leaf presented.
+fn handshake(https: SocketAddr, name: &str, root_pem: &str) -> Result<Vec<u8>> {
     let config = trusting_only(root_pem)?;
     let mut connection =
         rustls::ClientConnection::new(Arc::new(config), ServerName::try_from(name.to_owned())?)?;
