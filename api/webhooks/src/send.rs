@@ -204,3 +204,36 @@ where
         Err(AttemptError::Status(status.as_u16()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_receiver_that_does_not_answer_in_time_is_a_failed_attempt() {
+        // Accepts, reads, never answers.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let silent = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                held.push(stream);
+            }
+        });
+        let sender = Sender::new(
+            AddressPolicy {
+                allowed: vec!["127.0.0.0/8".parse().unwrap()],
+            },
+            Duration::from_millis(300),
+        );
+        let url = Url::parse(&format!("http://{address}/hook")).unwrap();
+        let started = std::time::Instant::now();
+        let outcome = sender.post(&url, &[], Bytes::from_static(b"{}")).await;
+        assert!(
+            matches!(outcome, Err(AttemptError::Timeout(_))),
+            "{outcome:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        silent.abort();
+    }
+}
