@@ -41,6 +41,13 @@ pub enum StoreError {
     Corrupt { key: String, reason: String },
 }
 
+/// Milliseconds since the Unix epoch: the clock of the outbox, expiries and leases.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64)
+}
+
 /// The lower-case hex SHA-256 of an API key. Both kinds of key are looked up by their
 /// digest, never by the key itself, so no index compares a presented key byte by byte
 /// (and a partner key itself is never stored).

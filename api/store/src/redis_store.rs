@@ -922,7 +922,7 @@ return 1
 redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
 return 1
 "#;
-        let ttl = until_ms.saturating_sub(botgate_now_ms()).max(1);
+        let ttl = until_ms.saturating_sub(crate::now_ms()).max(1);
         let _: i64 = self
             .write_script(
                 LUA,
@@ -972,11 +972,4 @@ return 1
             .await?;
         Ok(held == 1)
     }
-}
-
-/// Milliseconds since the Unix epoch, for TTLs.
-fn botgate_now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| since.as_millis() as u64)
 }

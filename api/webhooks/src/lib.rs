@@ -20,7 +20,7 @@ use botgate_model::{PartnerName, WebsiteView};
 use botgate_store::{Delivery, Store};
 use bytes::Bytes;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use url::Url;
 
 /// How webhooks are delivered.
@@ -56,12 +56,7 @@ impl Default for WebhookConfig {
     }
 }
 
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_millis() as u64)
-}
+pub use botgate_store::now_ms;
 
 /// A new webhook id: `msg_` and 26 random base-32 characters.
 pub fn new_id() -> Result<String, getrandom::Error> {
