@@ -13,6 +13,9 @@
 #   benches/load/run.sh                      # 3 rounds of 10 s per front end
 #   ROUNDS=5 DURATION=20 benches/load/run.sh
 #   PROFILE=1 benches/load/run.sh             # also `perf record` botgate in round 1
+#   FRONTENDS="a c" benches/load/run.sh       # only some front ends
+#   HOLD=1 benches/load/run.sh                # set up, print the wrk commands, and wait
+#                                             # (for perf, strace, ...) until Ctrl-C
 #
 # Prints one table (medians over the rounds) and leaves the logs (and profiles, with
 # PROFILE=1: `perf report -i target/load-bench/perf-a.data`) in target/load-bench/.
@@ -79,6 +82,7 @@ EOF
     mkdir -p "$work/$1.tmp"
     /usr/sbin/nginx -p "$work" -c "$work/$1.conf" -g 'daemon off;' &
     pids+=($!)
+    printf -v "${1}_pid" %s $!
 }
 nginx_conf origin 1 "" "" "listen 127.0.0.1:$origin_port; root $work/site; location / { index index.html; }"
 proxy_location="location / { proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection \"\"; proxy_set_header Host \$host; proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for; }"
@@ -134,6 +138,7 @@ browser=(-H 'User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHT
 declare -A target=(
     [a]="$http_port protected.example" [b]="$http_port open.example"
     [c]="$proxy_port bench.example" [d]="$modsec_port bench.example")
+declare -A front_pid=([a]=$botgate_pid [b]=$botgate_pid [c]=$proxy_pid [d]=$modsec_pid)
 declare -A label=(
     [a]="(a) botgate, full protection" [b]="(b) botgate, protection off"
     [c]="(c) nginx proxy_pass" [d]="(d) nginx + ModSecurity + CRS")
@@ -155,31 +160,63 @@ for run in a b c d; do
     [[ $status == 200 ]] || { echo "${label[$run]} answers $status, not 200; see $work" >&2; exit 1; }
 done
 
+FRONTENDS=${FRONTENDS:-a b c d}
+if [[ ${HOLD:-} == 1 ]]; then
+    echo "botgate pid $botgate_pid; logs in $work. Each front end:" >&2
+    for run in $FRONTENDS; do
+        read -r port host <<<"${target[$run]}"
+        printf '%s:\n  wrk -t%s -c%s -d10s --latency' "${label[$run]}" "$THREADS" "$CONNECTIONS" >&2
+        printf " %q" "${browser[@]}" -H "Host: $host" "http://127.0.0.1:$port/" >&2
+        echo >&2
+    done
+    echo "Ctrl-C stops everything." >&2
+    while sleep 3600; do :; done
+fi
+
+# CPU seconds (user + system, in clock ticks) of a process and its children (nginx's
+# workers), from /proc.
+cpu_ticks() {
+    local total=0 pid
+    for pid in "$1" $(pgrep -P "$1"); do
+        total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat")))
+    done
+    echo "$total"
+}
+ticks_per_second=$(getconf CLK_TCK)
+
 # wrk's latency in ms.
 to_ms() { awk '{ v=$1; if (v ~ /us$/) { sub(/us$/,"",v); v/=1000 } else if (v ~ /ms$/) { sub(/ms$/,"",v) } else if (v ~ /s$/) { sub(/s$/,"",v); v*=1000 } printf "%.3f", v }'; }
 for round in $(seq "$ROUNDS"); do
-    for run in a b c d; do
+    for run in $FRONTENDS; do
         read -r port host <<<"${target[$run]}"
         profiler=
         if [[ ${PROFILE:-} == 1 && $round == 1 && $run =~ [ab] ]]; then
             perf record -q -F 999 -g -p "$botgate_pid" -o "$work/perf-$run.data" 2>/dev/null &
             profiler=$!
         fi
+        cpu_before=$(cpu_ticks "${front_pid[$run]}")
         out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "${browser[@]}" -H "Host: $host" "http://127.0.0.1:$port/")
+        cpu_after=$(cpu_ticks "${front_pid[$run]}")
         if [[ -n $profiler ]]; then kill -INT "$profiler"; wait "$profiler" || true; fi
         echo "$out" > "$work/wrk-$run-$round.txt"
         rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
         p50=$(awk '$1=="50%" {print $2}' <<<"$out" | to_ms)
         p99=$(awk '$1=="99%" {print $2}' <<<"$out" | to_ms)
         errors=$(awk '/Non-2xx or 3xx responses:/ {print $5}' <<<"$out")
-        echo "$run $rps $p50 $p99 ${errors:-0}" >> "$work/results.txt"
-        echo "round $round ${label[$run]}: $rps req/s, p50 $p50 ms, p99 $p99 ms, non-2xx ${errors:-0}" >&2
+        requests=$(awk '/requests in/ {print $1}' <<<"$out")
+        # The front end's CPU time per request, in µs: less at the mercy of the other
+        # processes on the machine than requests/s.
+        cpu_us=$(awk -v t=$((cpu_after - cpu_before)) -v hz="$ticks_per_second" -v n="$requests" \
+            'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
+        echo "$run $rps $p50 $p99 ${errors:-0} $cpu_us" >> "$work/results.txt"
+        echo "round $round ${label[$run]}: $rps req/s, p50 $p50 ms, p99 $p99 ms, non-2xx ${errors:-0}, front-end CPU $cpu_us µs/request" >&2
     done
 done
 
 median() { sort -g | awk '{ v[NR]=$1 } END { if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2 }'; }
-declare -A rps p50 p99
-for run in a b c d; do
+declare -A rps p50 p99 cpu
+for run in $FRONTENDS; do
+    cpu[$run]=$(awk -v r="$run" '$1==r {print $6}' "$work/results.txt" | median)
     rps[$run]=$(awk -v r="$run" '$1==r {print $2}' "$work/results.txt" | median)
     p50[$run]=$(awk -v r="$run" '$1==r {print $3}' "$work/results.txt" | median)
     p99[$run]=$(awk -v r="$run" '$1==r {print $4}' "$work/results.txt" | median)
@@ -187,13 +224,16 @@ done
 echo
 echo "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s, medians of $ROUNDS interleaved rounds, $(nproc) cores"
 echo
-echo "| front end | requests/s | p50 ms | p99 ms |"
-echo "|---|---:|---:|---:|"
-for run in a b c d; do
-    printf '| %s | %.0f | %.2f | %.2f |\n' "${label[$run]}" "${rps[$run]}" "${p50[$run]}" "${p99[$run]}"
+echo "| front end | requests/s | p50 ms | p99 ms | front-end CPU µs/request |"
+echo "|---|---:|---:|---:|---:|"
+for run in $FRONTENDS; do
+    printf '| %s | %.0f | %.2f | %.2f | %.1f |\n' "${label[$run]}" "${rps[$run]}" "${p50[$run]}" "${p99[$run]}" "${cpu[$run]}"
 done
 echo
-awk -v a="${rps[a]}" -v c="${rps[c]}" -v d="${rps[d]}" -v pa="${p99[a]}" -v pb="${p99[b]}" 'BEGIN {
+[[ $FRONTENDS == "a b c d" ]] || exit 0
+awk -v a="${rps[a]}" -v c="${rps[c]}" -v d="${rps[d]}" -v pa="${p99[a]}" -v pb="${p99[b]}" \
+    -v ca="${cpu[a]}" -v cb="${cpu[b]}" -v cc="${cpu[c]}" 'BEGIN {
     printf "(a)/(c) throughput: %.2f× (target ≥ 1.0×)\n", a/c
+    printf "front-end CPU per request: (a) %.2f×, (b) %.2f× that of (c)\n", ca/cc, cb/cc
     printf "(a)/(d) throughput: %.1f× (target ≥ 10×)\n", a/d
     printf "p99 (a) − (b): %+.2f ms (target ≤ 1 ms)\n", pa-pb }'

@@ -5,5 +5,6 @@
 //! memory cap, and merges their opinions into one [`rules::Decision`].
 
 pub mod gateway;
+pub mod log_writer;
 pub mod provisioning;
 pub mod rules;

@@ -554,7 +554,7 @@ impl Gateway {
         serve_args.extend(["--rulesets-dir".into(), rulesets.clone().into_os_string()]);
         serve_args.extend(extra.iter().map(Into::into));
         let child = spawn_serve(binary, &serve_args, &log)?;
-        let gateway = Gateway {
+        let mut gateway = Gateway {
             api: format!("http://127.0.0.1:{port}"),
             http,
             https,
@@ -591,10 +591,17 @@ impl Gateway {
         self.wait_ready(self.admin.port(), Duration::from_secs(30))
     }
 
-    fn wait_ready(&self, port: u16, limit: Duration) -> Result<()> {
+    /// Waits until `port` accepts; fails at once, with the log, when botgate exited.
+    fn wait_ready(&mut self, port: u16, limit: Duration) -> Result<()> {
         let deadline = Instant::now() + limit;
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
         while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            if let Some(status) = self.guard.child.try_wait()? {
+                bail!(
+                    "botgate exited ({status}) before its port {port} accepted; log:\n{}",
+                    self.guard.log_text()
+                );
+            }
             if Instant::now() > deadline {
                 bail!(
                     "botgate's API on port {port} did not accept within {limit:?}; log:\n{}",

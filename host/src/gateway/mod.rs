@@ -13,8 +13,9 @@
 //! 3. [`cache`]: answer from the response cache when the website caches and a fresh
 //!    copy is held; otherwise [`upstream`]: forward to an origin with the forwarding
 //!    headers ([`forwarding`]), streaming both ways, WebSocket included.
-//! 4. Record: the access log line and [`metrics`].
+//! 4. Record: the [`access_log`] line and [`metrics`].
 
+pub mod access_log;
 pub mod admin;
 pub mod behaviour;
 pub mod cache;
@@ -85,6 +86,8 @@ pub struct GatewayConfig {
     /// The certificate and key (PEM files) for names no website covers; a self-signed
     /// one when not given.
     pub fallback_certificate: Option<(PathBuf, PathBuf)>,
+    /// Where the access log goes (off by default).
+    pub access_log: access_log::AccessLog,
 }
 
 /// The shared state of every connection and request.

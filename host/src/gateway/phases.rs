@@ -2,6 +2,7 @@
 //! the access-log line and metrics that record it.
 
 use super::Gateway;
+use super::access_log::AccessEntry;
 use super::cache;
 use super::challenge::{self, Submission};
 use super::forwarding;
@@ -137,27 +138,28 @@ impl Gateway {
         }
         let elapsed = started.elapsed();
         let status = response.status().as_u16();
-        let (decider, decider_version) = match &record.decider {
-            Some((name, version)) => (name.as_ref(), version.as_ref()),
-            None => ("-", "-"),
-        };
-        tracing::info!(
-            target: "botgate::access",
-            website = record.website.as_deref().unwrap_or("-"),
-            client = %connection.client.ip(),
-            method = %method,
-            target = %target,
-            category = record.category,
-            action = record.action,
-            decider,
-            decider_version,
-            reason = %record.reason,
+        self.config.access_log.record(&AccessEntry {
+            website: record.website.as_deref(),
+            client: connection.client.ip(),
+            method: method.as_str(),
+            target: target.as_str(),
+            category: record.category,
+            action: record.action,
+            decider: record
+                .decider
+                .as_ref()
+                .map(|(name, version)| (name.as_ref(), version.as_ref())),
+            reason: if record.reason.is_empty() {
+                "-"
+            } else {
+                &record.reason
+            },
             status,
-            origin = %record.origin.map(|o| o.to_string()).unwrap_or_else(|| "-".into()),
-            cache = record.cache,
-            latency_us = elapsed.as_micros() as u64,
-            ja4 = connection.tls.as_ref().map(|t| t.ja4.as_str()).unwrap_or("-"),
-        );
+            origin: record.origin,
+            cache: record.cache,
+            latency_us: elapsed.as_micros() as u64,
+            ja4: connection.tls.as_ref().map(|t| t.ja4.as_str()),
+        });
         self.metrics
             .requests
             .get_or_create(&RequestLabels {

@@ -89,12 +89,22 @@ where
             continue;
         }
         out.push('\n');
-        out.extend(name.chars().map(|c| c.to_ascii_lowercase()));
+        // Names from `http` are lower case already, and its values hold no line
+        // break: the usual case is two copies, not a walk over every character.
+        if name.bytes().any(|b| b.is_ascii_uppercase()) {
+            out.extend(name.chars().map(|c| c.to_ascii_lowercase()));
+        } else {
+            out.push_str(name);
+        }
         out.push_str(": ");
-        out.extend(
-            cut.chars()
-                .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
-        );
+        if cut.bytes().any(|b| b == b'\n' || b == b'\r') {
+            out.extend(
+                cut.chars()
+                    .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
+            );
+        } else {
+            out.push_str(cut);
+        }
         lines += 1;
     }
     (out, truncated)

@@ -176,3 +176,100 @@ fn websocket_upgrades_are_tunnelled() {
     stream.read_exact(&mut echoed).unwrap();
     assert_eq!(&echoed, b"ping through the tunnel");
 }
+
+#[test]
+fn the_access_log_goes_to_stderr_to_a_file_or_nowhere() {
+    let origin = origin("logged");
+    let port = origin.address.port().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("access.log");
+    let file_arg = file.to_str().unwrap();
+    let start = |access_log: &[&str]| {
+        let mut args = vec!["--origin-http-port", port.as_str()];
+        args.extend_from_slice(access_log);
+        let gateway = Gateway::start(binary(), GatewayStore::Embedded, &["hoster"], &args)
+            .expect("starting botgate");
+        add_website(
+            &gateway,
+            json!({"domain": "logged.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&[])}),
+        )
+        .unwrap();
+        gateway
+    };
+
+    // The default: stderr, with the diagnostic log.
+    let to_stderr = start(&[]);
+    assert_eq!(
+        get(to_stderr.http, "logged.example", "/a?b=c")
+            .unwrap()
+            .status,
+        200
+    );
+    let line = access_line(&to_stderr, "/a?b=c");
+    assert!(
+        line.contains(" INFO botgate::access: website=\"logged.example\" "),
+        "{line}"
+    );
+    assert!(line.contains(" status=200 origin=127.0.0.1:"), "{line}");
+    drop(to_stderr);
+
+    // A file: the lines go there, not to stderr.
+    let to_file = start(&["--access-log", file_arg]);
+    assert_eq!(
+        get(to_file.http, "logged.example", "/filed")
+            .unwrap()
+            .status,
+        200
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let text = loop {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        if text.contains("target=/filed ") || Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        text.lines()
+            .any(|l| l.contains("botgate::access") && l.contains("target=/filed ")),
+        "access log file:\n{text}"
+    );
+    // stderr is flushed every 50 ms as well.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !to_file.log().contains("botgate::access"),
+        "{}",
+        to_file.log()
+    );
+    drop(to_file);
+
+    // Off: no line anywhere, while the diagnostic log goes on.
+    let off = start(&["--access-log", "off"]);
+    assert_eq!(
+        get(off.http, "logged.example", "/unlogged").unwrap().status,
+        200
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!off.log().contains("botgate::access"), "{}", off.log());
+    assert!(
+        !std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("/unlogged")
+    );
+
+    // A file that cannot be opened stops the start with the reason.
+    let refused = Gateway::start(
+        binary(),
+        GatewayStore::Embedded,
+        &["hoster"],
+        &["--access-log", "/nonexistent-dir/access.log"],
+    );
+    let err = format!(
+        "{:#}",
+        refused.err().expect("a start that cannot open the log")
+    );
+    assert!(
+        err.contains("opening the access log /nonexistent-dir/access.log"),
+        "{err}"
+    );
+}

@@ -250,6 +250,12 @@ impl UaScan {
         self.entry.map(|e| ENTRIES[usize::from(e)].class)
     }
 
+    /// Every [`Marker`] bit found.
+    #[cfg(test)]
+    pub(crate) fn markers(&self) -> u32 {
+        self.markers
+    }
+
     /// Whether `marker` was found.
     pub(crate) fn has(&self, marker: Marker) -> bool {
         self.markers & marker as u32 != 0
@@ -474,13 +480,58 @@ fn resolve(found: &Candidates) -> Option<u16> {
 }
 
 /// Scans `ua` once: the winning table entry and the built-in markers.
-pub(crate) fn scan(ua: &str) -> UaScan {
+fn scan_uncached(ua: &str) -> UaScan {
     let mut found = Candidates::default();
     let markers = candidates(ua, &mut found);
     UaScan {
         entry: resolve(&found),
         markers,
     }
+}
+
+/// Slots of the user-agent memo: a power of two.
+const MEMO_SLOTS: usize = 64;
+
+/// The scans of recently seen user agents, one per slot by hash (direct-mapped), kept
+/// by the instance between calls: real traffic repeats a few hundred user agents, and
+/// the scan is the classifier's largest cost. At most 64 user agents of at most 2 KiB
+/// each (the host's bound on a header value) are kept.
+struct Memo {
+    slots: [Option<(Box<str>, UaScan)>; MEMO_SLOTS],
+}
+
+std::thread_local! {
+    static MEMO: std::cell::RefCell<Memo> =
+        const { std::cell::RefCell::new(Memo { slots: [const { None }; MEMO_SLOTS] }) };
+}
+
+/// FNV-1a: deterministic (no random state, no WASI) and quick on short strings.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// [`scan_uncached`], answered from the memo when `ua` was scanned lately. The scan
+/// is a pure function of `ua`, so the memo changes no answer.
+pub(crate) fn scan(ua: &str) -> UaScan {
+    let slot = (fnv1a(ua.as_bytes()) as usize) & (MEMO_SLOTS - 1);
+    let known = MEMO.with(|memo| match &memo.borrow().slots[slot] {
+        Some((seen, scan)) if **seen == *ua => Some(*scan),
+        _ => None,
+    });
+    if let Some(scan) = known {
+        return scan;
+    }
+    let scan = scan_uncached(ua);
+    MEMO.with(|memo| memo.borrow_mut().slots[slot] = Some((Box::from(ua), scan)));
+    scan
+}
+
+/// [`scan_uncached`], for the test that the memo changes no answer.
+#[cfg(test)]
+pub(crate) fn scan_fresh(ua: &str) -> UaScan {
+    scan_uncached(ua)
 }
 
 /// Every entry whose pattern matches `ua`, before resolution (for the data tests).

@@ -179,6 +179,12 @@
 //! `NewRelicbot/`); then the tag order above decides. A second, small automaton scans
 //! the decoded path and query for attack needles, each with a context check.
 //!
+//! The scan's result for each of the last 64 user agents (one per slot by FNV-1a hash,
+//! the user agent kept to confirm a hit) is kept by the instance between calls: real
+//! traffic repeats a few hundred user agents, and the scan is a pure function of the
+//! user agent, so the memo changes no answer (`tests/data.rs` checks it against fresh
+//! scans over every known user agent).
+//!
 //! Both automata are built on an instance's first call (the host's warm-up request):
 //! about 3.8 MB and some 110 million instructions, once. A request then costs some
 //! 3,000 to 9,000 instructions (x86-64; the SDK's `Request::new` included) with one

@@ -1,6 +1,5 @@
 //! The `botgate` command: the operator's and rule author's entry point.
 
-mod log_writer;
 mod partner;
 mod ruleset;
 mod serve;
@@ -85,13 +84,13 @@ enum RulesetCommand {
 
 fn main() -> Result<()> {
     // Log lines (one access line per request) are batched: see `log_writer`.
-    let (log_writer, _flush_on_exit) = log_writer::BatchedStderr::start();
+    let (log_writer, _flush_on_exit) = botgate_host::log_writer::BatchedWriter::stderr();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "info,wasmtime=warn,cranelift=warn".into()),
         )
-        .with_writer(log_writer)
+        .with_writer(log_writer.clone())
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
@@ -106,7 +105,7 @@ fn main() -> Result<()> {
         Ok(Arc::new(Registry::new(sandbox, cache_dir.clone())))
     };
     match cli.command {
-        Command::Serve(args) => serve::run(*args, registry()?),
+        Command::Serve(args) => serve::run(*args, registry()?, log_writer),
         Command::Partner(command) => partner::run(command),
         Command::Ruleset(RulesetCommand::Check { files }) => {
             ruleset::check(registry()?.as_ref(), &files)

@@ -5,6 +5,7 @@
 use crate::store::StoreArgs;
 use anyhow::{Context, Result};
 use botgate_api::{Api, ApiConfig};
+use botgate_host::gateway::access_log::AccessLog;
 use botgate_host::gateway::cache::CacheConfig;
 use botgate_host::gateway::challenge::{ChallengeConfig, SECRET_NAME};
 use botgate_host::gateway::crawlers::CrawlerConfig;
@@ -16,6 +17,7 @@ use botgate_host::gateway::listener::{self, Shutdown};
 use botgate_host::gateway::upstream::OriginConfig;
 use botgate_host::gateway::{AcmeAnswers, tls};
 use botgate_host::gateway::{ConnectionLimits, Gateway, GatewayConfig, admin};
+use botgate_host::log_writer::{BatchedWriter, FlushOnDrop};
 use botgate_host::provisioning::acme::{self, AcmeChallenge, AcmeConfig, StoreAnswers};
 use botgate_host::provisioning::{Provisioner, ProvisioningConfig};
 use botgate_host::rules::{DirectorySource, Registry, RulesetSource, Watcher};
@@ -280,6 +282,15 @@ pub struct DataPlaneArgs {
     /// The fallback certificate's private key (PEM).
     #[arg(long, env = "BOTGATE_FALLBACK_KEY", requires = "fallback_cert")]
     fallback_key: Option<PathBuf>,
+    /// Where the access log (one line per request) goes: `stderr` (with the diagnostic
+    /// log), `off`, or a file, appended to.
+    #[arg(
+        long,
+        env = "BOTGATE_ACCESS_LOG",
+        default_value = "stderr",
+        value_name = "stderr|off|FILE"
+    )]
+    access_log: String,
 }
 
 /// Parses `NAME=SOURCE` of `--crawler-networks`.
@@ -293,8 +304,31 @@ fn crawler_networks(text: &str) -> Result<(String, Source), String> {
 }
 
 impl DataPlaneArgs {
-    fn config(&self, trusted_proxies: Vec<ipnet::IpNet>, https: SocketAddr) -> GatewayConfig {
+    /// The access log `--access-log` names; a file's flush guard must live until exit.
+    fn access_log(&self, stderr: &BatchedWriter) -> Result<(AccessLog, Option<FlushOnDrop>)> {
+        Ok(match self.access_log.as_str() {
+            "stderr" | "-" => (AccessLog::to(stderr.clone()), None),
+            "off" => (AccessLog::off(), None),
+            path => {
+                let file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .with_context(|| format!("opening the access log {path}"))?;
+                let (writer, flush) = BatchedWriter::start(Box::new(file));
+                (AccessLog::to(writer), Some(flush))
+            }
+        })
+    }
+
+    fn config(
+        &self,
+        trusted_proxies: Vec<ipnet::IpNet>,
+        https: SocketAddr,
+        access_log: AccessLog,
+    ) -> GatewayConfig {
         GatewayConfig {
+            access_log,
             http3_port: (!self.no_http3)
                 .then(|| self.http3_advertised_port.unwrap_or(https.port())),
             trusted_proxies,
@@ -343,7 +377,7 @@ impl DataPlaneArgs {
     }
 }
 
-pub fn run(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
+pub fn run(args: ServeArgs, registry: Arc<Registry>, stderr: BatchedWriter) -> Result<()> {
     let source = DirectorySource::new(&args.rulesets_dir);
     tracing::info!(source = %source.describe(), "loading rule components");
     let _watcher = Watcher::start(registry.clone(), source)
@@ -351,7 +385,7 @@ pub fn run(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
-        .block_on(serve(args, registry))
+        .block_on(serve(args, registry, stderr))
 }
 
 /// Binds `count` listeners to one address with `SO_REUSEPORT`, so each data-plane
@@ -406,7 +440,8 @@ async fn challenge_secret(store: &impl Store) -> Result<Vec<u8>> {
     Ok(stored.into_bytes())
 }
 
-async fn serve(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
+async fn serve(args: ServeArgs, registry: Arc<Registry>, stderr: BatchedWriter) -> Result<()> {
+    let (access_log, _flush_access_log) = args.data_plane.access_log(&stderr)?;
     let store = Arc::new(args.store.open().await?);
     let websites = Arc::new(
         Follower::start(store.clone(), Duration::from_secs(5))
@@ -414,9 +449,9 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>) -> Result<()> {
             .context("loading the websites from the store")?,
     );
     let secret = challenge_secret(store.as_ref()).await?;
-    let config = args
-        .data_plane
-        .config(args.trusted_proxies.clone(), args.https_listen);
+    let config =
+        args.data_plane
+            .config(args.trusted_proxies.clone(), args.https_listen, access_log);
     let drain = config.limits.drain_timeout;
     let acme_config = args.provisioning.acme();
     let answers: Option<Arc<dyn AcmeAnswers>> = acme_config.as_ref().map(|_| {

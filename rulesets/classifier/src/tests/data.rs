@@ -235,6 +235,28 @@ fn browser_test_from_the_scan_equals_the_sdk_on_every_known_user_agent() {
 }
 
 #[test]
+fn the_user_agent_memo_answers_what_a_fresh_scan_answers() {
+    let data = data();
+    let examples: Vec<&str> = data
+        .iter()
+        .flat_map(|e| e["instances"].as_array().unwrap().iter())
+        .map(|v| v.as_str().unwrap())
+        .chain(REAL_CLIENTS.iter().copied())
+        .collect();
+    assert!(examples.len() > 64 * 4, "enough user agents to share slots");
+    // Twice through, in two orders: hits, misses and slots taken over by another
+    // user agent all give the fresh answer.
+    for ua in examples.iter().chain(examples.iter().rev()) {
+        let (memo, fresh) = (crawlers::scan(ua), crawlers::scan_fresh(ua));
+        assert_eq!(
+            (memo.entry, memo.markers()),
+            (fresh.entry, fresh.markers()),
+            "{ua}"
+        );
+    }
+}
+
+#[test]
 fn automata_are_built_and_stay_within_their_memory_budget() {
     let user_agents = crawlers::automaton().expect("the user-agent automaton builds");
     let attacks = crate::attacks::automaton().expect("the attack automaton builds");
