@@ -38,6 +38,8 @@ pub struct AccessEntry<'a> {
     pub action: &'a str,
     /// The deciding component and its version.
     pub decider: Option<(&'a str, &'a str)>,
+    /// The deciding opinion's reason id, or why a challenge answer was refused; empty
+    /// when there is none.
     pub reason: &'a str,
     pub status: u16,
     pub origin: Option<SocketAddr>,
@@ -68,10 +70,6 @@ impl AccessLog {
     /// Access lines into `sink`.
     pub fn to(sink: BatchedWriter) -> AccessLog {
         AccessLog { sink: Some(sink) }
-    }
-
-    pub fn is_on(&self) -> bool {
-        self.sink.is_some()
     }
 
     /// Writes `entry`'s line, stamped now.
@@ -124,7 +122,15 @@ fn format_line(
     let (decider, version) = entry.decider.unwrap_or(("-", "-"));
     quoted(out, " decider=", decider);
     quoted(out, " decider_version=", version);
-    bare(out, " reason=", entry.reason);
+    bare(
+        out,
+        " reason=",
+        if entry.reason.is_empty() {
+            "-"
+        } else {
+            entry.reason
+        },
+    );
     let _ = write!(out, " status={}", entry.status);
     match entry.origin {
         Some(origin) => {

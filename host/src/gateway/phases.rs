@@ -149,11 +149,7 @@ impl Gateway {
                 .decider
                 .as_ref()
                 .map(|(name, version)| (name.as_ref(), version.as_ref())),
-            reason: if record.reason.is_empty() {
-                "-"
-            } else {
-                &record.reason
-            },
+            reason: &record.reason,
             status,
             origin: record.origin,
             cache: record.cache,

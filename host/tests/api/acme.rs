@@ -3,7 +3,7 @@
 //! the website goes online, its webhook says so, and a TLS client that trusts only
 //! Pebble's root gets the issued certificate from the gateway for every name.
 
-use crate::{binary, create_user, wait_for_status};
+use crate::{ALLOW_LOOPBACK, binary, create_user, post_website, wait_for_status};
 use anyhow::{Context, Result, ensure};
 use botgate_tests::http::{Client, self_signed};
 use botgate_tests::pebble::{Pebble, trusting_only};
@@ -86,21 +86,20 @@ fn certificates_are_issued_through_http01_and_tls_alpn01() -> Result<()> {
                 &dns_server,
                 "--setup-check-ms",
                 "200",
-                "--webhook-allow-network",
-                "127.0.0.0/8",
+                ALLOW_LOOPBACK[0],
+                ALLOW_LOOPBACK[1],
             ],
             http,
             https,
         )?;
         let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
         create_user(&partner, "ann")?;
-        let created = partner.post_json(
-            "/v1.0/website",
+        let created = post_website(
+            &partner,
             &json!({"user_id": "ann", "domain": "secure.example", "subdomain": ["www"],
                     "ip": ["192.0.2.10"], "callbackUrl": receiver.url("/issued")}),
         )?;
-        ensure!(created.status == 201, "{created:?}");
-        assert_eq!(created.json()["status"], "setup");
+        assert_eq!(created["status"], "setup");
         let online = wait_for_status(&partner, "secure.example", "online", &|| pebble.log())?;
         let issued = online["certificate"]["public"].as_str().unwrap_or_default();
         let issued_leaf = CertificateDer::pem_slice_iter(issued.as_bytes())
@@ -128,12 +127,11 @@ fn certificates_are_issued_through_http01_and_tls_alpn01() -> Result<()> {
         // Switching a website from its own certificate to ACME starts issuance.
         if challenge == "http-01" {
             let (public, private) = self_signed(&["switched.example"])?;
-            let own = partner.post_json(
-                "/v1.0/website",
+            post_website(
+                &partner,
                 &json!({"user_id": "ann", "domain": "switched.example", "ip": ["192.0.2.10"],
                         "certificate": {"public": public, "private": private}}),
             )?;
-            ensure!(own.status == 201, "{own:?}");
             wait_for_status(&partner, "switched.example", "online", &|| pebble.log())?;
             let switched = partner.put_json(
                 "/v1.0/website/switched.example",

@@ -63,13 +63,25 @@ fn create_user(partner: &Client, id: &str) -> Result<String> {
 
 /// Creates a website of `user` with one origin.
 fn create_website(partner: &Client, user: &str, domain: &str) -> Result<Value> {
-    let reply = partner.post_json(
-        "/v1.0/website",
+    post_website(
+        partner,
         &json!({"user_id": user, "domain": domain, "ip": ["192.0.2.10"]}),
-    )?;
-    anyhow::ensure!(reply.status == 201, "creating website {domain}: {reply:?}");
+    )
+}
+
+/// Creates the website `body` describes; answers the API's view of it.
+fn post_website(partner: &Client, body: &Value) -> Result<Value> {
+    let reply = partner.post_json("/v1.0/website", body)?;
+    anyhow::ensure!(
+        reply.status == 201,
+        "creating website {}: {reply:?}",
+        body["domain"]
+    );
     Ok(reply.json())
 }
+
+/// Lets webhooks go to the tests' receivers on loopback.
+const ALLOW_LOOPBACK: [&str; 2] = ["--webhook-allow-network", "127.0.0.0/8"];
 
 /// Polls the website until its status is `status` (up to 90 s); panics otherwise (so
 /// the guards print their logs), with `more` (another server's log, say).

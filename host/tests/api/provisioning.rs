@@ -3,7 +3,7 @@
 //! dnsmasq), then goes `online`; one whose names point elsewhere ends in `error` with
 //! the reason; either way the change's webhook carries the final status.
 
-use crate::{binary, create_user, wait_for_status};
+use crate::{ALLOW_LOOPBACK, binary, create_user, post_website, wait_for_status};
 use anyhow::{Result, ensure};
 use botgate_tests::http::Client;
 use botgate_tests::receiver::Receiver;
@@ -41,21 +41,20 @@ fn websites_wait_in_setup_until_their_names_resolve_to_the_gateway() -> Result<(
             "--dns-wait-seconds",
             "3",
             "--no-acme",
-            "--webhook-allow-network",
-            "127.0.0.0/8",
+            ALLOW_LOOPBACK[0],
+            ALLOW_LOOPBACK[1],
         ],
     )?;
     let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
     create_user(&partner, "ann")?;
 
     // Every name points here: setup, then online, then the webhook says so.
-    let created = partner.post_json(
-        "/v1.0/website",
+    let created = post_website(
+        &partner,
         &json!({"user_id": "ann", "domain": "ready.example", "subdomain": ["www"],
                 "ip": ["192.0.2.10"], "callbackUrl": receiver.url("/ready")}),
     )?;
-    ensure!(created.status == 201, "{created:?}");
-    assert_eq!(created.json()["status"], "setup");
+    assert_eq!(created["status"], "setup");
     let online = wait_for_status(&partner, "ready.example", "online", &String::new)?;
     assert_eq!(online["status_reason"], Value::Null);
     let got = receiver.wait_for(1, Duration::from_secs(20))?;
@@ -67,12 +66,11 @@ fn websites_wait_in_setup_until_their_names_resolve_to_the_gateway() -> Result<(
     );
 
     // One name points elsewhere: it waits (saying why), then ends in error.
-    let created = partner.post_json(
-        "/v1.0/website",
+    post_website(
+        &partner,
         &json!({"user_id": "ann", "domain": "split.example", "subdomain": ["www"],
                 "ip": ["192.0.2.10"], "callbackUrl": receiver.url("/split")}),
     )?;
-    ensure!(created.status == 201, "{created:?}");
     let failed = wait_for_status(&partner, "split.example", "error", &String::new)?;
     let reason = failed["status_reason"].as_str().unwrap_or_default();
     assert!(

@@ -4,15 +4,13 @@
 //! over the API; a receiver that is down gets the webhook once it is back, across a
 //! gateway crash, with one id; private addresses and redirects are refused.
 
-use crate::{binary, create_user, on_both_backends, partners};
+use crate::{ALLOW_LOOPBACK, binary, create_user, on_both_backends, partners, post_website};
 use anyhow::{Context, Result, ensure};
 use botgate_tests::http::Client;
 use botgate_tests::receiver::{Received, Receiver};
 use botgate_tests::servers::{Gateway, GatewayStore, free_port};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-
-const ALLOW_LOOPBACK: [&str; 2] = ["--webhook-allow-network", "127.0.0.0/8"];
 
 /// Whether `received` carries a valid signature by `secret`.
 fn signed_by(received: &Received, secret: &str) -> bool {
@@ -62,12 +60,11 @@ fn a_finished_change_is_posted_signed_to_its_callback_url() {
         let first_secret = secret(&partner)?;
         ensure!(first_secret.starts_with("whsec_"), "{first_secret}");
 
-        let created = partner.post_json(
-            "/v1.0/website",
+        post_website(
+            &partner,
             &json!({"user_id": "ann", "domain": "hooked.example", "ip": ["192.0.2.10"],
                     "callbackUrl": receiver.url("/hooks/created?from=botgate")}),
         )?;
-        ensure!(created.status == 201, "{created:?}");
         let got = receiver.wait_for(1, Duration::from_secs(20))?;
         let hook = &got[0];
         assert_eq!(hook.method, "POST");
@@ -150,12 +147,11 @@ fn a_receiver_that_is_down_gets_the_webhook_once_it_is_back_even_across_a_crash(
     )?;
     let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
     create_user(&partner, "ann")?;
-    let created = partner.post_json(
-        "/v1.0/website",
+    post_website(
+        &partner,
         &json!({"user_id": "ann", "domain": "patient.example", "ip": ["192.0.2.10"],
                 "callbackUrl": format!("http://127.0.0.1:{port}/hooks")}),
     )?;
-    ensure!(created.status == 201, "{created:?}");
     // Down: the attempt fails and is rescheduled; then the gateway dies.
     wait_for_log(&gateway, "webhook not delivered; retrying later")?;
     gateway.restart()?;
@@ -196,12 +192,11 @@ fn private_addresses_and_redirects_are_refused() -> Result<()> {
     let gateway = Gateway::start(binary(), GatewayStore::Embedded, &["hoster"], &[])?;
     let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
     create_user(&partner, "ann")?;
-    let created = partner.post_json(
-        "/v1.0/website",
+    post_website(
+        &partner,
         &json!({"user_id": "ann", "domain": "private.example", "ip": ["192.0.2.10"],
                 "callbackUrl": receiver.url("/hooks")}),
     )?;
-    ensure!(created.status == 201, "{created:?}");
     wait_for_log(&gateway, "webhooks may not go to")?;
     assert!(receiver.received().is_empty(), "{:?}", receiver.received());
     drop(gateway);
