@@ -19,7 +19,7 @@
 use crate::log_writer::BatchedWriter;
 use std::cell::RefCell;
 use std::fmt::Write as _;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Where access lines go.
@@ -31,7 +31,7 @@ pub struct AccessLog {
 /// What the access log says of one request.
 pub struct AccessEntry<'a> {
     pub website: Option<&'a str>,
-    pub client: IpAddr,
+    pub client: &'a str,
     pub method: &'a str,
     pub target: &'a str,
     pub category: &'a str,
@@ -112,9 +112,11 @@ fn format_line(
         write_utc_second(second_text, seconds);
     }
     out.push_str(second_text);
-    let _ = write!(out, ".{:06}Z  INFO botgate::access:", now.subsec_micros());
+    push_padded_micros(out, now.subsec_micros());
+    out.push_str("Z  INFO botgate::access:");
     quoted(out, " website=", entry.website.unwrap_or("-"));
-    let _ = write!(out, " client={}", entry.client);
+    out.push_str(" client=");
+    out.push_str(entry.client);
     bare(out, " method=", entry.method);
     bare(out, " target=", entry.target);
     quoted(out, " category=", entry.category);
@@ -131,17 +133,40 @@ fn format_line(
             entry.reason
         },
     );
-    let _ = write!(out, " status={}", entry.status);
+    out.push_str(" status=");
+    out.push_str(itoa::Buffer::new().format(entry.status));
+    out.push_str(" origin=");
     match entry.origin {
-        Some(origin) => {
-            let _ = write!(out, " origin={origin}");
+        Some(SocketAddr::V4(origin)) => {
+            let mut number = itoa::Buffer::new();
+            for (i, octet) in origin.ip().octets().into_iter().enumerate() {
+                if i > 0 {
+                    out.push('.');
+                }
+                out.push_str(number.format(octet));
+            }
+            out.push(':');
+            out.push_str(number.format(origin.port()));
         }
-        None => out.push_str(" origin=-"),
+        Some(origin) => {
+            let _ = write!(out, "{origin}");
+        }
+        None => out.push('-'),
     }
     quoted(out, " cache=", entry.cache);
-    let _ = write!(out, " latency_us={}", entry.latency_us);
+    out.push_str(" latency_us=");
+    out.push_str(itoa::Buffer::new().format(entry.latency_us));
     quoted(out, " ja4=", entry.ja4.unwrap_or("-"));
     out.push('\n');
+}
+
+/// `.` and the microseconds of the second in six digits.
+fn push_padded_micros(out: &mut String, micros: u32) {
+    let mut number = itoa::Buffer::new();
+    let digits = number.format(micros % 1_000_000);
+    out.push('.');
+    out.extend(std::iter::repeat_n('0', 6 - digits.len()));
+    out.push_str(digits);
 }
 
 /// `key` and `value` in quotes, escaped as `Debug` escapes a string.
@@ -210,7 +235,7 @@ mod tests {
     fn entry() -> AccessEntry<'static> {
         AccessEntry {
             website: Some("shop.example"),
-            client: "203.0.113.7".parse().unwrap(),
+            client: "203.0.113.7",
             method: "GET",
             target: "/wp-login.php?x=1",
             category: "humans",
@@ -242,6 +267,24 @@ mod tests {
              reason=classifier.browser status=200 origin=[2001:db8::1]:80 cache=\"-\" \
              latency_us=204 ja4=\"-\"\n"
         );
+    }
+
+    #[test]
+    fn numbers_and_ipv4_origins_are_written_in_full() {
+        let mut e = entry();
+        e.origin = Some("192.0.2.10:8080".parse().unwrap());
+        e.status = 502;
+        e.latency_us = 0;
+        let text = line(Duration::from_micros(1_795_315_672_000_042), &e);
+        assert!(text.starts_with("2026-11-22T02:47:52.000042Z "), "{text}");
+        assert!(
+            text.contains(" status=502 origin=192.0.2.10:8080 cache=\"-\" latency_us=0 "),
+            "{text}"
+        );
+        e.origin = None;
+        let text = line(Duration::from_secs(1), &e);
+        assert!(text.contains(".000000Z "), "{text}");
+        assert!(text.contains(" origin=- "), "{text}");
     }
 
     #[test]

@@ -22,6 +22,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
+use std::cell::RefCell;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -90,6 +91,66 @@ pub struct Challenges {
     /// each MAC starts from a copy (two SHA-256 blocks fewer per pass checked).
     keyed: HmacSha256,
     config: ChallengeConfig,
+    /// Each thread's passes verified lately, so a client's next requests skip the HMAC.
+    verified: thread_local::ThreadLocal<RefCell<VerifiedPasses>>,
+}
+
+/// Passes whose MAC one thread checked lately: direct-mapped slots by a hash of the
+/// cookie value, each holding what the MAC covered, so a hit stands for a successful
+/// verification of exactly these inputs (the expiry is compared again on every hit).
+/// Bounded: [`VerifiedPasses::SLOTS`] entries of at most [`VerifiedPasses::MAX_VALUE`]
+/// bytes of cookie value and a domain each.
+struct VerifiedPasses {
+    slots: Vec<Option<VerifiedPass>>,
+}
+
+#[derive(Clone)]
+struct VerifiedPass {
+    value: Box<str>,
+    domain: Box<str>,
+    client: IpAddr,
+    expires: u64,
+}
+
+impl Default for VerifiedPasses {
+    fn default() -> Self {
+        VerifiedPasses {
+            slots: vec![None; Self::SLOTS],
+        }
+    }
+}
+
+impl VerifiedPasses {
+    const SLOTS: usize = 64;
+    /// Longer values (never a pass this gateway issued) are not remembered.
+    const MAX_VALUE: usize = 128;
+
+    fn slot(value: &str) -> usize {
+        // FNV-1a: the value ends in a MAC, so its bytes are already well spread.
+        let hash = value.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        (hash % Self::SLOTS as u64) as usize
+    }
+
+    /// The expiry of `value` when this thread verified it for `domain` and `client`.
+    fn expiry(&self, value: &str, domain: &str, client: IpAddr) -> Option<u64> {
+        self.slots[Self::slot(value)]
+            .as_ref()
+            .filter(|p| p.client == client && *p.value == *value && *p.domain == *domain)
+            .map(|p| p.expires)
+    }
+
+    fn remember(&mut self, value: &str, domain: &str, client: IpAddr, expires: u64) {
+        if value.len() <= Self::MAX_VALUE {
+            self.slots[Self::slot(value)] = Some(VerifiedPass {
+                value: value.into(),
+                domain: domain.into(),
+                client,
+                expires,
+            });
+        }
+    }
 }
 
 type HmacSha256 = Hmac<Sha256>;
@@ -129,6 +190,7 @@ impl Challenges {
         Challenges {
             keyed: HmacSha256::new_from_slice(&secret).expect("HMAC takes any key"),
             config,
+            verified: thread_local::ThreadLocal::new(),
         }
     }
 
@@ -284,16 +346,32 @@ impl Challenges {
     }
 
     fn check_pass(&self, value: &str, domain: &str, client: IpAddr, now: u64) -> ChallengePass {
-        let Some((expires, mac)) = value.split_once('.') else {
-            return ChallengePass::Invalid;
+        let verified = self.verified.get_or_default();
+        // Read into a local first: a borrow held through the `match` would clash with
+        // `remember`'s.
+        let known = verified.borrow().expiry(value, domain, client);
+        let expires = match known {
+            Some(expires) => expires,
+            None => {
+                let Some((expires, mac)) = value.split_once('.') else {
+                    return ChallengePass::Invalid;
+                };
+                if !self.verify_mac(&["pass", domain, &client_binding(client), expires], mac) {
+                    return ChallengePass::Invalid;
+                }
+                let Ok(expires) = expires.parse::<u64>() else {
+                    return ChallengePass::Invalid;
+                };
+                verified
+                    .borrow_mut()
+                    .remember(value, domain, client, expires);
+                expires
+            }
         };
-        if !self.verify_mac(&["pass", domain, &client_binding(client), expires], mac) {
-            return ChallengePass::Invalid;
-        }
-        match expires.parse::<u64>() {
-            Ok(expires) if expires > now => ChallengePass::Valid,
-            Ok(_) => ChallengePass::Expired,
-            Err(_) => ChallengePass::Invalid,
+        if expires > now {
+            ChallengePass::Valid
+        } else {
+            ChallengePass::Expired
         }
     }
 
@@ -384,6 +462,45 @@ mod tests {
             counter: Some(solve(token).unwrap().to_string()),
             answer: None,
         }
+    }
+
+    #[test]
+    fn a_verified_pass_is_remembered_for_exactly_what_its_mac_covers() {
+        let c = challenges(8);
+        let token = c.issue("example.com", CLIENT, NOW);
+        let pass = c
+            .verify("example.com", CLIENT, &work(&token), NOW + 1)
+            .unwrap();
+        let remembered = |value: &str, domain, client| {
+            c.verified
+                .get()
+                .and_then(|v| v.borrow().expiry(value, domain, client))
+        };
+        let state = |value: &str, now| {
+            let cookie = format!("{PASS_COOKIE}={value}");
+            c.pass_state([cookie.as_bytes()], "example.com", CLIENT, now)
+        };
+        assert_eq!(remembered(&pass, "example.com", CLIENT), None);
+        assert_eq!(state(&pass, NOW + 2), ChallengePass::Valid);
+        let expires = remembered(&pass, "example.com", CLIENT).expect("remembered");
+        assert_eq!(expires, NOW + 1 + 3600);
+        assert_eq!(remembered(&pass, "other.com", CLIENT), None);
+        let elsewhere = IpAddr::from([198, 51, 100, 1]);
+        assert_eq!(remembered(&pass, "example.com", elsewhere), None);
+        // A remembered pass still expires.
+        assert_eq!(state(&pass, expires), ChallengePass::Expired);
+        // A forged pass (a later expiry under the same MAC) is refused, and not remembered.
+        let (_, mac) = pass.split_once('.').unwrap();
+        let forged = format!("{}.{mac}", NOW + 99_999);
+        assert_eq!(state(&forged, NOW + 2), ChallengePass::Invalid);
+        assert_eq!(remembered(&forged, "example.com", CLIENT), None);
+        // Another thread has its own memory, and verifies afresh.
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                assert_eq!(remembered(&pass, "example.com", CLIENT), None);
+                assert_eq!(state(&pass, NOW + 2), ChallengePass::Valid);
+            });
+        });
     }
 
     #[test]

@@ -35,6 +35,16 @@ pub fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
 /// Removes hop-by-hop headers and those the `Connection` header names. With `upgrade`
 /// the `Connection: upgrade` and `Upgrade` pair is kept (a WebSocket handshake).
 pub fn remove_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
+    // Most messages carry none of them: one pass over the names finds out.
+    let any = headers
+        .keys()
+        .any(|name| HOP_BY_HOP.contains(name) || name == header::UPGRADE);
+    if !any {
+        if upgrade {
+            headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+        }
+        return;
+    }
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
@@ -56,33 +66,55 @@ pub fn remove_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
     }
 }
 
-/// Adds the client's address and the scheme: appends to `X-Forwarded-For` (what
-/// earlier proxies said is kept, the gateway's own knowledge goes last), and sets
-/// `X-Forwarded-Proto` and `Forwarded` to what the gateway saw itself.
-pub fn add_forwarded(headers: &mut HeaderMap, client: IpAddr, https: bool, host: &str) {
-    let client_text = client.to_string();
-    let xff = match headers.get(HeaderName::from_static("x-forwarded-for")) {
-        Some(earlier) => match earlier.to_str() {
-            Ok(earlier) => format!("{earlier}, {client_text}"),
-            Err(_) => client_text.clone(),
-        },
-        None => client_text.clone(),
+/// Adds the client's address (`client`, written as `client_text`) and the scheme:
+/// appends to `X-Forwarded-For` (what earlier proxies said is kept, the gateway's own
+/// knowledge goes last), and sets `X-Forwarded-Proto` and `Forwarded` to what the
+/// gateway saw itself.
+pub fn add_forwarded(
+    headers: &mut HeaderMap,
+    client: IpAddr,
+    client_text: &str,
+    https: bool,
+    host: &str,
+) {
+    let x_forwarded_for = HeaderName::from_static("x-forwarded-for");
+    let earlier = headers
+        .get(&x_forwarded_for)
+        .and_then(|earlier| earlier.to_str().ok());
+    let xff = match earlier {
+        Some(earlier) => HeaderValue::try_from(format!("{earlier}, {client_text}")),
+        None => HeaderValue::try_from(client_text),
     };
-    headers.remove("x-forwarded-for");
-    if let Ok(value) = HeaderValue::from_str(&xff) {
-        headers.insert(HeaderName::from_static("x-forwarded-for"), value);
+    match xff {
+        Ok(value) => {
+            headers.insert(x_forwarded_for, value);
+        }
+        Err(_) => {
+            headers.remove(x_forwarded_for);
+        }
     }
     let proto = if https { "https" } else { "http" };
     headers.insert(
         HeaderName::from_static("x-forwarded-proto"),
-        HeaderValue::from_static(if https { "https" } else { "http" }),
+        HeaderValue::from_static(proto),
     );
-    let node = match client {
-        IpAddr::V4(_) => client_text,
-        IpAddr::V6(_) => format!("\"[{client_text}]\""),
-    };
-    let forwarded = format!("for={node};proto={proto};host=\"{host}\"");
-    match HeaderValue::from_str(&forwarded) {
+    let mut forwarded = String::with_capacity(client_text.len() + host.len() + 32);
+    forwarded.push_str("for=");
+    match client {
+        IpAddr::V4(_) => forwarded.push_str(client_text),
+        IpAddr::V6(_) => {
+            forwarded.push_str("\"[");
+            forwarded.push_str(client_text);
+            forwarded.push_str("]\"");
+        }
+    }
+    forwarded.push_str(";proto=");
+    forwarded.push_str(proto);
+    forwarded.push_str(";host=\"");
+    forwarded.push_str(host);
+    forwarded.push('"');
+    // Handing the string over (not copying it) when its bytes are valid in a header.
+    match HeaderValue::from_maybe_shared(bytes::Bytes::from(forwarded)) {
         Ok(value) => {
             headers.insert(header::FORWARDED, value);
         }
@@ -116,6 +148,37 @@ mod tests {
     }
 
     #[test]
+    fn a_lone_upgrade_goes_and_clean_headers_stay() {
+        let mut h = HeaderMap::new();
+        h.insert(header::UPGRADE, HeaderValue::from_static("h2c"));
+        h.insert("x-kept", HeaderValue::from_static("1"));
+        remove_hop_by_hop(&mut h, false);
+        assert_eq!(h.len(), 1);
+        assert!(h.contains_key("x-kept"));
+        remove_hop_by_hop(&mut h, false);
+        assert_eq!(h.len(), 1);
+        remove_hop_by_hop(&mut h, true);
+        assert_eq!(h[header::CONNECTION], "upgrade");
+    }
+
+    #[test]
+    fn forwarded_headers_for_an_ipv4_client_without_earlier_proxies() {
+        let mut h = HeaderMap::new();
+        let client: IpAddr = "203.0.113.9".parse().unwrap();
+        add_forwarded(&mut h, client, "203.0.113.9", true, "shop.example");
+        assert_eq!(h["x-forwarded-for"], "203.0.113.9");
+        assert_eq!(h["x-forwarded-proto"], "https");
+        assert_eq!(
+            h[header::FORWARDED],
+            "for=203.0.113.9;proto=https;host=\"shop.example\""
+        );
+        // A host that cannot be a header value leaves no `Forwarded` behind.
+        add_forwarded(&mut h, client, "203.0.113.9", true, "bad\nhost");
+        assert!(!h.contains_key(header::FORWARDED));
+        assert_eq!(h["x-forwarded-for"], "203.0.113.9, 203.0.113.9");
+    }
+
+    #[test]
     fn websocket_handshakes_keep_upgrade() {
         let mut h = HeaderMap::new();
         h.insert(
@@ -134,7 +197,8 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("x-forwarded-for", HeaderValue::from_static("10.0.0.1"));
         h.insert("x-forwarded-proto", HeaderValue::from_static("https"));
-        add_forwarded(&mut h, "2001:db8::7".parse().unwrap(), false, "example.com");
+        let client: IpAddr = "2001:db8::7".parse().unwrap();
+        add_forwarded(&mut h, client, &client.to_string(), false, "example.com");
         assert_eq!(h["x-forwarded-for"], "10.0.0.1, 2001:db8::7");
         assert_eq!(h["x-forwarded-proto"], "http");
         assert_eq!(

@@ -113,16 +113,12 @@ async fn connection(
     let quic = handshake
         .map_err(|_| "QUIC handshake timed out".to_string())?
         .map_err(|err| format!("QUIC handshake: {err}"))?;
-    let info = Arc::new(ConnectionInfo {
-        client,
-        https: true,
-        http3: true,
-        tls: Some(TlsFacts {
-            version: TlsVersion::Tls13,
-            alpn: AlpnProtocol::H3,
-            ja4,
-        }),
-    });
+    let tls = TlsFacts {
+        version: TlsVersion::Tls13,
+        alpn: AlpnProtocol::H3,
+        ja4,
+    };
+    let info = Arc::new(ConnectionInfo::new(client, true, true, Some(tls)));
     let mut builder = h3::server::builder();
     builder.max_field_section_size(limits.max_header_bytes as u64);
     let setup = builder.build::<_, Bytes>(h3_quinn::Connection::new(quic));

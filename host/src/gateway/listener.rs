@@ -28,6 +28,21 @@ pub struct ConnectionInfo {
     pub http3: bool,
     /// The TLS facts for the rule components.
     pub tls: Option<TlsFacts>,
+    /// `client`'s address as text, formatted once per connection for the access log
+    /// and the forwarded headers of each of its requests.
+    pub client_text: Box<str>,
+}
+
+impl ConnectionInfo {
+    pub fn new(client: SocketAddr, https: bool, http3: bool, tls: Option<TlsFacts>) -> Self {
+        ConnectionInfo {
+            client,
+            https,
+            http3,
+            tls,
+            client_text: client.ip().to_string().into(),
+        }
+    }
 }
 
 /// Signals the listeners to stop accepting and connections to finish.
@@ -115,12 +130,7 @@ async fn connection(
         }
     }
     let Some(tls) = tls else {
-        let info = ConnectionInfo {
-            client,
-            https: false,
-            http3: false,
-            tls: None,
-        };
+        let info = ConnectionInfo::new(client, false, false, None);
         serve_http(gateway, stream, info, shutdown).await;
         return Ok(());
     };
@@ -166,16 +176,12 @@ async fn connection(
         Some(b"http/1.1") => AlpnProtocol::Http11,
         Some(_) => AlpnProtocol::Other,
     };
-    let info = ConnectionInfo {
-        client,
-        https: true,
-        http3: false,
-        tls: Some(TlsFacts {
-            version,
-            alpn,
-            ja4: ja4.unwrap_or_default(),
-        }),
+    let tls_facts = TlsFacts {
+        version,
+        alpn,
+        ja4: ja4.unwrap_or_default(),
     };
+    let info = ConnectionInfo::new(client, true, false, Some(tls_facts));
     serve_http(gateway, tls, info, shutdown).await;
     Ok(())
 }

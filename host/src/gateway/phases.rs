@@ -83,16 +83,43 @@ fn unix_now() -> u64 {
 /// The host name a request addressed: `:authority` or `Host`, lower case, without the
 /// port or a trailing dot.
 fn request_host<B>(request: &Request<B>) -> Option<String> {
-    let raw = match request.uri().authority() {
-        Some(authority) => authority.host().to_owned(),
+    let host = match request.uri().authority() {
+        Some(authority) => canonical_host(authority.host()),
         None => {
-            let value = request.headers().get(header::HOST)?.to_str().ok()?;
-            let authority: http::uri::Authority = value.parse().ok()?;
-            authority.host().to_owned()
+            let value = request.headers().get(header::HOST)?.as_bytes();
+            match plain_host(value) {
+                Some(host) => canonical_host(host),
+                None => {
+                    let authority = http::uri::Authority::try_from(value).ok()?;
+                    canonical_host(authority.host())
+                }
+            }
         }
     };
-    let host = raw.trim_end_matches('.').to_ascii_lowercase();
     (!host.is_empty()).then_some(host)
+}
+
+/// The host of a `Host` value made only of lower-case letters, digits, `-` and `.`,
+/// with an optional `:port` (what nearly every client sends), read without parsing it
+/// as a URI authority; `None` for anything else, which that parse then judges.
+fn plain_host(value: &[u8]) -> Option<&str> {
+    let (host, port) = match value.iter().position(|&b| b == b':') {
+        Some(colon) => (&value[..colon], &value[colon + 1..]),
+        None => (value, &b""[..]),
+    };
+    let plain = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-' || *b == b'.';
+    let port_ok = value.len() == host.len()
+        || (port.iter().all(u8::is_ascii_digit)
+            && std::str::from_utf8(port).is_ok_and(|p| p.parse::<u16>().is_ok()));
+    if host.is_empty() || !host.iter().all(plain) || !port_ok {
+        return None;
+    }
+    std::str::from_utf8(host).ok()
+}
+
+/// A host name without a trailing dot, in lower case.
+fn canonical_host(host: &str) -> String {
+    host.trim_end_matches('.').to_ascii_lowercase()
 }
 
 fn action_name(action: Action) -> &'static str {
@@ -140,7 +167,7 @@ impl Gateway {
         let status = response.status().as_u16();
         self.config.access_log.record(&AccessEntry {
             website: record.website.as_deref(),
-            client: connection.client.ip(),
+            client: &connection.client_text,
             method: method.as_str(),
             target: target.as_str(),
             category: record.category,
@@ -483,11 +510,24 @@ impl Gateway {
         *origin_request.version_mut() = Version::HTTP_11;
         let mut headers = parts.headers;
         forwarding::remove_hop_by_hop(&mut headers, upgrade);
-        forwarding::add_forwarded(&mut headers, connection.client.ip(), connection.https, host);
-        headers.insert(
-            header::HOST,
-            HeaderValue::from_str(host).unwrap_or(HeaderValue::from_static("invalid")),
+        forwarding::add_forwarded(
+            &mut headers,
+            connection.client.ip(),
+            &connection.client_text,
+            connection.https,
+            host,
         );
+        // The Host the origin sees is the website's name as the client wrote it, in
+        // the canonical form (no port, lower case): most clients already send that.
+        if headers
+            .get(header::HOST)
+            .is_none_or(|sent| sent.as_bytes() != host.as_bytes())
+        {
+            headers.insert(
+                header::HOST,
+                HeaderValue::from_str(host).unwrap_or(HeaderValue::from_static("invalid")),
+            );
+        }
         *origin_request.headers_mut() = headers;
 
         let tls_name = lb.upstreams_use_https.then_some(host);
@@ -542,5 +582,57 @@ impl Gateway {
             Some((key, kind, head)) => self.cache.store(key, kind, &head, response),
             None => response,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `request_host` answered before it had a fast path: every `Host` parsed as a
+    /// URI authority.
+    fn parsed_host(value: &str) -> Option<String> {
+        let authority: http::uri::Authority = value.parse().ok()?;
+        let host = canonical_host(authority.host());
+        (!host.is_empty()).then_some(host)
+    }
+
+    #[test]
+    fn the_host_fast_path_answers_what_the_authority_parse_answers() {
+        for value in [
+            "shop.example",
+            "shop.example:8180",
+            "shop.example.",
+            "Shop.Example:443",
+            "xn--bcher-kva.example",
+            "127.0.0.1:80",
+            "[2001:db8::1]:8443",
+            "[2001:db8::1]",
+            "shop.example:",
+            "shop.example:99999",
+            "shop.example:+80",
+            "shop.example:80:80",
+            "user@shop.example",
+            ":80",
+            "",
+            ".",
+            "a\tb",
+            "shop_example",
+        ] {
+            let Ok(header) = HeaderValue::from_str(value) else {
+                continue;
+            };
+            let request = Request::builder()
+                .uri("/")
+                .header(header::HOST, header)
+                .body(())
+                .unwrap();
+            assert_eq!(request_host(&request), parsed_host(value), "Host: {value}");
+        }
+        let absolute = Request::builder()
+            .uri("http://Shop.Example.:8180/x")
+            .body(())
+            .unwrap();
+        assert_eq!(request_host(&absolute).as_deref(), Some("shop.example"));
     }
 }
