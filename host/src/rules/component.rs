@@ -362,10 +362,14 @@ impl LoadedComponent {
                     self.stats.abstains.fetch_add(1, Relaxed);
                 }
                 // A success forgives one earlier failure: a component failing most of its
-                // calls still reaches the switch-off threshold.
-                let _ = self
-                    .failure_score
-                    .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
+                // calls still reaches the switch-off threshold. (Read first: a sound
+                // component's score stays 0, and a load keeps the line shared between
+                // the data-plane cores where a read-modify-write would bounce it.)
+                if self.failure_score.load(Relaxed) != 0 {
+                    let _ = self
+                        .failure_score
+                        .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
+                }
                 self.recycle(instance);
             }
             Outcome::Failed(failure) => {

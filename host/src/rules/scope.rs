@@ -15,6 +15,7 @@ use super::component::LoadedComponent;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use botgate_normalise::{MARKER_JOIN, METHOD_MARKER, USER_AGENT_MARKER};
 use smallvec::SmallVec;
+use std::cell::RefCell;
 use std::sync::Arc;
 
 /// The scopes of one [`super::RulesetSet`]: slot `i` is the set's `i`-th component.
@@ -31,6 +32,44 @@ pub struct ScopeIndex {
     compounds: Vec<(u32, SmallVec<[u32; 4]>)>,
     /// How many parts the compound markers have together.
     parts: usize,
+    /// Each thread's recent user-agent scans: what the user-agent automaton found in
+    /// each, since most requests come from a few user agents.
+    user_agent_scans: thread_local::ThreadLocal<RefCell<UserAgentScans>>,
+}
+
+/// A thread's last user-agent scans, in direct-mapped slots by a hash of the user agent;
+/// each keeps the user agent to confirm a hit. Bounded: [`UserAgentScans::SLOTS`]
+/// entries of at most [`UserAgentScans::MAX_USER_AGENT`] bytes.
+struct UserAgentScans {
+    slots: Vec<Option<UserAgentScan>>,
+}
+
+#[derive(Clone)]
+struct UserAgentScan {
+    user_agent: Box<str>,
+    /// The slots and compound parts the scan found.
+    found: SlotSet,
+    parts: SlotSet,
+}
+
+impl Default for UserAgentScans {
+    fn default() -> Self {
+        UserAgentScans {
+            slots: vec![None; Self::SLOTS],
+        }
+    }
+}
+
+impl UserAgentScans {
+    const SLOTS: usize = 64;
+    const MAX_USER_AGENT: usize = 512;
+
+    fn slot(user_agent: &str) -> usize {
+        let hash = user_agent.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        (hash % Self::SLOTS as u64) as usize
+    }
 }
 
 /// What finding one pattern of an automaton means.
@@ -120,6 +159,13 @@ impl SlotSet {
         self.words[slot / 64] |= 1 << (slot % 64);
     }
 
+    /// Adds every member of `other` (a set over as many slots).
+    fn extend(&mut self, other: &SlotSet) {
+        for (word, more) in self.words.iter_mut().zip(&other.words) {
+            *word |= more;
+        }
+    }
+
     /// Whether `slot` is in the set.
     pub fn contains(&self, slot: usize) -> bool {
         self.words
@@ -131,16 +177,21 @@ impl SlotSet {
 impl ScopeIndex {
     /// Indexes the scopes of `components`, the `i`-th taking slot `i`.
     pub fn new<'a>(components: impl ExactSizeIterator<Item = &'a Arc<LoadedComponent>>) -> Self {
-        let mut unscoped = SlotSet::with_slots(components.len());
+        Self::from_scopes(components.map(|component| component.scope()))
+    }
+
+    /// Indexes `scopes`, the `i`-th taking slot `i`.
+    fn from_scopes<'a>(scopes: impl ExactSizeIterator<Item = &'a [Box<str>]>) -> Self {
+        let mut unscoped = SlotSet::with_slots(scopes.len());
         let (mut target, mut user_agent, mut methods) = (Vec::new(), Vec::new(), Vec::new());
         let mut compounds = Vec::new();
         let mut parts = 0u32;
-        for (slot, component) in components.enumerate() {
+        for (slot, scope) in scopes.enumerate() {
             let slot = slot as u32;
-            if component.scope().is_empty() {
+            if scope.is_empty() {
                 unscoped.insert(slot as usize);
             }
-            for marker in component.scope() {
+            for marker in scope {
                 let mut route = |text: &'a str, hit: Hit| {
                     if let Some(ua) = text.strip_prefix(USER_AGENT_MARKER) {
                         user_agent.push((ua, hit, slot));
@@ -172,6 +223,7 @@ impl ScopeIndex {
             unscoped,
             compounds,
             parts: parts as usize,
+            user_agent_scans: thread_local::ThreadLocal::new(),
         }
     }
 
@@ -193,7 +245,7 @@ impl ScopeIndex {
         if let Some(markers) = &self.user_agent
             && let Some(ua) = botgate_normalise::header(headers, "user-agent")
         {
-            markers.scan(ua, &mut found, &mut parts);
+            self.scan_user_agent(markers, ua, &mut found, &mut parts);
         }
         for (slot, needed) in &self.compounds {
             if !found.contains(*slot as usize) && needed.iter().all(|&p| parts.contains(p as usize))
@@ -202,5 +254,108 @@ impl ScopeIndex {
             }
         }
         found
+    }
+
+    /// Adds what `markers` find in `user_agent` to `found` and `parts`, from this
+    /// thread's recent scans when it scanned the same user agent lately.
+    fn scan_user_agent(
+        &self,
+        markers: &Markers,
+        user_agent: &str,
+        found: &mut SlotSet,
+        parts: &mut SlotSet,
+    ) {
+        let mut scans = self.user_agent_scans.get_or_default().borrow_mut();
+        let slot = &mut scans.slots[UserAgentScans::slot(user_agent)];
+        if let Some(scan) = slot.as_ref().filter(|s| *s.user_agent == *user_agent) {
+            found.extend(&scan.found);
+            parts.extend(&scan.parts);
+            return;
+        }
+        let mut scan = UserAgentScan {
+            user_agent: Box::default(),
+            found: SlotSet::with_slots(found.words.len() * 64),
+            parts: SlotSet::with_slots(parts.words.len() * 64),
+        };
+        markers.scan(user_agent, &mut scan.found, &mut scan.parts);
+        found.extend(&scan.found);
+        parts.extend(&scan.parts);
+        if user_agent.len() <= UserAgentScans::MAX_USER_AGENT {
+            scan.user_agent = user_agent.into();
+            *slot = Some(scan);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use botgate_normalise::{ScopeView, in_scope};
+
+    /// The slots `index` holds a request in, as a `Vec` of booleans.
+    fn slots(index: &ScopeIndex, scopes: usize, method: &str, target: &str, ua: &str) -> Vec<bool> {
+        let headers = format!("host: a.example\nuser-agent: {ua}");
+        let found = index.matching(method, target, &headers);
+        (0..scopes).map(|slot| found.contains(slot)).collect()
+    }
+
+    #[test]
+    fn remembered_user_agent_scans_answer_what_the_scopes_say() {
+        let scopes: Vec<Vec<Box<str>>> = [
+            &["/wp-", "ua:wordpress/"][..],
+            &["/rest/&ua:bitrix", "ua:bitrix24"],
+            &["ua:nextcloud", "/remote.php"],
+            &[],
+            &["/upload/&.ph", "ua:curl&method:post"],
+        ]
+        .iter()
+        .map(|scope| scope.iter().map(|m| Box::from(*m)).collect())
+        .collect();
+        let index = ScopeIndex::from_scopes(scopes.iter().map(Vec::as_slice));
+        let agents = [
+            "WordPress/6.5; https://a.example",
+            "Bitrix24/1.0",
+            "Mozilla/5.0 (X11; Linux x86_64) Nextcloud-Android/3.28",
+            "curl/8.5.0",
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/131.0.0.0",
+            "",
+        ];
+        let requests = [
+            ("GET", "/"),
+            ("GET", "/rest/1"),
+            ("POST", "/upload/a.php"),
+            ("POST", "/x"),
+        ];
+        // Twice each way round, so later answers come from remembered scans, some of
+        // them for another request with the same user agent.
+        let order: Vec<_> = agents.iter().chain(agents.iter().rev()).collect();
+        for ua in order.iter().chain(&order) {
+            for (method, target) in requests {
+                let (path, query) = botgate_normalise::split_target(target);
+                let view = ScopeView {
+                    method,
+                    path,
+                    query,
+                    user_agent: &ua.to_ascii_lowercase(),
+                };
+                let expected: Vec<bool> =
+                    scopes.iter().map(|scope| in_scope(scope, &view)).collect();
+                assert_eq!(
+                    slots(&index, scopes.len(), method, target, ua),
+                    expected,
+                    "{method} {target} by {ua:?}"
+                );
+            }
+        }
+        let scans = index.user_agent_scans.get().expect("this thread scanned");
+        assert!(
+            scans
+                .borrow()
+                .slots
+                .iter()
+                .flatten()
+                .any(|s| &*s.user_agent == "Bitrix24/1.0"),
+            "the scan was remembered"
+        );
     }
 }
