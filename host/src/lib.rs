@@ -7,4 +7,5 @@
 pub mod gateway;
 pub mod log_writer;
 pub mod provisioning;
+pub mod recent;
 pub mod rules;

@@ -17,6 +17,7 @@
 //! challenges, and solving any of them earns the pass the others then see, so parallel
 //! requests from one client never loop.
 
+use crate::recent::{PerThread, Recent};
 use crate::rules::bindings::ChallengePass;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -91,67 +92,23 @@ pub struct Challenges {
     /// each MAC starts from a copy (two SHA-256 blocks fewer per pass checked).
     keyed: HmacSha256,
     config: ChallengeConfig,
-    /// Each thread's passes verified lately, so a client's next requests skip the HMAC.
-    verified: thread_local::ThreadLocal<RefCell<VerifiedPasses>>,
+    /// Each thread's passes verified lately, by cookie value: a hit stands for a
+    /// successful check of the MAC over exactly its domain and client (the expiry is
+    /// compared again on every hit), so a client's next requests skip the HMAC.
+    verified: PerThread<VerifiedPass>,
 }
 
-/// Passes whose MAC one thread checked lately: direct-mapped slots by a hash of the
-/// cookie value, each holding what the MAC covered, so a hit stands for a successful
-/// verification of exactly these inputs (the expiry is compared again on every hit).
-/// Bounded: [`VerifiedPasses::SLOTS`] entries of at most [`VerifiedPasses::MAX_VALUE`]
-/// bytes of cookie value and a domain each.
-struct VerifiedPasses {
-    slots: Vec<Option<VerifiedPass>>,
-}
-
-#[derive(Clone)]
+/// What a verified pass's MAC covered.
 struct VerifiedPass {
-    value: Box<str>,
     domain: Box<str>,
     client: IpAddr,
     expires: u64,
 }
 
-impl Default for VerifiedPasses {
-    fn default() -> Self {
-        VerifiedPasses {
-            slots: vec![None; Self::SLOTS],
-        }
-    }
-}
-
-impl VerifiedPasses {
-    const SLOTS: usize = 64;
-    /// Longer values (never a pass this gateway issued) are not remembered.
-    const MAX_VALUE: usize = 128;
-
-    fn slot(value: &str) -> usize {
-        // FNV-1a: the value ends in a MAC, so its bytes are already well spread.
-        let hash = value.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-        (hash % Self::SLOTS as u64) as usize
-    }
-
-    /// The expiry of `value` when this thread verified it for `domain` and `client`.
-    fn expiry(&self, value: &str, domain: &str, client: IpAddr) -> Option<u64> {
-        self.slots[Self::slot(value)]
-            .as_ref()
-            .filter(|p| p.client == client && *p.value == *value && *p.domain == *domain)
-            .map(|p| p.expires)
-    }
-
-    fn remember(&mut self, value: &str, domain: &str, client: IpAddr, expires: u64) {
-        if value.len() <= Self::MAX_VALUE {
-            self.slots[Self::slot(value)] = Some(VerifiedPass {
-                value: value.into(),
-                domain: domain.into(),
-                client,
-                expires,
-            });
-        }
-    }
-}
+/// How many passes each thread remembers, and the longest cookie value it remembers
+/// (longer values are never a pass this gateway issued).
+const VERIFIED_PASSES: usize = 64;
+const MAX_PASS_VALUE: usize = 128;
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -190,7 +147,7 @@ impl Challenges {
         Challenges {
             keyed: HmacSha256::new_from_slice(&secret).expect("HMAC takes any key"),
             config,
-            verified: thread_local::ThreadLocal::new(),
+            verified: PerThread::new(),
         }
     }
 
@@ -346,10 +303,16 @@ impl Challenges {
     }
 
     fn check_pass(&self, value: &str, domain: &str, client: IpAddr, now: u64) -> ChallengePass {
-        let verified = self.verified.get_or_default();
+        let verified = self
+            .verified
+            .get_or(|| RefCell::new(Recent::new(VERIFIED_PASSES, MAX_PASS_VALUE)));
         // Read into a local first: a borrow held through the `match` would clash with
-        // `remember`'s.
-        let known = verified.borrow().expiry(value, domain, client);
+        // `put`'s.
+        let known = verified
+            .borrow()
+            .get(value)
+            .filter(|p| p.client == client && *p.domain == *domain)
+            .map(|p| p.expires);
         let expires = match known {
             Some(expires) => expires,
             None => {
@@ -362,9 +325,12 @@ impl Challenges {
                 let Ok(expires) = expires.parse::<u64>() else {
                     return ChallengePass::Invalid;
                 };
-                verified
-                    .borrow_mut()
-                    .remember(value, domain, client, expires);
+                let pass = VerifiedPass {
+                    domain: domain.into(),
+                    client,
+                    expires,
+                };
+                verified.borrow_mut().put(value, pass);
                 expires
             }
         };
@@ -464,17 +430,22 @@ mod tests {
         }
     }
 
+    /// The pass of a challenge for `example.com` and [`CLIENT`] issued at [`NOW`] and
+    /// solved a second later.
+    fn solved_pass(c: &Challenges) -> String {
+        let token = c.issue("example.com", CLIENT, NOW);
+        c.verify("example.com", CLIENT, &work(&token), NOW + 1)
+            .unwrap()
+    }
+
     #[test]
     fn a_verified_pass_is_remembered_for_exactly_what_its_mac_covers() {
         let c = challenges(8);
-        let token = c.issue("example.com", CLIENT, NOW);
-        let pass = c
-            .verify("example.com", CLIENT, &work(&token), NOW + 1)
-            .unwrap();
-        let remembered = |value: &str, domain, client| {
-            c.verified
-                .get()
-                .and_then(|v| v.borrow().expiry(value, domain, client))
+        let pass = solved_pass(&c);
+        let remembered = |value: &str, domain: &str, client| {
+            let verified = c.verified.get()?.borrow();
+            let pass = verified.get(value)?;
+            (*pass.domain == *domain && pass.client == client).then_some(pass.expires)
         };
         let state = |value: &str, now| {
             let cookie = format!("{PASS_COOKIE}={value}");
@@ -506,10 +477,7 @@ mod tests {
     #[test]
     fn solved_work_earns_a_pass_for_that_site_and_client_only() {
         let c = challenges(8);
-        let token = c.issue("example.com", CLIENT, NOW);
-        let pass = c
-            .verify("example.com", CLIENT, &work(&token), NOW + 1)
-            .unwrap();
+        let pass = solved_pass(&c);
         let cookie = format!("a=b; {PASS_COOKIE}={pass}");
         let state = |domain, client, now| c.pass_state([cookie.as_bytes()], domain, client, now);
         assert_eq!(state("example.com", CLIENT, NOW + 2), ChallengePass::Valid);

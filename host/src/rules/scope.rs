@@ -12,6 +12,7 @@
 //! skipping it changes no decision: it saves the call.
 
 use super::component::LoadedComponent;
+use crate::recent::{PerThread, Recent};
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use botgate_normalise::{MARKER_JOIN, METHOD_MARKER, USER_AGENT_MARKER};
 use smallvec::SmallVec;
@@ -33,44 +34,15 @@ pub struct ScopeIndex {
     /// How many parts the compound markers have together.
     parts: usize,
     /// Each thread's recent user-agent scans: what the user-agent automaton found in
-    /// each, since most requests come from a few user agents.
-    user_agent_scans: thread_local::ThreadLocal<RefCell<UserAgentScans>>,
+    /// each (the slots and the compound parts), since most requests come from a few
+    /// user agents.
+    user_agent_scans: PerThread<(SlotSet, SlotSet)>,
 }
 
-/// A thread's last user-agent scans, in direct-mapped slots by a hash of the user agent;
-/// each keeps the user agent to confirm a hit. Bounded: [`UserAgentScans::SLOTS`]
-/// entries of at most [`UserAgentScans::MAX_USER_AGENT`] bytes.
-struct UserAgentScans {
-    slots: Vec<Option<UserAgentScan>>,
-}
-
-#[derive(Clone)]
-struct UserAgentScan {
-    user_agent: Box<str>,
-    /// The slots and compound parts the scan found.
-    found: SlotSet,
-    parts: SlotSet,
-}
-
-impl Default for UserAgentScans {
-    fn default() -> Self {
-        UserAgentScans {
-            slots: vec![None; Self::SLOTS],
-        }
-    }
-}
-
-impl UserAgentScans {
-    const SLOTS: usize = 64;
-    const MAX_USER_AGENT: usize = 512;
-
-    fn slot(user_agent: &str) -> usize {
-        let hash = user_agent.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-        (hash % Self::SLOTS as u64) as usize
-    }
-}
+/// How many user-agent scans each thread remembers, and the longest user agent it
+/// remembers.
+const USER_AGENT_SCANS: usize = 64;
+const MAX_REMEMBERED_USER_AGENT: usize = 512;
 
 /// What finding one pattern of an automaton means.
 #[derive(Clone, Copy)]
@@ -223,7 +195,7 @@ impl ScopeIndex {
             unscoped,
             compounds,
             parts: parts as usize,
-            user_agent_scans: thread_local::ThreadLocal::new(),
+            user_agent_scans: PerThread::new(),
         }
     }
 
@@ -265,25 +237,21 @@ impl ScopeIndex {
         found: &mut SlotSet,
         parts: &mut SlotSet,
     ) {
-        let mut scans = self.user_agent_scans.get_or_default().borrow_mut();
-        let slot = &mut scans.slots[UserAgentScans::slot(user_agent)];
-        if let Some(scan) = slot.as_ref().filter(|s| *s.user_agent == *user_agent) {
-            found.extend(&scan.found);
-            parts.extend(&scan.parts);
+        let scans = self
+            .user_agent_scans
+            .get_or(|| RefCell::new(Recent::new(USER_AGENT_SCANS, MAX_REMEMBERED_USER_AGENT)));
+        let mut scans = scans.borrow_mut();
+        if let Some((found_in_ua, parts_in_ua)) = scans.get(user_agent) {
+            found.extend(found_in_ua);
+            parts.extend(parts_in_ua);
             return;
         }
-        let mut scan = UserAgentScan {
-            user_agent: Box::default(),
-            found: SlotSet::with_slots(found.words.len() * 64),
-            parts: SlotSet::with_slots(parts.words.len() * 64),
-        };
-        markers.scan(user_agent, &mut scan.found, &mut scan.parts);
-        found.extend(&scan.found);
-        parts.extend(&scan.parts);
-        if user_agent.len() <= UserAgentScans::MAX_USER_AGENT {
-            scan.user_agent = user_agent.into();
-            *slot = Some(scan);
-        }
+        let mut found_in_ua = SlotSet::with_slots(found.words.len() * 64);
+        let mut parts_in_ua = SlotSet::with_slots(parts.words.len() * 64);
+        markers.scan(user_agent, &mut found_in_ua, &mut parts_in_ua);
+        found.extend(&found_in_ua);
+        parts.extend(&parts_in_ua);
+        scans.put(user_agent, (found_in_ua, parts_in_ua));
     }
 }
 
@@ -349,12 +317,7 @@ mod tests {
         }
         let scans = index.user_agent_scans.get().expect("this thread scanned");
         assert!(
-            scans
-                .borrow()
-                .slots
-                .iter()
-                .flatten()
-                .any(|s| &*s.user_agent == "Bitrix24/1.0"),
+            scans.borrow().get("Bitrix24/1.0").is_some(),
             "the scan was remembered"
         );
     }
