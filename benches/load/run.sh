@@ -16,6 +16,13 @@
 #   FRONTENDS="a c" benches/load/run.sh       # only some front ends
 #   HOLD=1 benches/load/run.sh                # set up, print the wrk commands, and wait
 #                                             # (for perf, strace, ...) until Ctrl-C
+#   AB="OLD NEW" benches/load/run.sh          # compare two botgate binaries (below)
+#
+# AB compares two builds of botgate on a machine too noisy for one-after-the-other runs:
+# both serve at once, each on its own copy of the store and its own ports, under two
+# simultaneous `wrk -c(CONNECTIONS/2)`, and each round prints both builds' CPU per
+# request for (a) (or AB_FRONTEND=b) and NEW's share of OLD's; which starts first swaps
+# every round. AB_ROUNDS (default 6) rounds of DURATION.
 #
 # Prints one table (medians over the rounds) and leaves the logs (and profiles, with
 # PROFILE=1: `perf report -i target/load-bench/perf-a.data`) in target/load-bench/.
@@ -160,6 +167,68 @@ for run in a b c d; do
     [[ $status == 200 ]] || { echo "${label[$run]} answers $status, not 200; see $work" >&2; exit 1; }
 done
 
+# CPU seconds (user + system, in clock ticks) of a process and its children (nginx's
+# workers), from /proc.
+cpu_ticks() {
+    local total=0 pid
+    for pid in "$1" $(pgrep -P "$1"); do
+        total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat")))
+    done
+    echo "$total"
+}
+ticks_per_second=$(getconf CLK_TCK)
+median() { sort -g | awk '{ v[NR]=$1 } END { if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2 }'; }
+
+if [[ -n ${AB:-} ]]; then
+    read -r old_binary new_binary <<<"$AB"
+    [[ -x $old_binary && -x $new_binary ]] || { echo "AB needs two botgate binaries: AB=\"OLD NEW\"" >&2; exit 1; }
+    kill "$botgate_pid"; wait "$botgate_pid" 2>/dev/null || true
+    read -r _ host <<<"${target[${AB_FRONTEND:-a}]}"
+    declare -A binary=([old]=$old_binary [new]=$new_binary) pid port before used
+    # Starts build $1 on its own copy of the store, on free ports.
+    start_build() {
+        rm -rf "$work/ab-$1" && cp -a "$work/data" "$work/ab-$1"
+        local admin
+        port[$1]=$(free_port); admin=$(free_port)
+        "${binary[$1]}" serve --data-dir "$work/ab-$1" --rulesets-dir "$work/rulesets" \
+            --http-listen "127.0.0.1:${port[$1]}" --https-listen "127.0.0.1:$(free_port)" \
+            --api-listen "127.0.0.1:$(free_port)" --admin-listen "127.0.0.1:$admin" \
+            --origin-http-port "$origin_port" > "$work/ab-$1.log" 2>&1 &
+        pid[$1]=$!
+        pids+=("${pid[$1]}")
+        for _ in $(seq 200); do curl -sf "http://127.0.0.1:$admin/health" >/dev/null && return 0; sleep 0.1; done
+        echo "build $1 did not start; see $work/ab-$1.log" >&2
+        exit 1
+    }
+    load() { # build duration
+        wrk -t1 -c$((CONNECTIONS / 2)) -d"$2" "${browser[@]}" -H "Host: $host" "http://127.0.0.1:${port[$1]}/"
+    }
+    for round in $(seq "${AB_ROUNDS:-6}"); do
+        order=(old new); ((round % 2)) || order=(new old)
+        for build in "${order[@]}"; do start_build "$build"; load "$build" 1s >/dev/null; done
+        for build in old new; do before[$build]=$(cpu_ticks "${pid[$build]}"); done
+        load_pids=()
+        for build in "${order[@]}"; do
+            load "$build" "${DURATION}s" > "$work/ab-$build-$round.txt" &
+            load_pids+=($!)
+        done
+        wait "${load_pids[@]}"
+        for build in old new; do
+            used[$build]=$(awk -v t=$(($(cpu_ticks "${pid[$build]}") - before[$build])) -v hz="$ticks_per_second" \
+                '/requests in/ { printf "%.1f", t / hz * 1e6 / $1 }' "$work/ab-$build-$round.txt")
+            if grep -q 'Non-2xx' "$work/ab-$build-$round.txt"; then
+                echo "round $round: $build answered non-2xx; see $work/ab-$build-$round.txt" >&2
+            fi
+            kill "${pid[$build]}"; wait "${pid[$build]}" 2>/dev/null || true
+        done
+        awk -v o="${used[old]}" -v n="${used[new]}" -v r="$round" -v f="${order[0]}" 'BEGIN {
+            printf "round %d (%s started first): old %.1f, new %.1f µs/request; new/old %.3f\n", r, f, o, n, n/o }' \
+            | tee -a "$work/ab.txt"
+    done
+    awk '{ print $NF }' "$work/ab.txt" | median | awk '{ printf "median new/old CPU per request: %.3f\n", $1 }'
+    exit 0
+fi
+
 FRONTENDS=${FRONTENDS:-a b c d}
 if [[ ${HOLD:-} == 1 ]]; then
     echo "botgate pid $botgate_pid; logs in $work. Each front end:" >&2
@@ -172,17 +241,6 @@ if [[ ${HOLD:-} == 1 ]]; then
     echo "Ctrl-C stops everything." >&2
     while sleep 3600; do :; done
 fi
-
-# CPU seconds (user + system, in clock ticks) of a process and its children (nginx's
-# workers), from /proc.
-cpu_ticks() {
-    local total=0 pid
-    for pid in "$1" $(pgrep -P "$1"); do
-        total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat")))
-    done
-    echo "$total"
-}
-ticks_per_second=$(getconf CLK_TCK)
 
 # wrk's latency in ms.
 to_ms() { awk '{ v=$1; if (v ~ /us$/) { sub(/us$/,"",v); v/=1000 } else if (v ~ /ms$/) { sub(/ms$/,"",v) } else if (v ~ /s$/) { sub(/s$/,"",v); v*=1000 } printf "%.3f", v }'; }
@@ -213,7 +271,6 @@ for round in $(seq "$ROUNDS"); do
     done
 done
 
-median() { sort -g | awk '{ v[NR]=$1 } END { if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2 }'; }
 declare -A rps p50 p99 cpu
 for run in $FRONTENDS; do
     cpu[$run]=$(awk -v r="$run" '$1==r {print $6}' "$work/results.txt" | median)
