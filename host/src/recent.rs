@@ -12,8 +12,35 @@ pub struct Recent<T> {
     max_key: usize,
 }
 
-/// One [`Recent`] per thread, behind the owner's shared reference.
-pub type PerThread<T> = thread_local::ThreadLocal<RefCell<Recent<T>>>;
+/// One [`Recent`] per thread, behind the owner's shared reference, each made with the
+/// same sizes on the thread's first use.
+pub struct PerThread<T: Send> {
+    threads: thread_local::ThreadLocal<RefCell<Recent<T>>>,
+    slots: usize,
+    max_key: usize,
+}
+
+impl<T: Send> PerThread<T> {
+    /// Each thread's memory: `slots` slots, keys of at most `max_key` bytes.
+    pub fn new(slots: usize, max_key: usize) -> Self {
+        PerThread {
+            threads: thread_local::ThreadLocal::new(),
+            slots,
+            max_key,
+        }
+    }
+
+    /// This thread's memory.
+    pub fn here(&self) -> &RefCell<Recent<T>> {
+        self.threads
+            .get_or(|| RefCell::new(Recent::new(self.slots, self.max_key)))
+    }
+
+    /// This thread's memory, if it has used it.
+    pub fn here_if_used(&self) -> Option<&RefCell<Recent<T>>> {
+        self.threads.get()
+    }
+}
 
 impl<T> Recent<T> {
     /// `slots` slots, remembering keys of at most `max_key` bytes.
@@ -68,5 +95,19 @@ mod tests {
             Some(&2),
             "a refused key leaves the slot alone"
         );
+    }
+
+    #[test]
+    fn each_thread_has_its_own_memory() {
+        let per_thread = PerThread::new(4, 8);
+        assert!(per_thread.here_if_used().is_none());
+        per_thread.here().borrow_mut().put("a", 1);
+        assert_eq!(per_thread.here().borrow().get("a"), Some(&1));
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                assert!(per_thread.here_if_used().is_none());
+                assert_eq!(per_thread.here().borrow().get("a"), None);
+            });
+        });
     }
 }

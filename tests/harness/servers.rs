@@ -406,6 +406,7 @@ impl HaproxyForRedis {
 }
 
 /// Where a [`Gateway`] keeps its data.
+#[derive(Clone, Copy)]
 pub enum GatewayStore<'a> {
     /// The embedded store, in the gateway's own temporary directory.
     Embedded,
@@ -503,7 +504,35 @@ impl Gateway {
         Gateway::launch(binary, store, partners, extra, &[], Some((http, https)))
     }
 
+    /// Starts a gateway on free ports; on the embedded store (a new one each time, so
+    /// its partners can be created again) starts it again on fresh ports, twice at
+    /// most, when one of them was taken between [`free_port`] and botgate's bind (an
+    /// outgoing connection can take a free ephemeral port in that moment).
     fn launch(
+        binary: &std::path::Path,
+        store: GatewayStore<'_>,
+        partners: &[&str],
+        extra: &[&str],
+        components: &[PathBuf],
+        listeners: Option<(SocketAddr, SocketAddr)>,
+    ) -> Result<Gateway> {
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            match Gateway::launch_once(binary, store, partners, extra, components, listeners) {
+                Err(err)
+                    if attempts < 3
+                        && matches!(store, GatewayStore::Embedded)
+                        && err.to_string().contains("Address already in use") =>
+                {
+                    eprintln!("botgate's port was taken before it could bind; again: {err:#}");
+                }
+                started => return started,
+            }
+        }
+    }
+
+    fn launch_once(
         binary: &std::path::Path,
         store: GatewayStore<'_>,
         partners: &[&str],

@@ -17,13 +17,12 @@
 //! challenges, and solving any of them earns the pass the others then see, so parallel
 //! requests from one client never loop.
 
-use crate::recent::{PerThread, Recent};
+use crate::recent::PerThread;
 use crate::rules::bindings::ChallengePass;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
-use std::cell::RefCell;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -147,7 +146,7 @@ impl Challenges {
         Challenges {
             keyed: HmacSha256::new_from_slice(&secret).expect("HMAC takes any key"),
             config,
-            verified: PerThread::new(),
+            verified: PerThread::new(VERIFIED_PASSES, MAX_PASS_VALUE),
         }
     }
 
@@ -303,9 +302,7 @@ impl Challenges {
     }
 
     fn check_pass(&self, value: &str, domain: &str, client: IpAddr, now: u64) -> ChallengePass {
-        let verified = self
-            .verified
-            .get_or(|| RefCell::new(Recent::new(VERIFIED_PASSES, MAX_PASS_VALUE)));
+        let verified = self.verified.here();
         // Read into a local first: a borrow held through the `match` would clash with
         // `put`'s.
         let known = verified
@@ -443,7 +440,7 @@ mod tests {
         let c = challenges(8);
         let pass = solved_pass(&c);
         let remembered = |value: &str, domain: &str, client| {
-            let verified = c.verified.get()?.borrow();
+            let verified = c.verified.here_if_used()?.borrow();
             let pass = verified.get(value)?;
             (*pass.domain == *domain && pass.client == client).then_some(pass.expires)
         };

@@ -3,7 +3,6 @@
 //! `Forwarded` (RFC 7239).
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use std::net::IpAddr;
 
 /// Headers that describe one connection and never travel past it.
 const HOP_BY_HOP: [HeaderName; 8] = [
@@ -39,51 +38,42 @@ pub fn remove_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
     let any = headers
         .keys()
         .any(|name| HOP_BY_HOP.contains(name) || name == header::UPGRADE);
-    if !any {
-        if upgrade {
-            headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    if any {
+        let named: Vec<HeaderName> = headers
+            .get_all(header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .filter_map(|token| HeaderName::from_bytes(token.trim().as_bytes()).ok())
+            .filter(|name| !(upgrade && name == header::UPGRADE))
+            .collect();
+        for name in named {
+            headers.remove(name);
         }
-        return;
-    }
-    let named: Vec<HeaderName> = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|token| HeaderName::from_bytes(token.trim().as_bytes()).ok())
-        .filter(|name| !(upgrade && name == header::UPGRADE))
-        .collect();
-    for name in named {
-        headers.remove(name);
-    }
-    for name in &HOP_BY_HOP {
-        headers.remove(name);
+        for name in &HOP_BY_HOP {
+            headers.remove(name);
+        }
+        if !upgrade {
+            headers.remove(header::UPGRADE);
+        }
     }
     if upgrade {
         headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
-    } else {
-        headers.remove(header::UPGRADE);
     }
 }
 
-/// Adds the client's address (`client`, written as `client_text`) and the scheme:
-/// appends to `X-Forwarded-For` (what earlier proxies said is kept, the gateway's own
-/// knowledge goes last), and sets `X-Forwarded-Proto` and `Forwarded` to what the
-/// gateway saw itself.
-pub fn add_forwarded(
-    headers: &mut HeaderMap,
-    client: IpAddr,
-    client_text: &str,
-    https: bool,
-    host: &str,
-) {
+/// Adds the client's address (`client`, as text) and the scheme: appends to
+/// `X-Forwarded-For` (what earlier proxies said is kept, the gateway's own knowledge
+/// goes last), and sets `X-Forwarded-Proto` and `Forwarded` to what the gateway saw
+/// itself.
+pub fn add_forwarded(headers: &mut HeaderMap, client: &str, https: bool, host: &str) {
     let x_forwarded_for = HeaderName::from_static("x-forwarded-for");
     let earlier = headers
         .get(&x_forwarded_for)
         .and_then(|earlier| earlier.to_str().ok());
     let xff = match earlier {
-        Some(earlier) => HeaderValue::try_from(format!("{earlier}, {client_text}")),
-        None => HeaderValue::try_from(client_text),
+        Some(earlier) => HeaderValue::try_from(format!("{earlier}, {client}")),
+        None => HeaderValue::try_from(client),
     };
     match xff {
         Ok(value) => {
@@ -98,15 +88,16 @@ pub fn add_forwarded(
         HeaderName::from_static("x-forwarded-proto"),
         HeaderValue::from_static(proto),
     );
-    let mut forwarded = String::with_capacity(client_text.len() + host.len() + 32);
+    let mut forwarded = String::with_capacity(client.len() + host.len() + 32);
     forwarded.push_str("for=");
-    match client {
-        IpAddr::V4(_) => forwarded.push_str(client_text),
-        IpAddr::V6(_) => {
-            forwarded.push_str("\"[");
-            forwarded.push_str(client_text);
-            forwarded.push_str("]\"");
-        }
+    // RFC 7239 §6: an IPv6 node (the only addresses written with `:`) is bracketed
+    // and quoted.
+    if client.contains(':') {
+        forwarded.push_str("\"[");
+        forwarded.push_str(client);
+        forwarded.push_str("]\"");
+    } else {
+        forwarded.push_str(client);
     }
     forwarded.push_str(";proto=");
     forwarded.push_str(proto);
@@ -164,8 +155,7 @@ mod tests {
     #[test]
     fn forwarded_headers_for_an_ipv4_client_without_earlier_proxies() {
         let mut h = HeaderMap::new();
-        let client: IpAddr = "203.0.113.9".parse().unwrap();
-        add_forwarded(&mut h, client, "203.0.113.9", true, "shop.example");
+        add_forwarded(&mut h, "203.0.113.9", true, "shop.example");
         assert_eq!(h["x-forwarded-for"], "203.0.113.9");
         assert_eq!(h["x-forwarded-proto"], "https");
         assert_eq!(
@@ -173,7 +163,7 @@ mod tests {
             "for=203.0.113.9;proto=https;host=\"shop.example\""
         );
         // A host that cannot be a header value leaves no `Forwarded` behind.
-        add_forwarded(&mut h, client, "203.0.113.9", true, "bad\nhost");
+        add_forwarded(&mut h, "203.0.113.9", true, "bad\nhost");
         assert!(!h.contains_key(header::FORWARDED));
         assert_eq!(h["x-forwarded-for"], "203.0.113.9, 203.0.113.9");
     }
@@ -197,8 +187,7 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("x-forwarded-for", HeaderValue::from_static("10.0.0.1"));
         h.insert("x-forwarded-proto", HeaderValue::from_static("https"));
-        let client: IpAddr = "2001:db8::7".parse().unwrap();
-        add_forwarded(&mut h, client, &client.to_string(), false, "example.com");
+        add_forwarded(&mut h, "2001:db8::7", false, "example.com");
         assert_eq!(h["x-forwarded-for"], "10.0.0.1, 2001:db8::7");
         assert_eq!(h["x-forwarded-proto"], "http");
         assert_eq!(

@@ -108,9 +108,10 @@ fn plain_host(value: &[u8]) -> Option<&str> {
         None => (value, &b""[..]),
     };
     let plain = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-' || *b == b'.';
+    // All digits first: `u16`'s parse would take a `+` sign.
     let port_ok = value.len() == host.len()
-        || (port.iter().all(u8::is_ascii_digit)
-            && std::str::from_utf8(port).is_ok_and(|p| p.parse::<u16>().is_ok()));
+        || std::str::from_utf8(port)
+            .is_ok_and(|p| p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok());
     if host.is_empty() || !host.iter().all(plain) || !port_ok {
         return None;
     }
@@ -512,7 +513,6 @@ impl Gateway {
         forwarding::remove_hop_by_hop(&mut headers, upgrade);
         forwarding::add_forwarded(
             &mut headers,
-            connection.client.ip(),
             &connection.client_text,
             connection.https,
             host,

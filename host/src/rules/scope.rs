@@ -12,11 +12,10 @@
 //! skipping it changes no decision: it saves the call.
 
 use super::component::LoadedComponent;
-use crate::recent::{PerThread, Recent};
+use crate::recent::PerThread;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use botgate_normalise::{MARKER_JOIN, METHOD_MARKER, USER_AGENT_MARKER};
 use smallvec::SmallVec;
-use std::cell::RefCell;
 use std::sync::Arc;
 
 /// The scopes of one [`super::RulesetSet`]: slot `i` is the set's `i`-th component.
@@ -131,6 +130,13 @@ impl SlotSet {
         self.words[slot / 64] |= 1 << (slot % 64);
     }
 
+    /// An empty set over as many slots.
+    fn cleared(&self) -> SlotSet {
+        SlotSet {
+            words: smallvec::smallvec![0; self.words.len()],
+        }
+    }
+
     /// Adds every member of `other` (a set over as many slots).
     fn extend(&mut self, other: &SlotSet) {
         for (word, more) in self.words.iter_mut().zip(&other.words) {
@@ -195,7 +201,7 @@ impl ScopeIndex {
             unscoped,
             compounds,
             parts: parts as usize,
-            user_agent_scans: PerThread::new(),
+            user_agent_scans: PerThread::new(USER_AGENT_SCANS, MAX_REMEMBERED_USER_AGENT),
         }
     }
 
@@ -237,17 +243,13 @@ impl ScopeIndex {
         found: &mut SlotSet,
         parts: &mut SlotSet,
     ) {
-        let scans = self
-            .user_agent_scans
-            .get_or(|| RefCell::new(Recent::new(USER_AGENT_SCANS, MAX_REMEMBERED_USER_AGENT)));
-        let mut scans = scans.borrow_mut();
+        let mut scans = self.user_agent_scans.here().borrow_mut();
         if let Some((found_in_ua, parts_in_ua)) = scans.get(user_agent) {
             found.extend(found_in_ua);
             parts.extend(parts_in_ua);
             return;
         }
-        let mut found_in_ua = SlotSet::with_slots(found.words.len() * 64);
-        let mut parts_in_ua = SlotSet::with_slots(parts.words.len() * 64);
+        let (mut found_in_ua, mut parts_in_ua) = (found.cleared(), parts.cleared());
         markers.scan(user_agent, &mut found_in_ua, &mut parts_in_ua);
         found.extend(&found_in_ua);
         parts.extend(&parts_in_ua);
@@ -315,7 +317,10 @@ mod tests {
                 );
             }
         }
-        let scans = index.user_agent_scans.get().expect("this thread scanned");
+        let scans = index
+            .user_agent_scans
+            .here_if_used()
+            .expect("this thread scanned");
         assert!(
             scans.borrow().get("Bitrix24/1.0").is_some(),
             "the scan was remembered"
