@@ -16,11 +16,12 @@ use hyper_util::rt::TokioIo;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, RwLock, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -76,17 +77,22 @@ struct PoolKey {
     address: SocketAddr,
     /// The name sent in SNI when the origin is reached over TLS.
     tls_name: Option<Arc<str>>,
-    /// The thread whose event loop drives the connection: each data-plane thread keeps
-    /// its own idle connections, so a request and its origin connection never wake
-    /// another core.
-    thread: std::thread::ThreadId,
 }
+
+/// One thread's idle connections by origin.
+type IdleConnections = RefCell<HashMap<PoolKey, Vec<Sender>>>;
 
 /// The origins of every website, their health and their idle connections.
 pub struct Origins {
     config: OriginConfig,
-    idle: Mutex<HashMap<PoolKey, Vec<Sender>>>,
+    /// Each data-plane thread keeps its own idle connections (driven by its own event
+    /// loop), so a request and its origin connection never wake another core, and
+    /// taking one takes no lock.
+    idle: thread_local::ThreadLocal<IdleConnections>,
     down_until: RwLock<HashMap<SocketAddr, Instant>>,
+    /// How many origins `down_until` lists: while none is, the hot path reads this
+    /// instead of taking the lock (a line both cores only read stays in both caches).
+    down_listed: AtomicUsize,
     next: AtomicUsize,
     tls: tokio_rustls::TlsConnector,
 }
@@ -110,8 +116,9 @@ impl Origins {
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Arc::new(Origins {
             config,
-            idle: Mutex::new(HashMap::new()),
+            idle: thread_local::ThreadLocal::new(),
             down_until: RwLock::new(HashMap::new()),
+            down_listed: AtomicUsize::new(0),
             next: AtomicUsize::new(0),
             tls: tokio_rustls::TlsConnector::from(Arc::new(tls)),
         }))
@@ -122,6 +129,9 @@ impl Origins {
     }
 
     fn is_down(&self, address: &SocketAddr) -> bool {
+        if self.down_listed.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
         let down = self.down_until.read().unwrap_or_else(|e| e.into_inner());
         down.get(address)
             .is_some_and(|until| *until > Instant::now())
@@ -130,9 +140,13 @@ impl Origins {
     fn mark_down(&self, address: SocketAddr) {
         let mut down = self.down_until.write().unwrap_or_else(|e| e.into_inner());
         down.insert(address, Instant::now() + self.config.down_for);
+        self.down_listed.store(down.len(), Ordering::Relaxed);
     }
 
     fn mark_up(&self, address: &SocketAddr) {
+        if self.down_listed.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         let listed = {
             let down = self.down_until.read().unwrap_or_else(|e| e.into_inner());
             down.contains_key(address)
@@ -140,7 +154,13 @@ impl Origins {
         if listed {
             let mut down = self.down_until.write().unwrap_or_else(|e| e.into_inner());
             down.remove(address);
+            self.down_listed.store(down.len(), Ordering::Relaxed);
         }
+    }
+
+    /// This thread's idle connections.
+    fn idle_here(&self) -> &IdleConnections {
+        self.idle.get_or_default()
     }
 
     /// The origins to try, in order: round robin from the next one, the healthy first
@@ -159,7 +179,7 @@ impl Origins {
         if sender.is_closed() {
             return;
         }
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let mut idle = self.idle_here().borrow_mut();
         let list = idle.entry(key).or_default();
         if list.len() < self.config.idle_per_origin {
             list.push(sender);
@@ -169,7 +189,7 @@ impl Origins {
     async fn checkout(&self, key: &PoolKey) -> Option<Sender> {
         loop {
             let mut sender = {
-                let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+                let mut idle = self.idle_here().borrow_mut();
                 idle.get_mut(key)?.pop()?
             };
             if sender.is_closed() {
@@ -225,13 +245,11 @@ impl Origins {
             self.config.http_port
         };
         let tls_name: Option<Arc<str>> = tls_name.map(Arc::from);
-        let thread = std::thread::current().id();
         let mut last = String::new();
         for address in self.order(ips, port) {
             let key = PoolKey {
                 address,
                 tls_name: tls_name.clone(),
-                thread,
             };
             // A pooled connection the origin closed meanwhile gives the request back;
             // then a fresh connection is tried once.
@@ -420,5 +438,65 @@ impl ServerCertVerifier for AnyOriginCertificate {
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origins() -> Arc<Origins> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        Origins::new(OriginConfig::default(), provider).unwrap()
+    }
+
+    #[test]
+    fn a_down_origin_goes_last_until_it_answers_again() {
+        let origins = origins();
+        let (a, b): (IpAddr, IpAddr) = ([127, 0, 0, 1].into(), [127, 0, 0, 2].into());
+        let (at_a, at_b) = (SocketAddr::new(a, 80), SocketAddr::new(b, 80));
+        assert!(!origins.is_down(&at_a) && !origins.is_down(&at_b));
+        origins.mark_down(at_a);
+        assert!(origins.is_down(&at_a) && !origins.is_down(&at_b));
+        assert_eq!(origins.down_listed.load(Ordering::Relaxed), 1);
+        for _ in 0..4 {
+            assert_eq!(origins.order(&[a, b], 80).as_slice(), [at_b, at_a]);
+        }
+        origins.mark_up(&at_a);
+        assert!(!origins.is_down(&at_a));
+        assert_eq!(origins.down_listed.load(Ordering::Relaxed), 0);
+        let firsts: Vec<_> = (0..4).map(|_| origins.order(&[a, b], 80)[0]).collect();
+        assert!(
+            firsts.contains(&at_a) && firsts.contains(&at_b),
+            "{firsts:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn idle_connections_belong_to_the_thread_that_drives_them() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let origins = origins();
+        let key = PoolKey {
+            address: listener.local_addr().unwrap(),
+            tls_name: None,
+        };
+        let sender = origins.connect(&key).await.unwrap();
+        let _accepted = listener.accept().await.unwrap();
+        origins.checkin(key.clone(), sender);
+        let elsewhere = {
+            let (origins, key) = (origins.clone(), key.clone());
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                runtime.block_on(origins.checkout(&key)).is_some()
+            })
+            .join()
+            .unwrap()
+        };
+        assert!(!elsewhere, "another thread took this thread's connection");
+        assert!(origins.checkout(&key).await.is_some());
+        assert!(origins.checkout(&key).await.is_none(), "taken once");
     }
 }

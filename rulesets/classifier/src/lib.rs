@@ -179,7 +179,7 @@
 //! `NewRelicbot/`); then the tag order above decides. A second, small automaton scans
 //! the decoded path and query for attack needles, each with a context check.
 //!
-//! The scan's result for each of the last 64 user agents (one per slot by FNV-1a hash,
+//! The scan's result for each of the last 64 user agents (one per slot by a word-wise hash,
 //! the user agent kept to confirm a hit) is kept by the instance between calls: real
 //! traffic repeats a few hundred user agents, and the scan is a pure function of the
 //! user agent, so the memo changes no answer (`tests/data.rs` checks it against fresh

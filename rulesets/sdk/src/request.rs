@@ -62,8 +62,12 @@ impl<'a> Request<'a> {
     /// The host name the request addressed, lower case, without the port (the first
     /// header line, as the host writes it).
     pub fn host(&self) -> &'a str {
-        match self.headers().first() {
-            Some(("host", host)) => host,
+        // Only the first line is read: a component that asks for nothing else never
+        // pays for splitting the whole block.
+        let headers: &'a str = &self.facts.headers;
+        let first = headers.split('\n').next().unwrap_or("");
+        match first.split_once(':') {
+            Some((name, host)) if name.trim_ascii() == "host" => host.trim_ascii(),
             _ => "",
         }
     }
@@ -272,5 +276,22 @@ mod tests {
             ["one", "two"]
         );
         assert_eq!(req.user_agent(), "");
+    }
+
+    #[test]
+    fn the_host_is_the_first_line_and_nothing_else() {
+        let facts = get("/").host("Shop.Example").header("x-a", "1").build();
+        let req = crate::Request::new(&facts);
+        assert_eq!(req.host(), "shop.example");
+        assert_eq!(req.headers()[0], ("host", req.host()));
+        // A block whose first line is not `host` (a host that sent none) has no host.
+        for headers in ["x-a: 1\nhost: late.example", "", "host", "hostname: x"] {
+            let mut facts = get("/").build();
+            facts.headers = headers.into();
+            assert_eq!(crate::Request::new(&facts).host(), "", "{headers:?}");
+        }
+        let mut facts = get("/").build();
+        facts.headers = "host:  spaced.example \r".into();
+        assert_eq!(crate::Request::new(&facts).host(), "spaced.example");
     }
 }
