@@ -22,7 +22,9 @@
 # both serve at once, each on its own copy of the store and its own ports, under two
 # simultaneous `wrk -c(CONNECTIONS/2)`, and each round prints both builds' CPU per
 # request for (a) (or AB_FRONTEND=b) and NEW's share of OLD's; which starts first swaps
-# every round. AB_ROUNDS (default 6) rounds of DURATION.
+# every round. AB_ROUNDS (default 6) rounds of DURATION. AB_RULESETS="OLD_DIR NEW_DIR"
+# gives each build its own folder of rule components (to compare two guest builds, with
+# one binary named twice in AB); by default both load the shipped ones.
 #
 # Prints one table (medians over the rounds) and leaves the logs (and profiles, with
 # PROFILE=1: `perf report -i target/load-bench/perf-a.data`) in target/load-bench/.
@@ -185,12 +187,18 @@ if [[ -n ${AB:-} ]]; then
     kill "$botgate_pid"; wait "$botgate_pid" 2>/dev/null || true
     read -r _ host <<<"${target[${AB_FRONTEND:-a}]}"
     declare -A binary=([old]=$old_binary [new]=$new_binary) pid port before used
+    declare -A rulesets=([old]=$work/rulesets [new]=$work/rulesets)
+    if [[ -n ${AB_RULESETS:-} ]]; then
+        read -r old_rulesets new_rulesets <<<"$AB_RULESETS"
+        [[ -d $old_rulesets && -d $new_rulesets ]] || { echo "AB_RULESETS needs two folders: AB_RULESETS=\"OLD NEW\"" >&2; exit 1; }
+        rulesets=([old]=$old_rulesets [new]=$new_rulesets)
+    fi
     # Starts build $1 on its own copy of the store, on free ports.
     start_build() {
         rm -rf "$work/ab-$1" && cp -a "$work/data" "$work/ab-$1"
         local admin
         port[$1]=$(free_port); admin=$(free_port)
-        "${binary[$1]}" serve --data-dir "$work/ab-$1" --rulesets-dir "$work/rulesets" \
+        "${binary[$1]}" serve --data-dir "$work/ab-$1" --rulesets-dir "${rulesets[$1]}" \
             --http-listen "127.0.0.1:${port[$1]}" --https-listen "127.0.0.1:$(free_port)" \
             --api-listen "127.0.0.1:$(free_port)" --admin-listen "127.0.0.1:$admin" \
             --origin-http-port "$origin_port" > "$work/ab-$1.log" 2>&1 &

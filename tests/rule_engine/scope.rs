@@ -5,7 +5,6 @@
 use botgate_host::rules::{DirectorySource, Outcome, decide_observed};
 use botgate_model::{Category, Policy};
 use botgate_tests::{facts, init_logs, registry, ruleset_dir};
-use std::sync::atomic::Ordering::Relaxed;
 
 #[test]
 fn a_component_is_called_only_inside_its_scope() {
@@ -21,7 +20,7 @@ fn a_component_is_called_only_inside_its_scope() {
     assert_eq!(&*scoped.scope()[0], "/members/");
 
     let run_method = |method: &str, target: &str, user_agent: &str| {
-        let calls = scoped.stats().calls.load(Relaxed);
+        let calls = scoped.stats().calls();
         let mut seen = None;
         let decision = decide_observed(
             &set,
@@ -34,7 +33,7 @@ fn a_component_is_called_only_inside_its_scope() {
                 }
             },
         );
-        let called = scoped.stats().calls.load(Relaxed) > calls;
+        let called = scoped.stats().calls() > calls;
         (decision, seen.expect("scoped is reported"), called)
     };
     let run = |target: &str, user_agent: &str| run_method("GET", target, user_agent);

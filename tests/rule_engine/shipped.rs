@@ -236,13 +236,7 @@ fn cms_rule_sets_run_only_when_enabled() {
 #[test]
 fn each_component_runs_once_per_decision() {
     let set = loaded_shipped();
-    let calls = |name: &str| {
-        set.get(name)
-            .unwrap()
-            .stats()
-            .calls
-            .load(std::sync::atomic::Ordering::Relaxed)
-    };
+    let calls = |name: &str| set.get(name).unwrap().stats().calls();
     let (wordpress, classifier) = (calls("wordpress"), calls("classifier"));
     let facts = &realistic_mix()
         .into_iter()

@@ -118,6 +118,13 @@ impl Follower {
     pub fn index(&self) -> Arc<WebsiteIndex> {
         self.current.load_full()
     }
+
+    /// The index as of now, for a short look that does not await: unlike
+    /// [`Follower::index`] it does not write the index's reference count, a line every
+    /// data-plane core would otherwise write on every request.
+    pub fn current(&self) -> arc_swap::Guard<Arc<WebsiteIndex>> {
+        self.current.load()
+    }
 }
 
 async fn reload<S: Store>(store: &S, current: &ArcSwap<WebsiteIndex>, why: &str) {

@@ -1,13 +1,13 @@
 //! Stream wrappers of the listeners: [`Rewind`] replays bytes read ahead (the TLS
-//! ClientHello read for JA4) before the rest of the stream, and [`Activity`] notes
-//! when a connection last moved a byte, for the idle timeout.
+//! ClientHello read for JA4) before the rest of the stream, and [`Activity`] counts
+//! the reads and writes that moved bytes, for the idle timeout.
 
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// A stream that first yields `prefix`, then the stream itself.
@@ -75,47 +75,66 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
     }
 }
 
-/// When a connection last read or wrote, in milliseconds since `epoch`.
-#[derive(Clone)]
-pub struct LastActive {
-    epoch: Instant,
-    millis: Arc<AtomicU64>,
+/// How many times a connection has moved bytes, shared between the stream (which counts)
+/// and its idle check (which compares counts taken a tick apart): no clock is read on
+/// the hot path.
+#[derive(Clone, Default)]
+pub struct ActivityCount {
+    moves: Arc<AtomicU64>,
 }
 
-impl LastActive {
-    pub fn new() -> LastActive {
-        LastActive {
-            epoch: Instant::now(),
-            millis: Arc::new(AtomicU64::new(0)),
-        }
+impl ActivityCount {
+    pub fn new() -> ActivityCount {
+        ActivityCount::default()
     }
 
     fn touch(&self) {
-        self.millis
-            .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
+        // One stream counts (it is polled through `&mut`), so a plain load and store
+        // suffice; the idle check only needs to see that the count changed.
+        let moves = self.moves.load(Ordering::Relaxed);
+        self.moves.store(moves.wrapping_add(1), Ordering::Relaxed);
     }
 
-    /// How long the connection has been quiet.
-    pub fn idle_for(&self) -> std::time::Duration {
-        let now = self.epoch.elapsed().as_millis() as u64;
-        std::time::Duration::from_millis(now.saturating_sub(self.millis.load(Ordering::Relaxed)))
+    /// A watch over this connection's quiet time, counted from `now`.
+    pub fn watch(&self, now: Instant) -> IdleWatch {
+        IdleWatch {
+            activity: self.clone(),
+            seen: self.moves.load(Ordering::Relaxed),
+            since: now,
+        }
     }
 }
 
-impl Default for LastActive {
-    fn default() -> Self {
-        LastActive::new()
+/// Measures how long a connection has been quiet from the checks it makes: a move seen
+/// since the previous check restarts the quiet time at this check, so checks every
+/// `period` find a connection idle at most one `period` late, as reading the clock on
+/// every move and checking as often would.
+pub struct IdleWatch {
+    activity: ActivityCount,
+    seen: u64,
+    since: Instant,
+}
+
+impl IdleWatch {
+    /// How long the connection has been quiet at `now`, as far as the checks tell.
+    pub fn quiet_for(&mut self, now: Instant) -> Duration {
+        let moves = self.activity.moves.load(Ordering::Relaxed);
+        if moves != self.seen {
+            self.seen = moves;
+            self.since = now;
+        }
+        now.saturating_duration_since(self.since)
     }
 }
 
-/// A stream that notes its activity in a [`LastActive`].
+/// A stream that counts its moves in an [`ActivityCount`].
 pub struct Activity<S> {
     inner: S,
-    last: LastActive,
+    last: ActivityCount,
 }
 
 impl<S> Activity<S> {
-    pub fn new(inner: S, last: LastActive) -> Activity<S> {
+    pub fn new(inner: S, last: ActivityCount) -> Activity<S> {
         Activity { inner, last }
     }
 }
@@ -184,5 +203,27 @@ mod tests {
         let mut out = String::new();
         stream.read_to_string(&mut out).await.unwrap();
         assert_eq!(out, "hello world");
+    }
+
+    #[tokio::test]
+    async fn a_connection_is_quiet_from_the_first_check_after_its_last_move() {
+        use tokio::io::AsyncWriteExt;
+        let activity = ActivityCount::new();
+        let start = Instant::now();
+        let mut watch = activity.watch(start);
+        let second = Duration::from_secs(1);
+        assert_eq!(watch.quiet_for(start + second), second);
+        let mut stream = Activity::new(Vec::new(), activity.clone());
+        stream.write_all(b"x").await.unwrap();
+        // The move restarts the quiet time at the check that sees it...
+        assert_eq!(watch.quiet_for(start + 2 * second), Duration::ZERO);
+        assert_eq!(watch.quiet_for(start + 5 * second), 3 * second);
+        // ...reads count too, and an empty read is no move.
+        let mut reader = Activity::new(&b"y"[..], activity.clone());
+        let mut byte = [0u8; 1];
+        reader.read_exact(&mut byte).await.unwrap();
+        assert_eq!(watch.quiet_for(start + 6 * second), Duration::ZERO);
+        assert_eq!(reader.read(&mut byte).await.unwrap(), 0);
+        assert_eq!(watch.quiet_for(start + 7 * second), second);
     }
 }

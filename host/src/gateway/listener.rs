@@ -2,7 +2,7 @@
 //! the ClientHello and terminate TLS, then serve HTTP/1.1 and HTTP/2 within the
 //! connection limits until the client leaves, goes idle or the gateway drains.
 
-use super::io::{Activity, LastActive, Rewind};
+use super::io::{Activity, ActivityCount, Rewind};
 use super::{Gateway, ja4, proxy_protocol};
 use crate::rules::bindings::{AlpnProtocol, TlsFacts, TlsVersion};
 use hyper::service::service_fn;
@@ -256,8 +256,8 @@ async fn serve_http<S>(
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let limits = gateway.config.limits.clone();
-    let last_active = LastActive::new();
-    let io = TokioIo::new(Activity::new(stream, last_active.clone()));
+    let activity = ActivityCount::new();
+    let io = TokioIo::new(Activity::new(stream, activity.clone()));
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -278,6 +278,7 @@ async fn serve_http<S>(
     tokio::pin!(connection);
     let mut idle_check = tokio::time::interval(limits.idle_timeout / 4);
     idle_check.tick().await;
+    let mut idle = activity.watch(std::time::Instant::now());
     let mut closing = false;
     loop {
         tokio::select! {
@@ -292,7 +293,7 @@ async fn serve_http<S>(
                 connection.as_mut().graceful_shutdown();
             }
             _ = idle_check.tick(), if !closing => {
-                if last_active.idle_for() >= limits.idle_timeout {
+                if idle.quiet_for(std::time::Instant::now()) >= limits.idle_timeout {
                     closing = true;
                     connection.as_mut().graceful_shutdown();
                 }

@@ -6,29 +6,32 @@
 use super::cache::ResponseCache;
 use crate::rules::Registry as RulesetRegistry;
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric, NoLabelSet};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use thread_local::ThreadLocal;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RequestLabels {
-    pub website: String,
+struct RequestLabels {
+    website: String,
     /// The decided category, or `none` when no decision was made.
-    pub category: &'static str,
+    category: &'static str,
     /// `grant`, `deny`, `captcha`, or what happened without a decision: `pass`
     /// (protection off or paused), `redirect`, `limited`, `challenge_solved`,
     /// `unknown_host`.
-    pub action: &'static str,
+    action: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct LatencyLabels {
-    pub action: &'static str,
+struct LatencyLabels {
+    action: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -45,8 +48,8 @@ pub struct CacheLabels {
 /// The gateway's metrics.
 pub struct Metrics {
     registry: Registry,
-    pub requests: Family<RequestLabels, Counter>,
-    pub latency: Family<LatencyLabels, Histogram>,
+    /// Requests by website, category and action, and their latency by action.
+    pub requests: Arc<RequestMetrics>,
     pub origin_failures: Family<OriginLabels, Counter>,
     pub cache_lookups: Family<CacheLabels, Counter>,
 }
@@ -54,23 +57,8 @@ pub struct Metrics {
 impl Metrics {
     pub fn new(rulesets: Arc<RulesetRegistry>, cache: Arc<ResponseCache>) -> Metrics {
         let mut registry = Registry::with_prefix("botgate");
-        let requests = Family::<RequestLabels, Counter>::default();
-        registry.register(
-            "requests",
-            "Requests by website, decided category and action",
-            requests.clone(),
-        );
-        let latency = Family::<LatencyLabels, Histogram>::new_with_constructor(|| {
-            // 100 µs to ~6.5 s.
-            Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
-                0.0001, 2.0, 17,
-            ))
-        });
-        registry.register(
-            "request_duration_seconds",
-            "Time from the request head to the response head, by action",
-            latency.clone(),
-        );
+        let requests = Arc::new(RequestMetrics::new());
+        registry.register_collector(Box::new(RequestCollector(requests.clone())));
         let origin_failures = Family::<OriginLabels, Counter>::default();
         registry.register(
             "origin_failures",
@@ -88,7 +76,6 @@ impl Metrics {
         Metrics {
             registry,
             requests,
-            latency,
             origin_failures,
             cache_lookups,
         }
@@ -104,6 +91,184 @@ impl Metrics {
     }
 }
 
+/// The latency histogram's upper bounds: 100 µs, doubling to ~6.5 s, then +Inf.
+fn latency_bounds() -> Box<[f64]> {
+    prometheus_client::metrics::histogram::exponential_buckets(0.0001, 2.0, 17)
+        .chain(std::iter::once(f64::INFINITY))
+        .collect()
+}
+
+/// Requests and their latency, counted by each thread in a table of its own and summed
+/// at each scrape: recording a request writes only memory of its own core (a shared
+/// `Family` has every data-plane core write its lock, its counters and the histogram's
+/// lock on every request).
+pub struct RequestMetrics {
+    per_thread: ThreadLocal<Mutex<ThreadTable>>,
+    bounds: Box<[f64]>,
+}
+
+/// One thread's counts.
+#[derive(Default)]
+struct ThreadTable {
+    /// Requests by website, then by category and action.
+    requests: HashMap<Box<str>, Vec<(&'static str, &'static str, u64)>>,
+    /// Latency by action.
+    latency: Vec<(&'static str, LatencyCounts)>,
+}
+
+/// A histogram's counts: per bucket (not cumulative), their sum and count.
+#[derive(Clone)]
+struct LatencyCounts {
+    buckets: Box<[u64]>,
+    sum: f64,
+    count: u64,
+}
+
+impl LatencyCounts {
+    fn new(buckets: usize) -> LatencyCounts {
+        LatencyCounts {
+            buckets: vec![0; buckets].into(),
+            sum: 0.0,
+            count: 0,
+        }
+    }
+
+    fn add(&mut self, other: &LatencyCounts) {
+        for (mine, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
+            *mine += theirs;
+        }
+        self.sum += other.sum;
+        self.count += other.count;
+    }
+}
+
+impl RequestMetrics {
+    fn new() -> RequestMetrics {
+        RequestMetrics {
+            per_thread: ThreadLocal::new(),
+            bounds: latency_bounds(),
+        }
+    }
+
+    /// Counts one request of `website` (`-` for none), its category and action, and
+    /// its latency.
+    pub fn record(
+        &self,
+        website: &str,
+        category: &'static str,
+        action: &'static str,
+        latency: Duration,
+    ) {
+        // Only a scrape ever waits on this lock, for the time of a copy.
+        let mut table = self
+            .per_thread
+            .get_or_default()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let rows = match table.requests.get_mut(website) {
+            Some(rows) => rows,
+            None => table.requests.entry(website.into()).or_default(),
+        };
+        match rows
+            .iter_mut()
+            .find(|(c, a, _)| *c == category && *a == action)
+        {
+            Some((_, _, count)) => *count += 1,
+            None => rows.push((category, action, 1)),
+        }
+        let seconds = latency.as_secs_f64();
+        let bucket = self
+            .bounds
+            .iter()
+            .position(|bound| seconds <= *bound)
+            .unwrap_or(self.bounds.len() - 1);
+        let counts = match table.latency.iter().position(|(a, _)| *a == action) {
+            Some(i) => &mut table.latency[i].1,
+            None => {
+                table
+                    .latency
+                    .push((action, LatencyCounts::new(self.bounds.len())));
+                &mut table.latency.last_mut().expect("just pushed").1
+            }
+        };
+        counts.buckets[bucket] += 1;
+        counts.sum += seconds;
+        counts.count += 1;
+    }
+
+    /// Every thread's counts, added up, in a stable order.
+    #[allow(clippy::type_complexity)]
+    fn totals(
+        &self,
+    ) -> (
+        BTreeMap<(String, &'static str, &'static str), u64>,
+        BTreeMap<&'static str, LatencyCounts>,
+    ) {
+        let mut requests = BTreeMap::new();
+        let mut latency: BTreeMap<&'static str, LatencyCounts> = BTreeMap::new();
+        for table in self.per_thread.iter() {
+            let table = table.lock().unwrap_or_else(PoisonError::into_inner);
+            for (website, rows) in &table.requests {
+                for &(category, action, count) in rows {
+                    *requests
+                        .entry((website.to_string(), category, action))
+                        .or_default() += count;
+                }
+            }
+            for (action, counts) in &table.latency {
+                latency
+                    .entry(action)
+                    .or_insert_with(|| LatencyCounts::new(self.bounds.len()))
+                    .add(counts);
+            }
+        }
+        (requests, latency)
+    }
+}
+
+/// Encodes [`RequestMetrics`] as `requests` (a counter) and `request_duration_seconds`
+/// (a histogram) at each scrape.
+struct RequestCollector(Arc<RequestMetrics>);
+
+impl Collector for RequestCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let (requests, latency) = self.0.totals();
+        let mut family = encoder.encode_descriptor(
+            "requests",
+            "Requests by website, decided category and action",
+            None,
+            MetricType::Counter,
+        )?;
+        for ((website, category, action), count) in requests {
+            let labels = RequestLabels {
+                website,
+                category,
+                action,
+            };
+            ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "request_duration_seconds",
+            "Time from the request head to the response head, by action",
+            None,
+            MetricType::Histogram,
+        )?;
+        for (action, counts) in latency {
+            let buckets: Vec<(f64, u64)> = self
+                .0
+                .bounds
+                .iter()
+                .copied()
+                .zip(counts.buckets.iter().copied())
+                .collect();
+            family
+                .encode_family(&LatencyLabels { action })?
+                .encode_histogram::<NoLabelSet>(counts.sum, counts.count, &buckets, None)?;
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ComponentLabels {
     component: String,
@@ -112,12 +277,6 @@ struct ComponentLabels {
 
 /// The rule engine's per-component counters, read at each scrape.
 struct ComponentCollector(Arc<RulesetRegistry>);
-
-impl std::fmt::Debug for ComponentCollector {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ComponentCollector")
-    }
-}
 
 impl Collector for ComponentCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
@@ -131,7 +290,7 @@ impl Collector for ComponentCollector {
                         component: c.name().to_owned(),
                         version: c.version().to_owned(),
                     },
-                    stats.calls.load(Relaxed),
+                    stats.calls(),
                     stats.failures(),
                     stats.disabled_times.load(Relaxed),
                 )
@@ -176,12 +335,6 @@ impl Collector for ComponentCollector {
 /// The response cache's size, read at each scrape.
 struct CacheCollector(Arc<ResponseCache>);
 
-impl std::fmt::Debug for CacheCollector {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("CacheCollector")
-    }
-}
-
 impl Collector for CacheCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let bytes = ConstGauge::new(self.0.weight() as i64);
@@ -191,5 +344,69 @@ impl Collector for CacheCollector {
             None,
             bytes.metric_type(),
         )?)
+    }
+}
+
+/// `Debug` for the collectors (the `Collector` trait asks for it): their name.
+macro_rules! debug_as_name {
+    ($($collector:ident),*) => {$(
+        impl std::fmt::Debug for $collector {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(stringify!($collector))
+            }
+        }
+    )*};
+}
+
+debug_as_name!(RequestCollector, ComponentCollector, CacheCollector);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoded(requests: &Arc<RequestMetrics>) -> String {
+        let mut registry = Registry::with_prefix("botgate");
+        registry.register_collector(Box::new(RequestCollector(requests.clone())));
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &registry).unwrap();
+        out
+    }
+
+    #[test]
+    fn requests_counted_on_several_threads_are_scraped_as_one_sum() {
+        let requests = Arc::new(RequestMetrics::new());
+        let ms = Duration::from_millis;
+        std::thread::scope(|threads| {
+            for _ in 0..3 {
+                threads.spawn(|| {
+                    requests.record("a.example", "humans", "grant", ms(1));
+                    requests.record("a.example", "security_issues", "deny", Duration::ZERO);
+                    requests.record("-", "none", "unknown_host", ms(20_000));
+                });
+            }
+        });
+        requests.record("a.example", "humans", "grant", Duration::from_micros(300));
+        let text = encoded(&requests);
+        for line in [
+            "# TYPE botgate_requests counter",
+            "botgate_requests_total{website=\"a.example\",category=\"humans\",action=\"grant\"} 4",
+            "botgate_requests_total{website=\"a.example\",category=\"security_issues\",action=\"deny\"} 3",
+            "botgate_requests_total{website=\"-\",category=\"none\",action=\"unknown_host\"} 3",
+            "# TYPE botgate_request_duration_seconds histogram",
+            // Cumulative buckets: 0.3 ms is in 0.0004, the three 1 ms in 0.0016.
+            "botgate_request_duration_seconds_bucket{le=\"0.0002\",action=\"grant\"} 0",
+            "botgate_request_duration_seconds_bucket{le=\"0.0004\",action=\"grant\"} 1",
+            "botgate_request_duration_seconds_bucket{le=\"0.0008\",action=\"grant\"} 1",
+            "botgate_request_duration_seconds_bucket{le=\"0.0016\",action=\"grant\"} 4",
+            "botgate_request_duration_seconds_bucket{le=\"+Inf\",action=\"grant\"} 4",
+            "botgate_request_duration_seconds_count{action=\"grant\"} 4",
+            "botgate_request_duration_seconds_bucket{le=\"0.0001\",action=\"deny\"} 3",
+            // 20 s is past the last finite bound (~6.5 s).
+            "botgate_request_duration_seconds_bucket{le=\"6.5536\",action=\"unknown_host\"} 0",
+            "botgate_request_duration_seconds_bucket{le=\"+Inf\",action=\"unknown_host\"} 3",
+            "botgate_request_duration_seconds_sum{action=\"unknown_host\"} 60.0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
+        }
     }
 }

@@ -8,7 +8,7 @@ use super::challenge::{self, Submission};
 use super::forwarding;
 use super::limits::Verdict;
 use super::listener::ConnectionInfo;
-use super::metrics::{CacheLabels, LatencyLabels, OriginLabels, RequestLabels};
+use super::metrics::{CacheLabels, OriginLabels};
 use super::pages::{self, Body, BoxError};
 use super::upstream::UpstreamError;
 use crate::rules::bindings::{ChallengePass, HttpVersion, Scheme};
@@ -184,20 +184,12 @@ impl Gateway {
             latency_us: elapsed.as_micros() as u64,
             ja4: connection.tls.as_ref().map(|t| t.ja4.as_str()),
         });
-        self.metrics
-            .requests
-            .get_or_create(&RequestLabels {
-                website: record.website.unwrap_or_else(|| "-".into()),
-                category: record.category,
-                action: record.action,
-            })
-            .inc();
-        self.metrics
-            .latency
-            .get_or_create(&LatencyLabels {
-                action: record.action,
-            })
-            .observe(elapsed.as_secs_f64());
+        self.metrics.requests.record(
+            record.website.as_deref().unwrap_or("-"),
+            record.category,
+            record.action,
+            elapsed,
+        );
         Ok(response)
     }
 
@@ -236,7 +228,7 @@ impl Gateway {
             record.action = "bad_request";
             return pages::missing_host();
         };
-        let index = self.websites.index();
+        let index = self.websites.current();
         let Some(website) = index.by_host(&host).cloned() else {
             record.action = "unknown_host";
             return pages::unknown_host(&host);
@@ -306,12 +298,9 @@ impl Gateway {
                     .decide(&request, &host, connection, &website, site, pass)
                     .await;
                 record.category = decision.category.as_str();
-                record.reason = decision.reason.clone();
-                record.decider = decision
-                    .decided_by
-                    .as_ref()
-                    .map(|d| (d.name.clone(), d.version.clone()));
                 action = decision.action;
+                record.decider = decision.decided_by.map(|d| (d.name, d.version));
+                record.reason = decision.reason;
             }
             if under_attack && action == Action::Grant {
                 action = Action::Captcha;
@@ -373,7 +362,7 @@ impl Gateway {
         let settings = &website.website.settings;
         let enabled: smallvec::SmallVec<[&str; 9]> = settings.rulesets.enabled_iter().collect();
         decide(
-            &self.rulesets.snapshot(),
+            &self.rulesets.current(),
             &facts,
             &enabled,
             settings.rules.policy(),

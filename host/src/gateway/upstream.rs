@@ -93,7 +93,9 @@ pub struct Origins {
     /// How many origins `down_until` lists: while none is, the hot path reads this
     /// instead of taking the lock (a line both cores only read stays in both caches).
     down_listed: AtomicUsize,
-    next: AtomicUsize,
+    /// Where each thread's round robin starts next: per thread, so choosing an origin
+    /// writes no line another core reads.
+    next: thread_local::ThreadLocal<std::cell::Cell<usize>>,
     tls: tokio_rustls::TlsConnector,
 }
 
@@ -119,7 +121,7 @@ impl Origins {
             idle: thread_local::ThreadLocal::new(),
             down_until: RwLock::new(HashMap::new()),
             down_listed: AtomicUsize::new(0),
-            next: AtomicUsize::new(0),
+            next: thread_local::ThreadLocal::new(),
             tls: tokio_rustls::TlsConnector::from(Arc::new(tls)),
         }))
     }
@@ -166,7 +168,9 @@ impl Origins {
     /// The origins to try, in order: round robin from the next one, the healthy first
     /// (on the stack for the usual handful of origins).
     fn order(&self, ips: &[IpAddr], port: u16) -> smallvec::SmallVec<[SocketAddr; 8]> {
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let next = self.next.get_or_default();
+        let start = next.get();
+        next.set(start.wrapping_add(1));
         let mut order: smallvec::SmallVec<[SocketAddr; 8]> = (0..ips.len())
             .map(|i| SocketAddr::new(ips[(start + i) % ips.len()], port))
             .collect();

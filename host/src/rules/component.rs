@@ -6,10 +6,12 @@ use super::cache::ComponentCache;
 use super::facts::smoke_facts;
 use super::sandbox::{GuestState, Sandbox};
 use botgate_model::RulesetName;
+use std::cell::Cell;
 use std::sync::PoisonError;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+use thread_local::ThreadLocal;
 use wasmtime::component::{Component, Linker, types::ComponentItem};
 use wasmtime::{Store, Trap};
 
@@ -88,7 +90,6 @@ pub enum Failure {
 /// Counters of one component, kept for metrics and logs.
 #[derive(Debug, Default)]
 pub struct ComponentStats {
-    pub calls: AtomicU64,
     pub opinions: AtomicU64,
     pub abstains: AtomicU64,
     pub traps: AtomicU64,
@@ -101,6 +102,12 @@ pub struct ComponentStats {
 }
 
 impl ComponentStats {
+    /// All calls: each ends in an opinion, an abstention or a failure (derived, so a
+    /// call writes one shared counter, not two).
+    pub fn calls(&self) -> u64 {
+        self.opinions.load(Relaxed) + self.abstains.load(Relaxed) + self.failures()
+    }
+
     /// All failed calls.
     pub fn failures(&self) -> u64 {
         self.traps.load(Relaxed)
@@ -128,6 +135,11 @@ pub struct LoadedComponent {
     origin: String,
     sandbox: Arc<Sandbox>,
     pre: RulesetPre<GuestState>,
+    /// Each thread's last instance, taken and given back without a lock: a data-plane
+    /// core calling a component writes no memory the other cores use.
+    local: ThreadLocal<Cell<Option<Instance>>>,
+    /// Idle instances for threads whose own slot is empty (the warm instance of the
+    /// load waits here), at most `max_idle_instances`.
     pool: Mutex<Vec<Instance>>,
     /// Failures minus successes since the last switch-off, never below zero.
     failure_score: AtomicU32,
@@ -204,6 +216,7 @@ impl LoadedComponent {
             origin: origin.to_owned(),
             sandbox: sandbox.clone(),
             pre,
+            local: ThreadLocal::new(),
             pool: Mutex::new(Vec::new()),
             failure_score: AtomicU32::new(0),
             disabled_until_ms: AtomicU64::new(0),
@@ -335,12 +348,13 @@ impl LoadedComponent {
             self.stats.skipped_disabled.fetch_add(1, Relaxed);
             return Outcome::Disabled;
         }
-        self.stats.calls.fetch_add(1, Relaxed);
-        let pooled = self
-            .pool
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
+        let local = self.local.get_or_default();
+        let pooled = local.take().or_else(|| {
+            self.pool
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop()
+        });
         let mut instance = match pooled {
             Some(instance) => instance,
             None => match self.instantiate(self.sandbox.config().instantiate_deadline) {
@@ -393,13 +407,20 @@ impl LoadedComponent {
         outcome
     }
 
-    /// Returns a sound instance to the pool, unless the pool is full or the instance's
-    /// memory grew past what idle instances may keep.
+    /// Keeps a sound instance for this thread's next call, or else in the pool unless
+    /// the pool is full; an instance whose memory grew past what idle instances may
+    /// keep is dropped.
     fn recycle(&self, instance: Instance) {
         let config = self.sandbox.config();
         if instance.store.data().limiter.memory_bytes > config.max_pooled_memory_bytes {
             return;
         }
+        let local = self.local.get_or_default();
+        let Some(instance) = local.replace(Some(instance)) else {
+            return;
+        };
+        // This thread's slot was taken (by a call that started meanwhile, were calls
+        // ever nested): the one that was there goes to the pool.
         let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
         if pool.len() < config.max_idle_instances {
             pool.push(instance);

@@ -70,7 +70,12 @@ where
         if name.eq_ignore_ascii_case("host") {
             continue;
         }
-        let value = String::from_utf8_lossy(value);
+        // `from_utf8` checks ASCII a word at a time; the lossy walk is for the rare
+        // value that is not UTF-8.
+        let value = match std::str::from_utf8(value) {
+            Ok(value) => std::borrow::Cow::Borrowed(value),
+            Err(_) => String::from_utf8_lossy(value),
+        };
         let cut = truncate(&value, MAX_HEADER_VALUE_BYTES);
         truncated |= cut.len() < value.len();
         if lines >= MAX_HEADER_LINES {

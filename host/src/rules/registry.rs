@@ -158,6 +158,14 @@ impl Registry {
         self.current.load_full()
     }
 
+    /// The rule sets in service, for a decision that does not await: unlike
+    /// [`Registry::snapshot`] it does not write the set's reference count, a line every
+    /// data-plane core would otherwise write on every request. In-flight calls still
+    /// finish on the set they started with.
+    pub fn current(&self) -> arc_swap::Guard<Arc<RulesetSet>> {
+        self.current.load()
+    }
+
     /// Validates one component without putting it in service.
     pub fn check(
         &self,

@@ -27,7 +27,8 @@ pub struct SandboxConfig {
     pub failures_before_disable: u32,
     /// How long a failing component stays switched off.
     pub disable_for: Duration,
-    /// Idle instances kept per component (more are created under load, and dropped
+    /// Idle instances kept per component in its shared pool, besides the one each
+    /// calling thread keeps for its next call (more are created under load, and dropped
     /// when returned to a full pool).
     pub max_idle_instances: usize,
 }
@@ -48,13 +49,20 @@ impl Default for SandboxConfig {
     }
 }
 
-/// The epoch tick: deadlines are counted in these.
-const EPOCH_TICK: Duration = Duration::from_millis(1);
+/// The epoch tick for `call_deadline`: deadlines are counted in these. A quarter of the
+/// call deadline, between 1 and 10 ms: a deadline then overshoots by at most a quarter,
+/// and the ticker thread wakes (and takes a core from the data plane) only as often as
+/// that needs, 200 times a second at the default 20 ms rather than 1000.
+fn epoch_tick(call_deadline: Duration) -> Duration {
+    (call_deadline / 4).clamp(Duration::from_millis(1), Duration::from_millis(10))
+}
 
 /// The one engine all rule components are compiled for and run on.
 pub struct Sandbox {
     engine: Engine,
     config: SandboxConfig,
+    /// How often the epoch advances.
+    tick: Duration,
 }
 
 impl Sandbox {
@@ -66,7 +74,12 @@ impl Sandbox {
             .epoch_interruption(true)
             .cranelift_opt_level(wasmtime::OptLevel::Speed);
         let engine = Engine::new(&wasm)?;
-        let sandbox = Arc::new(Sandbox { engine, config });
+        let tick = epoch_tick(config.call_deadline);
+        let sandbox = Arc::new(Sandbox {
+            engine,
+            config,
+            tick,
+        });
         let weak: Weak<Sandbox> = Arc::downgrade(&sandbox);
         thread::Builder::new()
             .name("botgate-epoch".into())
@@ -74,7 +87,7 @@ impl Sandbox {
                 while let Some(sandbox) = weak.upgrade() {
                     sandbox.engine.increment_epoch();
                     drop(sandbox);
-                    thread::sleep(EPOCH_TICK);
+                    thread::sleep(tick);
                 }
             })
             .map_err(|e| wasmtime::Error::msg(format!("cannot start the epoch thread: {e}")))?;
@@ -109,9 +122,13 @@ impl Sandbox {
 
     /// Arms the deadline of the next call on `store`.
     pub(crate) fn arm_deadline(&self, store: &mut Store<GuestState>, deadline: Duration) {
-        // +1: the current tick may be about to end.
-        let ticks = deadline.as_millis().div_ceil(EPOCH_TICK.as_millis()) as u64 + 1;
-        store.set_epoch_deadline(ticks);
+        store.set_epoch_deadline(self.deadline_ticks(deadline));
+    }
+
+    /// The epoch ticks that cover `deadline`: +1, since the current tick may be about to
+    /// end.
+    fn deadline_ticks(&self, deadline: Duration) -> u64 {
+        deadline.as_nanos().div_ceil(self.tick.as_nanos()) as u64 + 1
     }
 }
 
@@ -165,5 +182,31 @@ impl ResourceLimiter for GuestLimiter {
 
     fn memories(&self) -> usize {
         4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_epoch_tick_is_a_quarter_of_the_call_deadline_within_bounds() {
+        let ms = Duration::from_millis;
+        assert_eq!(epoch_tick(ms(20)), ms(5));
+        assert_eq!(epoch_tick(ms(2)), ms(1));
+        assert_eq!(epoch_tick(ms(1_000)), ms(10));
+    }
+
+    #[test]
+    fn a_deadline_is_never_shorter_than_asked() {
+        let sandbox = Sandbox::new(SandboxConfig::default()).unwrap();
+        assert_eq!(sandbox.tick, Duration::from_millis(5));
+        for (deadline, ticks) in [(20, 5), (21, 6), (2_000, 401), (1, 2)] {
+            let got = sandbox.deadline_ticks(Duration::from_millis(deadline));
+            assert_eq!(got, ticks, "{deadline} ms");
+            // The epoch may be about to advance when the deadline is armed: the
+            // ticks after the first one still cover the whole deadline.
+            assert!(sandbox.tick * (got as u32 - 1) >= Duration::from_millis(deadline));
+        }
     }
 }

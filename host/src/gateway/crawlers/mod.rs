@@ -9,6 +9,7 @@ pub mod reverse_dns;
 pub mod sources;
 
 use crate::rules::bindings::CrawlerVerification;
+use aho_corasick::AhoCorasick;
 use arc_swap::ArcSwap;
 use ipnet::IpNet;
 use reverse_dns::{ReverseDns, ReverseDnsConfig};
@@ -43,6 +44,8 @@ pub enum CrawlerListError {
     Unreadable { path: String, message: String },
     #[error("--crawler-networks names {0}, which no crawler list has")]
     UnknownCrawler(String),
+    #[error("the crawlers' user-agent tokens cannot be searched for: {0}")]
+    Tokens(String),
     #[error(transparent)]
     Resolver(#[from] reverse_dns::ResolverError),
 }
@@ -71,9 +74,54 @@ struct CrawlerList {
     crawlers: Vec<Crawler>,
 }
 
+/// A built list: the crawlers, and one automaton over all their user-agent tokens, so a
+/// request's user agent is scanned once, without a lower-case copy.
+struct Known {
+    crawlers: Vec<Crawler>,
+    tokens: AhoCorasick,
+    /// The crawler (index into `crawlers`) of each token of `tokens`.
+    owner: Vec<usize>,
+}
+
+impl Known {
+    fn new(crawlers: Vec<Crawler>) -> Result<Known, CrawlerListError> {
+        let (owner, tokens): (Vec<usize>, Vec<&str>) = crawlers
+            .iter()
+            .enumerate()
+            .flat_map(|(i, c)| c.user_agent_tokens.iter().map(move |t| (i, t.as_str())))
+            .unzip();
+        // A few hundred bytes of tokens: a full DFA is small and the fastest to run.
+        let tokens = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .build(tokens)
+            .map_err(|err| CrawlerListError::Tokens(err.to_string()))?;
+        Ok(Known {
+            crawlers,
+            tokens,
+            owner,
+        })
+    }
+
+    /// The first crawler, in list order, one of whose tokens occurs in `user_agent`
+    /// (ignoring ASCII case).
+    fn claimed(&self, user_agent: &[u8]) -> Option<&Crawler> {
+        // Most user agents claim nothing: one unanchored search (with the automaton's
+        // prefilter) says so before the overlapping search that ranks claims.
+        if !self.tokens.is_match(user_agent) {
+            return None;
+        }
+        self.tokens
+            .find_overlapping_iter(user_agent)
+            .map(|found| self.owner[found.pattern().as_usize()])
+            .min()
+            .map(|i| &self.crawlers[i])
+    }
+}
+
 /// The crawlers the gateway knows how to verify.
 pub struct Crawlers {
-    list: ArcSwap<Vec<Crawler>>,
+    list: ArcSwap<Known>,
     dns: ReverseDns,
     config: CrawlerConfig,
 }
@@ -99,7 +147,7 @@ fn parse(text: &str, origin: &str) -> Result<Vec<Crawler>, CrawlerListError> {
 /// Builds the whole list from the bundled one and the configured sources. A source
 /// that cannot be read fails the build when `strict`; otherwise it is skipped with a
 /// warning.
-fn build(config: &CrawlerConfig, strict: bool) -> Result<Vec<Crawler>, CrawlerListError> {
+fn build(config: &CrawlerConfig, strict: bool) -> Result<Known, CrawlerListError> {
     let mut crawlers = parse(BUNDLED, "the bundled list")?;
     let skip = |err: CrawlerListError| {
         if strict {
@@ -136,7 +184,7 @@ fn build(config: &CrawlerConfig, strict: bool) -> Result<Vec<Crawler>, CrawlerLi
             Err(err) => skip(err)?,
         }
     }
-    Ok(crawlers)
+    Known::new(crawlers)
 }
 
 impl Crawlers {
@@ -180,7 +228,7 @@ impl Crawlers {
     pub fn refresh(&self) {
         match build(&self.config, true) {
             Ok(list) => {
-                tracing::info!(crawlers = list.len(), "crawler lists refreshed");
+                tracing::info!(crawlers = list.crawlers.len(), "crawler lists refreshed");
                 self.list.store(Arc::new(list));
             }
             Err(err) => tracing::warn!(%err, "crawler lists not refreshed; keeping the last ones"),
@@ -192,15 +240,9 @@ impl Crawlers {
         let Some(user_agent) = user_agent else {
             return CrawlerVerification::NoClaim;
         };
-        let lower = user_agent.to_ascii_lowercase();
-        let lower = String::from_utf8_lossy(&lower);
         let (kind, suffixes) = {
             let list = self.list.load();
-            let Some(crawler) = list.iter().find(|c| {
-                c.user_agent_tokens
-                    .iter()
-                    .any(|token| lower.contains(token.as_str()))
-            }) else {
+            let Some(crawler) = list.claimed(user_agent) else {
                 return CrawlerVerification::NoClaim;
             };
             if crawler.networks.iter().any(|net| net.contains(&client)) {
@@ -247,6 +289,66 @@ mod tests {
             },
             ..CrawlerConfig::default()
         }
+    }
+
+    /// What a claim was before the automaton: the first crawler in list order with a
+    /// token in the lower-cased user agent.
+    fn claimed_by_substring<'a>(known: &'a Known, user_agent: &str) -> Option<&'a str> {
+        let lower = user_agent.to_ascii_lowercase();
+        known
+            .crawlers
+            .iter()
+            .find(|c| {
+                c.user_agent_tokens
+                    .iter()
+                    .any(|t| lower.contains(t.as_str()))
+            })
+            .map(|c| c.name.as_str())
+    }
+
+    #[test]
+    fn the_token_automaton_names_the_claim_a_substring_search_names() {
+        let known = build(&CrawlerConfig::default(), true).unwrap();
+        let mut user_agents: Vec<String> = known
+            .crawlers
+            .iter()
+            .flat_map(|c| c.user_agent_tokens.iter())
+            .flat_map(|t| {
+                [
+                    format!("Mozilla/5.0 (compatible; {t}/2.1)"),
+                    t.to_ascii_uppercase(),
+                    // Two claims at once: list order decides, not position.
+                    format!("{t} and {}", known.crawlers[0].user_agent_tokens[0]),
+                    format!(
+                        "{} and {t}",
+                        known.crawlers.last().unwrap().user_agent_tokens[0]
+                    ),
+                ]
+            })
+            .collect();
+        user_agents.extend(
+            [
+                "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+                "",
+                "curl/8.5.0",
+            ]
+            .map(String::from),
+        );
+        let mut claims = 0;
+        for user_agent in &user_agents {
+            let expected = claimed_by_substring(&known, user_agent);
+            let got = known
+                .claimed(user_agent.as_bytes())
+                .map(|c| c.name.as_str());
+            assert_eq!(got, expected, "{user_agent:?}");
+            claims += usize::from(got.is_some());
+        }
+        assert!(claims > known.crawlers.len(), "the cases make claims");
+        assert!(
+            known
+                .claimed(b"Mozilla/5.0 (X11; Linux x86_64) Firefox/133.0")
+                .is_none()
+        );
     }
 
     #[tokio::test]
