@@ -261,8 +261,13 @@ for round in $(seq "$ROUNDS"); do
             profiler=$!
         fi
         cpu_before=$(cpu_ticks "${front_pid[$run]}")
-        out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "${browser[@]}" -H "Host: $host" "http://127.0.0.1:$port/")
+        origin_before=$(cpu_ticks "$origin_pid")
+        # `time` gives wrk's own CPU time (user and system seconds).
+        wrk_cpu=$({ TIMEFORMAT='%U %S'; time wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency \
+            "${browser[@]}" -H "Host: $host" "http://127.0.0.1:$port/" > "$work/wrk.out"; } 2>&1)
+        out=$(cat "$work/wrk.out")
         cpu_after=$(cpu_ticks "${front_pid[$run]}")
+        origin_after=$(cpu_ticks "$origin_pid")
         if [[ -n $profiler ]]; then kill -INT "$profiler"; wait "$profiler" || true; fi
         echo "$out" > "$work/wrk-$run-$round.txt"
         rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
@@ -274,14 +279,20 @@ for round in $(seq "$ROUNDS"); do
         # processes on the machine than requests/s.
         cpu_us=$(awk -v t=$((cpu_after - cpu_before)) -v hz="$ticks_per_second" -v n="$requests" \
             'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
-        echo "$run $rps $p50 $p99 ${errors:-0} $cpu_us" >> "$work/results.txt"
-        echo "round $round ${label[$run]}: $rps req/s, p50 $p50 ms, p99 $p99 ms, non-2xx ${errors:-0}, front-end CPU $cpu_us µs/request" >&2
+        # What the origin and the generator, which share the cores, spend per request.
+        origin_us=$(awk -v t=$((origin_after - origin_before)) -v hz="$ticks_per_second" -v n="$requests" \
+            'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
+        wrk_us=$(awk -v n="$requests" '{ printf "%.1f", ($1 + $2) * 1e6 / n }' <<<"$wrk_cpu")
+        echo "$run $rps $p50 $p99 ${errors:-0} $cpu_us $origin_us $wrk_us" >> "$work/results.txt"
+        echo "round $round ${label[$run]}: $rps req/s, p50 $p50 ms, p99 $p99 ms, non-2xx ${errors:-0}, CPU µs/request: front end $cpu_us, origin $origin_us, wrk $wrk_us" >&2
     done
 done
 
-declare -A rps p50 p99 cpu
+declare -A rps p50 p99 cpu origin_cpu wrk_cpu
 for run in $FRONTENDS; do
     cpu[$run]=$(awk -v r="$run" '$1==r {print $6}' "$work/results.txt" | median)
+    origin_cpu[$run]=$(awk -v r="$run" '$1==r {print $7}' "$work/results.txt" | median)
+    wrk_cpu[$run]=$(awk -v r="$run" '$1==r {print $8}' "$work/results.txt" | median)
     rps[$run]=$(awk -v r="$run" '$1==r {print $2}' "$work/results.txt" | median)
     p50[$run]=$(awk -v r="$run" '$1==r {print $3}' "$work/results.txt" | median)
     p99[$run]=$(awk -v r="$run" '$1==r {print $4}' "$work/results.txt" | median)
@@ -289,10 +300,11 @@ done
 echo
 echo "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s, medians of $ROUNDS interleaved rounds, $(nproc) cores"
 echo
-echo "| front end | requests/s | p50 ms | p99 ms | front-end CPU µs/request |"
-echo "|---|---:|---:|---:|---:|"
+echo "| front end | requests/s | p50 ms | p99 ms | CPU µs/request: front end | origin | wrk |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
 for run in $FRONTENDS; do
-    printf '| %s | %.0f | %.2f | %.2f | %.1f |\n' "${label[$run]}" "${rps[$run]}" "${p50[$run]}" "${p99[$run]}" "${cpu[$run]}"
+    printf '| %s | %.0f | %.2f | %.2f | %.1f | %.1f | %.1f |\n' "${label[$run]}" "${rps[$run]}" "${p50[$run]}" \
+        "${p99[$run]}" "${cpu[$run]}" "${origin_cpu[$run]}" "${wrk_cpu[$run]}"
 done
 echo
 [[ $FRONTENDS == "a b c d" ]] || exit 0
