@@ -180,7 +180,7 @@ async fn exchange(
 ) -> Result<(), BoxError> {
     let (mut send, receive) = stream.split();
     let request = request.map(|()| RequestBody::new(receive));
-    let Ok(response) = gateway.handle(request, info).await;
+    let Ok(response) = gateway.handle(request, &info).await;
     let (head, mut body) = response.into_parts();
     send.send_response(Response::from_parts(head, ())).await?;
     while let Some(frame) = body.frame().await {

@@ -272,8 +272,16 @@ async fn serve_http<S>(
         .max_concurrent_streams(256)
         .keep_alive_interval(limits.idle_timeout / 2)
         .keep_alive_timeout(limits.header_read_timeout);
-    let info = Arc::new(info);
-    let service = service_fn(move |request| gateway.clone().handle(request, info.clone()));
+    // One reference count per connection, written by its own thread only: a request
+    // clones this, not the `Gateway` every data-plane core shares.
+    let served = Arc::new((gateway, info));
+    let service = service_fn(move |request| {
+        let served = served.clone();
+        async move {
+            let (gateway, info) = &*served;
+            gateway.handle(request, info).await
+        }
+    });
     let connection = builder.serve_connection_with_upgrades(io, service);
     tokio::pin!(connection);
     let mut idle_check = tokio::time::interval(limits.idle_timeout / 4);

@@ -143,9 +143,9 @@ fn http_version(version: Version) -> HttpVersion {
 impl Gateway {
     /// Serves one request; never fails (every failure is a page).
     pub async fn handle<B: RequestBody>(
-        self: Arc<Self>,
+        &self,
         request: Request<B>,
-        connection: Arc<ConnectionInfo>,
+        connection: &ConnectionInfo,
     ) -> Result<Response<Body>, Infallible> {
         let started = Instant::now();
         let method = request.method().clone();
@@ -156,7 +156,7 @@ impl Gateway {
             .cloned()
             .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
         let mut record = Record::new();
-        let mut response = self.phases(request, &connection, &mut record).await;
+        let mut response = self.phases(request, connection, &mut record).await;
         if record.advertise_http3
             && let Some(alt_svc) = &self.alt_svc
         {
