@@ -130,12 +130,12 @@ impl IdleWatch {
 /// A stream that counts its moves in an [`ActivityCount`].
 pub struct Activity<S> {
     inner: S,
-    last: ActivityCount,
+    count: ActivityCount,
 }
 
 impl<S> Activity<S> {
-    pub fn new(inner: S, last: ActivityCount) -> Activity<S> {
-        Activity { inner, last }
+    pub fn new(inner: S, count: ActivityCount) -> Activity<S> {
+        Activity { inner, count }
     }
 }
 
@@ -149,7 +149,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Activity<S> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
-            this.last.touch();
+            this.count.touch();
         }
         polled
     }
@@ -164,7 +164,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Activity<S> {
         let this = self.get_mut();
         let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
         if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            this.last.touch();
+            this.count.touch();
         }
         polled
     }
@@ -182,7 +182,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Activity<S> {
         let this = self.get_mut();
         let polled = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
         if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            this.last.touch();
+            this.count.touch();
         }
         polled
     }

@@ -107,6 +107,11 @@ pub struct RequestMetrics {
     bounds: Box<[f64]>,
 }
 
+/// Requests by website, category and action, added up over the threads.
+type RequestTotals = BTreeMap<(String, &'static str, &'static str), u64>;
+/// Latency by action, added up over the threads.
+type LatencyTotals = BTreeMap<&'static str, LatencyCounts>;
+
 /// One thread's counts.
 #[derive(Default)]
 struct ThreadTable {
@@ -197,15 +202,9 @@ impl RequestMetrics {
     }
 
     /// Every thread's counts, added up, in a stable order.
-    #[allow(clippy::type_complexity)]
-    fn totals(
-        &self,
-    ) -> (
-        BTreeMap<(String, &'static str, &'static str), u64>,
-        BTreeMap<&'static str, LatencyCounts>,
-    ) {
-        let mut requests = BTreeMap::new();
-        let mut latency: BTreeMap<&'static str, LatencyCounts> = BTreeMap::new();
+    fn totals(&self) -> (RequestTotals, LatencyTotals) {
+        let mut requests = RequestTotals::new();
+        let mut latency = LatencyTotals::new();
         for table in self.per_thread.iter() {
             let table = table.lock().unwrap_or_else(PoisonError::into_inner);
             for (website, rows) in &table.requests {
