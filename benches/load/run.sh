@@ -22,11 +22,13 @@
 # both serve at once, each on its own copy of the store and its own ports, under two
 # simultaneous `wrk -c(CONNECTIONS/2)`, and each round prints both builds' CPU per
 # request for (a) (or AB_FRONTEND=b) and NEW's share of OLD's; which starts first swaps
-# every round. AB_ROUNDS (default 6) rounds of DURATION. AB_RULESETS="OLD_DIR NEW_DIR"
+# every round (the build started second measures a few percent cheaper, so keep the
+# rounds even). AB_ROUNDS (default 6) rounds of DURATION. AB_RULESETS="OLD_DIR NEW_DIR"
 # gives each build its own folder of rule components (to compare two guest builds, with
 # one binary named twice in AB); by default both load the shipped ones.
 #
-# Prints one table (medians over the rounds) and leaves the logs (and profiles, with
+# Prints one table (medians over the rounds; the CPU each front end, the origin and wrk
+# spent per request) and leaves the logs (and profiles, with
 # PROFILE=1: `perf report -i target/load-bench/perf-a.data`) in target/load-bench/.
 # Installs nginx-light, libnginx-mod-http-modsecurity, modsecurity-crs and wrk with
 # apt-get when missing. Not run by CI.
