@@ -1,4 +1,4 @@
-//! One loaded rule component: validation on load, a pool of warm instances, bounded
+//! One loaded rule component: validation on load, warm instances kept per thread, bounded
 //! calls, failure accounting and the switch-off of a component that keeps failing.
 
 use super::bindings::{ComponentInfo, Opinion, RequestFacts, Ruleset, RulesetPre};
@@ -135,12 +135,12 @@ pub struct LoadedComponent {
     origin: String,
     sandbox: Arc<Sandbox>,
     pre: RulesetPre<GuestState>,
-    /// Each thread's last instance, taken and given back without a lock: a data-plane
-    /// core calling a component writes no memory the other cores use.
+    /// Each thread's instance, taken for a call and given back after it without a
+    /// lock: a data-plane core calling a component writes no memory the other cores
+    /// use. A thread keeps at most one, since its calls never overlap.
     local: ThreadLocal<Cell<Option<Instance>>>,
-    /// Idle instances for threads whose own slot is empty (the warm instance of the
-    /// load waits here), at most `max_idle_instances`.
-    pool: Mutex<Vec<Instance>>,
+    /// The instance `load` warmed up, for the first thread that calls.
+    warm: Mutex<Option<Instance>>,
     /// Failures minus successes since the last switch-off, never below zero.
     failure_score: AtomicU32,
     /// Milliseconds since [`clock_base`] until which the component is switched off.
@@ -217,7 +217,7 @@ impl LoadedComponent {
             sandbox: sandbox.clone(),
             pre,
             local: ThreadLocal::new(),
-            pool: Mutex::new(Vec::new()),
+            warm: Mutex::new(None),
             failure_score: AtomicU32::new(0),
             disabled_until_ms: AtomicU64::new(0),
             stats: ComponentStats::default(),
@@ -236,11 +236,9 @@ impl LoadedComponent {
             loaded.sandbox.config().call_deadline,
         ) {
             Outcome::Failed(f) => return Err(LoadError::Smoke(f.to_string())),
-            _ => loaded
-                .pool
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(instance),
+            _ => {
+                *loaded.warm.lock().unwrap_or_else(PoisonError::into_inner) = Some(instance);
+            }
         }
         Ok(loaded)
     }
@@ -350,10 +348,10 @@ impl LoadedComponent {
         }
         let local = self.local.get_or_default();
         let pooled = local.take().or_else(|| {
-            self.pool
+            self.warm
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .pop()
+                .take()
         });
         let mut instance = match pooled {
             Some(instance) => instance,
@@ -407,23 +405,13 @@ impl LoadedComponent {
         outcome
     }
 
-    /// Keeps a sound instance for this thread's next call, or else in the pool unless
-    /// the pool is full; an instance whose memory grew past what idle instances may
-    /// keep is dropped.
+    /// Keeps a sound instance for this thread's next call (the call emptied the
+    /// thread's slot), unless its memory grew past what idle instances may keep.
     fn recycle(&self, instance: Instance) {
-        let config = self.sandbox.config();
-        if instance.store.data().limiter.memory_bytes > config.max_pooled_memory_bytes {
-            return;
-        }
-        let local = self.local.get_or_default();
-        let Some(instance) = local.replace(Some(instance)) else {
-            return;
-        };
-        // This thread's slot was taken (by a call that started meanwhile, were calls
-        // ever nested): the one that was there goes to the pool.
-        let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
-        if pool.len() < config.max_idle_instances {
-            pool.push(instance);
+        if instance.store.data().limiter.memory_bytes
+            <= self.sandbox.config().max_pooled_memory_bytes
+        {
+            self.local.get_or_default().set(Some(instance));
         }
     }
 

@@ -15,27 +15,23 @@ pub struct SandboxConfig {
     /// request on a fresh instance, which builds lazily initialised tables).
     pub warmup_deadline: Duration,
     /// Deadline of each step of creating an extra instance while serving requests
-    /// (when the pool is empty): shorter than `warmup_deadline`, because a request waits.
+    /// (when the calling thread has none yet): shorter than `warmup_deadline`, because a
+    /// request waits.
     pub instantiate_deadline: Duration,
     /// Most linear memory one instance may hold, all its memories together, in bytes.
     pub max_memory_bytes: usize,
     /// An instance whose memory grew beyond this is dropped after its call instead of
-    /// going back to the pool, so idle instances stay small.
+    /// being kept for the thread's next call, so idle instances stay small.
     pub max_pooled_memory_bytes: usize,
     /// Failures, less one for each success in between, after which a component is
     /// switched off.
     pub failures_before_disable: u32,
     /// How long a failing component stays switched off.
     pub disable_for: Duration,
-    /// Idle instances kept per component in its shared pool, besides the one each
-    /// calling thread keeps for its next call (more are created under load, and dropped
-    /// when returned to a full pool).
-    pub max_idle_instances: usize,
 }
 
 impl Default for SandboxConfig {
     fn default() -> Self {
-        let threads = thread::available_parallelism().map_or(2, |n| n.get());
         SandboxConfig {
             call_deadline: Duration::from_millis(20),
             warmup_deadline: Duration::from_millis(2_000),
@@ -44,7 +40,6 @@ impl Default for SandboxConfig {
             max_pooled_memory_bytes: 8 << 20,
             failures_before_disable: 5,
             disable_for: Duration::from_secs(30),
-            max_idle_instances: threads * 2,
         }
     }
 }
