@@ -12,6 +12,12 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// mimalloc: the data plane allocates and frees small buffers and header maps on both
+/// cores for every request; glibc's malloc spent measurably more on them (README, load
+/// benchmark).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// botgate: a bot-protection gateway with sandboxed WebAssembly rule components.
 #[derive(Parser)]
 #[command(name = "botgate", version, about)]
