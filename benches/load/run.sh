@@ -17,6 +17,8 @@
 #   HOLD=1 benches/load/run.sh                # set up, print the wrk commands, and wait
 #                                             # (for perf, strace, ...) until Ctrl-C
 #   AB="OLD NEW" benches/load/run.sh          # compare two botgate binaries (below)
+#   BOTGATE=path/to/botgate benches/load/run.sh  # measure that binary (not built here)
+#   TRAIN=1 BOTGATE=... benches/load/run.sh   # the profile-guided build's training load
 #
 # AB compares two builds of botgate on a machine too noisy for one-after-the-other runs:
 # both serve at once, each on its own copy of the store and its own ports, under two
@@ -54,7 +56,7 @@ fi
 echo "== building botgate (release) and the rule components" >&2
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
 cargo build -q --release --target wasm32-wasip2 --manifest-path rulesets/Cargo.toml
-cargo build -q --release -p botgate-host --bin botgate
+[[ -n ${BOTGATE:-} ]] || cargo build -q --release -p botgate-host --bin botgate
 
 work=$PWD/target/load-bench
 rm -rf "$work" && mkdir -p "$work"/{site,rulesets,data,modsec}
@@ -121,7 +123,7 @@ nginx_conf modsec 2 "load_module /usr/lib/nginx/modules/ngx_http_modsecurity_mod
 for name in classifier bitrix cpanel dokuwiki drupal joomla nextcloud prestashop wordpress xenforo; do
     cp "rulesets/target/wasm32-wasip2/release/$name.wasm" "$work/rulesets/"
 done
-botgate=target/release/botgate
+botgate=${BOTGATE:-target/release/botgate}
 key=$("$botgate" partner create --data-dir "$work/data" bench | grep -o 'bgp_[A-Za-z0-9_-]*' | head -1)
 "$botgate" serve --data-dir "$work/data" --rulesets-dir "$work/rulesets" \
     --http-listen "127.0.0.1:$http_port" --https-listen "127.0.0.1:$https_port" \
@@ -170,6 +172,33 @@ for run in a b c d; do
     done
     [[ $status == 200 ]] || { echo "${label[$run]} answers $status, not 200; see $work" >&2; exit 1; }
 done
+
+# TRAIN=1: the load a profile-guided build learns from (scripts/build-release.sh), then
+# exit. Every path a production gateway runs hot, not only the benchmark's page view:
+# HTTP/1.1 and HTTPS (TLS 1.3), HTTP/2, protection on and off, a CMS rule set in scope,
+# and bots that get the challenge page.
+if [[ ${TRAIN:-} == 1 ]]; then
+    read -r _ protected <<<"${target[a]}"
+    read -r _ open <<<"${target[b]}"
+    bot=(-H 'User-Agent: python-requests/2.31.0' -H 'Accept: */*')
+    train() { # what, wrk arguments...
+        local out
+        out=$(wrk -t1 -c16 -d"${DURATION}s" "${@:2}")
+        echo "train $1: $(awk '/^Requests\/sec:/ {print $2}' <<<"$out") req/s" >&2
+    }
+    train "page view, protected" "${browser[@]}" -H "Host: $protected" "http://127.0.0.1:$http_port/"
+    train "page view, unprotected" "${browser[@]}" -H "Host: $open" "http://127.0.0.1:$http_port/"
+    train "page view, HTTPS" "${browser[@]}" -H "Host: $protected" "https://127.0.0.1:$https_port/"
+    train "WordPress login, in a rule set's scope" "${browser[@]}" -H "Host: $protected" \
+        "http://127.0.0.1:$http_port/wp-login.php"
+    train "a library's requests, challenged" "${bot[@]}" -H "Host: $protected" "http://127.0.0.1:$http_port/"
+    # HTTP/2: one curl multiplexing many requests over TLS.
+    urls=()
+    for i in $(seq 2000); do urls+=("https://127.0.0.1:$https_port/?page=$i"); done
+    curl -sSk --http2 --parallel --parallel-max 32 --fail "${browser[@]}" -H "Host: $protected" "${urls[@]}" >/dev/null
+    echo "train HTTP/2: ${#urls[@]} requests" >&2
+    exit 0
+fi
 
 # CPU seconds (user + system, in clock ticks) of a process and its children (nginx's
 # workers), from /proc.
