@@ -195,7 +195,7 @@ if [[ ${TRAIN:-} == 1 ]]; then
     # HTTP/2: one curl multiplexing many requests over TLS.
     urls=()
     for i in $(seq 2000); do urls+=("https://127.0.0.1:$https_port/?page=$i"); done
-    curl -sSk --http2 --parallel --parallel-max 32 --fail "${browser[@]}" -H "Host: $protected" "${urls[@]}" >/dev/null
+    curl -sSk --no-progress-meter --http2 --parallel --parallel-max 32 --fail "${browser[@]}" -H "Host: $protected" "${urls[@]}" >/dev/null
     echo "train HTTP/2: ${#urls[@]} requests" >&2
     exit 0
 fi
