@@ -19,6 +19,8 @@ profiles=$PWD/target/pgo-profiles
 echo "== instrumented build" >&2
 RUSTFLAGS="-Cprofile-generate=$profiles" \
     cargo build -q --release --target-dir target/pgo-gen -p botgate-host --bin botgate
+# Build scripts are instrumented too and write here while they run: only the training's
+# profiles count.
 rm -rf "$profiles"
 
 echo "== training load" >&2

@@ -56,8 +56,6 @@ fn epoch_tick(call_deadline: Duration) -> Duration {
 pub struct Sandbox {
     engine: Engine,
     config: SandboxConfig,
-    /// How often the epoch advances.
-    tick: Duration,
 }
 
 impl Sandbox {
@@ -70,11 +68,7 @@ impl Sandbox {
             .cranelift_opt_level(wasmtime::OptLevel::Speed);
         let engine = Engine::new(&wasm)?;
         let tick = epoch_tick(config.call_deadline);
-        let sandbox = Arc::new(Sandbox {
-            engine,
-            config,
-            tick,
-        });
+        let sandbox = Arc::new(Sandbox { engine, config });
         let weak: Weak<Sandbox> = Arc::downgrade(&sandbox);
         thread::Builder::new()
             .name("botgate-epoch".into())
@@ -123,7 +117,12 @@ impl Sandbox {
     /// The epoch ticks that cover `deadline`: +1, since the current tick may be about to
     /// end.
     fn deadline_ticks(&self, deadline: Duration) -> u64 {
-        deadline.as_nanos().div_ceil(self.tick.as_nanos()) as u64 + 1
+        deadline.as_nanos().div_ceil(self.tick().as_nanos()) as u64 + 1
+    }
+
+    /// How often the epoch advances.
+    fn tick(&self) -> Duration {
+        epoch_tick(self.config.call_deadline)
     }
 }
 
@@ -195,13 +194,13 @@ mod tests {
     #[test]
     fn a_deadline_is_never_shorter_than_asked() {
         let sandbox = Sandbox::new(SandboxConfig::default()).unwrap();
-        assert_eq!(sandbox.tick, Duration::from_millis(5));
+        assert_eq!(sandbox.tick(), Duration::from_millis(5));
         for (deadline, ticks) in [(20, 5), (21, 6), (2_000, 401), (1, 2)] {
             let got = sandbox.deadline_ticks(Duration::from_millis(deadline));
             assert_eq!(got, ticks, "{deadline} ms");
             // The epoch may be about to advance when the deadline is armed: the
             // ticks after the first one still cover the whole deadline.
-            assert!(sandbox.tick * (got as u32 - 1) >= Duration::from_millis(deadline));
+            assert!(sandbox.tick() * (got as u32 - 1) >= Duration::from_millis(deadline));
         }
     }
 }
