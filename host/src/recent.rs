@@ -37,6 +37,12 @@ pub struct PerThread<T: Send> {
     max_key: usize,
 }
 
+/// How many user agents each thread's memory of user-agent scans holds, and the longest
+/// user agent it holds: real traffic repeats a few hundred user agents, most of them
+/// under 300 bytes.
+const USER_AGENT_SLOTS: usize = 64;
+const MAX_REMEMBERED_USER_AGENT: usize = 512;
+
 impl<T: Send> PerThread<T> {
     /// Each thread's memory: `slots` slots, keys of at most `max_key` bytes.
     pub fn new(slots: usize, max_key: usize) -> Self {
@@ -45,6 +51,11 @@ impl<T: Send> PerThread<T> {
             slots,
             max_key,
         }
+    }
+
+    /// A memory of what scans of user agents found, sized for that.
+    pub fn for_user_agents() -> Self {
+        Self::new(USER_AGENT_SLOTS, MAX_REMEMBERED_USER_AGENT)
     }
 
     /// This thread's memory.

@@ -38,11 +38,6 @@ pub struct ScopeIndex {
     user_agent_scans: PerThread<(SlotSet, SlotSet)>,
 }
 
-/// How many user-agent scans each thread remembers, and the longest user agent it
-/// remembers.
-const USER_AGENT_SCANS: usize = 64;
-const MAX_REMEMBERED_USER_AGENT: usize = 512;
-
 /// What finding one pattern of an automaton means.
 #[derive(Clone, Copy)]
 enum Hit {
@@ -201,7 +196,7 @@ impl ScopeIndex {
             unscoped,
             compounds,
             parts: parts as usize,
-            user_agent_scans: PerThread::new(USER_AGENT_SCANS, MAX_REMEMBERED_USER_AGENT),
+            user_agent_scans: PerThread::for_user_agents(),
         }
     }
 

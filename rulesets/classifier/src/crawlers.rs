@@ -152,7 +152,21 @@ pub(crate) enum Marker {
     Mac = 1 << 20,
     /// `Linux`, `X11`.
     Linux = 1 << 21,
+    /// A marker of a PHP object-injection payload ([`OBJECT_INJECTION`]).
+    ObjectInjection = 1 << 22,
 }
+
+/// Markers of a PHP object-injection payload (lower case; found ignoring case): the
+/// gadget chain of the Joomla session exploit (CVE-2015-8562),
+/// `}__test|O:21:"JDatabaseDriverMysqli"…`, which scanners still send to every site in
+/// `User-Agent` or `X-Forwarded-For`. In the user agent the scan below finds them (and
+/// its memo remembers the answer); `X-Forwarded-For` is searched on its own.
+pub(crate) const OBJECT_INJECTION: [&str; 4] = [
+    "jdatabasedrivermysql",
+    "jsimplepiefactory",
+    "disconnecthandlers",
+    "}__test",
+];
 
 /// Any browser token of `botgate_ruleset_sdk::ua::is_browser`.
 const BROWSER_TOKENS: u32 = Marker::Chrome as u32
@@ -233,6 +247,10 @@ const MARKERS: &[(&str, u32)] = &[
     ("httpclient", M::NonBrowser as u32),
     ("scrape", M::CrawlerWord as u32),
     ("archiver", M::CrawlerWord as u32),
+    (OBJECT_INJECTION[0], M::ObjectInjection as u32),
+    (OBJECT_INJECTION[1], M::ObjectInjection as u32),
+    (OBJECT_INJECTION[2], M::ObjectInjection as u32),
+    (OBJECT_INJECTION[3], M::ObjectInjection as u32),
 ];
 
 /// The result of scanning one user agent.
@@ -264,7 +282,7 @@ impl UaScan {
     /// Whether `ua` contains `token` (case-sensitively, as the SDK checks), knowing
     /// whether the scan found it ignoring case.
     fn contains(&self, ua: &str, marker: Marker, token: &str) -> bool {
-        self.has(marker) && ua.contains(token)
+        self.has(marker) && botgate_ruleset_sdk::ua::contains(ua, token)
     }
 
     /// `botgate_ruleset_sdk::ua::is_browser(ua)`, from this scan's markers (the SDK's

@@ -36,14 +36,14 @@ pub(crate) fn platforms_disagree(ua: Platform, hint: Platform) -> bool {
 
 /// The major version of the `Chrome/` token.
 pub(crate) fn chrome_major(ua: &str) -> Option<u32> {
-    let at = ua.find("Chrome/")? + "Chrome/".len();
+    let at = botgate_ruleset_sdk::ua::find(ua, "Chrome/")? + "Chrome/".len();
     let digits = ua[at..].bytes().take_while(u8::is_ascii_digit).count();
     ua[at..at + digits].parse().ok()
 }
 
 /// Whether the user agent is an Android WebView (`; wv)`), which may omit client hints.
 pub(crate) fn is_webview(ua: &str) -> bool {
-    ua.contains("; wv)")
+    botgate_ruleset_sdk::ua::contains(ua, "; wv)")
 }
 
 /// Whether `sec-ch-ua`'s brand list names a headless browser (`"HeadlessChrome"`).

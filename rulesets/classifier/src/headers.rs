@@ -1,7 +1,8 @@
 //! One pass over the request's header lines for the headers the rules read, and one
 //! byte search over the whole block for injection payloads carried in any header
 //! (log4shell lookups, shellshock); PHP object-injection payloads are looked for in
-//! the user agent and `X-Forwarded-For`, the headers PHP applications store.
+//! `X-Forwarded-For` here and in the user agent by the user-agent scan
+//! ([`crate::crawlers::Marker::ObjectInjection`]), the headers PHP applications store.
 
 use crate::attacks::{Finding, Kind};
 
@@ -24,19 +25,10 @@ pub(crate) struct Headers<'a> {
     pub(crate) accept_encoding: bool,
     /// Whether `upgrade` was sent (a WebSocket handshake carries no `accept`).
     pub(crate) upgrade: bool,
-    /// An injection payload found in a header value.
+    /// An injection payload found in a header value (an object-injection payload in
+    /// the user agent is the user-agent scan's to find).
     pub(crate) injection: Option<Finding>,
 }
-
-/// Markers of a PHP object-injection payload (compared ignoring case): the gadget chain
-/// of the Joomla session exploit (CVE-2015-8562), `}__test|O:21:"JDatabaseDriverMysqli"…`,
-/// which scanners still send to every site in `User-Agent` or `X-Forwarded-For`.
-const OBJECT_INJECTION: &[&str] = &[
-    "JDatabaseDriverMysql",
-    "JSimplepieFactory",
-    "disconnectHandlers",
-    "}__test",
-];
 
 /// What follows `${` in a log4j lookup an attacker uses (compared ignoring case: log4j
 /// lower-cases lookup names, so `${JnDi:` works too).
@@ -92,7 +84,7 @@ impl<'a> Headers<'a> {
             headers.injection = Some(Kind::Log4Shell.finding());
         } else if has_shellshock(raw.as_bytes()) {
             headers.injection = Some(Kind::Shellshock.finding());
-        } else if object_injection || has_object_injection(headers.user_agent) {
+        } else if object_injection {
             headers.injection = Some(Kind::PhpObjectInjection.finding());
         }
         headers
@@ -126,7 +118,7 @@ fn has_shellshock(text: &[u8]) -> bool {
 
 /// Whether a header value carries a marker of a PHP object-injection payload.
 fn has_object_injection(value: &str) -> bool {
-    OBJECT_INJECTION
+    crate::crawlers::OBJECT_INJECTION
         .iter()
         .any(|m| botgate_ruleset_sdk::ua::contains_ignore_case(value, m))
 }
@@ -167,10 +159,21 @@ mod tests {
 
     #[test]
     fn object_injection_is_read_in_the_user_agent_and_forwarded_for() {
+        use crate::crawlers::{Marker, scan_fresh};
         let chain = r#"}__test|O:21:"JDatabaseDriverMysqli":3:{}"#;
         let found = |raw: &str| Headers::parse(raw).injection;
         let object = Some(Kind::PhpObjectInjection.finding());
-        assert_eq!(found(&format!("host: a\nuser-agent: {chain}")), object);
+        // In the user agent, the scan finds each marker alone, in any case.
+        assert!(scan_fresh(chain).has(Marker::ObjectInjection));
+        for marker in crate::crawlers::OBJECT_INJECTION {
+            let ua = format!("Mozilla/5.0 ({})", marker.to_ascii_uppercase());
+            assert!(scan_fresh(&ua).has(Marker::ObjectInjection), "{ua}");
+            assert!(has_object_injection(&ua), "{ua} in x-forwarded-for");
+        }
+        assert!(
+            !scan_fresh("Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0")
+                .has(Marker::ObjectInjection)
+        );
         assert_eq!(
             found(&format!(
                 "x-forwarded-for: 1.2.3.4\nx-forwarded-for: {chain}"

@@ -172,7 +172,7 @@
 //! compiles the 21 patterns that are real regexes (anchors, classes, optional parts)
 //! into small DFAs. At run time one Aho-Corasick DFA over all needles and the built-in
 //! markers (automation, scanners, the SDK's browser and non-browser tokens, platform
-//! tokens) scans one ASCII lower-case copy of the user agent once; a needle shorter
+//! tokens, PHP object-injection payloads) scans one ASCII lower-case copy of the user agent once; a needle shorter
 //! than 6 bytes must start a token (`NING/` does not match `Lightning/`). A hit whose
 //! pattern is a regex is confirmed by that pattern's DFA, deserialised on first use and
 //! cached. A match starting inside a longer match drops out (`ICBot/` inside
@@ -303,7 +303,11 @@ fn classify(req: &Request<'_>) -> Option<Opinion> {
     if class == Some(Class::Scanner) || scan.has(Marker::Scanner) {
         return opinion(Category::SecurityIssues, 95, "classifier.scanner");
     }
-    if let Some(found) = headers.injection {
+    let injection = headers.injection.or_else(|| {
+        scan.has(Marker::ObjectInjection)
+            .then(|| attacks::Kind::PhpObjectInjection.finding())
+    });
+    if let Some(found) = injection {
         return found.opinion();
     }
     if let Some(found) = attacks::inspect(req) {
@@ -381,7 +385,7 @@ fn classify(req: &Request<'_>) -> Option<Opinion> {
             "classifier.automation-runtime",
         );
     }
-    if scan.has(Marker::Electron) && !ua.contains("Chrome/") {
+    if scan.has(Marker::Electron) && !botgate_ruleset_sdk::ua::contains(ua, "Chrome/") {
         return opinion(Category::EmulatedHumans, 80, "classifier.electron-shell");
     }
 

@@ -8,6 +8,7 @@
 pub mod reverse_dns;
 pub mod sources;
 
+use crate::recent::PerThread;
 use crate::rules::bindings::CrawlerVerification;
 use aho_corasick::AhoCorasick;
 use arc_swap::ArcSwap;
@@ -81,6 +82,10 @@ struct Known {
     tokens: AhoCorasick,
     /// The crawler (index into `crawlers`) of each token of `tokens`.
     owner: Vec<usize>,
+    /// Each thread's recent claims (the crawler, or none) by user agent: most requests
+    /// come from a few user agents, and the claim depends on nothing else. A new list
+    /// is a new `Known`, so a refresh starts with an empty memory.
+    recent_claims: PerThread<Option<usize>>,
 }
 
 impl Known {
@@ -100,12 +105,30 @@ impl Known {
             crawlers,
             tokens,
             owner,
+            recent_claims: PerThread::for_user_agents(),
         })
     }
 
     /// The first crawler, in list order, one of whose tokens occurs in `user_agent`
     /// (ignoring ASCII case).
     fn claimed(&self, user_agent: &[u8]) -> Option<&Crawler> {
+        let claim = match std::str::from_utf8(user_agent) {
+            Ok(text) => {
+                let recent = self.recent_claims.here();
+                let known = recent.borrow().get(text).copied();
+                known.unwrap_or_else(|| {
+                    let claim = self.scan(user_agent);
+                    recent.borrow_mut().put(text, claim);
+                    claim
+                })
+            }
+            Err(_) => self.scan(user_agent),
+        };
+        claim.map(|i| &self.crawlers[i])
+    }
+
+    /// The claim of `user_agent` by the automaton: the first crawler in list order.
+    fn scan(&self, user_agent: &[u8]) -> Option<usize> {
         // Most user agents claim nothing: one unanchored search (with the automaton's
         // prefilter) says so before the overlapping search that ranks claims.
         if !self.tokens.is_match(user_agent) {
@@ -115,7 +138,6 @@ impl Known {
             .find_overlapping_iter(user_agent)
             .map(|found| self.owner[found.pattern().as_usize()])
             .min()
-            .map(|i| &self.crawlers[i])
     }
 }
 
@@ -337,13 +359,29 @@ mod tests {
         let mut claims = 0;
         for user_agent in &user_agents {
             let expected = claimed_by_substring(&known, user_agent);
-            let got = known
-                .claimed(user_agent.as_bytes())
-                .map(|c| c.name.as_str());
-            assert_eq!(got, expected, "{user_agent:?}");
-            claims += usize::from(got.is_some());
+            // Scanned, then (the same user agent at once again) remembered.
+            for pass in ["scanned", "remembered"] {
+                let got = known
+                    .claimed(user_agent.as_bytes())
+                    .map(|c| c.name.as_str());
+                assert_eq!(got, expected, "{pass}: {user_agent:?}");
+            }
+            let remembered = known.recent_claims.here().borrow().get(user_agent).copied();
+            let remembered = remembered.map(|claim| claim.map(|i| known.crawlers[i].name.as_str()));
+            if user_agent.len() <= 512 {
+                assert_eq!(remembered, Some(expected), "{user_agent:?} is remembered");
+            }
+            claims += usize::from(expected.is_some());
         }
         assert!(claims > known.crawlers.len(), "the cases make claims");
+        // A user agent that is not UTF-8 is scanned every time, never remembered.
+        let mut latin1 = b"Googlebot/2.1 caf\xe9".to_vec();
+        assert_eq!(
+            known.claimed(&latin1).map(|c| c.name.as_str()),
+            Some("googlebot")
+        );
+        latin1[0] = b'X';
+        assert_eq!(known.claimed(&latin1).map(|c| c.name.as_str()), None);
         assert!(
             known
                 .claimed(b"Mozilla/5.0 (X11; Linux x86_64) Firefox/133.0")
