@@ -211,6 +211,48 @@ fn website_policy_decides_the_action() {
 }
 
 #[test]
+fn the_data_plane_decides_what_the_observed_decision_decides() {
+    // `decide` walks the components in scope and keeps the enabled ones;
+    // `decide_observed` looks every enabled name up: the same decision, and the same
+    // calls, for any list of enabled rule sets.
+    let set = loaded_shipped();
+    let strict = Policy::default()
+        .with(Category::ContentScrapers, Action::Deny)
+        .with(Category::ServicesAndPayments, Action::Captcha);
+    let enabled_lists: &[&[&str]] = &[
+        &KNOWN_RULESETS,
+        &[],
+        &["wordpress"],
+        &["nextcloud", "no-such-rule-set", "nextcloud"],
+        &["classifier", "joomla", "drupal", "bitrix"],
+    ];
+    let calls = || -> Vec<u64> { set.iter().map(|c| c.stats().calls()).collect() };
+    let mut decided_by_rule_sets = 0;
+    for request in realistic_mix() {
+        for enabled in enabled_lists {
+            for policy in [Policy::default(), strict] {
+                let before = calls();
+                let fast = decide(&set, &request.facts, enabled, &policy);
+                let fast_calls: Vec<u64> =
+                    calls().iter().zip(&before).map(|(a, b)| a - b).collect();
+                let before = calls();
+                let observed = decide_observed(&set, &request.facts, enabled, &policy, |_, _| {});
+                let observed_calls: Vec<u64> =
+                    calls().iter().zip(&before).map(|(a, b)| a - b).collect();
+                let label = request.label;
+                assert_eq!(fast, observed, "{label}, enabled {enabled:?}");
+                assert_eq!(fast_calls, observed_calls, "{label}, enabled {enabled:?}");
+                decided_by_rule_sets += usize::from(
+                    fast.decided_by
+                        .is_some_and(|d| d.name.as_ref() != "classifier"),
+                );
+            }
+        }
+    }
+    assert!(decided_by_rule_sets > 0, "the mix reaches rule sets");
+}
+
+#[test]
 fn cms_rule_sets_run_only_when_enabled() {
     let set = loaded_shipped();
     let mix = realistic_mix();

@@ -87,19 +87,102 @@ struct Candidate<'a> {
     reason: String,
 }
 
+/// The merge of the outcomes of one decision, in any order.
+struct Merge<'a> {
+    policy: &'a Policy,
+    best: Option<Candidate<'a>>,
+    failed: u8,
+}
+
+impl<'a> Merge<'a> {
+    fn new(policy: &'a Policy) -> Self {
+        Merge {
+            policy,
+            best: None,
+            failed: 0,
+        }
+    }
+
+    fn offer(&mut self, component: &'a LoadedComponent, outcome: Outcome) {
+        let opinion = match outcome {
+            Outcome::Opinion(opinion) => opinion,
+            Outcome::Abstain | Outcome::OutOfScope => return,
+            Outcome::Disabled | Outcome::Failed(_) => {
+                self.failed = self.failed.saturating_add(1);
+                return;
+            }
+        };
+        let category = Category::from(opinion.category);
+        let confidence = opinion.confidence;
+        let key = precedence_key(component.name(), category, confidence, self.policy);
+        if self.best.as_ref().is_none_or(|b| key > b.key) {
+            self.best = Some(Candidate {
+                key,
+                category,
+                confidence,
+                component,
+                reason: opinion.reason,
+            });
+        }
+    }
+
+    fn decision(self) -> Decision {
+        let policy = self.policy;
+        match self.best {
+            Some(best) => Decision {
+                category: best.category,
+                action: policy.action(best.category),
+                confidence: best.confidence,
+                decided_by: Some(Decider {
+                    name: best.component.name_arc().clone(),
+                    version: best.component.version_arc().clone(),
+                }),
+                reason: best.reason,
+                failed_components: self.failed,
+            },
+            None => Decision {
+                category: Category::Humans,
+                action: policy.action(Category::Humans),
+                confidence: 0,
+                decided_by: None,
+                reason: "none".into(),
+                failed_components: self.failed,
+            },
+        }
+    }
+}
+
 /// Runs the classifier and every rule set of `enabled` that `set` holds (each once),
 /// merges the opinions and applies `policy`.
+///
+/// The data plane's path: it walks the components in scope (usually the classifier
+/// and at most one rule set) and keeps those enabled, rather than looking every
+/// enabled name up; [`decide_observed`] decides the same.
 pub fn decide(
     set: &RulesetSet,
     facts: &RequestFacts,
     enabled: &[&str],
     policy: &Policy,
 ) -> Decision {
-    decide_observed(set, facts, enabled, policy, |_, _| {})
+    let mut merge = Merge::new(policy);
+    let in_scope = set
+        .scopes()
+        .matching(&facts.method, &facts.target, &facts.headers);
+    for slot in in_scope.iter() {
+        let Some(component) = set.by_slot(slot) else {
+            continue;
+        };
+        let name = component.name();
+        if name == CLASSIFIER || enabled.contains(&name) {
+            merge.offer(component, component.evaluate(facts));
+        }
+    }
+    merge.decision()
 }
 
-/// [`decide`], showing each component's outcome to `observe` as it comes (for
-/// `botgate ruleset eval` and debugging; the data plane uses [`decide`]).
+/// [`decide`], showing the outcome of the classifier and of each enabled rule set
+/// (`OutOfScope` for those not called) to `observe` as it comes (for `botgate ruleset
+/// eval`, debugging and tests).
 pub fn decide_observed(
     set: &RulesetSet,
     facts: &RequestFacts,
@@ -115,12 +198,10 @@ pub fn decide_observed(
         .filter(|&(i, name)| *name != CLASSIFIER && !enabled[..i].contains(name))
         .map(|(_, name)| *name);
 
-    let mut best: Option<Candidate> = None;
-    let mut failed = 0u8;
+    let mut merge = Merge::new(policy);
     let in_scope = set
         .scopes()
         .matching(&facts.method, &facts.target, &facts.headers);
-
     for name in std::iter::once(CLASSIFIER).chain(names) {
         let Some((slot, component)) = set.get_with_slot(name) else {
             continue;
@@ -131,49 +212,9 @@ pub fn decide_observed(
             Outcome::OutOfScope
         };
         observe(component, &outcome);
-        let opinion = match outcome {
-            Outcome::Opinion(opinion) => opinion,
-            Outcome::Abstain | Outcome::OutOfScope => continue,
-            Outcome::Disabled | Outcome::Failed(_) => {
-                failed = failed.saturating_add(1);
-                continue;
-            }
-        };
-        let category = Category::from(opinion.category);
-        let confidence = opinion.confidence;
-        let key = precedence_key(component.name(), category, confidence, policy);
-        if best.as_ref().is_none_or(|b| key > b.key) {
-            best = Some(Candidate {
-                key,
-                category,
-                confidence,
-                component,
-                reason: opinion.reason,
-            });
-        }
+        merge.offer(component, outcome);
     }
-
-    match best {
-        Some(best) => Decision {
-            category: best.category,
-            action: policy.action(best.category),
-            confidence: best.confidence,
-            decided_by: Some(Decider {
-                name: best.component.name_arc().clone(),
-                version: best.component.version_arc().clone(),
-            }),
-            reason: best.reason,
-            failed_components: failed,
-        },
-        None => Decision {
-            category: Category::Humans,
-            action: policy.action(Category::Humans),
-            confidence: 0,
-            decided_by: None,
-            reason: "none".into(),
-            failed_components: failed,
-        },
-    }
+    merge.decision()
 }
 
 #[cfg(test)]

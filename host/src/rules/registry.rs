@@ -24,6 +24,8 @@ pub struct RulesetSet {
     generation: u64,
     /// Each component with its slot in `scopes` (its position in name order).
     components: BTreeMap<String, (usize, Arc<LoadedComponent>)>,
+    /// The components by slot.
+    by_slot: Vec<Arc<LoadedComponent>>,
     scopes: ScopeIndex,
 }
 
@@ -36,6 +38,7 @@ impl Default for RulesetSet {
 impl RulesetSet {
     fn new(generation: u64, components: BTreeMap<String, Arc<LoadedComponent>>) -> Self {
         let scopes = ScopeIndex::new(components.values());
+        let by_slot = components.values().cloned().collect();
         let components = components
             .into_iter()
             .enumerate()
@@ -44,6 +47,7 @@ impl RulesetSet {
         RulesetSet {
             generation,
             components,
+            by_slot,
             scopes,
         }
     }
@@ -64,6 +68,11 @@ impl RulesetSet {
     /// The component called `name` and its slot in [`RulesetSet::scopes`].
     pub fn get_with_slot(&self, name: &str) -> Option<(usize, &Arc<LoadedComponent>)> {
         self.components.get(name).map(|(slot, c)| (*slot, c))
+    }
+
+    /// The component in `slot` of [`RulesetSet::scopes`].
+    pub fn by_slot(&self, slot: usize) -> Option<&Arc<LoadedComponent>> {
+        self.by_slot.get(slot)
     }
 
     /// The scopes of the components, by slot.

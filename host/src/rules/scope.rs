@@ -145,6 +145,20 @@ impl SlotSet {
             .get(slot / 64)
             .is_some_and(|w| w & (1 << (slot % 64)) != 0)
     }
+
+    /// The slots in the set, in increasing order.
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.words.iter().enumerate().flat_map(|(i, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                (rest != 0).then(|| {
+                    let bit = rest.trailing_zeros() as usize;
+                    rest &= rest - 1;
+                    i * 64 + bit
+                })
+            })
+        })
+    }
 }
 
 impl ScopeIndex {
@@ -262,6 +276,16 @@ mod tests {
         let headers = format!("host: a.example\nuser-agent: {ua}");
         let found = index.matching(method, target, &headers);
         (0..scopes).map(|slot| found.contains(slot)).collect()
+    }
+
+    #[test]
+    fn a_slot_set_lists_its_slots_in_order() {
+        let mut set = SlotSet::with_slots(200);
+        assert_eq!(set.iter().count(), 0);
+        for slot in [130, 0, 63, 64, 199, 5] {
+            set.insert(slot);
+        }
+        assert_eq!(set.iter().collect::<Vec<_>>(), [0, 5, 63, 64, 130, 199]);
     }
 
     #[test]

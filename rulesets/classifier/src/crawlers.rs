@@ -542,12 +542,47 @@ fn slot_hash(bytes: &[u8]) -> u64 {
     hash >> 32
 }
 
+/// Whether `a` and `b` are equal, compared eight bytes a step: WebAssembly's `memcmp`
+/// (wasi-libc's, which `==` on slices calls) walks one byte at a time, and this runs on
+/// every request's user agent.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let (a_words, b_words) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tails_equal = a_words.remainder() == b_words.remainder();
+    let word = |w: &[u8]| u64::from_ne_bytes(w.try_into().expect("eight bytes"));
+    tails_equal && a_words.zip(b_words).all(|(x, y)| word(x) == word(y))
+}
+
+#[cfg(test)]
+#[test]
+fn same_bytes_is_equality() {
+    let ua = b"Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0";
+    for len in 0..=ua.len() {
+        let a = &ua[..len];
+        assert!(same_bytes(a, a));
+        if len < ua.len() {
+            assert!(
+                !same_bytes(a, &ua[..len + 1]),
+                "{len} against {} bytes",
+                len + 1
+            );
+        }
+        for at in 0..len {
+            let mut other = a.to_vec();
+            other[at] ^= 1;
+            assert!(!same_bytes(a, &other), "{len} bytes, differing at {at}");
+        }
+    }
+}
+
 /// [`scan_uncached`], answered from the memo when `ua` was scanned lately. The scan
 /// is a pure function of `ua`, so the memo changes no answer.
 pub(crate) fn scan(ua: &str) -> UaScan {
     let slot = (slot_hash(ua.as_bytes()) as usize) & (MEMO_SLOTS - 1);
     let known = MEMO.with(|memo| match &memo.borrow().slots[slot] {
-        Some((seen, scan)) if **seen == *ua => Some(*scan),
+        Some((seen, scan)) if same_bytes(seen.as_bytes(), ua.as_bytes()) => Some(*scan),
         _ => None,
     });
     if let Some(scan) = known {
