@@ -4,7 +4,8 @@
 //! before the clients that returned). The counts are the contract's `behaviour` record,
 //! handed to the components as they are.
 //!
-//! A request writes one shared counter and takes no lock: a client's window is a set
+//! A request writes one shared counter (two for a path new to the window) and takes no
+//! lock: a client's window is a set
 //! of atomics, and each thread remembers the windows of the clients it served lately,
 //! so a repeat visitor skips the cache's shard lock and the window's reference count
 //! (which every data-plane core would otherwise write for a client whose connections
