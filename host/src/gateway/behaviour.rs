@@ -5,11 +5,10 @@
 //! handed to the components as they are.
 //!
 //! A request writes one shared counter (two for a path new to the window) and takes no
-//! lock: a client's window is a set
-//! of atomics, and each thread remembers the windows of the clients it served lately,
-//! so a repeat visitor skips the cache's shard lock and the window's reference count
-//! (which every data-plane core would otherwise write for a client whose connections
-//! are spread over them, as a browser's are).
+//! lock: a client's window is a set of atomics, and each thread remembers the windows
+//! of the clients it served lately, so a repeat visitor skips the cache's shard lock
+//! and the window's reference count (which every data-plane core would otherwise write
+//! for a client whose connections are spread over them, as a browser's are).
 
 use crate::rules::bindings::Behaviour as Counts;
 use quick_cache::sync::Cache;
