@@ -253,34 +253,6 @@ fn the_data_plane_decides_what_the_observed_decision_decides() {
 }
 
 #[test]
-fn calls_on_several_threads_are_each_counted_once() {
-    // Each thread counts its own calls; the stats add them up.
-    let set = loaded_shipped();
-    let classifier = set.get("classifier").unwrap();
-    let mix = realistic_mix();
-    let before = classifier.stats();
-    std::thread::scope(|scope| {
-        for _ in 0..3 {
-            scope.spawn(|| {
-                for request in &mix {
-                    assert!(!matches!(
-                        classifier.evaluate(&request.facts),
-                        Outcome::Failed(_)
-                    ));
-                }
-            });
-        }
-    });
-    let after = classifier.stats();
-    assert_eq!(after.calls() - before.calls(), 3 * mix.len() as u64);
-    assert_eq!(
-        (after.opinions - before.opinions) + (after.abstains - before.abstains),
-        3 * mix.len() as u64
-    );
-    assert!(after.opinions > before.opinions);
-}
-
-#[test]
 fn cms_rule_sets_run_only_when_enabled() {
     let set = loaded_shipped();
     let mix = realistic_mix();

@@ -13,6 +13,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use thread_local::ThreadLocal;
@@ -290,7 +291,7 @@ impl Collector for ComponentCollector {
                     },
                     stats.calls(),
                     stats.failures(),
-                    stats.disabled_times,
+                    stats.disabled_times.load(Relaxed),
                 )
             })
             .collect();

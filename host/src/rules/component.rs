@@ -87,57 +87,34 @@ pub enum Failure {
     Instantiate(String),
 }
 
-/// Counters of one component, kept for metrics and logs: what [`LoadedComponent::stats`]
-/// reads.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+/// Counters of one component, kept for metrics and logs.
+#[derive(Debug, Default)]
 pub struct ComponentStats {
-    pub opinions: u64,
-    pub abstains: u64,
-    pub traps: u64,
-    pub deadlines: u64,
-    pub memory: u64,
-    pub bad_output: u64,
-    pub skipped_disabled: u64,
-    pub disabled_times: u64,
-    pub instances_created: u64,
+    pub opinions: AtomicU64,
+    pub abstains: AtomicU64,
+    pub traps: AtomicU64,
+    pub deadlines: AtomicU64,
+    pub memory: AtomicU64,
+    pub bad_output: AtomicU64,
+    pub skipped_disabled: AtomicU64,
+    pub disabled_times: AtomicU64,
+    pub instances_created: AtomicU64,
 }
 
 impl ComponentStats {
-    /// All calls: each ends in an opinion, an abstention or a failure.
+    /// All calls: each ends in an opinion, an abstention or a failure (derived, so a
+    /// call writes one shared counter, not two).
     pub fn calls(&self) -> u64 {
-        self.opinions + self.abstains + self.failures()
+        self.opinions.load(Relaxed) + self.abstains.load(Relaxed) + self.failures()
     }
 
     /// All failed calls.
     pub fn failures(&self) -> u64 {
-        self.traps + self.deadlines + self.memory + self.bad_output
+        self.traps.load(Relaxed)
+            + self.deadlines.load(Relaxed)
+            + self.memory.load(Relaxed)
+            + self.bad_output.load(Relaxed)
     }
-}
-
-/// The counters of the rare events, shared by the threads.
-#[derive(Debug, Default)]
-struct RareCounts {
-    traps: AtomicU64,
-    deadlines: AtomicU64,
-    memory: AtomicU64,
-    bad_output: AtomicU64,
-    skipped_disabled: AtomicU64,
-    disabled_times: AtomicU64,
-    instances_created: AtomicU64,
-}
-
-/// The calls one thread made that answered, counted by that thread alone with a load
-/// and a store (no locked add on a line every data-plane core writes) and summed when
-/// read.
-#[derive(Debug, Default)]
-struct ThreadCalls {
-    opinions: AtomicU64,
-    abstains: AtomicU64,
-}
-
-/// Adds one to a counter only the calling thread writes.
-fn count_own(counter: &AtomicU64) {
-    counter.store(counter.load(Relaxed) + 1, Relaxed);
 }
 
 /// A warm instance and its store.
@@ -168,9 +145,7 @@ pub struct LoadedComponent {
     failure_score: AtomicU32,
     /// Milliseconds since [`clock_base`] until which the component is switched off.
     disabled_until_ms: AtomicU64,
-    /// Each thread's calls that answered.
-    calls: ThreadLocal<ThreadCalls>,
-    rare: RareCounts,
+    stats: ComponentStats,
 }
 
 fn clock_base() -> Instant {
@@ -245,8 +220,7 @@ impl LoadedComponent {
             warm: Mutex::new(None),
             failure_score: AtomicU32::new(0),
             disabled_until_ms: AtomicU64::new(0),
-            calls: ThreadLocal::new(),
-            rare: RareCounts::default(),
+            stats: ComponentStats::default(),
         };
         let warmup = sandbox.config().warmup_deadline;
         let (mut instance, info) = loaded.instantiate(warmup).map_err(|e| match e {
@@ -317,7 +291,7 @@ impl LoadedComponent {
     /// A fresh instance, its `info`, and one warm-up call so lazily built tables exist
     /// before it serves traffic; each step bounded by `warmup`.
     fn instantiate(&self, warmup: Duration) -> Result<(Instance, ComponentInfo), InstantiateError> {
-        self.rare.instances_created.fetch_add(1, Relaxed);
+        self.stats.instances_created.fetch_add(1, Relaxed);
         let sandbox = &self.sandbox;
         let mut store = sandbox.new_store();
         sandbox.arm_deadline(&mut store, warmup);
@@ -369,7 +343,7 @@ impl LoadedComponent {
     pub fn evaluate(&self, facts: &RequestFacts) -> Outcome {
         let until = self.disabled_until_ms.load(Relaxed);
         if until != 0 && now_ms() < until {
-            self.rare.skipped_disabled.fetch_add(1, Relaxed);
+            self.stats.skipped_disabled.fetch_add(1, Relaxed);
             return Outcome::Disabled;
         }
         let local = self.local.get_or_default();
@@ -385,7 +359,7 @@ impl LoadedComponent {
                 Ok((instance, _)) => instance,
                 Err(err) => {
                     let failure = Failure::Instantiate(err.to_string());
-                    self.rare.traps.fetch_add(1, Relaxed);
+                    self.stats.traps.fetch_add(1, Relaxed);
                     self.record_failure(&failure);
                     return Outcome::Failed(failure);
                 }
@@ -394,11 +368,10 @@ impl LoadedComponent {
         let outcome = self.call(&mut instance, facts, self.sandbox.config().call_deadline);
         match &outcome {
             Outcome::Opinion(_) | Outcome::Abstain => {
-                let calls = self.calls.get_or_default();
                 if matches!(outcome, Outcome::Opinion(_)) {
-                    count_own(&calls.opinions);
+                    self.stats.opinions.fetch_add(1, Relaxed);
                 } else {
-                    count_own(&calls.abstains);
+                    self.stats.abstains.fetch_add(1, Relaxed);
                 }
                 // A success forgives one earlier failure: a component failing most of its
                 // calls still reaches the switch-off threshold. (Read first: a sound
@@ -413,10 +386,10 @@ impl LoadedComponent {
             }
             Outcome::Failed(failure) => {
                 let counter = match failure {
-                    Failure::Deadline => &self.rare.deadlines,
-                    Failure::Memory => &self.rare.memory,
-                    Failure::BadOutput(_) => &self.rare.bad_output,
-                    Failure::Trap(_) | Failure::Instantiate(_) => &self.rare.traps,
+                    Failure::Deadline => &self.stats.deadlines,
+                    Failure::Memory => &self.stats.memory,
+                    Failure::BadOutput(_) => &self.stats.bad_output,
+                    Failure::Trap(_) | Failure::Instantiate(_) => &self.stats.traps,
                 };
                 counter.fetch_add(1, Relaxed);
                 self.record_failure(failure);
@@ -451,7 +424,7 @@ impl LoadedComponent {
             self.disabled_until_ms
                 .store(now_ms() + pause.as_millis() as u64, Relaxed);
             self.failure_score.store(0, Relaxed);
-            self.rare.disabled_times.fetch_add(1, Relaxed);
+            self.stats.disabled_times.fetch_add(1, Relaxed);
             tracing::warn!(
                 component = %self.name,
                 version = %self.version,
@@ -501,26 +474,8 @@ impl LoadedComponent {
         &self.origin
     }
 
-    /// The component's counters now (each thread's calls added up).
-    pub fn stats(&self) -> ComponentStats {
-        let (opinions, abstains) = self.calls.iter().fold((0, 0), |(o, a), calls| {
-            (
-                o + calls.opinions.load(Relaxed),
-                a + calls.abstains.load(Relaxed),
-            )
-        });
-        let rare = &self.rare;
-        ComponentStats {
-            opinions,
-            abstains,
-            traps: rare.traps.load(Relaxed),
-            deadlines: rare.deadlines.load(Relaxed),
-            memory: rare.memory.load(Relaxed),
-            bad_output: rare.bad_output.load(Relaxed),
-            skipped_disabled: rare.skipped_disabled.load(Relaxed),
-            disabled_times: rare.disabled_times.load(Relaxed),
-            instances_created: rare.instances_created.load(Relaxed),
-        }
+    pub fn stats(&self) -> &ComponentStats {
+        &self.stats
     }
 
     /// Whether the component is switched off now.
