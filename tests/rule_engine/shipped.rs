@@ -3,7 +3,9 @@
 //! gives the expected category and action.
 
 use botgate_host::rules::RulesetSet;
-use botgate_host::rules::{DirectorySource, Outcome, RequestFacts, decide, decide_observed};
+use botgate_host::rules::{
+    Decision, DirectorySource, Outcome, RequestFacts, decide, decide_observed,
+};
 use botgate_model::{Action, Category, KNOWN_RULESETS, Policy};
 use botgate_tests::mix::realistic_mix;
 use botgate_tests::{facts, init_logs, registry, repo_root, shipped, shipped_dir};
@@ -226,19 +228,23 @@ fn the_data_plane_decides_what_the_observed_decision_decides() {
         &["nextcloud", "no-such-rule-set", "nextcloud"],
         &["classifier", "joomla", "drupal", "bitrix"],
     ];
-    let calls = || -> Vec<u64> { set.iter().map(|c| c.stats().calls()).collect() };
+    // What `decide` returns, and each component's calls while it ran.
+    let counting_calls = |decide: &dyn Fn() -> Decision| {
+        let calls = || -> Vec<u64> { set.iter().map(|c| c.stats().calls()).collect() };
+        let before = calls();
+        let decision = decide();
+        let made: Vec<u64> = calls().iter().zip(&before).map(|(a, b)| a - b).collect();
+        (decision, made)
+    };
     let mut decided_by_rule_sets = 0;
     for request in realistic_mix() {
         for enabled in enabled_lists {
             for policy in [Policy::default(), strict] {
-                let before = calls();
-                let fast = decide(&set, &request.facts, enabled, &policy);
-                let fast_calls: Vec<u64> =
-                    calls().iter().zip(&before).map(|(a, b)| a - b).collect();
-                let before = calls();
-                let observed = decide_observed(&set, &request.facts, enabled, &policy, |_, _| {});
-                let observed_calls: Vec<u64> =
-                    calls().iter().zip(&before).map(|(a, b)| a - b).collect();
+                let (fast, fast_calls) =
+                    counting_calls(&|| decide(&set, &request.facts, enabled, &policy));
+                let (observed, observed_calls) = counting_calls(&|| {
+                    decide_observed(&set, &request.facts, enabled, &policy, |_, _| {})
+                });
                 let label = request.label;
                 assert_eq!(fast, observed, "{label}, enabled {enabled:?}");
                 assert_eq!(fast_calls, observed_calls, "{label}, enabled {enabled:?}");

@@ -22,10 +22,8 @@ use std::time::{Duration, Instant};
 /// indexed.
 pub struct RulesetSet {
     generation: u64,
-    /// Each component with its slot in `scopes` (its position in name order).
-    components: BTreeMap<String, (usize, Arc<LoadedComponent>)>,
-    /// The components by slot.
-    by_slot: Vec<Arc<LoadedComponent>>,
+    /// The components in name order; a component's position is its slot in `scopes`.
+    components: Vec<Arc<LoadedComponent>>,
     scopes: ScopeIndex,
 }
 
@@ -38,16 +36,9 @@ impl Default for RulesetSet {
 impl RulesetSet {
     fn new(generation: u64, components: BTreeMap<String, Arc<LoadedComponent>>) -> Self {
         let scopes = ScopeIndex::new(components.values());
-        let by_slot = components.values().cloned().collect();
-        let components = components
-            .into_iter()
-            .enumerate()
-            .map(|(slot, (name, component))| (name, (slot, component)))
-            .collect();
         RulesetSet {
             generation,
-            components,
-            by_slot,
+            components: components.into_values().collect(),
             scopes,
         }
     }
@@ -56,23 +47,27 @@ impl RulesetSet {
     fn to_map(&self) -> BTreeMap<String, Arc<LoadedComponent>> {
         self.components
             .iter()
-            .map(|(name, (_, c))| (name.clone(), c.clone()))
+            .map(|c| (c.name().to_owned(), c.clone()))
             .collect()
     }
 
     /// The component called `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<LoadedComponent>> {
-        self.components.get(name).map(|(_, c)| c)
+        self.get_with_slot(name).map(|(_, c)| c)
     }
 
     /// The component called `name` and its slot in [`RulesetSet::scopes`].
     pub fn get_with_slot(&self, name: &str) -> Option<(usize, &Arc<LoadedComponent>)> {
-        self.components.get(name).map(|(slot, c)| (*slot, c))
+        let slot = self
+            .components
+            .binary_search_by(|c| c.name().cmp(name))
+            .ok()?;
+        Some((slot, &self.components[slot]))
     }
 
     /// The component in `slot` of [`RulesetSet::scopes`].
     pub fn by_slot(&self, slot: usize) -> Option<&Arc<LoadedComponent>> {
-        self.by_slot.get(slot)
+        self.components.get(slot)
     }
 
     /// The scopes of the components, by slot.
@@ -82,7 +77,7 @@ impl RulesetSet {
 
     /// Every component, by name.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<LoadedComponent>> {
-        self.components.values().map(|(_, c)| c)
+        self.components.iter()
     }
 
     pub fn len(&self) -> usize {
@@ -293,10 +288,10 @@ impl Registry {
             }
         }
         drop(refused);
-        for name in old.components.keys() {
+        for name in old.iter().map(|c| c.name()) {
             if !next.contains_key(name) {
                 tracing::info!(component = %name, "rule set removed");
-                report.removed.push(name.clone());
+                report.removed.push(name.to_owned());
             }
         }
         if report.changed() {
