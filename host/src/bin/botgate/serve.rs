@@ -268,10 +268,6 @@ pub struct DataPlaneArgs {
     /// connection stay on one core; one per core when not given.
     #[arg(long, env = "BOTGATE_DATA_PLANE_THREADS")]
     threads: Option<std::num::NonZeroUsize>,
-    /// Leave the data-plane threads free to move between cores. By default, with one
-    /// thread per core (no `--threads`), thread N stays on core N.
-    #[arg(long, env = "BOTGATE_NO_PIN_THREADS")]
-    no_pin_threads: bool,
     /// Serve no HTTP/3 (QUIC on the HTTPS listener's address over UDP).
     #[arg(long, env = "BOTGATE_NO_HTTP3")]
     no_http3: bool,
@@ -470,12 +466,6 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>, stderr: BatchedWriter) 
         .threads
         .or_else(|| std::thread::available_parallelism().ok())
         .map_or(1, |n| n.get());
-    // One thread per core, each kept on its own core (as nginx's `worker_cpu_affinity
-    // auto`): no migrations between the cores, and each keeps its caches warm.
-    let cores = (args.data_plane.threads.is_none() && !args.data_plane.no_pin_threads)
-        .then(core_affinity::get_core_ids)
-        .flatten()
-        .filter(|cores| cores.len() == threads);
     let http = bind_shared(args.http_listen, "HTTP", threads)?;
     let https = bind_shared(args.https_listen, "HTTPS", threads)?;
     let http3 = if args.data_plane.no_http3 {
@@ -516,18 +506,9 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>, stderr: BatchedWriter) 
         listeners.push(tokio::spawn(async move {
             let _ = listening.await;
         }));
-        let core = cores.as_ref().map(|cores| cores[index]);
         std::thread::Builder::new()
             .name(format!("data-plane-{index}"))
             .spawn(move || {
-                if let Some(core) = core
-                    && !core_affinity::set_for_current(core)
-                {
-                    tracing::warn!(
-                        core = core.id,
-                        "could not keep a data-plane thread on its core"
-                    );
-                }
                 runtime.block_on(async move {
                     tokio::join!(
                         listener::serve(
