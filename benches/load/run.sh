@@ -10,13 +10,16 @@
 # and each of the first three with one thread instead of one per core (a1, b1: a second
 # botgate with `--threads 1`, on a copy of the store; c1: nginx with one worker), since
 # the generator and the origin share the cores with the front end.
+# Two reference proxies can run beside them (FRONTENDS="... r h"), the floor under
+# botgate's proxy core (benches/load/reference): (r) tokio + httparse and nothing else,
+# (h) hyper's server and client with botgate's timeouts and nothing else.
 # Every request is a browser's page view (the same headers for all four), which the
 # rule components classify as `humans` and grant.
 #
 #   benches/load/run.sh                      # 3 rounds of 10 s per front end
 #   ROUNDS=5 DURATION=20 benches/load/run.sh
 #   PROFILE=1 benches/load/run.sh             # also `perf record` botgate in round 1
-#   FRONTENDS="a c" benches/load/run.sh       # only some front ends (a a1 b b1 c c1 d)
+#   FRONTENDS="a c" benches/load/run.sh       # only some front ends (a a1 b b1 c c1 d r h)
 #   HOLD=1 benches/load/run.sh                # set up, print the wrk commands, and wait
 #                                             # (for perf, strace, ...) until Ctrl-C
 #   AB="OLD NEW" benches/load/run.sh          # compare two botgate binaries (below)
@@ -60,6 +63,9 @@ echo "== building botgate (release) and the rule components" >&2
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
 cargo build -q --release --target wasm32-wasip2 --manifest-path rulesets/Cargo.toml
 [[ -n ${BOTGATE:-} ]] || cargo build -q --release -p botgate-host --bin botgate
+if [[ " ${FRONTENDS:-} " =~ \ [rh]\  ]]; then
+    cargo build -q --release --manifest-path benches/load/reference/Cargo.toml
+fi
 
 work=$PWD/target/load-bench
 rm -rf "$work" && mkdir -p "$work"/{site,rulesets,data,modsec}
@@ -173,11 +179,23 @@ if [[ -z ${AB:-} && ${TRAIN:-} != 1 ]]; then
     front_pid[a1]=$botgate1_pid; front_pid[b1]=$botgate1_pid
 fi
 cores=$(nproc)
+# The reference proxies, one thread per core as botgate (benches/load/reference).
+for mode in raw hyper; do
+    [[ " ${FRONTENDS:-} " =~ \ ${mode:0:1}\  ]] || continue
+    port=$(free_port)
+    benches/load/reference/target/release/botgate-load-reference "$mode" "127.0.0.1:$port" \
+        "127.0.0.1:$origin_port" "$cores" > "$work/reference-$mode.log" 2>&1 &
+    pids+=($!)
+    target[${mode:0:1}]="$port bench.example"; front_pid[${mode:0:1}]=$!
+    wait_port "$port"
+done
 declare -A label=(
     [a]="(a) botgate, full protection, $cores threads" [b]="(b) botgate, protection off, $cores threads"
     [a1]="(a) botgate, full protection, 1 thread" [b1]="(b) botgate, protection off, 1 thread"
     [c]="(c) nginx proxy_pass, 2 workers" [c1]="(c) nginx proxy_pass, 1 worker"
-    [d]="(d) nginx + ModSecurity + CRS, 2 workers")
+    [d]="(d) nginx + ModSecurity + CRS, 2 workers"
+    [r]="(r) reference: tokio + httparse only, $cores threads"
+    [h]="(h) reference: hyper + botgate's timeouts only, $cores threads")
 
 # One address sending tens of thousands of page views a second is, rightly, a bot to the
 # components: the load generator carries the pass of a solved challenge, as a visitor
