@@ -41,12 +41,16 @@ step "format"
 cargo fmt --all --check
 cargo fmt --all --check --manifest-path rulesets/Cargo.toml
 cargo fmt --all --check --manifest-path tests/guests/Cargo.toml
+cargo fmt --all --check --manifest-path benches/load/reference/Cargo.toml
 
 step "lints"
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --workspace --all-targets --manifest-path rulesets/Cargo.toml -- -D warnings
 cargo clippy --workspace --release --target wasm32-wasip2 --manifest-path tests/guests/Cargo.toml \
     --target-dir rulesets/target -- -D warnings
+# The load benchmark's reference proxies (a crate of their own); checked, not built.
+cargo clippy --all-targets --manifest-path benches/load/reference/Cargo.toml \
+    --target-dir target/reference -- -D warnings
 
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
