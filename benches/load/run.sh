@@ -63,7 +63,9 @@ echo "== building botgate (release) and the rule components" >&2
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
 cargo build -q --release --target wasm32-wasip2 --manifest-path rulesets/Cargo.toml
 [[ -n ${BOTGATE:-} ]] || cargo build -q --release -p botgate-host --bin botgate
-if [[ " ${FRONTENDS:-} " =~ \ [rh]\  ]]; then
+# Whether FRONTENDS names front end $1 (the reference proxies run only when named).
+named() { [[ " ${FRONTENDS:-} " == *" $1 "* ]]; }
+if named r || named h; then
     cargo build -q --release --manifest-path benches/load/reference/Cargo.toml
 fi
 
@@ -181,7 +183,7 @@ fi
 cores=$(nproc)
 # The reference proxies, one thread per core as botgate (benches/load/reference).
 for mode in raw hyper; do
-    [[ " ${FRONTENDS:-} " =~ \ ${mode:0:1}\  ]] || continue
+    named "${mode:0:1}" || continue
     port=$(free_port)
     benches/load/reference/target/release/botgate-load-reference "$mode" "127.0.0.1:$port" \
         "127.0.0.1:$origin_port" "$cores" > "$work/reference-$mode.log" 2>&1 &
