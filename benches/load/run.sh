@@ -10,16 +10,17 @@
 # and each of the first three with one thread instead of one per core (a1, b1: a second
 # botgate with `--threads 1`, on a copy of the store; c1: nginx with one worker), since
 # the generator and the origin share the cores with the front end.
-# Two reference proxies can run beside them (FRONTENDS="... r h"), the floor under
+# Three reference proxies can run beside them (FRONTENDS="... r h x"), the floor under
 # botgate's proxy core (benches/load/reference): (r) tokio + httparse and nothing else,
-# (h) hyper's server and client with botgate's timeouts and nothing else.
+# (h) hyper's server and client with botgate's timeouts and nothing else, (x) as (h) with
+# the origin connection driven inline instead of by hyper's client.
 # Every request is a browser's page view (the same headers for all four), which the
 # rule components classify as `humans` and grant.
 #
 #   benches/load/run.sh                      # 3 rounds of 10 s per front end
 #   ROUNDS=5 DURATION=20 benches/load/run.sh
 #   PROFILE=1 benches/load/run.sh             # also `perf record` botgate in round 1
-#   FRONTENDS="a c" benches/load/run.sh       # only some front ends (a a1 b b1 c c1 d r h)
+#   FRONTENDS="a c" benches/load/run.sh       # only some front ends (a a1 b b1 c c1 d r h x)
 #   HOLD=1 benches/load/run.sh                # set up, print the wrk commands, and wait
 #                                             # (for perf, strace, ...) until Ctrl-C
 #   AB="OLD NEW" benches/load/run.sh          # compare two botgate binaries (below)
@@ -65,7 +66,7 @@ cargo build -q --release --target wasm32-wasip2 --manifest-path rulesets/Cargo.t
 [[ -n ${BOTGATE:-} ]] || cargo build -q --release -p botgate-host --bin botgate
 # Whether FRONTENDS names front end $1 (the reference proxies run only when named).
 named() { [[ " ${FRONTENDS:-} " == *" $1 "* ]]; }
-if named r || named h; then
+if named r || named h || named x; then
     cargo build -q --release --manifest-path benches/load/reference/Cargo.toml
 fi
 
@@ -182,13 +183,14 @@ if [[ -z ${AB:-} && ${TRAIN:-} != 1 ]]; then
 fi
 cores=$(nproc)
 # The reference proxies, one thread per core as botgate (benches/load/reference).
-for mode in raw hyper; do
-    named "${mode:0:1}" || continue
+for reference in r:raw h:hyper x:hyper-inline; do
+    key=${reference%%:*} mode=${reference#*:}
+    named "$key" || continue
     port=$(free_port)
     benches/load/reference/target/release/botgate-load-reference "$mode" "127.0.0.1:$port" \
         "127.0.0.1:$origin_port" "$cores" > "$work/reference-$mode.log" 2>&1 &
     pids+=($!)
-    target[${mode:0:1}]="$port bench.example"; front_pid[${mode:0:1}]=$!
+    target[$key]="$port bench.example"; front_pid[$key]=$!
     wait_port "$port"
 done
 declare -A label=(
@@ -197,7 +199,8 @@ declare -A label=(
     [c]="(c) nginx proxy_pass, 2 workers" [c1]="(c) nginx proxy_pass, 1 worker"
     [d]="(d) nginx + ModSecurity + CRS, 2 workers"
     [r]="(r) reference: tokio + httparse only, $cores threads"
-    [h]="(h) reference: hyper + botgate's timeouts only, $cores threads")
+    [h]="(h) reference: hyper + botgate's timeouts only, $cores threads"
+    [x]="(x) reference: hyper server, origin driven inline, $cores threads")
 
 # One address sending tens of thousands of page views a second is, rightly, a bot to the
 # components: the load generator carries the pass of a solved challenge, as a visitor
@@ -243,12 +246,13 @@ if [[ ${TRAIN:-} == 1 ]]; then
     exit 0
 fi
 
-# CPU seconds (user + system, in clock ticks) of a process and its children (nginx's
-# workers), from /proc.
+# CPU time (user + system, in clock ticks) of a process and its children (nginx's
+# workers), from /proc; with `user` as $2, the user-space part only.
 cpu_ticks() {
-    local total=0 pid
+    local total=0 pid fields='$14 + $15'
+    [[ ${2:-} == user ]] && fields='$14'
     for pid in "$1" $(pgrep -P "$1"); do
-        total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat")))
+        total=$((total + $(awk "{print $fields}" "/proc/$pid/stat")))
     done
     echo "$total"
 }
@@ -335,12 +339,14 @@ for round in $(seq "$ROUNDS"); do
             profiler=$!
         fi
         cpu_before=$(cpu_ticks "${front_pid[$run]}")
+        user_before=$(cpu_ticks "${front_pid[$run]}" user)
         origin_before=$(cpu_ticks "$origin_pid")
         # `time` gives wrk's own CPU time (user and system seconds).
         wrk_cpu=$({ TIMEFORMAT='%U %S'; time wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency \
             "${browser[@]}" -H "Host: $host" "http://127.0.0.1:$port/" > "$work/wrk.out"; } 2>&1)
         out=$(cat "$work/wrk.out")
         cpu_after=$(cpu_ticks "${front_pid[$run]}")
+        user_after=$(cpu_ticks "${front_pid[$run]}" user)
         origin_after=$(cpu_ticks "$origin_pid")
         if [[ -n $profiler ]]; then kill -INT "$profiler"; wait "$profiler" || true; fi
         echo "$out" > "$work/wrk-$run-$round.txt"
@@ -353,18 +359,22 @@ for round in $(seq "$ROUNDS"); do
         # processes on the machine than requests/s.
         cpu_us=$(awk -v t=$((cpu_after - cpu_before)) -v hz="$ticks_per_second" -v n="$requests" \
             'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
+        # Of that, the front end's own code (the rest is the kernel's: syscalls, TCP).
+        user_us=$(awk -v t=$((user_after - user_before)) -v hz="$ticks_per_second" -v n="$requests" \
+            'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
         # What the origin and the generator, which share the cores, spend per request.
         origin_us=$(awk -v t=$((origin_after - origin_before)) -v hz="$ticks_per_second" -v n="$requests" \
             'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
         wrk_us=$(awk -v n="$requests" '{ printf "%.1f", ($1 + $2) * 1e6 / n }' <<<"$wrk_cpu")
-        echo "$run $rps $p50 $p99 ${errors:-0} $cpu_us $origin_us $wrk_us" >> "$work/results.txt"
-        echo "round $round ${label[$run]}: $rps req/s, p50 $p50 ms, p99 $p99 ms, non-2xx ${errors:-0}, CPU µs/request: front end $cpu_us, origin $origin_us, wrk $wrk_us" >&2
+        echo "$run $rps $p50 $p99 ${errors:-0} $cpu_us $origin_us $wrk_us $user_us" >> "$work/results.txt"
+        echo "round $round ${label[$run]}: $rps req/s, p50 $p50 ms, p99 $p99 ms, non-2xx ${errors:-0}, CPU µs/request: front end $cpu_us (user $user_us), origin $origin_us, wrk $wrk_us" >&2
     done
 done
 
-declare -A rps p50 p99 cpu origin_cpu wrk_cpu
+declare -A rps p50 p99 cpu user_cpu origin_cpu wrk_cpu
 for run in $FRONTENDS; do
     cpu[$run]=$(awk -v r="$run" '$1==r {print $6}' "$work/results.txt" | median)
+    user_cpu[$run]=$(awk -v r="$run" '$1==r {print $9}' "$work/results.txt" | median)
     origin_cpu[$run]=$(awk -v r="$run" '$1==r {print $7}' "$work/results.txt" | median)
     wrk_cpu[$run]=$(awk -v r="$run" '$1==r {print $8}' "$work/results.txt" | median)
     rps[$run]=$(awk -v r="$run" '$1==r {print $2}' "$work/results.txt" | median)
@@ -374,11 +384,11 @@ done
 echo
 echo "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s, medians of $ROUNDS interleaved rounds, $(nproc) cores"
 echo
-echo "| front end | requests/s | p50 ms | p99 ms | CPU µs/request: front end | origin | wrk |"
-echo "|---|---:|---:|---:|---:|---:|---:|"
+echo "| front end | requests/s | p50 ms | p99 ms | CPU µs/request: front end | of which user space | origin | wrk |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for run in $FRONTENDS; do
-    printf '| %s | %.0f | %.2f | %.2f | %.1f | %.1f | %.1f |\n' "${label[$run]}" "${rps[$run]}" "${p50[$run]}" \
-        "${p99[$run]}" "${cpu[$run]}" "${origin_cpu[$run]}" "${wrk_cpu[$run]}"
+    printf '| %s | %.0f | %.2f | %.2f | %.1f | %.1f | %.1f | %.1f |\n' "${label[$run]}" "${rps[$run]}" "${p50[$run]}" \
+        "${p99[$run]}" "${cpu[$run]}" "${user_cpu[$run]}" "${origin_cpu[$run]}" "${wrk_cpu[$run]}"
 done
 echo
 [[ $FRONTENDS == "a a1 b b1 c c1 d" ]] || exit 0

@@ -1,8 +1,8 @@
 //! Reference HTTP/1.1 reverse proxies for the load benchmark (benches/load/run.sh): how
-//! cheap a tokio proxy can be on this machine, and what hyper alone costs, so botgate's
+//! cheap a tokio proxy can be on this machine, and what hyper and its halves cost, so botgate's
 //! CPU per request can be read against a floor as well as against nginx.
 //!
-//! Both run like botgate's data plane: one current-thread tokio runtime per thread, each
+//! All three run like botgate's data plane: one current-thread tokio runtime per thread, each
 //! accepting on its own `SO_REUSEPORT` listener, mimalloc, and `X-Forwarded-For` added.
 //! Each client connection gets one kept-alive origin connection of its own.
 //!
@@ -12,8 +12,12 @@
 //! - `hyper`: hyper's HTTP/1.1 server and client connection, with the timeouts botgate
 //!   sets (hyper's header read timeout, a timeout on the origin's answer, a per-connection
 //!   idle check) and nothing else: no website lookup, no protection, no log, no metrics.
+//! - `hyper-inline`: hyper's server as in `hyper`, with the origin connection driven
+//!   inline in the service (httparse, `Content-Length` framing only, the response's
+//!   headers into an `http::HeaderMap` as the gateway's phases need them) instead of
+//!   hyper's client: what hyper's client side costs, measured against `hyper`.
 //!
-//! `botgate-load-reference raw|hyper LISTEN ORIGIN [THREADS]`
+//! `botgate-load-reference raw|hyper|hyper-inline LISTEN ORIGIN [THREADS]`
 
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -38,6 +42,7 @@ const IDLE_CHECK_EVERY: Duration = Duration::from_secs(15);
 enum Mode {
     Raw,
     Hyper,
+    HyperInline,
 }
 
 fn main() {
@@ -48,11 +53,12 @@ fn main() {
 }
 
 fn run() -> Result<(), String> {
-    let usage = "usage: botgate-load-reference raw|hyper LISTEN ORIGIN [THREADS]";
+    let usage = "usage: botgate-load-reference raw|hyper|hyper-inline LISTEN ORIGIN [THREADS]";
     let mut args = std::env::args().skip(1);
     let mode = match args.next().as_deref() {
         Some("raw") => Mode::Raw,
         Some("hyper") => Mode::Hyper,
+        Some("hyper-inline") => Mode::HyperInline,
         _ => return Err(usage.into()),
     };
     let mut address = |what: &str| -> Result<SocketAddr, String> {
@@ -121,6 +127,7 @@ fn serve_thread(
                 let served = match mode {
                     Mode::Raw => proxy_raw(client, peer, origin).await,
                     Mode::Hyper => proxy_hyper(client, peer, origin).await,
+                    Mode::HyperInline => proxy_hyper_inline(client, peer, origin).await,
                 };
                 if let Err(err) = served {
                     eprintln!("connection from {peer}: {err}");
@@ -141,6 +148,15 @@ fn content_length(headers: &[httparse::Header<'_>]) -> std::io::Result<usize> {
             .and_then(|v| v.trim().parse().ok())
             .ok_or_else(|| std::io::Error::other("bad Content-Length")),
     }
+}
+
+/// Sets `TCP_NODELAY` on the client connection and opens its origin connection, also
+/// without Nagle's delay.
+async fn dial(client: &TcpStream, origin: SocketAddr) -> std::io::Result<TcpStream> {
+    client.set_nodelay(true)?;
+    let upstream = TcpStream::connect(origin).await?;
+    upstream.set_nodelay(true)?;
+    Ok(upstream)
 }
 
 /// Reads from `stream` into `buffer` until `parse` finds a whole head in it.
@@ -182,9 +198,7 @@ async fn proxy_raw(
     peer: SocketAddr,
     origin: SocketAddr,
 ) -> std::io::Result<()> {
-    client.set_nodelay(true)?;
-    let mut upstream = TcpStream::connect(origin).await?;
-    upstream.set_nodelay(true)?;
+    let mut upstream = dial(&client, origin).await?;
     let forwarded_for = peer.ip().to_string();
     let (mut request, mut outgoing, mut response) = (Vec::new(), Vec::new(), Vec::new());
     loop {
@@ -256,9 +270,7 @@ async fn proxy_hyper(
     peer: SocketAddr,
     origin: SocketAddr,
 ) -> std::io::Result<()> {
-    client.set_nodelay(true)?;
-    let upstream = TcpStream::connect(origin).await?;
-    upstream.set_nodelay(true)?;
+    let upstream = dial(&client, origin).await?;
     let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(upstream))
         .await
         .map_err(std::io::Error::other)?;
@@ -288,6 +300,110 @@ async fn proxy_hyper(
             }
         }
     });
+    serve_hyper(client, service).await
+}
+
+/// The origin connection of `hyper-inline`, and what it has read past the last response.
+type InlineOrigin = (TcpStream, Vec<u8>);
+
+/// hyper's server; the origin connection read and written inline by the service, one
+/// request at a time (HTTP/1.1 serves one at a time, so the connection is always free).
+async fn proxy_hyper_inline(
+    client: TcpStream,
+    peer: SocketAddr,
+    origin: SocketAddr,
+) -> std::io::Result<()> {
+    let upstream = dial(&client, origin).await?;
+    let upstream: Rc<RefCell<Option<InlineOrigin>>> =
+        Rc::new(RefCell::new(Some((upstream, Vec::new()))));
+    let forwarded_for = peer.ip().to_string();
+    let service = hyper::service::service_fn(move |request: http::Request<Incoming>| {
+        let (upstream, forwarded_for) = (upstream.clone(), forwarded_for.clone());
+        async move {
+            let (mut stream, mut response) = upstream
+                .borrow_mut()
+                .take()
+                .ok_or_else(|| std::io::Error::other("origin connection busy"))?;
+            let (parts, body) = request.into_parts();
+            let body = body
+                .collect()
+                .await
+                .map_err(std::io::Error::other)?
+                .to_bytes();
+            let mut out = Vec::with_capacity(1024);
+            out.extend_from_slice(parts.method.as_str().as_bytes());
+            out.push(b' ');
+            out.extend_from_slice(
+                parts
+                    .uri
+                    .path_and_query()
+                    .map(|p| p.as_str())
+                    .unwrap_or("/")
+                    .as_bytes(),
+            );
+            out.extend_from_slice(b" HTTP/1.1\r\n");
+            for (name, value) in parts.headers.iter() {
+                if name != http::header::CONNECTION {
+                    out.extend_from_slice(name.as_str().as_bytes());
+                    out.extend_from_slice(b": ");
+                    out.extend_from_slice(value.as_bytes());
+                    out.extend_from_slice(b"\r\n");
+                }
+            }
+            out.extend_from_slice(b"x-forwarded-for: ");
+            out.extend_from_slice(forwarded_for.as_bytes());
+            out.extend_from_slice(b"\r\n\r\n");
+            out.extend_from_slice(&body);
+            stream.write_all(&out).await?;
+            let head = tokio::time::timeout(
+                RESPONSE_TIMEOUT,
+                read_head(&mut stream, &mut response, |bytes| {
+                    let mut headers = [httparse::EMPTY_HEADER; 64];
+                    let mut parsed = httparse::Response::new(&mut headers);
+                    match parsed.parse(bytes).map_err(std::io::Error::other)? {
+                        httparse::Status::Complete(head_len) => {
+                            let mut builder =
+                                http::Response::builder().status(parsed.code.unwrap_or(502));
+                            for header in parsed.headers.iter() {
+                                builder = builder.header(header.name, header.value);
+                            }
+                            Ok(Some((head_len, content_length(parsed.headers)?, builder)))
+                        }
+                        httparse::Status::Partial => Ok(None),
+                    }
+                }),
+            )
+            .await
+            .map_err(|_| std::io::Error::other("the origin did not answer in time"))??;
+            let Some((head_len, body_len, builder)) = head else {
+                return Err(std::io::Error::other("origin closed"));
+            };
+            if !read_to(&mut stream, &mut response, head_len + body_len).await? {
+                return Err(std::io::Error::other("origin closed"));
+            }
+            let body = bytes::Bytes::copy_from_slice(&response[head_len..head_len + body_len]);
+            response.drain(..head_len + body_len);
+            *upstream.borrow_mut() = Some((stream, response));
+            builder
+                .body(http_body_util::Full::new(body))
+                .map_err(std::io::Error::other)
+        }
+    });
+    serve_hyper(client, service).await
+}
+
+/// Serves one client connection with hyper's HTTP/1.1 server, as botgate's listener
+/// does: its header read timeout, and an idle check every quarter of the idle timeout.
+async fn serve_hyper<S, B>(client: TcpStream, service: S) -> std::io::Result<()>
+where
+    S: hyper::service::Service<
+            http::Request<Incoming>,
+            Response = http::Response<B>,
+            Error = std::io::Error,
+        >,
+    B: hyper::body::Body + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
