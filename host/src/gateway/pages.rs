@@ -89,7 +89,7 @@ pub fn missing_host() -> Response<Body> {
     page(
         StatusCode::BAD_REQUEST,
         "Bad request",
-        "The request names no website (its Host header is missing or malformed).",
+        "The request names no website (its Host header is missing, malformed or repeated).",
     )
 }
 

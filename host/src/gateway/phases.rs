@@ -81,22 +81,33 @@ fn unix_now() -> u64 {
 }
 
 /// The host name a request addressed: `:authority` or `Host`, lower case, without the
-/// port or a trailing dot.
+/// port or a trailing dot. `None` (a bad request) when there is none, when it is not a
+/// host and port, or when the request carries more than one `Host` (RFC 9112 §3.2: the
+/// gateway would judge one website and the origin might serve another).
 fn request_host<B>(request: &Request<B>) -> Option<String> {
+    let mut sent = request.headers().get_all(header::HOST).iter();
+    let first = sent.next();
+    if sent.next().is_some() {
+        return None;
+    }
     let host = match request.uri().authority() {
-        Some(authority) => canonical_host(authority.host()),
+        Some(authority) => authority_host(authority)?,
         None => {
-            let value = request.headers().get(header::HOST)?.as_bytes();
+            let value = first?.as_bytes();
             match plain_host(value) {
                 Some(host) => canonical_host(host),
-                None => {
-                    let authority = http::uri::Authority::try_from(value).ok()?;
-                    canonical_host(authority.host())
-                }
+                None => authority_host(&http::uri::Authority::try_from(value).ok()?)?,
             }
         }
     };
     (!host.is_empty()).then_some(host)
+}
+
+/// The canonical host of an authority; `None` when it carries user information
+/// (`user@host`), which a `Host` never may and a request target must not (RFC 9110
+/// §4.2.4).
+fn authority_host(authority: &http::uri::Authority) -> Option<String> {
+    (!authority.as_str().contains('@')).then(|| canonical_host(authority.host()))
 }
 
 /// The host of a `Host` value made only of lower-case letters, digits, `-` and `.`,
@@ -582,7 +593,7 @@ mod tests {
     /// URI authority.
     fn parsed_host(value: &str) -> Option<String> {
         let authority: http::uri::Authority = value.parse().ok()?;
-        let host = canonical_host(authority.host());
+        let host = authority_host(&authority)?;
         (!host.is_empty()).then_some(host)
     }
 
@@ -623,5 +634,37 @@ mod tests {
             .body(())
             .unwrap();
         assert_eq!(request_host(&absolute).as_deref(), Some("shop.example"));
+    }
+
+    #[test]
+    fn two_hosts_or_user_information_name_no_website() {
+        let request = |uri: &str, hosts: &[&str]| {
+            let mut request = Request::builder().uri(uri);
+            for host in hosts {
+                request = request.header(header::HOST, *host);
+            }
+            request.body(()).unwrap()
+        };
+        assert_eq!(
+            request_host(&request("/", &["shop.example"])).as_deref(),
+            Some("shop.example")
+        );
+        for hosts in [
+            &["shop.example", "admin.example"][..],
+            &["shop.example", "shop.example"],
+        ] {
+            assert_eq!(request_host(&request("/", hosts)), None, "{hosts:?}");
+            assert_eq!(
+                request_host(&request("http://shop.example/", hosts)),
+                None,
+                "absolute form, {hosts:?}"
+            );
+        }
+        assert_eq!(request_host(&request("/", &["user@shop.example"])), None);
+        assert_eq!(
+            request_host(&request("http://user@shop.example/", &[])),
+            None
+        );
+        assert_eq!(request_host(&request("/", &[])), None);
     }
 }

@@ -56,9 +56,16 @@ fn requests_reach_the_origin_with_host_and_forwarding_headers() {
 }
 
 #[test]
-fn unknown_hosts_get_a_clear_404() {
+fn unknown_and_ambiguous_hosts_get_a_clear_page() {
     let origin = origin("one");
     let gateway = gateway(origin.address.port(), &[]);
+    add_website(
+        &gateway,
+        json!({"domain": "known.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&[])}),
+    )
+    .unwrap();
+    // `add_website` waits for the website by sending one request through.
+    let before = origin.requests();
     let answer = get(gateway.http, "nobody.example", "/").unwrap();
     assert_eq!(answer.status, 404);
     assert!(
@@ -66,7 +73,25 @@ fn unknown_hosts_get_a_clear_404() {
         "{}",
         answer.text()
     );
-    assert_eq!(origin.requests(), 0);
+    // Two Host headers (the gateway would judge one website, the origin might serve
+    // the other) and a Host with user information are bad requests, even when a name
+    // is a website's.
+    for outgoing in [
+        Outgoing::get("known.example", "/").header("host", "other.example"),
+        Outgoing::get("known.example", "/").header("host", "known.example"),
+        Outgoing::get("user@known.example", "/"),
+    ] {
+        let sent = format!("{:?}", outgoing.headers);
+        let answer = send(gateway.http, outgoing).unwrap();
+        assert_eq!(answer.status, 400, "{sent}: {}", answer.text());
+        assert!(answer.text().contains("Host header"), "{}", answer.text());
+    }
+    assert_eq!(
+        origin.requests(),
+        before,
+        "a refused request reached the origin"
+    );
+    assert_eq!(get(gateway.http, "known.example", "/").unwrap().status, 200);
 }
 
 #[test]
