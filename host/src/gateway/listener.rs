@@ -300,11 +300,20 @@ async fn serve_http<S>(
                 closing = true;
                 connection.as_mut().graceful_shutdown();
             }
-            _ = idle_check.tick(), if !closing => {
-                if idle.quiet_for(std::time::Instant::now()) >= limits.idle_timeout {
-                    closing = true;
-                    connection.as_mut().graceful_shutdown();
+            _ = idle_check.tick() => {
+                if idle.quiet_for(std::time::Instant::now()) < limits.idle_timeout {
+                    continue;
                 }
+                if closing {
+                    // Asked to close a check ago and still no byte moved either way: a
+                    // request is stuck (a body that never comes, a client that stops
+                    // reading, an origin that stalls mid-body), and a graceful close
+                    // would wait for it forever. Dropping the connection closes it.
+                    tracing::debug!("connection quiet past its idle timeout with a request in flight; closed");
+                    return;
+                }
+                closing = true;
+                connection.as_mut().graceful_shutdown();
             }
         }
     }

@@ -409,14 +409,26 @@ impl Gateway {
     ) -> Response<Body> {
         let domain = website.website.domain.as_str();
         let client = connection.client.ip();
-        let body = match Limited::new(request.into_body(), 8 * 1024).collect().await {
-            Ok(body) => body.to_bytes(),
-            Err(_) => {
+        // A few hundred bytes that a browser sends at once: a sender slower than the
+        // header-read timeout is not answering a challenge.
+        let reading = Limited::new(request.into_body(), 8 * 1024).collect();
+        let body = match tokio::time::timeout(self.config.limits.header_read_timeout, reading).await
+        {
+            Ok(Ok(body)) => body.to_bytes(),
+            Ok(Err(_)) => {
                 record.action = "bad_request";
                 return pages::page(
                     StatusCode::BAD_REQUEST,
                     "Bad request",
                     "The challenge answer could not be read.",
+                );
+            }
+            Err(_) => {
+                record.action = "bad_request";
+                return pages::page(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "Request timeout",
+                    "The challenge answer did not arrive in time.",
                 );
             }
         };

@@ -256,6 +256,18 @@ fn header_limits_and_slow_clients() {
         "{:?}",
         started.elapsed()
     );
+    // A challenge answer whose body never comes is refused once the header-read
+    // timeout has passed.
+    let mut stream = TcpStream::connect(gateway.http).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    stream
+        .write_all(
+            b"POST /.botgate/challenge HTTP/1.1\r\nHost: limits.example\r\nContent-Length: 8000\r\n\r\ntoken=",
+        )
+        .unwrap();
+    assert_eq!(read_response(&mut stream), 408);
     assert_eq!(
         get(gateway.http, "limits.example", "/").unwrap().status,
         200
@@ -435,4 +447,24 @@ fn idle_connections_are_closed() {
     let mut rest = [0u8; 16];
     let read = stream.read(&mut rest);
     assert!(matches!(read, Ok(0)), "{read:?}");
+
+    // A request in flight that moves no byte (here a body that stops coming, on its
+    // way to the origin) does not hold the connection either: once the connection has
+    // been quiet past the idle timeout it is closed, not waited for.
+    let mut stalled = TcpStream::connect(gateway.http).unwrap();
+    stalled
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    stalled
+        .write_all(
+            b"POST /upload HTTP/1.1\r\nHost: idle.example\r\nContent-Length: 100000\r\n\r\npartial",
+        )
+        .unwrap();
+    let mut answer = Vec::new();
+    let read = stalled.read_to_end(&mut answer);
+    assert!(
+        matches!(&read, Ok(_))
+            || matches!(&read, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
+        "the stalled request held its connection: {read:?}"
+    );
 }

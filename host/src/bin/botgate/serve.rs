@@ -189,7 +189,8 @@ pub struct DataPlaneArgs {
     /// Seconds a client may take to send a request head (and the TLS handshake).
     #[arg(long, env = "BOTGATE_HEADER_READ_TIMEOUT", default_value = "10")]
     header_read_timeout: u64,
-    /// Seconds a quiet client connection is kept open.
+    /// Seconds a quiet client connection is kept open: between requests, and (plus a
+    /// quarter) while no byte of a request or its response moves either way.
     #[arg(long, env = "BOTGATE_IDLE_TIMEOUT", default_value = "60")]
     idle_timeout: u64,
     /// Seconds a shutdown waits for open connections to finish.
