@@ -28,6 +28,8 @@ use std::time::Duration;
 
 /// The path the challenge form posts to, on every website.
 pub const VERIFY_PATH: &str = "/.botgate/challenge";
+/// The most pass cookies one request has checked; later ones are ignored.
+const MAX_PASSES_CHECKED: usize = 4;
 /// The pass cookie's name.
 pub const PASS_COOKIE: &str = "botgate_pass";
 /// The name the secret is kept under in the store.
@@ -278,6 +280,7 @@ impl Challenges {
         now: u64,
     ) -> ChallengePass {
         let mut state = ChallengePass::None;
+        let mut checked = 0;
         for header in cookie_headers {
             let Ok(header) = std::str::from_utf8(header) else {
                 continue;
@@ -289,6 +292,12 @@ impl Challenges {
                 if name != PASS_COOKIE {
                     continue;
                 }
+                // A browser sends one (a few, with passes for parent paths or domains):
+                // a header packed with thousands would cost an HMAC each.
+                if checked == MAX_PASSES_CHECKED {
+                    return state;
+                }
+                checked += 1;
                 let found = self.check_pass(value, domain, client, now);
                 if found == ChallengePass::Valid {
                     return found;
@@ -492,6 +501,22 @@ mod tests {
             c.pass_state([&b"x=1"[..]], "example.com", CLIENT, NOW),
             ChallengePass::None
         );
+    }
+
+    #[test]
+    fn only_the_first_few_pass_cookies_are_checked() {
+        let c = challenges(8);
+        let pass = solved_pass(&c);
+        let packed = |forged: usize| {
+            let mut cookie: String = (0..forged)
+                .map(|i| format!("{PASS_COOKIE}={}.AAAA; ", NOW + i as u64))
+                .collect();
+            cookie.push_str(&format!("{PASS_COOKIE}={pass}"));
+            c.pass_state([cookie.as_bytes()], "example.com", CLIENT, NOW + 2)
+        };
+        assert_eq!(packed(MAX_PASSES_CHECKED - 1), ChallengePass::Valid);
+        assert_eq!(packed(MAX_PASSES_CHECKED), ChallengePass::Invalid);
+        assert_eq!(packed(5000), ChallengePass::Invalid);
     }
 
     #[test]
