@@ -146,12 +146,18 @@ async fn connection(
         .map_err(|_| "TLS handshake timed out".to_string())?
         .map_err(|err| format!("TLS ClientHello: {err}"))?;
     let hello = started.client_hello();
-    let acme = hello
-        .alpn()
-        .is_some_and(|mut protocols| protocols.any(|p| p == ACME_TLS_ALPN));
+    // RFC 8737: a CA checking TLS-ALPN-01 offers only `acme-tls/1`, for a website's
+    // name; it gets the challenge certificate, and nothing else happens on the
+    // connection. Any other handshake (`acme-tls/1` among other protocols, or for a
+    // name that is no website's) is an ordinary one and reads nothing from the store.
+    let acme = gateway.acme_answers.is_some()
+        && hello.alpn().is_some_and(|mut protocols| {
+            protocols.next() == Some(ACME_TLS_ALPN) && protocols.next().is_none()
+        })
+        && hello.server_name().is_some_and(|name| {
+            gateway.is_website(name.trim_end_matches('.').to_ascii_lowercase().as_str())
+        });
     if acme {
-        // RFC 8737: a CA checking TLS-ALPN-01 offers only `acme-tls/1`; it gets the
-        // challenge certificate, and nothing else happens on the connection.
         let name = hello.server_name().unwrap_or_default().to_owned();
         let answered = answer_tls_alpn01(&gateway, started, &name, deadline).await;
         match &answered {
@@ -194,9 +200,9 @@ async fn answer_tls_alpn01(
     deadline: std::time::Duration,
 ) -> Result<(), String> {
     let answers = gateway.acme_answers.as_ref().ok_or("ACME is not enabled")?;
-    let key = answers
-        .tls_alpn01(name)
+    let key = tokio::time::timeout(deadline, answers.tls_alpn01(name))
         .await
+        .map_err(|_| "the store did not answer in time".to_string())?
         .ok_or_else(|| format!("no TLS-ALPN-01 challenge waits for `{name}`"))?;
     let mut config = rustls::ServerConfig::builder_with_provider(super::tls::provider())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])

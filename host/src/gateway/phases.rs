@@ -204,17 +204,24 @@ impl Gateway {
         Ok(response)
     }
 
+    /// Whether `host` (canonical) is the name of a website, whatever its status.
+    pub(super) fn is_website(&self, host: &str) -> bool {
+        self.websites.current().by_host(host).is_some()
+    }
+
     async fn phases<B: RequestBody>(
         &self,
         request: Request<B>,
         connection: &ConnectionInfo,
         record: &mut Record,
     ) -> Response<Body> {
-        // Phase 0: ACME HTTP-01 answers, for any host (the website may still be in
-        // `setup`), before anything else can redirect or refuse the CA.
+        // Phase 0: ACME HTTP-01 answers, for any website whatever its status (it may
+        // still be in `setup`), before anything else can redirect or refuse the CA. A
+        // name that is no website's is not looked up in the store.
         if let Some(token) = request.uri().path().strip_prefix(ACME_HTTP01_PREFIX)
             && matches!(*request.method(), Method::GET | Method::HEAD)
             && let Some(answers) = &self.acme_answers
+            && request_host(&request).is_some_and(|host| self.is_website(&host))
         {
             record.action = "acme_challenge";
             return match answers.http01(token).await {

@@ -32,7 +32,18 @@ fn verified_leaf(https: SocketAddr, name: &str, root_pem: &str) -> Result<Vec<u8
 
 /// One handshake for `name` trusting only `root_pem`; the leaf presented.
 fn handshake(https: SocketAddr, name: &str, root_pem: &str) -> Result<Vec<u8>> {
-    let config = trusting_only(root_pem)?;
+    handshake_offering(https, name, root_pem, &[])
+}
+
+/// As [`handshake`], offering the ALPN protocols `alpn`.
+fn handshake_offering(
+    https: SocketAddr,
+    name: &str,
+    root_pem: &str,
+    alpn: &[&[u8]],
+) -> Result<Vec<u8>> {
+    let mut config = trusting_only(root_pem)?;
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     let mut connection =
         rustls::ClientConnection::new(Arc::new(config), ServerName::try_from(name.to_owned())?)?;
     let mut tcp = TcpStream::connect_timeout(&https, Duration::from_secs(5))?;
@@ -120,8 +131,27 @@ fn certificates_are_issued_through_http01_and_tls_alpn01() -> Result<()> {
         let log = gateway.log();
         if challenge == "tls-alpn-01" {
             assert!(log.contains("answered a TLS-ALPN-01 challenge"), "{log}");
+            // A browser offering `acme-tls/1` among its protocols is no CA: it gets an
+            // ordinary handshake with the website's certificate.
+            let leaf = handshake_offering(
+                https,
+                "secure.example",
+                &pebble_root,
+                &[b"h2", b"acme-tls/1"],
+            )?;
+            assert_eq!(leaf, issued_leaf.as_ref());
         } else {
             assert!(log.contains("acme_challenge"), "{log}");
+            // A challenge path for a name that is no website's is not looked up: the
+            // ordinary page for an unknown website answers.
+            for (host, page) in [
+                ("nobody.example", "No website named nobody.example"),
+                ("secure.example", "No certificate issuance is waiting"),
+            ] {
+                let answer = http_get(http, host, "/.well-known/acme-challenge/abc")?;
+                assert!(answer.starts_with("HTTP/1.1 404"), "{host}: {answer}");
+                assert!(answer.contains(page), "{host}: {answer}");
+            }
         }
 
         // Switching a website from its own certificate to ACME starts issuance.
@@ -151,4 +181,18 @@ fn certificates_are_issued_through_http01_and_tls_alpn01() -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The whole answer (head and body, as text) to one `GET` of `target` on `host`.
+fn http_get(listener: SocketAddr, host: &str, target: &str) -> Result<String> {
+    use std::io::{Read, Write};
+    let mut tcp = TcpStream::connect_timeout(&listener, Duration::from_secs(5))?;
+    tcp.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        tcp,
+        "GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut answer = Vec::new();
+    tcp.read_to_end(&mut answer)?;
+    Ok(String::from_utf8_lossy(&answer).into_owned())
 }
