@@ -55,7 +55,8 @@ impl Behaviour {
 
     fn window(&self, site: u64, client: IpAddr) -> Arc<Mutex<Window>> {
         let now = Instant::now();
-        match self.clients.get_or_insert_with(&(site, client), || {
+        let key = (site, super::limits::client_network(client));
+        match self.clients.get_or_insert_with(&key, || {
             Ok::<_, std::convert::Infallible>(Arc::new(Mutex::new(Window::new(now))))
         }) {
             Ok(window) => window,
@@ -122,6 +123,15 @@ mod tests {
         b.challenge_solved(1, a);
         assert_eq!(b.record(1, a, "/").failed_challenges, 0);
         assert_eq!(b.record(2, a, "/").requests, 1, "per website");
+        // An IPv6 client is its /64: moving among its addresses resets nothing.
+        let (first, second) = (
+            IpAddr::from([0x2001, 0xdb8, 0, 1, 0, 0, 0, 1]),
+            IpAddr::from([0x2001, 0xdb8, 0, 1, 0xabcd, 0, 0, 2]),
+        );
+        b.record(1, first, "/");
+        assert_eq!(b.record(1, second, "/").requests, 2);
+        let elsewhere = IpAddr::from([0x2001, 0xdb8, 0, 2, 0, 0, 0, 1]);
+        assert_eq!(b.record(1, elsewhere, "/").requests, 1, "another /64");
     }
 
     #[test]

@@ -58,6 +58,17 @@ pub enum Verdict {
     Limited { retry_after: u64 },
 }
 
+/// What the limits and the behaviour counters count as one client: an IPv4 address, or
+/// an IPv6 /64 (one subscriber's network, as the challenge pass is bound to): a client
+/// with a /64 has 2^64 addresses to move among, and would get a fresh allowance with
+/// each. The listener has already turned IPv4-mapped IPv6 addresses into IPv4.
+pub fn client_network(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !u128::from(u64::MAX)).into()),
+    }
+}
+
 /// The rate-limit state of every website and client.
 pub struct DdosLimits {
     config: DdosConfig,
@@ -98,14 +109,15 @@ impl DdosLimits {
         }
     }
 
-    /// Counts one request of `client` to the website `site` (a hash of its domain).
+    /// Counts one request of `client` (by [`client_network`]) to the website `site` (a
+    /// hash of its domain).
     pub fn check(&self, site: u64, client: IpAddr, advanced: bool) -> Verdict {
         let limiter = if advanced {
             &self.strict_client
         } else {
             &self.client
         };
-        if let Err(not_until) = limiter.load().check_key(&(site, client)) {
+        if let Err(not_until) = limiter.load().check_key(&(site, client_network(client))) {
             return limited(not_until.wait_time_from(DefaultClock::default().now()));
         }
         if let Err(not_until) = self.website.check_key(&site) {
@@ -200,6 +212,33 @@ mod tests {
             Verdict::Pass,
             "limits are per website"
         );
+    }
+
+    #[test]
+    fn an_ipv6_client_is_its_64() {
+        let l = limits(4, 100);
+        let address = |last: u16, net: u16| {
+            IpAddr::from([0x2001, 0xdb8, 0, net, 0x1111, 0x2222, 0x3333, last])
+        };
+        // Four addresses of one /64 share one allowance, as one client's would.
+        for last in 0..4 {
+            assert_eq!(l.check(1, address(last, 1), false), Verdict::Pass);
+        }
+        assert!(matches!(
+            l.check(1, address(99, 1), false),
+            Verdict::Limited { .. }
+        ));
+        assert_eq!(
+            l.check(1, address(0, 2), false),
+            Verdict::Pass,
+            "another /64"
+        );
+        assert_eq!(
+            client_network(address(7, 1)),
+            IpAddr::from([0x2001, 0xdb8, 0, 1, 0, 0, 0, 0])
+        );
+        let v4 = IpAddr::from([192, 0, 2, 1]);
+        assert_eq!(client_network(v4), v4);
     }
 
     #[test]
