@@ -62,11 +62,29 @@ pub fn remove_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
     }
 }
 
+/// Headers a client could send to pass itself off, at an origin that trusts its proxy,
+/// as another address, host or port. The gateway is the first HTTP hop (the peers it
+/// trusts speak the PROXY protocol, not headers), so no earlier proxy set them and
+/// they are dropped; the gateway's own `Host`, `X-Forwarded-Proto` and `Forwarded` say
+/// the same things truly. (A client's own `X-Forwarded-For` stays, first, as proxies
+/// append to it; the gateway's address for the client is always the last one.)
+const CLIENT_CLAIMS: [HeaderName; 3] = [
+    HeaderName::from_static("x-forwarded-host"),
+    HeaderName::from_static("x-forwarded-port"),
+    HeaderName::from_static("x-real-ip"),
+];
+
 /// Adds the client's address (`client`, as text) and the scheme: appends to
 /// `X-Forwarded-For` (what earlier proxies said is kept, the gateway's own knowledge
 /// goes last), and sets `X-Forwarded-Proto` and `Forwarded` to what the gateway saw
-/// itself.
+/// itself; drops the [`CLIENT_CLAIMS`].
 pub fn add_forwarded(headers: &mut HeaderMap, client: &str, https: bool, host: &str) {
+    // Most requests carry none of them: one pass over the names finds out.
+    if headers.keys().any(|name| CLIENT_CLAIMS.contains(name)) {
+        for name in &CLIENT_CLAIMS {
+            headers.remove(name);
+        }
+    }
     let x_forwarded_for = HeaderName::from_static("x-forwarded-for");
     let earlier = headers
         .get(&x_forwarded_for)
@@ -187,9 +205,15 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("x-forwarded-for", HeaderValue::from_static("10.0.0.1"));
         h.insert("x-forwarded-proto", HeaderValue::from_static("https"));
+        h.insert("x-forwarded-host", HeaderValue::from_static("evil.example"));
+        h.insert("x-forwarded-port", HeaderValue::from_static("8443"));
+        h.insert("x-real-ip", HeaderValue::from_static("10.0.0.1"));
         add_forwarded(&mut h, "2001:db8::7", false, "example.com");
         assert_eq!(h["x-forwarded-for"], "10.0.0.1, 2001:db8::7");
         assert_eq!(h["x-forwarded-proto"], "http");
+        for claim in ["x-forwarded-host", "x-forwarded-port", "x-real-ip"] {
+            assert!(!h.contains_key(claim), "{claim} passed on");
+        }
         assert_eq!(
             h[header::FORWARDED],
             "for=\"[2001:db8::7]\";proto=http;host=\"example.com\""
