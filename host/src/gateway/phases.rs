@@ -556,13 +556,24 @@ impl Gateway {
             .await;
         let origin = match sent {
             Ok(origin) => origin,
+            Err(UpstreamError::Request { message }) => {
+                tracing::debug!(website = %website.website.domain, reason = %message, "request not sent whole");
+                record.action = "bad_request";
+                return pages::page(
+                    StatusCode::BAD_REQUEST,
+                    "Bad request",
+                    "The request's body did not arrive whole.",
+                );
+            }
             Err(err) => {
                 let (kind, page) = match &err {
                     UpstreamError::Timeout { .. } => ("timeout", pages::gateway_timeout()),
                     UpstreamError::NoOrigin | UpstreamError::Unreachable { .. } => {
                         ("unreachable", pages::bad_gateway())
                     }
-                    UpstreamError::Failed { .. } => ("failed", pages::bad_gateway()),
+                    UpstreamError::Failed { .. } | UpstreamError::Request { .. } => {
+                        ("failed", pages::bad_gateway())
+                    }
                 };
                 tracing::warn!(website = %website.website.domain, %err, "origin failed");
                 self.metrics

@@ -68,6 +68,10 @@ pub enum UpstreamError {
     Timeout { origin: SocketAddr, after: Duration },
     #[error("the origin {origin} failed: {message}")]
     Failed { origin: SocketAddr, message: String },
+    /// The client's side: its request body broke off (or ran past its length) on the
+    /// way to the origin, which is no fault of the origin's.
+    #[error("the request could not be sent whole: {message}")]
+    Request { message: String },
 }
 
 type Sender = SendRequest<Body>;
@@ -304,9 +308,17 @@ impl Origins {
                     Ok(Err(mut err)) => match err.take_message() {
                         Some(unsent) if reused => request = unsent,
                         _ => {
-                            return Err(UpstreamError::Failed {
-                                origin: address,
-                                message: err.into_error().to_string(),
+                            let err = err.into_error();
+                            // hyper's "user" errors are the request's own: its body
+                            // stream failed, or it cannot be sent as it is.
+                            let message = error_chain(&err);
+                            return Err(if err.is_user() {
+                                UpstreamError::Request { message }
+                            } else {
+                                UpstreamError::Failed {
+                                    origin: address,
+                                    message,
+                                }
                             });
                         }
                     },
@@ -315,6 +327,18 @@ impl Origins {
         }
         Err(UpstreamError::Unreachable { last })
     }
+}
+
+/// An error and its causes, as one line.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 async fn handshake<I>(io: I) -> Result<Sender, String>

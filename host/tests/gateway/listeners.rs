@@ -397,15 +397,6 @@ fn http3_serves_websites_that_enable_it_and_is_advertised_by_alt_svc() {
     assert_eq!(misdirected.status, 421);
 }
 
-/// A connection to `listener` whose reads give up after 20 s (a hang fails the test).
-fn connect(listener: SocketAddr) -> TcpStream {
-    let stream = TcpStream::connect(listener).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    stream
-}
-
 /// Reads one HTTP/1.1 response with a `Content-Length` from `stream`; its status.
 fn read_response(stream: &mut TcpStream) -> u16 {
     let mut head = Vec::new();

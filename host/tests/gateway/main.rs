@@ -71,6 +71,15 @@ fn wait_served(gateway: &Gateway, host: &str) -> Result<()> {
     }
 }
 
+/// A connection to `listener` whose reads give up after 20 s (a hang fails the test).
+fn connect(listener: SocketAddr) -> std::net::TcpStream {
+    let stream = std::net::TcpStream::connect(listener).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    stream
+}
+
 /// A plain-HTTP GET with a browser's headers.
 fn get(listener: SocketAddr, host: &str, target: &str) -> Result<Answer> {
     visitor::send(

@@ -156,6 +156,25 @@ fn all_origins_down_is_a_502_page_and_slow_ones_a_504() {
         metrics.contains("botgate_origin_failures_total{kind=\"timeout\"} 1"),
         "{metrics}"
     );
+
+    // A client whose upload breaks off gets a 400, and the origin is not blamed.
+    let mut upload = connect(gateway.http);
+    upload
+        .write_all(b"POST /upload HTTP/1.1\r\nHost: slow.example\r\nContent-Length: 100000\r\n\r\nonly this")
+        .unwrap();
+    upload.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut answer = String::new();
+    upload.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("did not arrive whole"), "{answer}");
+    let metrics = botgate_tests::http::Client::new(&format!("http://{}", gateway.admin), None)
+        .get("/metrics")
+        .unwrap()
+        .text;
+    assert!(
+        !metrics.contains("botgate_origin_failures_total{kind=\"failed\"}"),
+        "{metrics}"
+    );
 }
 
 #[test]
