@@ -6,6 +6,7 @@ use super::access_log::AccessEntry;
 use super::cache;
 use super::challenge::{self, Submission};
 use super::forwarding;
+use super::io::{Activity, ActivityCount};
 use super::limits::Verdict;
 use super::listener::ConnectionInfo;
 use super::metrics::{CacheLabels, OriginLabels};
@@ -588,13 +589,10 @@ impl Gateway {
         if response.status() == StatusCode::SWITCHING_PROTOCOLS {
             if let Some(client_upgrade) = client_upgrade {
                 let origin_upgrade = hyper::upgrade::on(&mut response);
+                let idle_timeout = self.config.limits.idle_timeout;
                 tokio::spawn(async move {
                     match tokio::try_join!(client_upgrade, origin_upgrade) {
-                        Ok((client, origin)) => {
-                            let mut client = hyper_util::rt::TokioIo::new(client);
-                            let mut origin = hyper_util::rt::TokioIo::new(origin);
-                            let _ = tokio::io::copy_bidirectional(&mut client, &mut origin).await;
-                        }
+                        Ok((client, origin)) => tunnel(client, origin, idle_timeout).await,
                         Err(err) => tracing::debug!(%err, "WebSocket upgrade failed"),
                     }
                 });
@@ -611,6 +609,36 @@ impl Gateway {
         match to_store {
             Some((key, kind, head)) => self.cache.store(key, kind, &head, response),
             None => response,
+        }
+    }
+}
+
+/// Relays an upgraded connection (a WebSocket) both ways until either side closes it,
+/// or until no byte has moved either way for `idle_timeout`, as the listener closes a
+/// quiet connection (WebSocket applications ping more often than that).
+async fn tunnel(
+    client: hyper::upgrade::Upgraded,
+    origin: hyper::upgrade::Upgraded,
+    idle_timeout: std::time::Duration,
+) {
+    // Every byte either way passes the client's side: counting there is enough.
+    let activity = ActivityCount::new();
+    let mut client = Activity::new(hyper_util::rt::TokioIo::new(client), activity.clone());
+    let mut origin = hyper_util::rt::TokioIo::new(origin);
+    let relay = tokio::io::copy_bidirectional(&mut client, &mut origin);
+    tokio::pin!(relay);
+    let mut check = tokio::time::interval(idle_timeout / 4);
+    check.tick().await;
+    let mut idle = activity.watch(Instant::now());
+    loop {
+        tokio::select! {
+            _ = &mut relay => return,
+            _ = check.tick() => {
+                if idle.quiet_for(Instant::now()) >= idle_timeout {
+                    tracing::debug!("WebSocket tunnel quiet past the idle timeout; closed");
+                    return;
+                }
+            }
         }
     }
 }

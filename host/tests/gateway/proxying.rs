@@ -193,16 +193,13 @@ fn ipv6_origins() {
 #[test]
 fn websocket_upgrades_are_tunnelled() {
     let origin = origin("ws");
-    let gateway = gateway(origin.address.port(), &[]);
+    let gateway = gateway(origin.address.port(), &["--idle-timeout", "2"]);
     add_website(
         &gateway,
         json!({"domain": "ws.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&[])}),
     )
     .unwrap();
-    let mut stream = TcpStream::connect(gateway.http).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
+    let mut stream = connect(gateway.http);
     stream
         .write_all(
             b"GET /socket HTTP/1.1\r\nHost: ws.example\r\nConnection: Upgrade\r\n\
@@ -219,10 +216,21 @@ fn websocket_upgrades_are_tunnelled() {
     let head = String::from_utf8_lossy(&head).to_lowercase();
     assert!(head.starts_with("http/1.1 101"), "{head}");
     assert!(head.contains("upgrade: websocket"), "{head}");
-    stream.write_all(b"ping through the tunnel").unwrap();
-    let mut echoed = [0u8; 23];
-    stream.read_exact(&mut echoed).unwrap();
-    assert_eq!(&echoed, b"ping through the tunnel");
+    // A tunnel in use stays open past the idle timeout...
+    for _ in 0..3 {
+        stream.write_all(b"ping through the tunnel").unwrap();
+        let mut echoed = [0u8; 23];
+        stream.read_exact(&mut echoed).unwrap();
+        assert_eq!(&echoed, b"ping through the tunnel");
+        std::thread::sleep(Duration::from_millis(1000));
+    }
+    // ...and a quiet one is closed (end of stream, not the read timeout).
+    let mut rest = Vec::new();
+    let read = stream.read_to_end(&mut rest);
+    assert!(
+        read.is_ok() || matches!(&read, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
+        "the quiet tunnel stayed open: {read:?}"
+    );
 }
 
 #[test]
