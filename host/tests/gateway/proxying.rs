@@ -3,7 +3,7 @@
 
 use super::*;
 use std::io::{Read, Write};
-use std::net::{IpAddr, TcpStream};
+use std::net::IpAddr;
 
 #[test]
 fn requests_reach_the_origin_with_host_and_forwarding_headers() {
