@@ -95,6 +95,11 @@ impl ActivityCount {
         self.moves.store(moves.wrapping_add(1), Ordering::Relaxed);
     }
 
+    /// Whether the connection has moved any byte yet.
+    pub fn any(&self) -> bool {
+        self.moves.load(Ordering::Relaxed) != 0
+    }
+
     /// A watch over this connection's quiet time, counted from `now`.
     pub fn watch(&self, now: Instant) -> IdleWatch {
         IdleWatch {

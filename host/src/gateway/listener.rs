@@ -290,8 +290,12 @@ async fn serve_http<S>(
     });
     let connection = builder.serve_connection_with_upgrades(io, service);
     tokio::pin!(connection);
-    let mut idle_check = tokio::time::interval(limits.idle_timeout / 4);
-    idle_check.tick().await;
+    // The first check comes at the header-read timeout (or sooner, at a quarter of the
+    // idle timeout), then every quarter of the idle timeout.
+    let started = tokio::time::Instant::now();
+    let every = limits.idle_timeout / 4;
+    let mut idle_check =
+        tokio::time::interval_at(started + limits.header_read_timeout.min(every), every);
     let mut idle = activity.watch(std::time::Instant::now());
     let mut closing = false;
     loop {
@@ -307,6 +311,13 @@ async fn serve_http<S>(
                 connection.as_mut().graceful_shutdown();
             }
             _ = idle_check.tick() => {
+                // hyper's header-read timeout starts once hyper-util has read enough to
+                // tell HTTP/1 from HTTP/2: a client that connects (and completes TLS)
+                // and sends nothing is closed here instead.
+                if !activity.any() && started.elapsed() >= limits.header_read_timeout {
+                    tracing::debug!("no request within the header-read timeout; closed");
+                    return;
+                }
                 if idle.quiet_for(std::time::Instant::now()) < limits.idle_timeout {
                     continue;
                 }

@@ -256,6 +256,15 @@ fn header_limits_and_slow_clients() {
         "{:?}",
         started.elapsed()
     );
+    // So is one that connects and sends nothing at all (end of stream, not the read
+    // timeout; the idle timeout is a minute).
+    let mut silent = connect(gateway.http);
+    let read = silent.read(&mut [0u8; 16]);
+    assert!(
+        matches!(read, Ok(0))
+            || matches!(&read, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
+        "a silent connection stayed open: {read:?}"
+    );
     // A challenge answer whose body never comes is refused once the header-read
     // timeout has passed.
     let mut stream = connect(gateway.http);
