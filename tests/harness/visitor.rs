@@ -113,6 +113,28 @@ pub fn send(listener: SocketAddr, visit: &Visit, request: Outgoing<'_>) -> Resul
     })
 }
 
+/// Opens an HTTP/2 connection to `listener` (cleartext, prior knowledge), gets `/` of
+/// `host` over it, then leaves it quiet: whether the gateway closes it within `within`.
+/// hyper's client answers the server's pings, as a browser does.
+pub fn http2_closed_when_quiet(listener: SocketAddr, host: &str, within: Duration) -> Result<bool> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(listener).await?;
+        let (mut sender, connection) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp)).await?;
+        let connection = tokio::spawn(connection);
+        let request = Request::builder()
+            .uri(format!("http://{host}/"))
+            .version(Version::HTTP_2)
+            .body(Full::new(Bytes::new()))?;
+        let response = sender.send_request(request).await?;
+        response.into_body().collect().await?;
+        Ok(tokio::time::timeout(within, connection).await.is_ok())
+    })
+}
+
 async fn send_async(listener: SocketAddr, visit: &Visit, request: Outgoing<'_>) -> Result<Answer> {
     if visit.http3 {
         let name = visit

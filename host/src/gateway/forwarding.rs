@@ -63,15 +63,24 @@ pub fn remove_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
 }
 
 /// Headers a client could send to pass itself off, at an origin that trusts its proxy,
-/// as another address, host or port. The gateway is the first HTTP hop (the peers it
+/// as another address, host, port, scheme or path (frameworks read them: Rack,
+/// Symfony, IIS's URL rewriting). The gateway is the first HTTP hop (the peers it
 /// trusts speak the PROXY protocol, not headers), so no earlier proxy set them and
 /// they are dropped; the gateway's own `Host`, `X-Forwarded-Proto` and `Forwarded` say
-/// the same things truly. (A client's own `X-Forwarded-For` stays, first, as proxies
-/// append to it; the gateway's address for the client is always the last one.)
-const CLIENT_CLAIMS: [HeaderName; 3] = [
-    HeaderName::from_static("x-forwarded-host"),
-    HeaderName::from_static("x-forwarded-port"),
-    HeaderName::from_static("x-real-ip"),
+/// what is true. (A client's own `X-Forwarded-For` stays, first, as proxies append to
+/// it; the gateway's address for the client is always the last one.)
+const CLIENT_CLAIMS: [&str; 11] = [
+    "x-forwarded-host",
+    "x-forwarded-port",
+    "x-forwarded-scheme",
+    "x-forwarded-ssl",
+    "x-forwarded-prefix",
+    "front-end-https",
+    "x-real-ip",
+    "x-client-ip",
+    "true-client-ip",
+    "x-original-url",
+    "x-rewrite-url",
 ];
 
 /// Adds the client's address (`client`, as text) and the scheme: appends to
@@ -80,8 +89,11 @@ const CLIENT_CLAIMS: [HeaderName; 3] = [
 /// itself; drops the [`CLIENT_CLAIMS`].
 pub fn add_forwarded(headers: &mut HeaderMap, client: &str, https: bool, host: &str) {
     // Most requests carry none of them: one pass over the names finds out.
-    if headers.keys().any(|name| CLIENT_CLAIMS.contains(name)) {
-        for name in &CLIENT_CLAIMS {
+    if headers
+        .keys()
+        .any(|name| CLIENT_CLAIMS.contains(&name.as_str()))
+    {
+        for name in CLIENT_CLAIMS {
             headers.remove(name);
         }
     }
@@ -205,15 +217,17 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("x-forwarded-for", HeaderValue::from_static("10.0.0.1"));
         h.insert("x-forwarded-proto", HeaderValue::from_static("https"));
-        h.insert("x-forwarded-host", HeaderValue::from_static("evil.example"));
-        h.insert("x-forwarded-port", HeaderValue::from_static("8443"));
-        h.insert("x-real-ip", HeaderValue::from_static("10.0.0.1"));
+        for claim in CLIENT_CLAIMS {
+            h.insert(claim, HeaderValue::from_static("10.0.0.1"));
+        }
+        h.insert("x-kept", HeaderValue::from_static("1"));
         add_forwarded(&mut h, "2001:db8::7", false, "example.com");
         assert_eq!(h["x-forwarded-for"], "10.0.0.1, 2001:db8::7");
         assert_eq!(h["x-forwarded-proto"], "http");
-        for claim in ["x-forwarded-host", "x-forwarded-port", "x-real-ip"] {
+        for claim in CLIENT_CLAIMS {
             assert!(!h.contains_key(claim), "{claim} passed on");
         }
+        assert_eq!(h["x-kept"], "1");
         assert_eq!(
             h[header::FORWARDED],
             "for=\"[2001:db8::7]\";proto=http;host=\"example.com\""

@@ -158,7 +158,11 @@ async fn connection(
             gateway.is_website(name.trim_end_matches('.').to_ascii_lowercase().as_str())
         });
     if acme {
-        let name = hello.server_name().unwrap_or_default().to_owned();
+        let name = hello
+            .server_name()
+            .unwrap_or_default()
+            .trim_end_matches('.')
+            .to_ascii_lowercase();
         let answered = answer_tls_alpn01(&gateway, started, &name, deadline).await;
         match &answered {
             Ok(()) => tracing::info!(%name, "answered a TLS-ALPN-01 challenge"),
@@ -275,9 +279,11 @@ async fn serve_http<S>(
         .http2()
         .timer(TokioTimer::new())
         .max_header_list_size(limits.max_header_bytes as u32)
-        .max_concurrent_streams(256)
-        .keep_alive_interval(limits.idle_timeout / 2)
-        .keep_alive_timeout(limits.header_read_timeout);
+        // No keep-alive pings: a client answering them would never be quiet, so the
+        // idle check would keep every HTTP/2 connection (and any stream stuck on it)
+        // open for good. A quiet connection is closed after the idle timeout instead,
+        // as HTTP/1.1's are.
+        .max_concurrent_streams(256);
     // One reference count per connection, written by its own thread only: a request
     // clones this, not the `Gateway` every data-plane core shares.
     let served = Arc::new((gateway, info));
@@ -296,6 +302,9 @@ async fn serve_http<S>(
     let every = limits.idle_timeout / 4;
     let mut idle_check =
         tokio::time::interval_at(started + limits.header_read_timeout.min(every), every);
+    // A late tick (a stalled thread) must not be followed at once by the next: the
+    // drop of a stuck request comes a whole check after its graceful close.
+    idle_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut idle = activity.watch(std::time::Instant::now());
     let mut closing = false;
     loop {

@@ -628,6 +628,7 @@ async fn tunnel(
     let relay = tokio::io::copy_bidirectional(&mut client, &mut origin);
     tokio::pin!(relay);
     let mut check = tokio::time::interval(idle_timeout / 4);
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     check.tick().await;
     let mut idle = activity.watch(Instant::now());
     loop {

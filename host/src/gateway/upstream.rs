@@ -309,10 +309,14 @@ impl Origins {
                         Some(unsent) if reused => request = unsent,
                         _ => {
                             let err = err.into_error();
-                            // hyper's "user" errors are the request's own: its body
-                            // stream failed, or it cannot be sent as it is.
+                            // A "user" error with a cause is the request body's
+                            // stream failing (hyper keeps the body's error as the
+                            // cause); the others (the connection task gone, ...) are
+                            // the origin connection's.
                             let message = error_chain(&err);
-                            return Err(if err.is_user() {
+                            let request_body =
+                                err.is_user() && std::error::Error::source(&err).is_some();
+                            return Err(if request_body {
                                 UpstreamError::Request { message }
                             } else {
                                 UpstreamError::Failed {

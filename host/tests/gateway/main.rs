@@ -80,6 +80,15 @@ fn connect(listener: SocketAddr) -> std::net::TcpStream {
     stream
 }
 
+/// Whether reading to the end of a connection found its end (or a reset), rather than
+/// the connection left open until the read timed out.
+fn ended(read: &std::io::Result<usize>) -> bool {
+    match read {
+        Ok(_) => true,
+        Err(err) => err.kind() == std::io::ErrorKind::ConnectionReset,
+    }
+}
+
 /// A plain-HTTP GET with a browser's headers.
 fn get(listener: SocketAddr, host: &str, target: &str) -> Result<Answer> {
     visitor::send(

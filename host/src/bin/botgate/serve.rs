@@ -183,7 +183,8 @@ pub struct DataPlaneArgs {
     /// Seconds an origin connection (TCP and TLS) may take.
     #[arg(long, env = "BOTGATE_ORIGIN_CONNECT_TIMEOUT", default_value = "5")]
     origin_connect_timeout: u64,
-    /// Seconds an origin may take to start answering.
+    /// Seconds an origin may take to start answering. On HTTP/1.1 the client
+    /// connection's idle timeout bounds this too: keep it below the idle timeout.
     #[arg(long, env = "BOTGATE_ORIGIN_RESPONSE_TIMEOUT", default_value = "60")]
     origin_response_timeout: u64,
     /// Seconds a client may take to send a request head (and the TLS handshake).
