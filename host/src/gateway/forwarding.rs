@@ -83,16 +83,32 @@ const CLIENT_CLAIMS: [&str; 11] = [
     "x-rewrite-url",
 ];
 
+/// Whether `name` is one of the [`CLIENT_CLAIMS`], by one `match` (the compiler
+/// dispatches on the length first) rather than eleven comparisons per header.
+fn is_client_claim(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "x-forwarded-host"
+            | "x-forwarded-port"
+            | "x-forwarded-scheme"
+            | "x-forwarded-ssl"
+            | "x-forwarded-prefix"
+            | "front-end-https"
+            | "x-real-ip"
+            | "x-client-ip"
+            | "true-client-ip"
+            | "x-original-url"
+            | "x-rewrite-url"
+    )
+}
+
 /// Adds the client's address (`client`, as text) and the scheme: appends to
 /// `X-Forwarded-For` (what earlier proxies said is kept, the gateway's own knowledge
 /// goes last), and sets `X-Forwarded-Proto` and `Forwarded` to what the gateway saw
 /// itself; drops the [`CLIENT_CLAIMS`].
 pub fn add_forwarded(headers: &mut HeaderMap, client: &str, https: bool, host: &str) {
     // Most requests carry none of them: one pass over the names finds out.
-    if headers
-        .keys()
-        .any(|name| CLIENT_CLAIMS.contains(&name.as_str()))
-    {
+    if headers.keys().any(is_client_claim) {
         for name in CLIENT_CLAIMS {
             headers.remove(name);
         }
@@ -210,6 +226,16 @@ mod tests {
         remove_hop_by_hop(&mut h, true);
         assert_eq!(h[header::UPGRADE], "websocket");
         assert_eq!(h[header::CONNECTION], "upgrade");
+    }
+
+    #[test]
+    fn the_claim_check_names_exactly_the_claims() {
+        for claim in CLIENT_CLAIMS {
+            assert!(is_client_claim(&HeaderName::from_static(claim)), "{claim}");
+        }
+        for other in ["x-forwarded-for", "x-forwarded-proto", "host", "user-agent"] {
+            assert!(!is_client_claim(&HeaderName::from_static(other)), "{other}");
+        }
     }
 
     #[test]
