@@ -62,29 +62,14 @@ pub fn remove_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
     }
 }
 
-/// Headers a client could send to pass itself off, at an origin that trusts its proxy,
-/// as another address, host, port, scheme or path (frameworks read them: Rack,
-/// Symfony, IIS's URL rewriting). The gateway is the first HTTP hop (the peers it
-/// trusts speak the PROXY protocol, not headers), so no earlier proxy set them and
-/// they are dropped; the gateway's own `Host`, `X-Forwarded-Proto` and `Forwarded` say
-/// what is true. (A client's own `X-Forwarded-For` stays, first, as proxies append to
-/// it; the gateway's address for the client is always the last one.)
-const CLIENT_CLAIMS: [&str; 11] = [
-    "x-forwarded-host",
-    "x-forwarded-port",
-    "x-forwarded-scheme",
-    "x-forwarded-ssl",
-    "x-forwarded-prefix",
-    "front-end-https",
-    "x-real-ip",
-    "x-client-ip",
-    "true-client-ip",
-    "x-original-url",
-    "x-rewrite-url",
-];
-
-/// Whether `name` is one of the [`CLIENT_CLAIMS`], by one `match` (the compiler
-/// dispatches on the length first) rather than eleven comparisons per header.
+/// Whether `name` is a header a client could send to pass itself off, at an origin
+/// that trusts its proxy, as another address, host, port, scheme or path (frameworks
+/// read them: Rack, Symfony, IIS's URL rewriting). The gateway is the first HTTP hop
+/// (the peers it trusts speak the PROXY protocol, not headers), so no earlier proxy set
+/// them and they are dropped; the gateway's own `Host`, `X-Forwarded-Proto` and
+/// `Forwarded` say what is true. (A client's own `X-Forwarded-For` stays, first, as
+/// proxies append to it; the gateway's address for the client is always the last one.)
+/// One `match`: the compiler dispatches on the length first.
 fn is_client_claim(name: &HeaderName) -> bool {
     matches!(
         name.as_str(),
@@ -105,11 +90,16 @@ fn is_client_claim(name: &HeaderName) -> bool {
 /// Adds the client's address (`client`, as text) and the scheme: appends to
 /// `X-Forwarded-For` (what earlier proxies said is kept, the gateway's own knowledge
 /// goes last), and sets `X-Forwarded-Proto` and `Forwarded` to what the gateway saw
-/// itself; drops the [`CLIENT_CLAIMS`].
+/// itself; drops the client's claims ([`is_client_claim`]).
 pub fn add_forwarded(headers: &mut HeaderMap, client: &str, https: bool, host: &str) {
     // Most requests carry none of them: one pass over the names finds out.
     if headers.keys().any(is_client_claim) {
-        for name in CLIENT_CLAIMS {
+        let claims: Vec<HeaderName> = headers
+            .keys()
+            .filter(|n| is_client_claim(n))
+            .cloned()
+            .collect();
+        for name in claims {
             headers.remove(name);
         }
     }
@@ -164,6 +154,21 @@ pub fn add_forwarded(headers: &mut HeaderMap, client: &str, https: bool, host: &
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The headers `add_forwarded` must drop.
+    const CLIENT_CLAIMS: [&str; 11] = [
+        "x-forwarded-host",
+        "x-forwarded-port",
+        "x-forwarded-scheme",
+        "x-forwarded-ssl",
+        "x-forwarded-prefix",
+        "front-end-https",
+        "x-real-ip",
+        "x-client-ip",
+        "true-client-ip",
+        "x-original-url",
+        "x-rewrite-url",
+    ];
 
     #[test]
     fn hop_by_hop_and_connection_named_headers_go() {

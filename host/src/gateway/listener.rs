@@ -150,19 +150,17 @@ async fn connection(
     // name; it gets the challenge certificate, and nothing else happens on the
     // connection. Any other handshake (`acme-tls/1` among other protocols, or for a
     // name that is no website's) is an ordinary one and reads nothing from the store.
-    let acme = gateway.acme_answers.is_some()
-        && hello.alpn().is_some_and(|mut protocols| {
-            protocols.next() == Some(ACME_TLS_ALPN) && protocols.next().is_none()
-        })
-        && hello.server_name().is_some_and(|name| {
-            gateway.is_website(name.trim_end_matches('.').to_ascii_lowercase().as_str())
+    let acme_name = hello
+        .server_name()
+        .map(super::phases::canonical_host)
+        .filter(|name| {
+            gateway.acme_answers.is_some()
+                && hello.alpn().is_some_and(|mut protocols| {
+                    protocols.next() == Some(ACME_TLS_ALPN) && protocols.next().is_none()
+                })
+                && gateway.is_website(name)
         });
-    if acme {
-        let name = hello
-            .server_name()
-            .unwrap_or_default()
-            .trim_end_matches('.')
-            .to_ascii_lowercase();
+    if let Some(name) = acme_name {
         let answered = answer_tls_alpn01(&gateway, started, &name, deadline).await;
         match &answered {
             Ok(()) => tracing::info!(%name, "answered a TLS-ALPN-01 challenge"),

@@ -131,7 +131,7 @@ fn plain_host(value: &[u8]) -> Option<&str> {
 }
 
 /// A host name without a trailing dot, in lower case.
-fn canonical_host(host: &str) -> String {
+pub(super) fn canonical_host(host: &str) -> String {
     host.trim_end_matches('.').to_ascii_lowercase()
 }
 
@@ -216,13 +216,25 @@ impl Gateway {
         connection: &ConnectionInfo,
         record: &mut Record,
     ) -> Response<Body> {
-        // Phase 0: ACME HTTP-01 answers, for any website whatever its status (it may
-        // still be in `setup`), before anything else can redirect or refuse the CA. A
-        // name that is no website's is not looked up in the store.
+        // Phase 1: the website.
+        let Some(host) = request_host(&request) else {
+            record.action = "bad_request";
+            return pages::missing_host();
+        };
+        let index = self.websites.current();
+        let Some(website) = index.by_host(&host).cloned() else {
+            record.action = "unknown_host";
+            return pages::unknown_host(&host);
+        };
+        drop(index);
+        let domain = website.website.domain.as_str();
+        record.website = Some(domain.to_owned());
+        // ACME HTTP-01 answers, for any website whatever its status (it may still be
+        // in `setup`), before anything else can redirect or refuse the CA; a name that
+        // is no website's got its 404 above, without a look in the store.
         if let Some(token) = request.uri().path().strip_prefix(ACME_HTTP01_PREFIX)
             && matches!(*request.method(), Method::GET | Method::HEAD)
             && let Some(answers) = &self.acme_answers
-            && request_host(&request).is_some_and(|host| self.is_website(&host))
         {
             record.action = "acme_challenge";
             return match answers.http01(token).await {
@@ -241,20 +253,6 @@ impl Gateway {
                 ),
             };
         }
-
-        // Phase 1: the website.
-        let Some(host) = request_host(&request) else {
-            record.action = "bad_request";
-            return pages::missing_host();
-        };
-        let index = self.websites.current();
-        let Some(website) = index.by_host(&host).cloned() else {
-            record.action = "unknown_host";
-            return pages::unknown_host(&host);
-        };
-        drop(index);
-        let domain = website.website.domain.as_str();
-        record.website = Some(domain.to_owned());
         let lb = &website.website.settings.loadbalancer;
         let paused = website.website.status == Status::Paused;
         if connection.http3 && !lb.enable_http3 {
