@@ -584,13 +584,12 @@ impl Gateway {
         };
         record.origin = Some(origin.origin);
         let mut response = origin.response;
-        if response.status() == StatusCode::SWITCHING_PROTOCOLS {
+        if let Some(origin_end) = origin.upgraded {
             if let Some(client_upgrade) = client_upgrade {
-                let origin_upgrade = hyper::upgrade::on(&mut response);
                 let idle_timeout = self.config.limits.idle_timeout;
                 tokio::spawn(async move {
-                    match tokio::try_join!(client_upgrade, origin_upgrade) {
-                        Ok((client, origin)) => tunnel(client, origin, idle_timeout).await,
+                    match client_upgrade.await {
+                        Ok(client) => tunnel(client, origin_end, idle_timeout).await,
                         Err(err) => tracing::debug!(%err, "WebSocket upgrade failed"),
                     }
                 });
@@ -616,13 +615,12 @@ impl Gateway {
 /// quiet connection (WebSocket applications ping more often than that).
 async fn tunnel(
     client: hyper::upgrade::Upgraded,
-    origin: hyper::upgrade::Upgraded,
+    mut origin: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
     idle_timeout: std::time::Duration,
 ) {
     // Every byte either way passes the client's side: counting there is enough.
     let activity = ActivityCount::new();
     let mut client = Activity::new(hyper_util::rt::TokioIo::new(client), activity.clone());
-    let mut origin = hyper_util::rt::TokioIo::new(origin);
     let relay = tokio::io::copy_bidirectional(&mut client, &mut origin);
     tokio::pin!(relay);
     let mut check = tokio::time::interval(idle_timeout / 4);

@@ -4,15 +4,17 @@
 //!
 //! The pool is the gateway's own rather than `hyper-util`'s legacy client because the
 //! gateway chooses the origin per request and must still hold the request when a
-//! connection fails (so it can retry with the body intact), and it dials an address
-//! while naming the website in SNI; hyper's `client::conn` does the HTTP.
+//! connection fails (so it can send it again), and it dials an address while naming
+//! the website in SNI; [`http1`] speaks the HTTP.
 
+pub mod http1;
+
+use super::io::Rewind;
 use super::pages::Body;
 use bytes::Bytes;
 use http::{Request, Response};
-use hyper::body::{Body as _, Frame, Incoming, SizeHint};
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
+use http1::{Connection, Http1Error, ResponseBody, Stream};
+use hyper::body::{Body as _, Frame, SizeHint};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -24,7 +26,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 /// How origins are reached.
@@ -74,7 +75,20 @@ pub enum UpstreamError {
     Request { message: String },
 }
 
-type Sender = SendRequest<Body>;
+/// How long a connection may sit idle in the pool before it is checked for a close by
+/// the origin (one read that does not wait) when taken out. Busier connections are
+/// used as they are: a request that finds one closed goes again on a new one.
+const CHECK_IDLE_AFTER: Duration = Duration::from_secs(1);
+
+/// The longest a connection sits in the pool: longer than origins keep idle
+/// connections (nginx 75 s, Apache 5 s), so by then it is closed at the other end.
+const MAX_IDLE: Duration = Duration::from_secs(90);
+
+/// A kept-alive connection waiting in the pool, and since when.
+struct IdleConnection {
+    connection: Connection,
+    since: Instant,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct PoolKey {
@@ -84,7 +98,7 @@ struct PoolKey {
 }
 
 /// One thread's idle connections by origin.
-type IdleConnections = RefCell<HashMap<PoolKey, Vec<Sender>>>;
+type IdleConnections = RefCell<HashMap<PoolKey, Vec<IdleConnection>>>;
 
 /// The origins of every website, their health and their idle connections.
 pub struct Origins {
@@ -107,6 +121,8 @@ pub struct Origins {
 pub struct OriginResponse {
     pub response: Response<PooledBody>,
     pub origin: SocketAddr,
+    /// After a 101 to an upgrade: the connection, now the origin's end of the tunnel.
+    pub upgraded: Option<Rewind<Stream>>,
 }
 
 impl Origins {
@@ -183,38 +199,39 @@ impl Origins {
         order
     }
 
-    fn checkin(&self, key: PoolKey, sender: Sender) {
-        if sender.is_closed() {
-            return;
-        }
+    fn checkin(&self, key: PoolKey, connection: Connection) {
+        let now = Instant::now();
         let mut idle = self.idle_here().borrow_mut();
         let list = idle.entry(key).or_default();
+        // The oldest is at the bottom: one idle past any origin's keep-alive is closed.
+        if list
+            .first()
+            .is_some_and(|oldest| now.duration_since(oldest.since) > MAX_IDLE)
+        {
+            list.remove(0);
+        }
         if list.len() < self.config.idle_per_origin {
-            list.push(sender);
+            list.push(IdleConnection {
+                connection,
+                since: now,
+            });
         }
     }
 
-    async fn checkout(&self, key: &PoolKey) -> Option<Sender> {
-        loop {
-            let mut sender = {
-                let mut idle = self.idle_here().borrow_mut();
-                idle.get_mut(key)?.pop()?
-            };
-            if sender.is_closed() {
-                continue;
-            }
-            if sender.is_ready() {
-                return Some(sender);
-            }
-            if let Ok(Ok(())) =
-                tokio::time::timeout(Duration::from_millis(20), sender.ready()).await
-            {
-                return Some(sender);
+    /// The connection used last (its buffers warm in the cache), checked for a close by
+    /// the origin when it sat idle a while.
+    fn checkout(&self, key: &PoolKey) -> Option<Connection> {
+        let mut idle = self.idle_here().borrow_mut();
+        let list = idle.get_mut(key)?;
+        while let Some(mut waiting) = list.pop() {
+            if waiting.since.elapsed() < CHECK_IDLE_AFTER || waiting.connection.is_open() {
+                return Some(waiting.connection);
             }
         }
+        None
     }
 
-    async fn connect(&self, key: &PoolKey) -> Result<Sender, String> {
+    async fn connect(&self, key: &PoolKey) -> Result<Connection, String> {
         let limit = self.config.connect_timeout;
         let tcp = tokio::time::timeout(limit, TcpStream::connect(key.address))
             .await
@@ -222,7 +239,7 @@ impl Origins {
             .map_err(|err| format!("connecting to {}: {err}", key.address))?;
         let _ = tcp.set_nodelay(true);
         match &key.tls_name {
-            None => handshake(tcp).await,
+            None => Ok(Connection::new(Stream::Plain(tcp))),
             Some(name) => {
                 let name = ServerName::try_from(name.to_string())
                     .map_err(|err| format!("TLS name {name}: {err}"))?;
@@ -230,7 +247,7 @@ impl Origins {
                     .await
                     .map_err(|_| format!("TLS handshake with {} timed out", key.address))?
                     .map_err(|err| format!("TLS handshake with {}: {err}", key.address))?;
-                handshake(tls).await
+                Ok(Connection::new(Stream::Tls(Box::new(tls))))
             }
         }
     }
@@ -241,7 +258,7 @@ impl Origins {
         self: &Arc<Self>,
         ips: &[IpAddr],
         tls_name: Option<&str>,
-        mut request: Request<Body>,
+        request: Request<Body>,
         upgrade: bool,
     ) -> Result<OriginResponse, UpstreamError> {
         if ips.is_empty() {
@@ -253,25 +270,22 @@ impl Origins {
             self.config.http_port
         };
         let tls_name: Option<Arc<str>> = tls_name.map(Arc::from);
+        let (parts, mut body) = request.into_parts();
         let mut last = String::new();
         for address in self.order(ips, port) {
             let key = PoolKey {
                 address,
                 tls_name: tls_name.clone(),
             };
-            // A pooled connection the origin closed meanwhile gives the request back;
-            // then a fresh connection is tried once.
-            let mut pooled = if upgrade {
-                None
-            } else {
-                self.checkout(&key).await
-            };
+            // A pooled connection the origin closed meanwhile fails before the request
+            // was taken (`Stale`): then the request goes once more, on a new connection.
+            let mut pooled = if upgrade { None } else { self.checkout(&key) };
             loop {
                 let reused = pooled.is_some();
-                let mut sender = match pooled.take() {
-                    Some(sender) => sender,
+                let mut connection = match pooled.take() {
+                    Some(connection) => connection,
                     None => match self.connect(&key).await {
-                        Ok(sender) => sender,
+                        Ok(connection) => connection,
                         Err(err) => {
                             tracing::warn!(origin = %address, %err, "origin unreachable; trying the next");
                             self.mark_down(address);
@@ -281,144 +295,136 @@ impl Origins {
                     },
                 };
                 self.mark_up(&address);
-                let sent = tokio::time::timeout(
+                let exchanged = tokio::time::timeout(
                     self.config.response_timeout,
-                    sender.try_send_request(request),
+                    connection.exchange(&parts, &mut body, upgrade),
                 )
                 .await;
-                match sent {
+                let head = match exchanged {
                     Err(_) => {
                         return Err(UpstreamError::Timeout {
                             origin: address,
                             after: self.config.response_timeout,
                         });
                     }
-                    Ok(Ok(response)) => {
-                        let checkin = (!upgrade).then(|| Checkin {
-                            sender,
-                            key,
-                            origins: Arc::downgrade(self),
-                        });
-                        let response = response.map(|inner| PooledBody { inner, checkin });
-                        return Ok(OriginResponse {
-                            response,
-                            origin: address,
+                    Ok(Ok(head)) => head,
+                    Ok(Err(Http1Error::Stale(_))) if reused => continue,
+                    Ok(Err(err)) if err.is_request() => {
+                        return Err(UpstreamError::Request {
+                            message: err.to_string(),
                         });
                     }
-                    Ok(Err(mut err)) => match err.take_message() {
-                        Some(unsent) if reused => request = unsent,
-                        _ => {
-                            let err = err.into_error();
-                            // A "user" error with a cause is the request body's
-                            // stream failing (hyper keeps the body's error as the
-                            // cause); the others (the connection task gone, ...) are
-                            // the origin connection's.
-                            let message = error_chain(&err);
-                            let request_body =
-                                err.is_user() && std::error::Error::source(&err).is_some();
-                            return Err(if request_body {
-                                UpstreamError::Request { message }
-                            } else {
-                                UpstreamError::Failed {
-                                    origin: address,
-                                    message,
-                                }
-                            });
-                        }
-                    },
+                    Ok(Err(err)) => {
+                        return Err(UpstreamError::Failed {
+                            origin: address,
+                            message: err.to_string(),
+                        });
+                    }
+                };
+                if head.is_upgrade() {
+                    let response = Response::from_parts(head.parts, PooledBody::empty());
+                    return Ok(OriginResponse {
+                        response,
+                        origin: address,
+                        upgraded: Some(connection.into_upgraded()),
+                    });
                 }
+                let inner = ResponseBody::new(&head, connection);
+                let checkin = (!upgrade).then(|| Checkin {
+                    key,
+                    origins: Arc::downgrade(self),
+                });
+                let mut body = PooledBody {
+                    inner: Some(inner),
+                    checkin,
+                };
+                // A body already whole (none, or all of it in the head's read) frees
+                // its connection now.
+                if body.is_end_stream() {
+                    body.finish();
+                }
+                return Ok(OriginResponse {
+                    response: Response::from_parts(head.parts, body),
+                    origin: address,
+                    upgraded: None,
+                });
             }
         }
         Err(UpstreamError::Unreachable { last })
     }
 }
 
-/// An error and its causes, as one line.
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-async fn handshake<I>(io: I) -> Result<Sender, String>
-where
-    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let (sender, connection) = hyper::client::conn::http1::Builder::new()
-        .handshake(TokioIo::new(io))
-        .await
-        .map_err(|err| format!("HTTP handshake: {err}"))?;
-    tokio::spawn(async move {
-        if let Err(err) = connection.with_upgrades().await {
-            tracing::debug!(%err, "origin connection ended");
-        }
-    });
-    Ok(sender)
-}
-
 /// What puts a connection back in the pool once its response is read to the end.
 struct Checkin {
-    sender: Sender,
     key: PoolKey,
     origins: Weak<Origins>,
 }
 
 /// An origin's response body; its connection goes back to the pool when the body ends.
 pub struct PooledBody {
-    inner: Incoming,
+    /// `None` for the empty body of a 101.
+    inner: Option<ResponseBody>,
     checkin: Option<Checkin>,
 }
 
 impl PooledBody {
+    fn empty() -> PooledBody {
+        PooledBody {
+            inner: None,
+            checkin: None,
+        }
+    }
+
     fn finish(&mut self) {
         if let Some(checkin) = self.checkin.take()
+            && let Some(inner) = self.inner.as_mut()
+            && let Some(connection) = inner.take_reusable()
             && let Some(origins) = checkin.origins.upgrade()
         {
-            origins.checkin(checkin.key, checkin.sender);
+            origins.checkin(checkin.key, connection);
         }
     }
 }
 
 impl hyper::body::Body for PooledBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = Http1Error;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, Http1Error>>> {
         let this = self.get_mut();
-        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let polled = Pin::new(&mut *inner).poll_frame(cx);
         match &polled {
-            Poll::Ready(None) => this.finish(),
-            Poll::Ready(Some(Ok(_))) if this.inner.is_end_stream() => this.finish(),
             Poll::Ready(Some(Err(_))) => this.checkin = None,
+            Poll::Ready(_) if inner.is_end_stream() => this.finish(),
             _ => {}
         }
         polled
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.inner
+            .as_ref()
+            .is_none_or(|inner| inner.is_end_stream())
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        self.inner
+            .as_ref()
+            .map_or(SizeHint::with_exact(0), |inner| inner.size_hint())
     }
 }
 
 impl Drop for PooledBody {
     fn drop(&mut self) {
-        // A body nobody polled because it was empty (204, 304, HEAD) still frees its
+        // A body read to its end whose last poll was not seen still frees its
         // connection; one dropped half-read closes it.
-        if self.inner.is_end_stream() {
-            self.finish();
-        }
+        self.finish();
     }
 }
 
@@ -512,23 +518,17 @@ mod tests {
             address: listener.local_addr().unwrap(),
             tls_name: None,
         };
-        let sender = origins.connect(&key).await.unwrap();
+        let connection = origins.connect(&key).await.unwrap();
         let _accepted = listener.accept().await.unwrap();
-        origins.checkin(key.clone(), sender);
+        origins.checkin(key.clone(), connection);
         let elsewhere = {
             let (origins, key) = (origins.clone(), key.clone());
-            std::thread::spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap();
-                runtime.block_on(origins.checkout(&key)).is_some()
-            })
-            .join()
-            .unwrap()
+            std::thread::spawn(move || origins.checkout(&key).is_some())
+                .join()
+                .unwrap()
         };
         assert!(!elsewhere, "another thread took this thread's connection");
-        assert!(origins.checkout(&key).await.is_some());
-        assert!(origins.checkout(&key).await.is_none(), "taken once");
+        assert!(origins.checkout(&key).is_some());
+        assert!(origins.checkout(&key).is_none(), "taken once");
     }
 }

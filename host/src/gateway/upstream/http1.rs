@@ -1,0 +1,742 @@
+//! The HTTP/1.1 client side of one origin connection, on `httparse`: a request written,
+//! its response head read (interim 1xx answers skipped), the response body framed as
+//! RFC 9112 §6.3 says, and the connection handed back for the next request when the
+//! body ended cleanly.
+//!
+//! The gateway's own rather than hyper's `client::conn` because hyper's client runs
+//! each connection as a task of its own that the request reaches through channels: on
+//! the load benchmark that cost about 1 µs of CPU per request (README, "The data plane
+//! under load"), the largest part of the proxy core a library spent. Here the request's
+//! own task writes and reads the connection, and a response that arrived whole in one
+//! read is handed on without another system call. What this side does not do, it
+//! refuses rather than guesses: a malformed head, an over-long head, a conflicting
+//! `Content-Length`, a body cut short are errors, and a response framed by anything
+//! but its length is never followed by another on the same connection unless it was
+//! chunked and ended cleanly.
+
+use crate::gateway::pages::{Body, BoxError};
+use bytes::{Buf, Bytes, BytesMut};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, Version, header};
+use http_body_util::BodyExt;
+use hyper::body::{Body as _, Frame, SizeHint};
+use std::io;
+use std::mem::MaybeUninit;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
+
+/// The longest response head (status line and header lines) an origin may send.
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// The most header lines in a response head.
+pub const MAX_HEADERS: usize = 128;
+/// How much is read from the origin at a time.
+const READ_SIZE: usize = 16 * 1024;
+/// The longest chunk-size line (with its extensions) of a chunked body.
+const MAX_CHUNK_LINE: usize = 4 * 1024;
+/// The longest trailer section of a chunked body (trailers are read and dropped).
+const MAX_TRAILERS: usize = 16 * 1024;
+
+/// The byte stream to an origin: plain TCP or TLS over it.
+pub enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(tcp) => Pin::new(tcp).poll_read(cx, buf),
+            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(tcp) => Pin::new(tcp).poll_write(cx, buf),
+            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(tcp) => Pin::new(tcp).poll_write_vectored(cx, bufs),
+            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Stream::Plain(tcp) => tcp.is_write_vectored(),
+            Stream::Tls(tls) => tls.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(tcp) => Pin::new(tcp).poll_flush(cx),
+            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(tcp) => Pin::new(tcp).poll_shutdown(cx),
+            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// Why an exchange with an origin failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Http1Error {
+    /// The connection failed or closed before the origin took any of the request's body
+    /// or sent any byte of an answer: on a kept-alive connection, the origin closed it
+    /// while it was idle, and the request can go again on a new one.
+    #[error("the connection closed before an answer: {0}")]
+    Stale(io::Error),
+    #[error("writing the request: {0}")]
+    Write(io::Error),
+    #[error("reading the response: {0}")]
+    Read(io::Error),
+    #[error("the origin closed the connection within the response head")]
+    ClosedInHead,
+    #[error("malformed response head: {0}")]
+    MalformedHead(String),
+    #[error("the response head is over {MAX_HEAD_BYTES} bytes or {MAX_HEADERS} lines")]
+    HeadTooLarge,
+    #[error("101 Switching Protocols to a request that asked for no upgrade")]
+    UnaskedUpgrade,
+    #[error("the origin closed the connection {0} bytes short of the response's length")]
+    BodyCut(u64),
+    #[error("the origin closed the connection within a chunked response")]
+    ChunkedCut,
+    #[error("malformed chunked response body: {0}")]
+    MalformedChunk(&'static str),
+    /// The client's request body failed on its way (its stream broke off).
+    #[error("the request body: {0}")]
+    RequestBody(BoxError),
+    /// The client's request body was not as long as its `Content-Length` said.
+    #[error("the request body ran {0} its declared length")]
+    RequestLength(&'static str),
+}
+
+impl Http1Error {
+    /// Whether the request's body is at fault rather than the origin.
+    pub fn is_request(&self) -> bool {
+        matches!(
+            self,
+            Http1Error::RequestBody(_) | Http1Error::RequestLength(_)
+        )
+    }
+}
+
+/// How a request's body is framed on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RequestFraming {
+    /// No body and no framing header (a GET).
+    Empty,
+    Length(u64),
+    Chunked,
+}
+
+/// How the rest of a response's body is framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    /// So many bytes left.
+    Length(u64),
+    Chunked(Chunk),
+    /// Everything until the origin closes the connection.
+    UntilClose,
+    Done,
+}
+
+/// Where a chunked body's reader is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    /// Before a chunk-size line.
+    Size,
+    /// Within a chunk, so many bytes left.
+    Data(u64),
+    /// After a chunk's data, before its CRLF.
+    DataEnd,
+    /// After the last chunk: trailer lines until an empty one.
+    Trailers,
+}
+
+/// A response head as read, and how its body follows.
+pub struct ResponseHead {
+    pub parts: http::response::Parts,
+    framing: Framing,
+    /// Whether the connection may carry another request once the body is read.
+    keep_alive: bool,
+}
+
+impl ResponseHead {
+    /// Whether the origin switched protocols (the connection is now the tunnel's).
+    pub fn is_upgrade(&self) -> bool {
+        self.parts.status == StatusCode::SWITCHING_PROTOCOLS
+    }
+}
+
+/// One connection to an origin, with what was read of it but not yet used.
+pub struct Connection {
+    stream: Stream,
+    read: BytesMut,
+    /// The request head being written (its allocation reused).
+    write: Vec<u8>,
+}
+
+impl Connection {
+    pub fn new(stream: Stream) -> Connection {
+        Connection {
+            stream,
+            read: BytesMut::with_capacity(READ_SIZE),
+            write: Vec::with_capacity(1024),
+        }
+    }
+
+    /// Whether an idle connection is still open: no end of stream and no stray bytes
+    /// are waiting on it. Reads once without waiting (one system call).
+    pub fn is_open(&mut self) -> bool {
+        if !self.read.is_empty() {
+            return false;
+        }
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        matches!(self.poll_fill(&mut cx), Poll::Pending)
+    }
+
+    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        if self.read.capacity() - self.read.len() < READ_SIZE / 4 {
+            self.read.reserve(READ_SIZE);
+        }
+        tokio_util::io::poll_read_buf(Pin::new(&mut self.stream), cx, &mut self.read)
+    }
+
+    async fn fill(&mut self) -> io::Result<usize> {
+        std::future::poll_fn(|cx| self.poll_fill(cx)).await
+    }
+
+    /// Sends one request and reads its response head. `parts` stay the caller's, so a
+    /// request whose connection turned out [`Http1Error::Stale`] can be sent again;
+    /// `body` is taken from only once the head is written.
+    pub async fn exchange(
+        &mut self,
+        parts: &http::request::Parts,
+        body: &mut Body,
+        upgrade: bool,
+    ) -> Result<ResponseHead, Http1Error> {
+        let framing = request_framing(parts, body);
+        self.write_head(parts, framing);
+        let written = self.stream.write_all(&self.write).await;
+        written.map_err(Http1Error::Stale)?;
+        // A body the origin stopped taking may have been refused with an answer (a 413
+        // before the upload ends): that answer is read before the write error counts.
+        let mut body_failed = None;
+        let mut body_sent = false;
+        if framing != RequestFraming::Empty {
+            body_sent = true;
+            match self.write_body(body, framing).await {
+                Ok(()) => {}
+                Err(err @ (Http1Error::RequestBody(_) | Http1Error::RequestLength(_))) => {
+                    return Err(err);
+                }
+                Err(err) => body_failed = Some(err),
+            }
+        }
+        if body_failed.is_none() {
+            let flushed = self.stream.flush().await;
+            flushed.map_err(if body_sent {
+                Http1Error::Write
+            } else {
+                Http1Error::Stale
+            })?;
+        }
+        match self.read_head(parts.method == Method::HEAD, upgrade).await {
+            Err(Http1Error::Stale(err)) if body_sent => {
+                Err(body_failed.unwrap_or(Http1Error::Read(err)))
+            }
+            Err(err) => Err(body_failed.unwrap_or(err)),
+            Ok(mut head) => {
+                if body_failed.is_some() {
+                    head.keep_alive = false;
+                }
+                Ok(head)
+            }
+        }
+    }
+
+    /// The request line and headers into `self.write`; the framing header is the
+    /// gateway's (a client's `Content-Length` is written only as the framing it chose).
+    fn write_head(&mut self, parts: &http::request::Parts, framing: RequestFraming) {
+        let out = &mut self.write;
+        out.clear();
+        out.extend_from_slice(parts.method.as_str().as_bytes());
+        out.push(b' ');
+        let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+        out.extend_from_slice(target.as_bytes());
+        out.extend_from_slice(b" HTTP/1.1\r\n");
+        for (name, value) in &parts.headers {
+            if name == header::CONTENT_LENGTH || name == header::TRANSFER_ENCODING {
+                continue;
+            }
+            out.extend_from_slice(name.as_str().as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        match framing {
+            RequestFraming::Empty => {}
+            RequestFraming::Length(length) => {
+                out.extend_from_slice(b"content-length: ");
+                out.extend_from_slice(itoa::Buffer::new().format(length).as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+            RequestFraming::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+
+    /// Streams the request body in `framing`.
+    async fn write_body(
+        &mut self,
+        body: &mut Body,
+        framing: RequestFraming,
+    ) -> Result<(), Http1Error> {
+        let mut sent: u64 = 0;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(Http1Error::RequestBody)?;
+            // Request trailers are not forwarded (no origin of a website reads them).
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            if data.is_empty() {
+                continue;
+            }
+            sent += data.len() as u64;
+            match framing {
+                RequestFraming::Length(length) if sent > length => {
+                    return Err(Http1Error::RequestLength("past"));
+                }
+                RequestFraming::Chunked => {
+                    let size = format!("{:x}\r\n", data.len());
+                    let mut chunk = size.as_bytes().chain(data).chain(&b"\r\n"[..]);
+                    self.stream
+                        .write_all_buf(&mut chunk)
+                        .await
+                        .map_err(Http1Error::Write)?;
+                }
+                _ => {
+                    let mut data = data;
+                    self.stream
+                        .write_all_buf(&mut data)
+                        .await
+                        .map_err(Http1Error::Write)?;
+                }
+            }
+        }
+        match framing {
+            RequestFraming::Length(length) if sent < length => {
+                Err(Http1Error::RequestLength("short of"))
+            }
+            RequestFraming::Chunked => self
+                .stream
+                .write_all(b"0\r\n\r\n")
+                .await
+                .map_err(Http1Error::Write),
+            _ => Ok(()),
+        }
+    }
+
+    /// Reads the response head, skipping interim (1xx) answers other than a 101.
+    async fn read_head(
+        &mut self,
+        head_request: bool,
+        upgrade: bool,
+    ) -> Result<ResponseHead, Http1Error> {
+        let mut answered = false;
+        loop {
+            if !self.read.is_empty() {
+                answered = true;
+                if let Some(head) = self.parse_head(head_request, upgrade)? {
+                    if head.parts.status.is_informational() && !head.is_upgrade() {
+                        continue;
+                    }
+                    return Ok(head);
+                }
+            }
+            match self.fill().await {
+                Ok(0) if answered => return Err(Http1Error::ClosedInHead),
+                Ok(0) => {
+                    return Err(Http1Error::Stale(io::Error::from(
+                        io::ErrorKind::UnexpectedEof,
+                    )));
+                }
+                Ok(_) => {}
+                Err(err) if answered => return Err(Http1Error::Read(err)),
+                Err(err) => return Err(Http1Error::Stale(err)),
+            }
+        }
+    }
+
+    /// One response head from the buffer, consumed; `None` while it is incomplete.
+    fn parse_head(
+        &mut self,
+        head_request: bool,
+        upgrade: bool,
+    ) -> Result<Option<ResponseHead>, Http1Error> {
+        let mut headers = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+        let mut response = httparse::Response::new(&mut []);
+        let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+            &mut response,
+            &self.read,
+            &mut headers,
+        );
+        let length = match parsed {
+            Ok(httparse::Status::Complete(length)) => length,
+            Ok(httparse::Status::Partial) if self.read.len() >= MAX_HEAD_BYTES => {
+                return Err(Http1Error::HeadTooLarge);
+            }
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(httparse::Error::TooManyHeaders) => return Err(Http1Error::HeadTooLarge),
+            Err(err) => return Err(Http1Error::MalformedHead(err.to_string())),
+        };
+        if length > MAX_HEAD_BYTES {
+            return Err(Http1Error::HeadTooLarge);
+        }
+        let status = response
+            .code
+            .and_then(|code| StatusCode::from_u16(code).ok())
+            .ok_or_else(|| Http1Error::MalformedHead("status code".into()))?;
+        let version = if response.version == Some(0) {
+            Version::HTTP_10
+        } else {
+            Version::HTTP_11
+        };
+        let mut map = HeaderMap::with_capacity(response.headers.len());
+        let mut content_length: Option<u64> = None;
+        let mut transfer_encoding = false;
+        let mut chunked_last = false;
+        let mut close = version == Version::HTTP_10;
+        for line in response.headers.iter() {
+            let name = HeaderName::from_bytes(line.name.as_bytes())
+                .map_err(|_| Http1Error::MalformedHead(format!("header name {:?}", line.name)))?;
+            let value = HeaderValue::from_bytes(line.value)
+                .map_err(|_| Http1Error::MalformedHead(format!("value of {name}")))?;
+            if name == header::CONTENT_LENGTH {
+                let length = parse_content_length(line.value)
+                    .ok_or_else(|| Http1Error::MalformedHead("Content-Length".into()))?;
+                if content_length.is_some_and(|seen| seen != length) {
+                    return Err(Http1Error::MalformedHead(
+                        "two different Content-Length values".into(),
+                    ));
+                }
+                content_length = Some(length);
+            } else if name == header::TRANSFER_ENCODING {
+                transfer_encoding = true;
+                chunked_last = last_token(line.value).eq_ignore_ascii_case(b"chunked");
+            } else if name == header::CONNECTION {
+                for token in line.value.split(|&b| b == b',') {
+                    let token = token.trim_ascii();
+                    if token.eq_ignore_ascii_case(b"close") {
+                        close = true;
+                    } else if token.eq_ignore_ascii_case(b"keep-alive")
+                        && version == Version::HTTP_10
+                    {
+                        close = false;
+                    }
+                }
+            }
+            map.append(name, value);
+        }
+        self.read.advance(length);
+        if status == StatusCode::SWITCHING_PROTOCOLS && !upgrade {
+            return Err(Http1Error::UnaskedUpgrade);
+        }
+        // RFC 9112 §6.3, in its order.
+        let mut keep_alive = !close;
+        let framing = if head_request
+            || status.is_informational()
+            || status == StatusCode::NO_CONTENT
+            || status == StatusCode::NOT_MODIFIED
+        {
+            Framing::Done
+        } else if transfer_encoding {
+            // A length beside a transfer coding is a smuggling attempt or a mistake:
+            // the coding wins, the length is not passed on, the connection not reused.
+            if content_length.is_some() {
+                map.remove(header::CONTENT_LENGTH);
+                keep_alive = false;
+            }
+            if chunked_last {
+                Framing::Chunked(Chunk::Size)
+            } else {
+                keep_alive = false;
+                Framing::UntilClose
+            }
+        } else if let Some(length) = content_length {
+            if length == 0 {
+                Framing::Done
+            } else {
+                Framing::Length(length)
+            }
+        } else {
+            keep_alive = false;
+            Framing::UntilClose
+        };
+        let mut response = Response::new(());
+        *response.status_mut() = status;
+        *response.version_mut() = version;
+        *response.headers_mut() = map;
+        let (parts, ()) = response.into_parts();
+        Ok(Some(ResponseHead {
+            parts,
+            framing,
+            keep_alive,
+        }))
+    }
+
+    /// The stream after a 101, with what the origin sent past its head.
+    pub fn into_upgraded(self) -> crate::gateway::io::Rewind<Stream> {
+        crate::gateway::io::Rewind::new(self.read.to_vec(), self.stream)
+    }
+}
+
+/// How a request's body goes: by the body's exact length when it knows it (hyper's
+/// knows a client's `Content-Length`), else by a `Content-Length` the client sent
+/// (HTTP/3), else chunked. A body-less request gets no framing header, except the
+/// methods that carry a body, which say `content-length: 0` (as hyper's client did).
+fn request_framing(parts: &http::request::Parts, body: &Body) -> RequestFraming {
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| parse_content_length(value.as_bytes()));
+    match body.size_hint().exact() {
+        Some(0)
+            if declared.is_none()
+                && !matches!(parts.method, Method::POST | Method::PUT | Method::PATCH) =>
+        {
+            RequestFraming::Empty
+        }
+        Some(length) => RequestFraming::Length(length),
+        None => declared.map_or(RequestFraming::Chunked, RequestFraming::Length),
+    }
+}
+
+/// A `Content-Length` value: digits, or a list of one repeated value (RFC 9110 §8.6).
+fn parse_content_length(value: &[u8]) -> Option<u64> {
+    let mut found = None;
+    for part in value.split(|&b| b == b',') {
+        let part = part.trim_ascii();
+        if part.is_empty() || part.len() > 19 || !part.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let length: u64 = std::str::from_utf8(part).ok()?.parse().ok()?;
+        if found.is_some_and(|seen| seen != length) {
+            return None;
+        }
+        found = Some(length);
+    }
+    found
+}
+
+/// The last comma-separated token of a header value, trimmed.
+fn last_token(value: &[u8]) -> &[u8] {
+    value
+        .rsplit(|&b| b == b',')
+        .next()
+        .unwrap_or_default()
+        .trim_ascii()
+}
+
+/// A response's body as it comes from the origin connection, which it owns until the
+/// body ends; then [`ResponseBody::into_reusable`] gives the connection back.
+pub struct ResponseBody {
+    connection: Option<Connection>,
+    framing: Framing,
+    keep_alive: bool,
+}
+
+impl ResponseBody {
+    pub fn new(head: &ResponseHead, connection: Connection) -> ResponseBody {
+        ResponseBody {
+            connection: Some(connection),
+            framing: head.framing,
+            keep_alive: head.keep_alive,
+        }
+    }
+
+    /// The connection, when the body was read to its end, the origin keeps the
+    /// connection alive, and it sent nothing past the body.
+    pub fn take_reusable(&mut self) -> Option<Connection> {
+        if self.framing != Framing::Done || !self.keep_alive {
+            return None;
+        }
+        self.connection.take().filter(|c| c.read.is_empty())
+    }
+
+    fn fail(&mut self, err: Http1Error) -> Poll<Option<Result<Frame<Bytes>, Http1Error>>> {
+        self.connection = None;
+        self.framing = Framing::Done;
+        Poll::Ready(Some(Err(err)))
+    }
+}
+
+impl hyper::body::Body for ResponseBody {
+    type Data = Bytes;
+    type Error = Http1Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Http1Error>>> {
+        let this = self.get_mut();
+        loop {
+            let Some(connection) = this.connection.as_mut() else {
+                return Poll::Ready(None);
+            };
+            let buffered = connection.read.len() as u64;
+            match &mut this.framing {
+                Framing::Done => return Poll::Ready(None),
+                Framing::Length(left) | Framing::Chunked(Chunk::Data(left)) if buffered > 0 => {
+                    let take = (*left).min(buffered);
+                    *left -= take;
+                    if *left == 0 {
+                        this.framing = match this.framing {
+                            Framing::Length(_) => Framing::Done,
+                            _ => Framing::Chunked(Chunk::DataEnd),
+                        };
+                    }
+                    let data = connection.read.split_to(take as usize).freeze();
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                }
+                Framing::UntilClose if buffered > 0 => {
+                    let data = connection.read.split().freeze();
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                }
+                Framing::Chunked(Chunk::Size) if buffered > 0 => {
+                    match httparse::parse_chunk_size(&connection.read) {
+                        Ok(httparse::Status::Complete((length, size))) => {
+                            connection.read.advance(length);
+                            this.framing = Framing::Chunked(if size == 0 {
+                                Chunk::Trailers
+                            } else {
+                                Chunk::Data(size)
+                            });
+                            continue;
+                        }
+                        Ok(httparse::Status::Partial)
+                            if connection.read.len() <= MAX_CHUNK_LINE => {}
+                        Ok(httparse::Status::Partial) => {
+                            return this
+                                .fail(Http1Error::MalformedChunk("chunk-size line too long"));
+                        }
+                        Err(_) => return this.fail(Http1Error::MalformedChunk("chunk size")),
+                    }
+                }
+                Framing::Chunked(Chunk::DataEnd) if buffered >= 2 => {
+                    if &connection.read[..2] != b"\r\n" {
+                        return this.fail(Http1Error::MalformedChunk("no CRLF after a chunk"));
+                    }
+                    connection.read.advance(2);
+                    this.framing = Framing::Chunked(Chunk::Size);
+                    continue;
+                }
+                Framing::Chunked(Chunk::Trailers) if buffered > 0 => {
+                    let end = if connection.read.starts_with(b"\r\n") {
+                        Some(2)
+                    } else {
+                        memchr::memmem::find(&connection.read, b"\r\n\r\n").map(|at| at + 4)
+                    };
+                    match end {
+                        Some(end) => {
+                            connection.read.advance(end);
+                            this.framing = Framing::Done;
+                            return Poll::Ready(None);
+                        }
+                        None if connection.read.len() > MAX_TRAILERS => {
+                            return this.fail(Http1Error::MalformedChunk("trailers too long"));
+                        }
+                        None => {}
+                    }
+                }
+                _ => {}
+            }
+            // Nothing usable is buffered: read more.
+            let read = ready!(connection.poll_fill(cx));
+            match (read, this.framing) {
+                (Ok(0), Framing::UntilClose) => {
+                    this.framing = Framing::Done;
+                    this.keep_alive = false;
+                    return Poll::Ready(None);
+                }
+                (Ok(0), Framing::Length(left)) => return this.fail(Http1Error::BodyCut(left)),
+                (Ok(0), _) => return this.fail(Http1Error::ChunkedCut),
+                (Ok(_), _) => {}
+                (Err(err), _) => return this.fail(Http1Error::Read(err)),
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.framing == Framing::Done
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self.framing {
+            Framing::Done => SizeHint::with_exact(0),
+            Framing::Length(left) => SizeHint::with_exact(left),
+            _ => SizeHint::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_length_is_digits_or_one_repeated_value() {
+        assert_eq!(parse_content_length(b"42"), Some(42));
+        assert_eq!(parse_content_length(b"42, 42"), Some(42));
+        assert_eq!(parse_content_length(b"0"), Some(0));
+        for bad in [
+            &b""[..],
+            b"+42",
+            b"-1",
+            b"4 2",
+            b"42, 43",
+            b"0x10",
+            b"99999999999999999999",
+            b"42,",
+        ] {
+            assert_eq!(
+                parse_content_length(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn the_last_transfer_coding_decides() {
+        assert_eq!(last_token(b"gzip, chunked"), b"chunked");
+        assert_eq!(last_token(b"chunked, gzip"), b"gzip");
+        assert_eq!(last_token(b" Chunked "), b"Chunked");
+    }
+}
