@@ -5,6 +5,7 @@
 mod caching;
 mod listeners;
 mod loadbalancer;
+mod origins;
 mod protection;
 mod proxying;
 
