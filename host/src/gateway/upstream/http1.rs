@@ -427,7 +427,11 @@ impl Connection {
         } else {
             Version::HTTP_11
         };
-        let mut map = HeaderMap::with_capacity(response.headers.len());
+        // The values become slices of the head's bytes (no copy each): their places
+        // are noted while httparse's view borrows the buffer.
+        let start = self.read.as_ptr() as usize;
+        let mut lines: smallvec::SmallVec<[(HeaderName, usize, usize); 24]> =
+            smallvec::SmallVec::with_capacity(response.headers.len());
         let mut content_length: Option<u64> = None;
         let mut transfer_encoding = false;
         let mut chunked_last = false;
@@ -435,8 +439,6 @@ impl Connection {
         for line in response.headers.iter() {
             let name = HeaderName::from_bytes(line.name.as_bytes())
                 .map_err(|_| Http1Error::MalformedHead(format!("header name {:?}", line.name)))?;
-            let value = HeaderValue::from_bytes(line.value)
-                .map_err(|_| Http1Error::MalformedHead(format!("value of {name}")))?;
             if name == header::CONTENT_LENGTH {
                 let length = parse_content_length(line.value)
                     .ok_or_else(|| Http1Error::MalformedHead("Content-Length".into()))?;
@@ -461,9 +463,24 @@ impl Connection {
                     }
                 }
             }
+            // httparse's values are views of the buffer (an empty one is read as 0..0).
+            let at = (line.value.as_ptr() as usize)
+                .checked_sub(start)
+                .filter(|at| at + line.value.len() <= length);
+            let range = match at {
+                _ if line.value.is_empty() => (0, 0),
+                Some(at) => (at, at + line.value.len()),
+                None => return Err(Http1Error::MalformedHead(format!("value of {name}"))),
+            };
+            lines.push((name, range.0, range.1));
+        }
+        let head = self.read.split_to(length).freeze();
+        let mut map = HeaderMap::with_capacity(lines.len());
+        for (name, from, to) in lines {
+            let value = HeaderValue::from_maybe_shared(head.slice(from..to))
+                .map_err(|_| Http1Error::MalformedHead(format!("value of {name}")))?;
             map.append(name, value);
         }
-        self.read.advance(length);
         if status == StatusCode::SWITCHING_PROTOCOLS && !upgrade {
             return Err(Http1Error::UnaskedUpgrade);
         }
