@@ -2,6 +2,8 @@
 //! the ClientHello and terminate TLS, then serve HTTP/1.1 and HTTP/2 within the
 //! connection limits until the client leaves, goes idle or the gateway drains.
 
+mod http1;
+
 use super::io::{Activity, ActivityCount, Rewind};
 use super::{Gateway, ja4, proxy_protocol};
 use crate::rules::bindings::{AlpnProtocol, TlsFacts, TlsVersion};
@@ -254,7 +256,9 @@ async fn read_client_hello<S: AsyncRead + Unpin>(
     Ok((record, fingerprint))
 }
 
-/// Serves HTTP on an established connection until it ends, idles out or drains.
+/// Serves HTTP on an established connection until it ends, idles out or drains:
+/// HTTP/1.1 through the gateway's own loop ([`http1`]) until a request is hyper's,
+/// HTTP/2 (and whatever the loop hands over) through hyper.
 async fn serve_http<S>(
     gateway: Arc<Gateway>,
     stream: S,
@@ -265,7 +269,127 @@ async fn serve_http<S>(
 {
     let limits = gateway.config.limits.clone();
     let activity = ActivityCount::new();
-    let io = TokioIo::new(Activity::new(stream, activity.clone()));
+    let io = Activity::new(stream, activity.clone());
+    let h2 = info
+        .tls
+        .as_ref()
+        .is_some_and(|tls| tls.alpn == AlpnProtocol::H2);
+    // One reference count per connection, written by its own thread only: a request
+    // clones this, not the `Gateway` every data-plane core shares.
+    let served = Arc::new((gateway, info));
+    let mut idle = IdleCheck::new(&limits, activity);
+    if h2 {
+        return serve_hyper(served, io, &limits, shutdown, idle).await;
+    }
+    let flags = http1::Flags::default();
+    let ended = {
+        let own = http1::serve(&served, io, &limits, &flags);
+        tokio::pin!(own);
+        loop {
+            tokio::select! {
+                ended = own.as_mut() => break ended,
+                _ = shutdown.wait(), if !idle.closing => {
+                    idle.closing = true;
+                    if !flags.in_request() {
+                        return;
+                    }
+                    flags.stop();
+                }
+                verdict = idle.next() => match verdict {
+                    IdleVerdict::Close if flags.in_request() => flags.stop(),
+                    IdleVerdict::Close | IdleVerdict::Drop => return,
+                },
+            }
+        }
+    };
+    if let http1::Ended::Handoff(io) = ended {
+        serve_hyper(served, io, &limits, shutdown, idle).await;
+    }
+}
+
+/// What the idle check found.
+enum IdleVerdict {
+    /// Quiet past the idle timeout: close gracefully (after the request in flight).
+    Close,
+    /// Close now: nothing was ever sent, or a request is stuck (still quiet a check
+    /// after the graceful close was asked for).
+    Drop,
+}
+
+/// A connection's idle check: its first look comes at the header-read timeout (or
+/// sooner, at a quarter of the idle timeout), then every quarter of the idle timeout.
+struct IdleCheck {
+    interval: tokio::time::Interval,
+    watch: super::io::IdleWatch,
+    activity: ActivityCount,
+    started: tokio::time::Instant,
+    header_read_timeout: std::time::Duration,
+    idle_timeout: std::time::Duration,
+    /// A graceful close was asked for (by the drain or by this check).
+    closing: bool,
+}
+
+impl IdleCheck {
+    fn new(limits: &super::ConnectionLimits, activity: ActivityCount) -> IdleCheck {
+        let started = tokio::time::Instant::now();
+        let every = limits.idle_timeout / 4;
+        let mut interval =
+            tokio::time::interval_at(started + limits.header_read_timeout.min(every), every);
+        // A late tick (a stalled thread) must not be followed at once by the next: the
+        // drop of a stuck request comes a whole check after its graceful close.
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        IdleCheck {
+            interval,
+            watch: activity.watch(std::time::Instant::now()),
+            activity,
+            started,
+            header_read_timeout: limits.header_read_timeout,
+            idle_timeout: limits.idle_timeout,
+            closing: false,
+        }
+    }
+
+    /// Waits for the next check that finds something to do (cancel-safe).
+    async fn next(&mut self) -> IdleVerdict {
+        loop {
+            self.interval.tick().await;
+            // hyper's header-read timeout starts once hyper-util has read enough to
+            // tell HTTP/1 from HTTP/2: a client that connects (and completes TLS) and
+            // sends nothing is closed here instead.
+            if !self.activity.any() && self.started.elapsed() >= self.header_read_timeout {
+                tracing::debug!("no request within the header-read timeout; closed");
+                return IdleVerdict::Drop;
+            }
+            if self.watch.quiet_for(std::time::Instant::now()) < self.idle_timeout {
+                continue;
+            }
+            if self.closing {
+                // Asked to close a check ago and still no byte moved either way: a
+                // request is stuck (a body that never comes, a client that stops
+                // reading, an origin that stalls mid-body), and a graceful close would
+                // wait for it forever. Dropping the connection closes it.
+                tracing::debug!(
+                    "connection quiet past its idle timeout with a request in flight; closed"
+                );
+                return IdleVerdict::Drop;
+            }
+            self.closing = true;
+            return IdleVerdict::Close;
+        }
+    }
+}
+
+/// Serves the connection with hyper (HTTP/1.1 or HTTP/2) until it ends, idles out or
+/// drains.
+async fn serve_hyper<I>(
+    served: Arc<(Arc<Gateway>, ConnectionInfo)>,
+    io: I,
+    limits: &super::ConnectionLimits,
+    mut shutdown: Shutdown,
+    mut idle: IdleCheck,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -282,9 +406,6 @@ async fn serve_http<S>(
         // open for good. A quiet connection is closed after the idle timeout instead,
         // as HTTP/1.1's are.
         .max_concurrent_streams(256);
-    // One reference count per connection, written by its own thread only: a request
-    // clones this, not the `Gateway` every data-plane core shares.
-    let served = Arc::new((gateway, info));
     let service = service_fn(move |request| {
         let served = served.clone();
         async move {
@@ -292,19 +413,11 @@ async fn serve_http<S>(
             gateway.handle(request, info).await
         }
     });
-    let connection = builder.serve_connection_with_upgrades(io, service);
+    let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     tokio::pin!(connection);
-    // The first check comes at the header-read timeout (or sooner, at a quarter of the
-    // idle timeout), then every quarter of the idle timeout.
-    let started = tokio::time::Instant::now();
-    let every = limits.idle_timeout / 4;
-    let mut idle_check =
-        tokio::time::interval_at(started + limits.header_read_timeout.min(every), every);
-    // A late tick (a stalled thread) must not be followed at once by the next: the
-    // drop of a stuck request comes a whole check after its graceful close.
-    idle_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut idle = activity.watch(std::time::Instant::now());
-    let mut closing = false;
+    if idle.closing {
+        connection.as_mut().graceful_shutdown();
+    }
     loop {
         tokio::select! {
             result = connection.as_mut() => {
@@ -313,32 +426,14 @@ async fn serve_http<S>(
                 }
                 return;
             }
-            _ = shutdown.wait(), if !closing => {
-                closing = true;
+            _ = shutdown.wait(), if !idle.closing => {
+                idle.closing = true;
                 connection.as_mut().graceful_shutdown();
             }
-            _ = idle_check.tick() => {
-                // hyper's header-read timeout starts once hyper-util has read enough to
-                // tell HTTP/1 from HTTP/2: a client that connects (and completes TLS)
-                // and sends nothing is closed here instead.
-                if !activity.any() && started.elapsed() >= limits.header_read_timeout {
-                    tracing::debug!("no request within the header-read timeout; closed");
-                    return;
-                }
-                if idle.quiet_for(std::time::Instant::now()) < limits.idle_timeout {
-                    continue;
-                }
-                if closing {
-                    // Asked to close a check ago and still no byte moved either way: a
-                    // request is stuck (a body that never comes, a client that stops
-                    // reading, an origin that stalls mid-body), and a graceful close
-                    // would wait for it forever. Dropping the connection closes it.
-                    tracing::debug!("connection quiet past its idle timeout with a request in flight; closed");
-                    return;
-                }
-                closing = true;
-                connection.as_mut().graceful_shutdown();
-            }
+            verdict = idle.next() => match verdict {
+                IdleVerdict::Close => connection.as_mut().graceful_shutdown(),
+                IdleVerdict::Drop => return,
+            },
         }
     }
 }
