@@ -3,6 +3,7 @@
 //! HTTP/2, PROXY protocol, a real HAProxy in front).
 
 mod caching;
+mod http1;
 mod listeners;
 mod loadbalancer;
 mod origins;
