@@ -94,7 +94,7 @@ fn pipelined_requests_are_answered_in_order_until_close() {
         &[
             "GET /pie",
             "ces HTTP/1.1\r\nHost: loop.",
-            &format!("example\r\nConnection: close\r\n\r\n"),
+            "example\r\nConnection: close\r\n\r\n",
         ],
     );
     assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
