@@ -34,6 +34,7 @@ pub mod proxy_protocol;
 pub mod quic_hello;
 pub mod tls;
 pub mod upstream;
+pub mod wire;
 
 use crate::rules::Registry;
 use botgate_store::Follower;

@@ -88,6 +88,28 @@ fn pipelined_requests_are_answered_in_order_until_close() {
     );
     assert_eq!(lower.matches("\r\ndate: ").count(), 3, "{text}");
 
+    // A body larger than what the loop gathers goes out beside its head, and the
+    // request pipelined behind it is still answered after it, whole.
+    let text = exchange(
+        &gateway,
+        &[&format!(
+            "{}{}",
+            get_line("/large?pad=300000", ""),
+            get_line("/behind", "Connection: close\r\n")
+        )],
+    );
+    let second = text.find("HTTP/1.1 200 OK\r\n").map(|first| {
+        text[first + 1..]
+            .find("HTTP/1.1 200 OK\r\n")
+            .map(|at| first + 1 + at)
+    });
+    let Some(Some(second)) = second else {
+        panic!("not two answers: {}", &text[..text.len().min(2000)]);
+    };
+    let first_body = text[..second].split_once("\r\n\r\n").unwrap().1;
+    assert_eq!(first_body.len(), 300_000);
+    places(&text[second..], &[r#""target":"/behind""#]);
+
     // A head that arrives in pieces is read whole.
     let text = exchange(
         &gateway,

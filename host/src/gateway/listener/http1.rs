@@ -14,6 +14,7 @@
 use super::ConnectionInfo;
 use crate::gateway::io::Rewind;
 use crate::gateway::pages::Body;
+use crate::gateway::wire::{push_chunk_size, push_content_length};
 use crate::gateway::{ConnectionLimits, Gateway};
 use bytes::{Bytes, BytesMut};
 use http::{
@@ -32,8 +33,13 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 /// The most header lines this loop reads; a request with more goes to hyper, which
 /// applies the configured limit.
 const MAX_HEADERS: usize = 128;
-/// Response bytes gathered before they are written (a body at hand joins its head).
-const WRITE_GATHER: usize = 64 * 1024;
+/// Response bytes gathered before they are written: a small body at hand is copied in
+/// behind its head; a larger piece goes out beside what is gathered, in one vectored
+/// write.
+const WRITE_GATHER: usize = 16 * 1024;
+/// The write buffer a connection keeps between requests; one grown past this by a large
+/// head is let go, so idle connections hold little.
+const WRITE_KEEP: usize = 32 * 1024;
 
 /// What the connection's watcher and this loop tell each other.
 #[derive(Default)]
@@ -302,11 +308,11 @@ where
         && !parts.headers.contains_key(header::CONTENT_LENGTH)
         && let Some(length) = body.size_hint().exact().filter(|&length| length > 0)
     {
-        push_length(out, length);
+        push_content_length(out, length);
     }
     match framing {
         Framing::None => {}
-        Framing::Length(length) => push_length(out, length),
+        Framing::Length(length) => push_content_length(out, length),
         Framing::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
     }
     if !parts.headers.contains_key(header::DATE) {
@@ -351,7 +357,7 @@ where
                 continue;
             }
             if framing == Framing::Chunked {
-                out.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+                push_chunk_size(out, data.len());
             } else {
                 left = left
                     .checked_sub(data.len() as u64)
@@ -360,9 +366,9 @@ where
             if out.len() + data.len() <= WRITE_GATHER {
                 out.extend_from_slice(&data);
             } else {
-                stream.write_all(out).await?;
+                let mut both = bytes::Buf::chain(&out[..], data);
+                stream.write_all_buf(&mut both).await?;
                 out.clear();
-                stream.write_all(&data).await?;
             }
             if framing == Framing::Chunked {
                 out.extend_from_slice(b"\r\n");
@@ -379,13 +385,10 @@ where
     if !out.is_empty() {
         stream.write_all(out).await?;
     }
+    if out.capacity() > WRITE_KEEP {
+        *out = Vec::with_capacity(8 * 1024);
+    }
     stream.flush().await
-}
-
-fn push_length(out: &mut Vec<u8>, length: u64) {
-    out.extend_from_slice(b"content-length: ");
-    out.extend_from_slice(itoa::Buffer::new().format(length).as_bytes());
-    out.extend_from_slice(b"\r\n");
 }
 
 thread_local! {

@@ -15,6 +15,7 @@
 //! chunked and ended cleanly.
 
 use crate::gateway::pages::{Body, BoxError};
+use crate::gateway::wire::{push_chunk_size, push_content_length};
 use bytes::{Buf, Bytes, BytesMut};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, Version, header};
 use http_body_util::BodyExt;
@@ -301,11 +302,7 @@ impl Connection {
         }
         match framing {
             RequestFraming::Empty => {}
-            RequestFraming::Length(length) => {
-                out.extend_from_slice(b"content-length: ");
-                out.extend_from_slice(itoa::Buffer::new().format(length).as_bytes());
-                out.extend_from_slice(b"\r\n");
-            }
+            RequestFraming::Length(length) => push_content_length(out, length),
             RequestFraming::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
         }
         out.extend_from_slice(b"\r\n");
@@ -333,8 +330,9 @@ impl Connection {
                     return Err(Http1Error::RequestLength("past"));
                 }
                 RequestFraming::Chunked => {
-                    let size = format!("{:x}\r\n", data.len());
-                    let mut chunk = size.as_bytes().chain(data).chain(&b"\r\n"[..]);
+                    let mut size = Vec::with_capacity(18);
+                    push_chunk_size(&mut size, data.len());
+                    let mut chunk = size.as_slice().chain(data).chain(&b"\r\n"[..]);
                     self.stream
                         .write_all_buf(&mut chunk)
                         .await
