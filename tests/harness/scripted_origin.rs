@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// What the origin does after writing an answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Then {
     /// Waits for the next request on the connection.
     KeepOpen,
@@ -19,12 +19,18 @@ pub enum Then {
     Close,
     /// Keeps the connection open and silent for this long, then closes it.
     Hold(Duration),
+    /// After this long, writes these bytes too (stray bytes after a whole answer), then
+    /// waits for the next request.
+    Later(Duration, Vec<u8>),
 }
 
 /// One scripted answer.
 pub struct Script {
     pub bytes: Vec<u8>,
     pub then: Then,
+    /// Answers as soon as the request's head is in, without reading its body (an
+    /// origin that refuses an upload early), then holds the connection for a minute.
+    pub early: bool,
 }
 
 impl Script {
@@ -32,6 +38,16 @@ impl Script {
         Script {
             bytes: bytes.into(),
             then,
+            early: false,
+        }
+    }
+
+    /// An answer given before the request's body is read.
+    pub fn early(bytes: impl Into<Vec<u8>>) -> Script {
+        Script {
+            bytes: bytes.into(),
+            then: Then::Hold(Duration::from_secs(60)),
+            early: true,
         }
     }
 }
@@ -40,6 +56,8 @@ impl Script {
 #[derive(Default)]
 struct Seen {
     connections: AtomicUsize,
+    /// Connections the gateway closed (the origin read their end).
+    closed: AtomicUsize,
     requests: Mutex<Vec<Vec<u8>>>,
 }
 
@@ -86,6 +104,11 @@ impl ScriptedOrigin {
         self.seen.connections.load(Ordering::SeqCst)
     }
 
+    /// Connections the gateway has closed so far.
+    pub fn closed(&self) -> usize {
+        self.seen.closed.load(Ordering::SeqCst)
+    }
+
     /// Every request so far, head and body as they arrived.
     pub fn requests(&self) -> Vec<Vec<u8>> {
         self.seen.requests.lock().unwrap().clone()
@@ -104,14 +127,24 @@ impl Drop for ScriptedOrigin {
 fn serve(mut stream: TcpStream, seen: &Seen, script: &ScriptFn) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
     let mut buffer = Vec::new();
-    while let Some(request) = read_request(&mut stream, &mut buffer) {
-        let target = request
+    loop {
+        let Some(head_end) = read_head(&mut stream, &mut buffer) else {
+            seen.closed.fetch_add(1, Ordering::SeqCst);
+            return;
+        };
+        let target = buffer[..head_end]
             .split(|&b| b == b' ')
             .nth(1)
             .map(|t| String::from_utf8_lossy(t).into_owned())
             .unwrap_or_default();
-        seen.requests.lock().unwrap().push(request);
         let answer = script(&target);
+        if !answer.early {
+            let Some(request) = read_body(&mut stream, &mut buffer, head_end) else {
+                seen.closed.fetch_add(1, Ordering::SeqCst);
+                return;
+            };
+            seen.requests.lock().unwrap().push(request);
+        }
         if stream.write_all(&answer.bytes).is_err() {
             return;
         }
@@ -122,19 +155,31 @@ fn serve(mut stream: TcpStream, seen: &Seen, script: &ScriptFn) {
                 std::thread::sleep(time);
                 return;
             }
+            Then::Later(time, bytes) => {
+                std::thread::sleep(time);
+                if stream.write_all(&bytes).is_err() {
+                    return;
+                }
+            }
         }
     }
 }
 
-/// One request (head, and a body framed by `Content-Length` or chunked), taken from the
-/// front of `buffer` after reading as much as it needs; `None` at the end of the stream.
-fn read_request(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Vec<u8>> {
-    let head_end = loop {
+/// Reads until `buffer` holds a whole request head; its length, or `None` at the end
+/// of the stream.
+fn read_head(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<usize> {
+    loop {
         if let Some(at) = find(buffer, b"\r\n\r\n") {
-            break at + 4;
+            return Some(at + 4);
         }
         fill(stream, buffer)?;
-    };
+    }
+}
+
+/// One request (its head, `head_end` bytes, and a body framed by `Content-Length` or
+/// chunked), taken from the front of `buffer` after reading as much as it needs; `None`
+/// at the end of the stream.
+fn read_body(stream: &mut TcpStream, buffer: &mut Vec<u8>, head_end: usize) -> Option<Vec<u8>> {
     let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
     let length = head
         .lines()

@@ -318,7 +318,8 @@ impl hyper::body::Body for CopyingBody {
             Poll::Ready(None) => this.finish(),
             Poll::Pending => {}
         }
-        // hyper stops polling once a body says it has ended.
+        // The server (hyper, or the HTTP/1.1 loop) stops polling once a body says it
+        // has ended.
         if this.inner.is_end_stream() {
             this.finish();
         }

@@ -26,8 +26,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 /// Where an ACME CA asks for HTTP-01 answers (RFC 8555 §8.3).
 const ACME_HTTP01_PREFIX: &str = "/.well-known/acme-challenge/";
 
-/// The body of a client's request: hyper's for HTTP/1.1 and HTTP/2, the QUIC stream's
-/// for HTTP/3.
+/// The body of a client's request: none for the listener's own HTTP/1.1 loop (it serves
+/// only requests without one), hyper's for the rest of HTTP/1.1 and HTTP/2, the QUIC
+/// stream's for HTTP/3.
 pub trait RequestBody:
     hyper::body::Body<Data = bytes::Bytes, Error: Into<BoxError>> + Send + Sync + 'static
 {

@@ -66,6 +66,28 @@ fn script(target: &str) -> Script {
             &b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok"[..],
             Then::Hold(Duration::from_secs(10)),
         ),
+        // Stray bytes a moment after a whole answer, shaped as an answer of their own.
+        "/stray" => Script::new(
+            ok("ok").bytes,
+            Then::Later(
+                Duration::from_millis(50),
+                b"HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nforged".to_vec(),
+            ),
+        ),
+        "/old-chunked" => keep(
+            b"HTTP/1.0 200 OK\r\nconnection: keep-alive\r\ntransfer-encoding: chunked\r\n\r\n\
+              2\r\nok\r\n0\r\n\r\n",
+        ),
+        "/extra-crlf" => close(
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n\r\n0\r\n\r\n",
+        ),
+        // Read, never answered, the connection closed.
+        "/unanswered" => Script::new(&b""[..], Then::Close),
+        // Read, never answered, the connection kept open.
+        "/hang" => Script::new(&b""[..], Then::KeepOpen),
+        "/early" => Script::early(
+            &b"HTTP/1.1 413 Content Too Large\r\ncontent-length: 8\r\n\r\ntoo big!"[..],
+        ),
         _ => ok("fine"),
     }
 }
@@ -141,8 +163,40 @@ fn kept_alive_origin_connections_are_reused_and_replaced_when_closed() {
         assert_eq!(origin.connections(), before + 1, "after {pause:?}");
     }
 
+    // Stray bytes after an answer: the connection is not used again (they would be
+    // read as the next request's answer).
+    let before = origin.connections();
+    assert_eq!(body_of(&gateway, "/stray"), "ok");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(body_of(&gateway, "/next"), "fine");
+    assert_eq!(origin.connections(), before + 1);
+
+    // A transfer coding in HTTP/1.0 (which has none): decoded, the connection not
+    // used again.
+    let before = origin.connections();
+    assert_eq!(body_of(&gateway, "/old-chunked"), "ok");
+    assert_eq!(body_of(&gateway, "/next"), "fine");
+    assert_eq!(origin.connections(), before + 1);
+
+    // A kept-alive connection the origin closes on the next request without an answer:
+    // an idempotent request goes once more, on a new connection; another does not (the
+    // origin may have acted on it).
+    assert_eq!(body_of(&gateway, "/warm"), "fine");
+    let before = origin.connections();
+    let answer = get(gateway.http, DOMAIN, "/unanswered").unwrap();
+    assert_eq!(answer.status, 502, "{}", answer.text());
+    assert_eq!(origin.connections(), before + 1, "a GET is sent again once");
+    assert_eq!(body_of(&gateway, "/warm"), "fine");
+    let before = origin.connections();
+    let mut post = Outgoing::get(DOMAIN, "/unanswered");
+    post.method = "POST";
+    let answer = send(gateway.http, post).unwrap();
+    assert_eq!(answer.status, 502, "{}", answer.text());
+    assert_eq!(origin.connections(), before, "a POST was sent again");
+
     // An answer that says `Connection: close` is not followed by another request on
     // its connection, even while the origin keeps it open.
+    assert_eq!(body_of(&gateway, "/warm"), "fine");
     let before = origin.connections();
     assert_eq!(body_of(&gateway, "/says-close"), "ok");
     let started = Instant::now();
@@ -201,6 +255,35 @@ fn request_bodies_go_framed_by_their_length_or_chunked() {
     assert!(!arrived.contains("transfer-encoding"), "{arrived}");
     assert!(arrived.ends_with("\r\n\r\nhello world"), "{arrived}");
 
+    // An origin that refuses an upload before it is whole, and reads no more of it: its
+    // answer reaches the client (not a timeout once both sides' buffers are full).
+    let mut stream = connect(gateway.http);
+    let head = format!(
+        "POST /early HTTP/1.1\r\nHost: {DOMAIN}\r\nContent-Length: {}\r\n\r\n",
+        32 << 20
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut uploading = stream.try_clone().unwrap();
+    // The client goes on sending (as a browser does) until the gateway stops reading.
+    std::thread::spawn(move || {
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..32 {
+            if uploading.write_all(&chunk).is_err() {
+                return;
+            }
+        }
+    });
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !answer.ends_with(b"too big!") {
+        match stream.read(&mut chunk) {
+            Ok(n) if n > 0 => answer.extend_from_slice(&chunk[..n]),
+            read => panic!("{read:?} after {}", String::from_utf8_lossy(&answer)),
+        }
+    }
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 413 "), "{answer}");
+
     let arrived = raw(&format!(
         "POST /empty-up HTTP/1.1\r\nhost: {DOMAIN}\r\n\r\n"
     ));
@@ -237,9 +320,40 @@ fn malformed_or_cut_short_answers_never_pass_as_whole() {
     }
     // A body that breaks off after its head was passed on: the client's response is cut
     // too (its connection closed mid-body), never ended as if whole.
-    for target in ["/short", "/bad-chunk"] {
+    for target in ["/short", "/bad-chunk", "/extra-crlf"] {
         let answer = get(gateway.http, DOMAIN, target);
         assert!(answer.is_err(), "{target}: {:?}", answer.map(|a| a.text()));
     }
     assert_eq!(body_of(&gateway, "/still-fine"), "fine");
+}
+
+#[test]
+fn a_client_that_leaves_cancels_its_origin_request() {
+    let (origin, gateway) = scripted();
+    let closed = origin.closed();
+    let mut stream = connect(gateway.http);
+    stream
+        .write_all(format!("GET /hang HTTP/1.1\r\nHost: {DOMAIN}\r\n\r\n").as_bytes())
+        .unwrap();
+    // The request reaches the origin, which never answers; then the client goes.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !origin
+        .requests()
+        .iter()
+        .any(|r| r.starts_with(b"GET /hang "))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the request never reached the origin"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(stream);
+    while origin.closed() == closed {
+        assert!(
+            Instant::now() < deadline,
+            "the origin request outlived its client"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -137,7 +137,25 @@ where
         };
         flags.in_request.store(true, Ordering::Relaxed);
         let head_request = request.method() == Method::HEAD;
-        let Ok(response) = gateway.handle(request, info).await;
+        // A client that goes away while its request is handled cancels it (the origin
+        // request with it), as hyper does; what it pipelines meanwhile is kept.
+        let handled = gateway.handle(request, info);
+        tokio::pin!(handled);
+        let response = loop {
+            tokio::select! {
+                biased;
+                handled = &mut handled => {
+                    let Ok(response) = handled;
+                    break response;
+                }
+                read_more = read_beside(&mut stream, &mut read, limits.max_header_bytes) => {
+                    if !read_more {
+                        tracing::debug!("the client closed the connection before its answer");
+                        return Ended::Closed;
+                    }
+                }
+            }
+        };
         let close = close || flags.stop.load(Ordering::Relaxed);
         if write_response(&mut stream, &mut write, response, head_request, close)
             .await
@@ -149,6 +167,23 @@ where
         }
         flags.in_request.store(false, Ordering::Relaxed);
     }
+}
+
+/// Reads what the client sends while its request is handled (the next pipelined
+/// requests) into `read`, up to `limit` bytes, then waits; `false` when the client closed
+/// the connection (or it failed).
+async fn read_beside<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    read: &mut BytesMut,
+    limit: usize,
+) -> bool {
+    if read.len() >= limit {
+        return std::future::pending().await;
+    }
+    if read.capacity() - read.len() < 1024 {
+        read.reserve(8 * 1024);
+    }
+    matches!(stream.read_buf(read).await, Ok(n) if n > 0)
 }
 
 /// Reads one request head from the front of `read`; consumes it only when this loop
@@ -343,6 +378,8 @@ where
                             stream.write_all(out).await?;
                             out.clear();
                         }
+                        // What TLS holds back goes out before the wait (a no-op on TCP).
+                        stream.flush().await?;
                         body.frame().await
                     }
                 };

@@ -146,6 +146,14 @@ impl Http1Error {
     }
 }
 
+/// How far a request body went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    Whole,
+    /// The origin answered before it took all of it.
+    AnsweredEarly,
+}
+
 /// How a request's body is framed on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RequestFraming {
@@ -221,6 +229,31 @@ impl Connection {
         matches!(self.poll_fill(&mut cx), Poll::Pending)
     }
 
+    /// Whether the event loop has seen the origin's socket become readable since the
+    /// last read that emptied it: on an idle connection, stray bytes or its close. No
+    /// system call (the readiness tokio keeps from epoll; nginx checks the same before it
+    /// reuses a kept-alive connection). An event the loop has not yet taken in is not
+    /// seen; [`Connection::is_open`] reads to be sure.
+    pub fn has_news(&self) -> bool {
+        let tcp = match &self.stream {
+            Stream::Plain(tcp) => tcp,
+            Stream::Tls(tls) => tls.get_ref().0,
+        };
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        !self.read.is_empty() || tcp.poll_read_ready(&mut cx).is_ready()
+    }
+
+    /// Lets a read buffer that a large response grew go, so an idle connection holds
+    /// little.
+    pub fn trim(&mut self) {
+        if self.read.is_empty() && self.read.capacity() > 4 * READ_SIZE {
+            self.read = BytesMut::new();
+        }
+        if self.write.capacity() > 4 * READ_SIZE {
+            self.write = Vec::new();
+        }
+    }
+
     fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
         if self.read.capacity() - self.read.len() < READ_SIZE / 4 {
             self.read.reserve(READ_SIZE);
@@ -249,17 +282,21 @@ impl Connection {
         // before the upload ends): that answer is read before the write error counts.
         let mut body_failed = None;
         let mut body_sent = false;
+        let mut answered_early = false;
         if framing != RequestFraming::Empty {
-            body_sent = true;
+            // A body known to be empty (`content-length: 0`) gives nothing away: the
+            // request can still go again.
+            body_sent = !body.is_end_stream();
             match self.write_body(body, framing).await {
-                Ok(()) => {}
+                Ok(Sent::Whole) => {}
+                Ok(Sent::AnsweredEarly) => answered_early = true,
                 Err(err @ (Http1Error::RequestBody(_) | Http1Error::RequestLength(_))) => {
                     return Err(err);
                 }
                 Err(err) => body_failed = Some(err),
             }
         }
-        if body_failed.is_none() {
+        if body_failed.is_none() && !answered_early {
             let flushed = self.stream.flush().await;
             flushed.map_err(if body_sent {
                 Http1Error::Write
@@ -273,7 +310,8 @@ impl Connection {
             }
             Err(err) => Err(body_failed.unwrap_or(err)),
             Ok(mut head) => {
-                if body_failed.is_some() {
+                // A body not sent whole leaves the connection mid-request.
+                if body_failed.is_some() || answered_early {
                     head.keep_alive = false;
                 }
                 Ok(head)
@@ -313,7 +351,7 @@ impl Connection {
         &mut self,
         body: &mut Body,
         framing: RequestFraming,
-    ) -> Result<(), Http1Error> {
+    ) -> Result<Sent, Http1Error> {
         let mut sent: u64 = 0;
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(Http1Error::RequestBody)?;
@@ -325,7 +363,7 @@ impl Connection {
                 continue;
             }
             sent += data.len() as u64;
-            match framing {
+            let written = match framing {
                 RequestFraming::Length(length) if sent > length => {
                     return Err(Http1Error::RequestLength("past"));
                 }
@@ -333,30 +371,86 @@ impl Connection {
                     let mut size = Vec::with_capacity(18);
                     push_chunk_size(&mut size, data.len());
                     let mut chunk = size.as_slice().chain(data).chain(&b"\r\n"[..]);
-                    self.stream
-                        .write_all_buf(&mut chunk)
-                        .await
-                        .map_err(Http1Error::Write)?;
+                    self.send_unless_answered(&mut chunk).await?
                 }
-                _ => {
-                    let mut data = data;
-                    self.stream
-                        .write_all_buf(&mut data)
-                        .await
-                        .map_err(Http1Error::Write)?;
-                }
+                _ => self.send_unless_answered(&mut data.clone()).await?,
+            };
+            if written == Sent::AnsweredEarly {
+                return Ok(written);
             }
+            // What TLS holds back goes out before the wait for the next frame.
+            self.stream.flush().await.map_err(Http1Error::Write)?;
         }
         match framing {
             RequestFraming::Length(length) if sent < length => {
                 Err(Http1Error::RequestLength("short of"))
             }
-            RequestFraming::Chunked => self
-                .stream
-                .write_all(b"0\r\n\r\n")
-                .await
-                .map_err(Http1Error::Write),
-            _ => Ok(()),
+            RequestFraming::Chunked => self.send_unless_answered(&mut &b"0\r\n\r\n"[..]).await,
+            _ => Ok(Sent::Whole),
+        }
+    }
+
+    /// Writes `buf` whole, unless the origin stops taking it and answers meanwhile: an
+    /// origin that refuses an upload early (a 413, a 401) and reads no more would
+    /// otherwise leave both sides waiting (interim answers, a 100 Continue, are read
+    /// past and the write goes on).
+    async fn send_unless_answered(&mut self, buf: &mut impl Buf) -> Result<Sent, Http1Error> {
+        std::future::poll_fn(|cx| {
+            while buf.has_remaining() {
+                match tokio_util::io::poll_write_buf(Pin::new(&mut self.stream), cx, buf) {
+                    Poll::Ready(Ok(0)) => {
+                        return Poll::Ready(Err(Http1Error::Write(
+                            io::ErrorKind::WriteZero.into(),
+                        )));
+                    }
+                    Poll::Ready(Ok(_)) => {}
+                    Poll::Ready(Err(err)) => return Poll::Ready(Err(Http1Error::Write(err))),
+                    Poll::Pending => loop {
+                        if self.final_head_waiting() {
+                            return Poll::Ready(Ok(Sent::AnsweredEarly));
+                        }
+                        match self.poll_fill(cx) {
+                            Poll::Pending => return Poll::Pending,
+                            // Closed or failed: the head's reader says what came.
+                            Poll::Ready(Ok(0) | Err(_)) => {
+                                return Poll::Ready(Ok(Sent::AnsweredEarly));
+                            }
+                            Poll::Ready(Ok(_)) => {}
+                        }
+                    },
+                }
+            }
+            Poll::Ready(Ok(Sent::Whole))
+        })
+        .await
+    }
+
+    /// Whether what the origin sent so far starts with a final answer (or something the
+    /// head's reader will refuse); interim answers at the front are read past.
+    fn final_head_waiting(&mut self) -> bool {
+        loop {
+            if self.read.is_empty() {
+                return false;
+            }
+            let mut headers =
+                [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+            let mut response = httparse::Response::new(&mut []);
+            let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+                &mut response,
+                &self.read,
+                &mut headers,
+            );
+            match parsed {
+                Ok(httparse::Status::Complete(length))
+                    if response
+                        .code
+                        .is_some_and(|code| (100..200).contains(&code) && code != 101) =>
+                {
+                    self.read.advance(length);
+                }
+                Ok(httparse::Status::Partial) => return self.read.len() >= MAX_HEAD_BYTES,
+                _ => return true,
+            }
         }
     }
 
@@ -493,6 +587,11 @@ impl Connection {
         } else if transfer_encoding {
             // A length beside a transfer coding is a smuggling attempt or a mistake:
             // the coding wins, the length is not passed on, the connection not reused.
+            // Nor is it after a transfer coding in HTTP/1.0, which has none (RFC 9112
+            // §6.1).
+            if version == Version::HTTP_10 {
+                keep_alive = false;
+            }
             if content_length.is_some() {
                 map.remove(header::CONTENT_LENGTH);
                 keep_alive = false;
@@ -644,7 +743,18 @@ impl hyper::body::Body for ResponseBody {
                     return Poll::Ready(Some(Ok(Frame::data(data))));
                 }
                 Framing::Chunked(Chunk::Size) if buffered > 0 => {
+                    // httparse reads a line without a digit as the last chunk, and
+                    // takes a bare LF within an extension: hyper refuses both.
+                    if !connection.read[0].is_ascii_hexdigit() {
+                        return this.fail(Http1Error::MalformedChunk("chunk size"));
+                    }
                     match httparse::parse_chunk_size(&connection.read) {
+                        Ok(httparse::Status::Complete((length, _)))
+                            if memchr::memchr(b'\n', &connection.read[..length - 1]).is_some() =>
+                        {
+                            return this
+                                .fail(Http1Error::MalformedChunk("LF within a chunk-size line"));
+                        }
                         Ok(httparse::Status::Complete((length, size))) => {
                             connection.read.advance(length);
                             this.framing = Framing::Chunked(if size == 0 {

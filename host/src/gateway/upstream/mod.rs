@@ -84,6 +84,9 @@ const CHECK_IDLE_AFTER: Duration = Duration::from_secs(1);
 /// connections (nginx 75 s, Apache 5 s), so by then it is closed at the other end.
 const MAX_IDLE: Duration = Duration::from_secs(90);
 
+/// How often a thread's idle connections are all looked over for expiry.
+const SWEEP_EVERY: Duration = Duration::from_secs(10);
+
 /// A kept-alive connection waiting in the pool, and since when.
 struct IdleConnection {
     connection: Connection,
@@ -114,6 +117,8 @@ pub struct Origins {
     /// Where each thread's round robin starts next: per thread, so choosing an origin
     /// writes no line another core reads.
     next: thread_local::ThreadLocal<std::cell::Cell<usize>>,
+    /// When each thread last swept its idle connections.
+    swept: thread_local::ThreadLocal<std::cell::Cell<Instant>>,
     tls: tokio_rustls::TlsConnector,
 }
 
@@ -142,6 +147,7 @@ impl Origins {
             down_until: RwLock::new(HashMap::new()),
             down_listed: AtomicUsize::new(0),
             next: thread_local::ThreadLocal::new(),
+            swept: thread_local::ThreadLocal::new(),
             tls: tokio_rustls::TlsConnector::from(Arc::new(tls)),
         }))
     }
@@ -199,17 +205,15 @@ impl Origins {
         order
     }
 
-    fn checkin(&self, key: PoolKey, connection: Connection) {
+    fn checkin(&self, key: PoolKey, mut connection: Connection) {
         let now = Instant::now();
+        connection.trim();
         let mut idle = self.idle_here().borrow_mut();
+        self.sweep(&mut idle, now);
         let list = idle.entry(key).or_default();
-        // The oldest is at the bottom: one idle past any origin's keep-alive is closed.
-        if list
-            .first()
-            .is_some_and(|oldest| now.duration_since(oldest.since) > MAX_IDLE)
-        {
-            list.remove(0);
-        }
+        // Oldest first: those idle past any origin's keep-alive are closed.
+        let expired = list.partition_point(|old| now.duration_since(old.since) > MAX_IDLE);
+        list.drain(..expired);
         if list.len() < self.config.idle_per_origin {
             list.push(IdleConnection {
                 connection,
@@ -218,13 +222,31 @@ impl Origins {
         }
     }
 
-    /// The connection used last (its buffers warm in the cache), checked for a close by
-    /// the origin when it sat idle a while.
+    /// Every so often (at a check-in, at most every [`SWEEP_EVERY`]), closes this
+    /// thread's connections idle past [`MAX_IDLE`] for every origin, so origins no
+    /// request goes to any more (a website removed, its addresses changed) hold none.
+    fn sweep(&self, idle: &mut HashMap<PoolKey, Vec<IdleConnection>>, now: Instant) {
+        let last = self.swept.get_or(|| std::cell::Cell::new(now));
+        if now.duration_since(last.get()) < SWEEP_EVERY {
+            return;
+        }
+        last.set(now);
+        idle.retain(|_, list| {
+            list.retain(|old| now.duration_since(old.since) <= MAX_IDLE);
+            !list.is_empty()
+        });
+    }
+
+    /// The connection used last (its buffers warm in the cache). One the event loop saw
+    /// become readable while idle (stray bytes, or the origin's close), or idle a while,
+    /// is read once to be sure; one with anything waiting on it is closed.
     fn checkout(&self, key: &PoolKey) -> Option<Connection> {
         let mut idle = self.idle_here().borrow_mut();
         let list = idle.get_mut(key)?;
         while let Some(mut waiting) = list.pop() {
-            if waiting.since.elapsed() < CHECK_IDLE_AFTER || waiting.connection.is_open() {
+            let suspect =
+                waiting.connection.has_news() || waiting.since.elapsed() >= CHECK_IDLE_AFTER;
+            if !suspect || waiting.connection.is_open() {
                 return Some(waiting.connection);
             }
         }
@@ -280,6 +302,8 @@ impl Origins {
             // A pooled connection the origin closed meanwhile fails before the request
             // was taken (`Stale`): then the request goes once more, on a new connection.
             let mut pooled = if upgrade { None } else { self.checkout(&key) };
+            // One wait for the answer per origin, the retry on a new connection within.
+            let deadline = tokio::time::Instant::now() + self.config.response_timeout;
             loop {
                 let reused = pooled.is_some();
                 let mut connection = match pooled.take() {
@@ -295,8 +319,8 @@ impl Origins {
                     },
                 };
                 self.mark_up(&address);
-                let exchanged = tokio::time::timeout(
-                    self.config.response_timeout,
+                let exchanged = tokio::time::timeout_at(
+                    deadline,
                     connection.exchange(&parts, &mut body, upgrade),
                 )
                 .await;
@@ -308,7 +332,11 @@ impl Origins {
                         });
                     }
                     Ok(Ok(head)) => head,
-                    Ok(Err(Http1Error::Stale(_))) if reused => continue,
+                    // The origin may have taken the request before it closed: only
+                    // an idempotent one goes again (RFC 9110 §9.2.2).
+                    Ok(Err(Http1Error::Stale(_))) if reused && parts.method.is_idempotent() => {
+                        continue;
+                    }
                     Ok(Err(err)) if err.is_request() => {
                         return Err(UpstreamError::Request {
                             message: err.to_string(),
