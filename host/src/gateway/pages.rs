@@ -144,6 +144,22 @@ pub fn misdirected() -> Response<Body> {
     )
 }
 
+/// A `TRACE` request, which the gateway does not pass on: an origin that echoes it would
+/// hand a page's script the request's cookies and credentials (cross-site tracing), as
+/// nginx and the hosted proxies refuse it too.
+pub fn trace_refused() -> Response<Body> {
+    let mut response = page(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "Method not allowed",
+        "TRACE requests are not served.",
+    );
+    response.headers_mut().insert(
+        http::header::ALLOW,
+        HeaderValue::from_static("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"),
+    );
+    response
+}
+
 /// A redirect (301) to `location`.
 pub fn moved_permanently(location: &str) -> Response<Body> {
     let mut response = Response::new(empty());

@@ -265,6 +265,10 @@ impl Gateway {
         let site = site_key(domain);
 
         // Phase 2: the gateway's own answers and redirects.
+        if request.method() == Method::TRACE {
+            record.action = "refused";
+            return pages::trace_refused();
+        }
         if request.uri().path() == challenge::VERIFY_PATH && request.method() == Method::POST {
             return self
                 .verify_challenge(request, &website, connection, site, record)

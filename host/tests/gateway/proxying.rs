@@ -90,6 +90,12 @@ fn unknown_and_ambiguous_hosts_get_a_clear_page() {
         assert_eq!(answer.status, 400, "{sent}: {}", answer.text());
         assert!(answer.text().contains("Host header"), "{}", answer.text());
     }
+    // TRACE is refused by the gateway (cross-site tracing), never echoed by an origin.
+    let mut trace = Outgoing::get("known.example", "/");
+    trace.method = "TRACE";
+    let answer = send(gateway.http, trace).unwrap();
+    assert_eq!(answer.status, 405, "{}", answer.text());
+    assert!(answer.headers.contains_key("allow"), "{:?}", answer.headers);
     assert_eq!(
         origin.requests(),
         before,
