@@ -1,5 +1,44 @@
-//! HTTP/1.1 wire pieces that both of the gateway's own HTTP/1.1 sides write: the
-//! listener's loop (to clients) and the origin client (to origins).
+//! HTTP/1.1 wire pieces that both of the gateway's own HTTP/1.1 sides use: the
+//! listener's loop (clients) and the origin client (origins). Heads are parsed by
+//! httparse into views of the read buffer; [`value_range`] notes where each value lies
+//! while those views borrow it, and [`header_map`] makes the values slices of the
+//! frozen head (no copy each).
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use std::ops::Range;
+
+/// Where `part`, a view httparse gave of `buffer`, lies within its first `length`
+/// bytes; an empty part is read as `0..0`. `None` if it lies elsewhere.
+pub fn value_range(buffer: &[u8], length: usize, part: &[u8]) -> Option<Range<usize>> {
+    if part.is_empty() {
+        return Some(0..0);
+    }
+    let at = (part.as_ptr() as usize).checked_sub(buffer.as_ptr() as usize)?;
+    (at + part.len() <= length).then_some(at..at + part.len())
+}
+
+/// The header fields `lines` names, their values slices of `head`; `None` when a value
+/// is not a valid header value.
+pub fn header_map(
+    head: &Bytes,
+    lines: impl ExactSizeIterator<Item = (HeaderName, Range<usize>)>,
+) -> Option<HeaderMap> {
+    let mut map = HeaderMap::with_capacity(lines.len());
+    for (name, range) in lines {
+        map.append(
+            name,
+            HeaderValue::from_maybe_shared(head.slice(range)).ok()?,
+        );
+    }
+    Some(map)
+}
+
+/// The comma-separated tokens of a header value (`Connection`, `Transfer-Encoding`),
+/// trimmed.
+pub fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value.split(|&b| b == b',').map(<[u8]>::trim_ascii)
+}
 
 /// Appends `content-length: {length}\r\n`.
 pub fn push_content_length(out: &mut Vec<u8>, length: u64) {
@@ -45,5 +84,36 @@ mod tests {
         let mut out = Vec::new();
         push_content_length(&mut out, 1234);
         assert_eq!(out, b"content-length: 1234\r\n");
+    }
+
+    #[test]
+    fn the_last_transfer_coding_decides() {
+        let last = |value: &'static [u8]| tokens(value).last().unwrap_or_default();
+        assert_eq!(last(b"gzip, chunked"), b"chunked");
+        assert_eq!(last(b"chunked, gzip"), b"gzip");
+        assert_eq!(last(b" Chunked "), b"Chunked");
+    }
+
+    #[test]
+    fn values_are_placed_within_the_head_and_sliced_from_it() {
+        let buffer = b"x-a: 1\r\nx-b: \r\n\r\nbody";
+        let head = Bytes::from_static(&buffer[..17]);
+        assert_eq!(value_range(buffer, 17, &buffer[5..6]), Some(5..6));
+        assert_eq!(value_range(buffer, 17, &buffer[13..13]), Some(0..0));
+        assert_eq!(
+            value_range(buffer, 17, &buffer[17..21]),
+            None,
+            "past the head"
+        );
+        assert_eq!(value_range(buffer, 17, b"elsewhere"), None);
+        let lines = [
+            (HeaderName::from_static("x-a"), 5..6),
+            (HeaderName::from_static("x-b"), 0..0),
+        ];
+        let map = header_map(&head, lines.into_iter()).unwrap();
+        assert_eq!(map["x-a"], "1");
+        assert_eq!(map["x-b"], "");
+        let bad = Bytes::from_static(b"a\0b");
+        assert!(header_map(&bad, [(HeaderName::from_static("x-a"), 0..3)].into_iter()).is_none());
     }
 }

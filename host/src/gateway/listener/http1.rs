@@ -14,16 +14,15 @@
 use super::ConnectionInfo;
 use crate::gateway::io::Rewind;
 use crate::gateway::pages::Body;
-use crate::gateway::wire::{push_chunk_size, push_content_length};
+use crate::gateway::wire::{self, push_chunk_size, push_content_length};
 use crate::gateway::{ConnectionLimits, Gateway};
 use bytes::{Bytes, BytesMut};
-use http::{
-    HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri, Version, header,
-};
+use http::{HeaderName, Method, Request, Response, StatusCode, Uri, Version, header};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Body as _;
 use std::cell::RefCell;
 use std::mem::MaybeUninit;
+use std::ops::Range;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -213,18 +212,10 @@ fn parse(read: &mut BytesMut, max_headers: usize, max_bytes: usize) -> Parsed {
     if method == Method::CONNECT {
         return Parsed::NotMine;
     }
-    let start = read.as_ptr() as usize;
-    let place = |bytes: &[u8]| -> Option<(usize, usize)> {
-        if bytes.is_empty() {
-            return Some((0, 0));
-        }
-        let at = (bytes.as_ptr() as usize).checked_sub(start)?;
-        (at + bytes.len() <= length).then_some((at, at + bytes.len()))
-    };
-    let Some(target) = place(target.as_bytes()) else {
+    let Some(target) = wire::value_range(read, length, target.as_bytes()) else {
         return Parsed::NotMine;
     };
-    let mut lines: smallvec::SmallVec<[(HeaderName, (usize, usize)); 32]> =
+    let mut lines: smallvec::SmallVec<[(HeaderName, Range<usize>); 32]> =
         smallvec::SmallVec::with_capacity(request.headers.len());
     let mut close = false;
     for line in request.headers.iter() {
@@ -240,8 +231,7 @@ fn parse(read: &mut BytesMut, max_headers: usize, max_bytes: usize) -> Parsed {
             return Parsed::NotMine;
         }
         if name == header::CONNECTION {
-            for token in line.value.split(|&b| b == b',') {
-                let token = token.trim_ascii();
+            for token in wire::tokens(line.value) {
                 if token.eq_ignore_ascii_case(b"close") {
                     close = true;
                 } else if token.eq_ignore_ascii_case(b"upgrade") {
@@ -249,33 +239,20 @@ fn parse(read: &mut BytesMut, max_headers: usize, max_bytes: usize) -> Parsed {
                 }
             }
         }
-        let Some(value) = place(line.value) else {
+        let Some(value) = wire::value_range(read, length, line.value) else {
             return Parsed::NotMine;
         };
         lines.push((name, value));
     }
     let head = read.split_to(length).freeze();
-    let Ok(uri) = Uri::from_maybe_shared(head.slice(target.0..target.1)) else {
-        // Give hyper the bytes back: it answers the bad target.
+    let uri = Uri::from_maybe_shared(head.slice(target)).ok();
+    let (Some(uri), Some(map)) = (uri, wire::header_map(&head, lines.into_iter())) else {
+        // Give hyper the bytes back: it answers the bad target or header value.
         let mut back = BytesMut::from(&head[..]);
         back.extend_from_slice(read);
         *read = back;
         return Parsed::NotMine;
     };
-    let mut map = HeaderMap::with_capacity(lines.len());
-    for (name, (from, to)) in lines {
-        match HeaderValue::from_maybe_shared(head.slice(from..to)) {
-            Ok(value) => {
-                map.append(name, value);
-            }
-            Err(_) => {
-                let mut back = BytesMut::from(&head[..]);
-                back.extend_from_slice(read);
-                *read = back;
-                return Parsed::NotMine;
-            }
-        }
-    }
     let mut request = Request::new(Empty::new());
     *request.method_mut() = method;
     *request.uri_mut() = uri;

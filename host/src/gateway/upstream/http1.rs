@@ -15,13 +15,14 @@
 //! chunked and ended cleanly.
 
 use crate::gateway::pages::{Body, BoxError};
-use crate::gateway::wire::{push_chunk_size, push_content_length};
+use crate::gateway::wire::{header_map, push_chunk_size, push_content_length, tokens, value_range};
 use bytes::{Buf, Bytes, BytesMut};
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, Version, header};
+use http::{HeaderName, Method, Response, StatusCode, Version, header};
 use http_body_util::BodyExt;
 use hyper::body::{Body as _, Frame, SizeHint};
 use std::io;
 use std::mem::MaybeUninit;
+use std::ops::Range;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
@@ -519,10 +520,7 @@ impl Connection {
         } else {
             Version::HTTP_11
         };
-        // The values become slices of the head's bytes (no copy each): their places
-        // are noted while httparse's view borrows the buffer.
-        let start = self.read.as_ptr() as usize;
-        let mut lines: smallvec::SmallVec<[(HeaderName, usize, usize); 24]> =
+        let mut lines: smallvec::SmallVec<[(HeaderName, Range<usize>); 24]> =
             smallvec::SmallVec::with_capacity(response.headers.len());
         let mut content_length: Option<u64> = None;
         let mut transfer_encoding = false;
@@ -542,10 +540,11 @@ impl Connection {
                 content_length = Some(length);
             } else if name == header::TRANSFER_ENCODING {
                 transfer_encoding = true;
-                chunked_last = last_token(line.value).eq_ignore_ascii_case(b"chunked");
+                chunked_last = tokens(line.value)
+                    .last()
+                    .is_some_and(|coding| coding.eq_ignore_ascii_case(b"chunked"));
             } else if name == header::CONNECTION {
-                for token in line.value.split(|&b| b == b',') {
-                    let token = token.trim_ascii();
+                for token in tokens(line.value) {
                     if token.eq_ignore_ascii_case(b"close") {
                         close = true;
                     } else if token.eq_ignore_ascii_case(b"keep-alive")
@@ -555,24 +554,13 @@ impl Connection {
                     }
                 }
             }
-            // httparse's values are views of the buffer (an empty one is read as 0..0).
-            let at = (line.value.as_ptr() as usize)
-                .checked_sub(start)
-                .filter(|at| at + line.value.len() <= length);
-            let range = match at {
-                _ if line.value.is_empty() => (0, 0),
-                Some(at) => (at, at + line.value.len()),
-                None => return Err(Http1Error::MalformedHead(format!("value of {name}"))),
-            };
-            lines.push((name, range.0, range.1));
+            let range = value_range(&self.read, length, line.value)
+                .ok_or_else(|| Http1Error::MalformedHead(format!("value of {name}")))?;
+            lines.push((name, range));
         }
         let head = self.read.split_to(length).freeze();
-        let mut map = HeaderMap::with_capacity(lines.len());
-        for (name, from, to) in lines {
-            let value = HeaderValue::from_maybe_shared(head.slice(from..to))
-                .map_err(|_| Http1Error::MalformedHead(format!("value of {name}")))?;
-            map.append(name, value);
-        }
+        let mut map = header_map(&head, lines.into_iter())
+            .ok_or_else(|| Http1Error::MalformedHead("a header value".into()))?;
         if status == StatusCode::SWITCHING_PROTOCOLS && !upgrade {
             return Err(Http1Error::UnaskedUpgrade);
         }
@@ -666,15 +654,6 @@ fn parse_content_length(value: &[u8]) -> Option<u64> {
         found = Some(length);
     }
     found
-}
-
-/// The last comma-separated token of a header value, trimmed.
-fn last_token(value: &[u8]) -> &[u8] {
-    value
-        .rsplit(|&b| b == b',')
-        .next()
-        .unwrap_or_default()
-        .trim_ascii()
 }
 
 /// A response's body as it comes from the origin connection, which it owns until the
@@ -856,12 +835,5 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
-    }
-
-    #[test]
-    fn the_last_transfer_coding_decides() {
-        assert_eq!(last_token(b"gzip, chunked"), b"chunked");
-        assert_eq!(last_token(b"chunked, gzip"), b"gzip");
-        assert_eq!(last_token(b" Chunked "), b"Chunked");
     }
 }
