@@ -24,13 +24,16 @@
 #   HOLD=1 benches/load/run.sh                # set up, print the wrk commands, and wait
 #                                             # (for perf, strace, ...) until Ctrl-C
 #   AB="OLD NEW" benches/load/run.sh          # compare two botgate binaries (below)
+#   CALLGRIND="OLD NEW" benches/load/run.sh   # instructions per request of two binaries
+#                                             # under valgrind's callgrind (below)
 #   BOTGATE=path/to/botgate benches/load/run.sh  # measure that binary (not built here)
 #   TRAIN=1 BOTGATE=... benches/load/run.sh   # the profile-guided build's training load
 #
 # AB compares two builds of botgate on a machine too noisy for one-after-the-other runs:
 # both serve at once, each on its own copy of the store and its own ports, under two
 # simultaneous `wrk -c(CONNECTIONS/2)`, and each round prints both builds' CPU per
-# request for (a) (or AB_FRONTEND=b) and NEW's share of OLD's; which starts first swaps
+# request for (a) (or AB_FRONTEND=b) and NEW's share of OLD's, in all and in user space alone
+# (the steadier figure: the kernel's network work lands on whichever process runs); which starts first swaps
 # every round (the build started second measures a few percent cheaper, so keep the
 # rounds even). AB_ROUNDS (default 6) rounds of DURATION. AB_RULESETS="OLD_DIR NEW_DIR"
 # gives each build its own folder of rule components (to compare two guest builds, with
@@ -259,40 +262,86 @@ cpu_ticks() {
 ticks_per_second=$(getconf CLK_TCK)
 median() { sort -g | awk '{ v[NR]=$1 } END { if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2 }'; }
 
-if [[ -n ${AB:-} ]]; then
-    read -r old_binary new_binary <<<"$AB"
-    [[ -x $old_binary && -x $new_binary ]] || { echo "AB needs two botgate binaries: AB=\"OLD NEW\"" >&2; exit 1; }
+# Two builds of botgate, each on its own copy of the store and its own ports (AB and
+# CALLGRIND); `wrap` runs before the binary (valgrind for CALLGRIND).
+if [[ -n ${AB:-} || -n ${CALLGRIND:-} ]]; then
+    read -r old_binary new_binary <<<"${AB:-$CALLGRIND}"
+    [[ -x $old_binary && -x $new_binary ]] || { echo "AB and CALLGRIND need two botgate binaries: \"OLD NEW\"" >&2; exit 1; }
     kill "$botgate_pid"; wait "$botgate_pid" 2>/dev/null || true
     read -r _ host <<<"${target[${AB_FRONTEND:-a}]}"
-    declare -A binary=([old]=$old_binary [new]=$new_binary) pid port before used
+    declare -A binary=([old]=$old_binary [new]=$new_binary) pid port admin before before_user used used_user
     declare -A rulesets=([old]=$work/rulesets [new]=$work/rulesets)
     if [[ -n ${AB_RULESETS:-} ]]; then
         read -r old_rulesets new_rulesets <<<"$AB_RULESETS"
         [[ -d $old_rulesets && -d $new_rulesets ]] || { echo "AB_RULESETS needs two folders: AB_RULESETS=\"OLD NEW\"" >&2; exit 1; }
         rulesets=([old]=$old_rulesets [new]=$new_rulesets)
     fi
-    # Starts build $1 on its own copy of the store, on free ports.
+    wrap=()
+    # Starts build $1 on its own copy of the store, on free ports, with any further
+    # arguments given to `serve`.
     start_build() {
         rm -rf "$work/ab-$1" && cp -a "$work/data" "$work/ab-$1"
-        local admin
-        port[$1]=$(free_port); admin=$(free_port)
-        "${binary[$1]}" serve --data-dir "$work/ab-$1" --rulesets-dir "${rulesets[$1]}" \
+        port[$1]=$(free_port); admin[$1]=$(free_port)
+        "${wrap[@]}" "${binary[$1]}" serve --data-dir "$work/ab-$1" --rulesets-dir "${rulesets[$1]}" \
             --http-listen "127.0.0.1:${port[$1]}" --https-listen "127.0.0.1:$(free_port)" \
-            --api-listen "127.0.0.1:$(free_port)" --admin-listen "127.0.0.1:$admin" \
-            --origin-http-port "$origin_port" > "$work/ab-$1.log" 2>&1 &
+            --api-listen "127.0.0.1:$(free_port)" --admin-listen "127.0.0.1:${admin[$1]}" \
+            --origin-http-port "$origin_port" "${@:2}" > "$work/ab-$1.log" 2>&1 &
         pid[$1]=$!
         pids+=("${pid[$1]}")
-        for _ in $(seq 200); do curl -sf "http://127.0.0.1:$admin/health" >/dev/null && return 0; sleep 0.1; done
+        for _ in $(seq 1200); do curl -sf "http://127.0.0.1:${admin[$1]}/health" >/dev/null && return 0; sleep 0.1; done
         echo "build $1 did not start; see $work/ab-$1.log" >&2
         exit 1
     }
+fi
+
+# CALLGRIND="OLD NEW" counts the instructions each build runs per request, under
+# valgrind's callgrind, for (a) and (b): exact and repeatable where CPU time on a shared
+# machine is not, so it can show a change of 1% that AB's rounds cannot. It counts user
+# space only (not the kernel's share of each request), every thread of the process
+# (one data-plane thread here, `--threads 1`), over CG_DURATION seconds (default 5) of
+# `wrk -c4`, after 2 s to warm up.
+if [[ -n ${CALLGRIND:-} ]]; then
+    command -v valgrind >/dev/null || {
+        "${sudo_if_needed[@]}" apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive "${sudo_if_needed[@]}" apt-get install -y -qq --no-install-recommends valgrind
+    }
+    for build in old new; do
+        wrap=(valgrind --tool=callgrind --callgrind-out-file="$work/callgrind-$build" --dump-instr=no)
+        start_build "$build" --threads 1 --no-http3
+        for run in a b; do
+            read -r _ site <<<"${target[$run]}"
+            cg_load() { wrk -t1 -c4 -d"$1" "${browser[@]}" -H "Host: $site" "http://127.0.0.1:${port[$build]}/"; }
+            cg_load 2s >/dev/null
+            callgrind_control --zero "${pid[$build]}" >/dev/null
+            cg_load "${CG_DURATION:-5}s" > "$work/callgrind-$build-$run.txt"
+            callgrind_control --dump="$run" "${pid[$build]}" >/dev/null
+            sleep 1
+            dump=$(ls -t "$work/callgrind-$build".* | head -1)
+            awk -v b="$build ${binary[$build]}" -v l="${label[$run]%%,*}" '
+                FNR == NR && /requests in/ { n = $1 }
+                FNR != NR && /^(summary|totals):/ { ir = $2 }
+                END { printf "%s %s: %.0f instructions per request (%d requests)\n", b, l, ir / n, n }' \
+                "$work/callgrind-$build-$run.txt" "$dump" | tee -a "$work/callgrind.txt"
+            if grep -q 'Non-2xx' "$work/callgrind-$build-$run.txt"; then
+                echo "$build answered non-2xx; see $work/callgrind-$build-$run.txt" >&2
+            fi
+        done
+        kill "${pid[$build]}"; wait "${pid[$build]}" 2>/dev/null || true
+    done
+    exit 0
+fi
+
+if [[ -n ${AB:-} ]]; then
     load() { # build duration
         wrk -t1 -c$((CONNECTIONS / 2)) -d"$2" "${browser[@]}" -H "Host: $host" "http://127.0.0.1:${port[$1]}/"
     }
     for round in $(seq "${AB_ROUNDS:-6}"); do
         order=(old new); ((round % 2)) || order=(new old)
         for build in "${order[@]}"; do start_build "$build"; load "$build" 1s >/dev/null; done
-        for build in old new; do before[$build]=$(cpu_ticks "${pid[$build]}"); done
+        for build in old new; do
+            before[$build]=$(cpu_ticks "${pid[$build]}")
+            before_user[$build]=$(cpu_ticks "${pid[$build]}" user)
+        done
         load_pids=()
         for build in "${order[@]}"; do
             load "$build" "${DURATION}s" > "$work/ab-$build-$round.txt" &
@@ -302,16 +351,21 @@ if [[ -n ${AB:-} ]]; then
         for build in old new; do
             used[$build]=$(awk -v t=$(($(cpu_ticks "${pid[$build]}") - before[$build])) -v hz="$ticks_per_second" \
                 '/requests in/ { printf "%.1f", t / hz * 1e6 / $1 }' "$work/ab-$build-$round.txt")
+            used_user[$build]=$(awk -v t=$(($(cpu_ticks "${pid[$build]}" user) - before_user[$build])) -v hz="$ticks_per_second" \
+                '/requests in/ { printf "%.2f", t / hz * 1e6 / $1 }' "$work/ab-$build-$round.txt")
             if grep -q 'Non-2xx' "$work/ab-$build-$round.txt"; then
                 echo "round $round: $build answered non-2xx; see $work/ab-$build-$round.txt" >&2
             fi
             kill "${pid[$build]}"; wait "${pid[$build]}" 2>/dev/null || true
         done
-        awk -v o="${used[old]}" -v n="${used[new]}" -v r="$round" -v f="${order[0]}" 'BEGIN {
-            printf "round %d (%s started first): old %.1f, new %.1f µs/request; new/old %.3f\n", r, f, o, n, n/o }' \
+        awk -v o="${used[old]}" -v n="${used[new]}" -v ou="${used_user[old]}" -v nu="${used_user[new]}" \
+            -v r="$round" -v f="${order[0]}" 'BEGIN {
+            printf "round %d (%s started first): old %.1f, new %.1f µs/request; new/old %.3f; user space old %.2f, new %.2f; new/old %.3f\n",
+                r, f, o, n, n/o, ou, nu, (ou > 0 ? nu/ou : 0) }' \
             | tee -a "$work/ab.txt"
     done
-    awk '{ print $NF }' "$work/ab.txt" | median | awk '{ printf "median new/old CPU per request: %.3f\n", $1 }'
+    awk '{ print $12 }' "$work/ab.txt" | tr -d ';' | median | awk '{ printf "median new/old CPU per request: %.3f\n", $1 }'
+    awk '{ print $NF }' "$work/ab.txt" | median | awk '{ printf "median new/old user-space CPU per request: %.3f\n", $1 }'
     exit 0
 fi
 

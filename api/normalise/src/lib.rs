@@ -81,10 +81,15 @@ pub const METHOD_MARKER: &str = "method:";
 /// The first value of the header `name` (lower case) in the host's header block (one
 /// `name: value` line each, names lower case), trimmed; what the SDK's
 /// `Request::header` answers.
+///
+/// `name` holds no `:` and no white space (a header name), so a line is `name`'s when it
+/// starts with `name`, blanks aside, then `:`: only each line's start is compared, not
+/// every line searched for its colon (long values are skipped unread).
 pub fn header<'a>(headers: &'a str, name: &str) -> Option<&'a str> {
-    headers.lines().find_map(|line| {
-        let (key, value) = line.split_once(':')?;
-        (key.trim_ascii() == name).then(|| value.trim_ascii())
+    headers.split('\n').find_map(|line| {
+        let after_name = line.trim_ascii_start().strip_prefix(name)?;
+        let value = after_name.trim_ascii_start().strip_prefix(':')?;
+        Some(value.trim_ascii())
     })
 }
 
@@ -252,6 +257,35 @@ mod tests {
         assert_eq!(header(headers, "user-agent"), Some("Curl/8"));
         assert_eq!(header(headers, "host"), Some("a.example"));
         assert_eq!(header(headers, "accept"), None);
+    }
+
+    #[test]
+    fn header_answers_what_splitting_each_line_at_its_colon_answers() {
+        // The plain reading: each line cut at its first colon, the name compared trimmed.
+        let by_colon = |headers: &'static str, name: &str| {
+            headers.lines().find_map(|line| {
+                let (key, value) = line.split_once(':')?;
+                (key.trim_ascii() == name).then(|| value.trim_ascii())
+            })
+        };
+        let blocks = [
+            "user-agent: a",
+            " user-agent :b\r\nuser-agent: c",
+            "user-agentx: no\nuser-agent",
+            "user-agent-2: no\nx: user-agent: no\nuser-agent:\t\tyes \r",
+            "host: h\n\nuser-agent: : colon\n",
+            "user-agent\n: split\nuser-agent:",
+            "",
+        ];
+        for block in blocks {
+            for name in ["user-agent", "host", "x"] {
+                assert_eq!(
+                    header(block, name),
+                    by_colon(block, name),
+                    "{block:?} {name}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! the contract's `behaviour` record, handed to the components as they are.
 
 use crate::rules::bindings::Behaviour as Counts;
+use foldhash::quality::FixedState;
 use quick_cache::sync::Cache;
-use std::hash::{Hash, Hasher};
+use std::hash::BuildHasher;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -38,9 +39,7 @@ pub struct Behaviour {
 }
 
 fn path_bit(path: &str) -> (usize, u64) {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    path.hash(&mut hasher);
-    let h = hasher.finish() as usize;
+    let h = FixedState::with_seed(0).hash_one(path) as usize;
     ((h >> 6) % 8, 1 << (h % 64))
 }
 
@@ -53,8 +52,7 @@ impl Behaviour {
         }
     }
 
-    fn window(&self, site: u64, client: IpAddr) -> Arc<Mutex<Window>> {
-        let now = Instant::now();
+    fn window(&self, site: u64, client: IpAddr, now: Instant) -> Arc<Mutex<Window>> {
         let key = (site, super::limits::client_network(client));
         match self.clients.get_or_insert_with(&key, || {
             Ok::<_, std::convert::Infallible>(Arc::new(Mutex::new(Window::new(now))))
@@ -64,21 +62,28 @@ impl Behaviour {
         }
     }
 
-    fn with_window<T>(&self, site: u64, client: IpAddr, f: impl FnOnce(&mut Window) -> T) -> T {
-        let window = self.window(site, client);
+    /// Runs `f` on the window of `client` on `site` as it is at `now` (restarted when
+    /// over).
+    fn with_window<T>(
+        &self,
+        site: u64,
+        client: IpAddr,
+        now: Instant,
+        f: impl FnOnce(&mut Window) -> T,
+    ) -> T {
+        let window = self.window(site, client, now);
         let mut window = window.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        if now.duration_since(window.started) >= self.window {
+        if now.saturating_duration_since(window.started) >= self.window {
             *window = Window::new(now);
         }
         f(&mut window)
     }
 
-    /// Counts a request of `client` to `site` for `path`, and answers the counts with
-    /// it included.
-    pub fn record(&self, site: u64, client: IpAddr, path: &str) -> Counts {
+    /// Counts a request of `client` to `site` for `path`, which arrived at `now`, and
+    /// answers the counts with it included.
+    pub fn record(&self, site: u64, client: IpAddr, path: &str, now: Instant) -> Counts {
         let window_seconds = self.window.as_secs() as u32;
-        self.with_window(site, client, |w| {
+        self.with_window(site, client, now, |w| {
             w.requests = w.requests.saturating_add(1);
             let (word, bit) = path_bit(path);
             w.paths[word] |= bit;
@@ -93,7 +98,7 @@ impl Behaviour {
 
     /// A challenge was served: it counts as failed until it is solved.
     pub fn challenge_served(&self, site: u64, client: IpAddr) {
-        self.with_window(site, client, |w| {
+        self.with_window(site, client, Instant::now(), |w| {
             w.failed_challenges = w.failed_challenges.saturating_add(1)
         });
     }
@@ -101,7 +106,7 @@ impl Behaviour {
     /// A challenge was solved: the challenges served before it (parallel requests of
     /// one page view each got one) no longer count as failed.
     pub fn challenge_solved(&self, site: u64, client: IpAddr) {
-        self.with_window(site, client, |w| w.failed_challenges = 0);
+        self.with_window(site, client, Instant::now(), |w| w.failed_challenges = 0);
     }
 }
 
@@ -113,32 +118,40 @@ mod tests {
     fn counts_requests_paths_and_challenges_per_site_and_client() {
         let b = Behaviour::new(100, Duration::from_secs(60));
         let a = IpAddr::from([192, 0, 2, 1]);
-        b.record(1, a, "/");
-        b.record(1, a, "/");
-        let c = b.record(1, a, "/wp-login.php");
+        b.record(1, a, "/", Instant::now());
+        b.record(1, a, "/", Instant::now());
+        let c = b.record(1, a, "/wp-login.php", Instant::now());
         assert_eq!((c.requests, c.distinct_paths), (3, 2));
         b.challenge_served(1, a);
         b.challenge_served(1, a);
-        assert_eq!(b.record(1, a, "/").failed_challenges, 2);
+        assert_eq!(b.record(1, a, "/", Instant::now()).failed_challenges, 2);
         b.challenge_solved(1, a);
-        assert_eq!(b.record(1, a, "/").failed_challenges, 0);
-        assert_eq!(b.record(2, a, "/").requests, 1, "per website");
+        assert_eq!(b.record(1, a, "/", Instant::now()).failed_challenges, 0);
+        assert_eq!(
+            b.record(2, a, "/", Instant::now()).requests,
+            1,
+            "per website"
+        );
         // An IPv6 client is its /64: moving among its addresses resets nothing.
         let (first, second) = (
             IpAddr::from([0x2001, 0xdb8, 0, 1, 0, 0, 0, 1]),
             IpAddr::from([0x2001, 0xdb8, 0, 1, 0xabcd, 0, 0, 2]),
         );
-        b.record(1, first, "/");
-        assert_eq!(b.record(1, second, "/").requests, 2);
+        b.record(1, first, "/", Instant::now());
+        assert_eq!(b.record(1, second, "/", Instant::now()).requests, 2);
         let elsewhere = IpAddr::from([0x2001, 0xdb8, 0, 2, 0, 0, 0, 1]);
-        assert_eq!(b.record(1, elsewhere, "/").requests, 1, "another /64");
+        assert_eq!(
+            b.record(1, elsewhere, "/", Instant::now()).requests,
+            1,
+            "another /64"
+        );
     }
 
     #[test]
     fn memory_is_bounded() {
         let b = Behaviour::new(100, Duration::from_secs(60));
         for i in 0..10_000u32 {
-            b.record(1, IpAddr::from(i.to_be_bytes()), "/");
+            b.record(1, IpAddr::from(i.to_be_bytes()), "/", Instant::now());
         }
         assert!(b.clients.len() <= 200);
     }
@@ -147,8 +160,8 @@ mod tests {
     fn windows_restart() {
         let b = Behaviour::new(100, Duration::from_millis(1));
         let a = IpAddr::from([192, 0, 2, 1]);
-        b.record(1, a, "/");
+        b.record(1, a, "/", Instant::now());
         std::thread::sleep(Duration::from_millis(5));
-        assert_eq!(b.record(1, a, "/").requests, 1);
+        assert_eq!(b.record(1, a, "/", Instant::now()).requests, 1);
     }
 }

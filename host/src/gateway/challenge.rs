@@ -285,17 +285,20 @@ impl Challenges {
         let mut state = ChallengePass::None;
         let mut macs_left = MAX_PASSES_CHECKED;
         for header in cookie_headers {
-            let Ok(header) = std::str::from_utf8(header) else {
-                continue;
-            };
-            for pair in header.split(';') {
-                let Some((name, value)) = pair.trim().split_once('=') else {
+            // Bytes, not text: only the pass's own value need be UTF-8, so the rest of
+            // the header (every other cookie of the site) is split, not read.
+            for pair in header.split(|&b| b == b';') {
+                let Some(value) = pair
+                    .trim_ascii()
+                    .strip_prefix(PASS_COOKIE.as_bytes())
+                    .and_then(|rest| rest.strip_prefix(b"="))
+                else {
                     continue;
                 };
-                if name != PASS_COOKIE {
-                    continue;
-                }
-                let found = self.check_pass(value, domain, client, now, &mut macs_left);
+                let found = match std::str::from_utf8(value) {
+                    Ok(value) => self.check_pass(value, domain, client, now, &mut macs_left),
+                    Err(_) => ChallengePass::Invalid,
+                };
                 if found == ChallengePass::Valid {
                     return found;
                 }
@@ -510,6 +513,24 @@ mod tests {
         assert_eq!(
             c.pass_state([&b"x=1"[..]], "example.com", CLIENT, NOW),
             ChallengePass::None
+        );
+        // Other cookies are split, not read: one that is not UTF-8 hides no pass; a
+        // name that only ends in the pass's, or a pass value that is not UTF-8, is none.
+        let mut beside = b"site=\xff\xfe;  ".to_vec();
+        beside.extend_from_slice(format!("{PASS_COOKIE}={pass} ;x=1").as_bytes());
+        assert_eq!(
+            c.pass_state([&beside[..]], "example.com", CLIENT, NOW + 2),
+            ChallengePass::Valid
+        );
+        let suffixed = format!("x{PASS_COOKIE}={pass}");
+        assert_eq!(
+            c.pass_state([suffixed.as_bytes()], "example.com", CLIENT, NOW + 2),
+            ChallengePass::None
+        );
+        let garbled = [PASS_COOKIE.as_bytes(), b"=\xff.AAAA"].concat();
+        assert_eq!(
+            c.pass_state([&garbled[..]], "example.com", CLIENT, NOW + 2),
+            ChallengePass::Invalid
         );
     }
 

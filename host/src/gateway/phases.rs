@@ -12,14 +12,14 @@ use super::listener::ConnectionInfo;
 use super::metrics::{CacheLabels, OriginLabels};
 use super::pages::{self, Body, BoxError};
 use super::upstream::UpstreamError;
-use crate::rules::bindings::{ChallengePass, HttpVersion, Scheme};
+use crate::rules::bindings::{Behaviour, ChallengePass, HttpVersion, Scheme};
 use crate::rules::{Decision, decide, facts};
 use botgate_model::{Action, Status};
 use botgate_store::WebsiteRecord;
 use http::{HeaderValue, Method, Request, Response, StatusCode, Version, header};
 use http_body_util::{BodyExt, Limited};
 use std::convert::Infallible;
-use std::hash::{Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -41,6 +41,8 @@ impl<B> RequestBody for B where
 
 /// What the access log and the metrics say of one request.
 struct Record {
+    /// When the request's head had been read.
+    started: Instant,
     website: Option<String>,
     category: &'static str,
     action: &'static str,
@@ -54,8 +56,9 @@ struct Record {
 }
 
 impl Record {
-    fn new() -> Record {
+    fn new(started: Instant) -> Record {
         Record {
+            started,
             website: None,
             category: "none",
             action: "pass",
@@ -70,9 +73,7 @@ impl Record {
 
 /// A website's key in the per-website state (rate limits, behaviour counters).
 fn site_key(domain: &str) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    domain.hash(&mut hasher);
-    hasher.finish()
+    foldhash::quality::FixedState::with_seed(0).hash_one(domain)
 }
 
 fn unix_now() -> u64 {
@@ -168,7 +169,7 @@ impl Gateway {
             .path_and_query()
             .cloned()
             .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
-        let mut record = Record::new();
+        let mut record = Record::new(started);
         let mut response = self.phases(request, connection, &mut record).await;
         if record.advertise_http3
             && let Some(alt_svc) = &self.alt_svc
@@ -316,8 +317,11 @@ impl Gateway {
             );
             let mut action = Action::Grant;
             if lb.bot_protection {
+                let behaviour =
+                    self.behaviour
+                        .record(site, client, request.uri().path(), record.started);
                 let decision = self
-                    .decide(&request, &host, connection, &website, site, pass)
+                    .decide(&request, &host, connection, &website, behaviour, pass)
                     .await;
                 record.category = decision.category.as_str();
                 action = decision.action;
@@ -349,7 +353,7 @@ impl Gateway {
         host: &str,
         connection: &ConnectionInfo,
         website: &WebsiteRecord,
-        site: u64,
+        behaviour: Behaviour,
         pass: ChallengePass,
     ) -> Decision {
         let client = connection.client.ip();
@@ -380,7 +384,7 @@ impl Gateway {
         facts.tls = connection.tls.clone();
         facts.challenge = pass;
         facts.crawler = crawler;
-        facts.behaviour = self.behaviour.record(site, client, path);
+        facts.behaviour = behaviour;
         let settings = &website.website.settings;
         let enabled: smallvec::SmallVec<[&str; 9]> = settings.rulesets.enabled_iter().collect();
         decide(

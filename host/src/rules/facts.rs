@@ -156,11 +156,19 @@ pub fn request_facts<'a>(
     headers: impl IntoIterator<Item = (&'a str, &'a [u8])>,
     client_ip: IpAddr,
 ) -> RequestFacts {
-    let host: String = truncate(strip_port(host), 253)
-        .chars()
-        .filter(|c| !c.is_control())
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
+    let host = truncate(strip_port(host), 253);
+    let host = if host
+        .bytes()
+        .any(|b| !b.is_ascii() || b.is_ascii_uppercase() || b.is_ascii_control())
+    {
+        host.chars()
+            .filter(|c| !c.is_control())
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    } else {
+        // The usual case (the gateway passes the canonical host): one copy.
+        host.to_owned()
+    };
     let (headers, headers_cut) = join_headers(&host, headers);
     let mut target = String::with_capacity(path.len() + query.len() + 1);
     target.push_str(truncate(path, MAX_TARGET_BYTES));
@@ -325,6 +333,26 @@ mod tests {
         );
         assert_eq!(facts.target.len(), MAX_TARGET_BYTES);
         assert!(facts.truncated);
+
+        // Control characters, ASCII or not, never reach the header block.
+        for (host, read) in [
+            ("a.example", "a.example"),
+            ("a\u{7}.Example", "a.example"),
+            ("a\u{85}.example", "a.example"),
+            ("b\u{e9}.example", "b\u{e9}.example"),
+        ] {
+            let facts = request_facts(
+                "GET",
+                Scheme::Http,
+                host,
+                "/",
+                "",
+                HttpVersion::Http11,
+                [],
+                IpAddr::from([10, 0, 0, 1]),
+            );
+            assert_eq!(facts.headers, format!("host: {read}"), "{host:?}");
+        }
 
         assert_eq!(strip_port("[::1]:8443"), "[::1]");
         assert_eq!(strip_port("[::1]"), "[::1]");

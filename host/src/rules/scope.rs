@@ -30,6 +30,8 @@ pub struct ScopeIndex {
     unscoped: SlotSet,
     /// The compound markers: a slot, and the parts that must all be found.
     compounds: Vec<(u32, SmallVec<[u32; 4]>)>,
+    /// The compound marker (its index in `compounds`) each part belongs to.
+    compound_of_part: Vec<u32>,
     /// How many parts the compound markers have together.
     parts: usize,
     /// Each thread's recent user-agent scans: what the user-agent automaton found in
@@ -107,11 +109,11 @@ impl Hit {
     }
 }
 
-/// A set of component slots (or of compound-marker parts); up to 128 without
+/// A set of component slots (or of compound-marker parts); up to 512 without
 /// allocating, so matching a request allocates nothing in any realistic deployment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SlotSet {
-    words: SmallVec<[u64; 2]>,
+    words: SmallVec<[u64; 8]>,
 }
 
 impl SlotSet {
@@ -172,6 +174,7 @@ impl ScopeIndex {
         let mut unscoped = SlotSet::with_slots(scopes.len());
         let (mut target, mut user_agent, mut methods) = (Vec::new(), Vec::new(), Vec::new());
         let mut compounds = Vec::new();
+        let mut compound_of_part = Vec::new();
         let mut parts = 0u32;
         for (slot, scope) in scopes.enumerate() {
             let slot = slot as u32;
@@ -196,6 +199,7 @@ impl ScopeIndex {
                 for part in marker.split(MARKER_JOIN) {
                     route(part, Hit::Part(parts));
                     ids.push(parts);
+                    compound_of_part.push(compounds.len() as u32);
                     parts += 1;
                 }
                 compounds.push((slot, ids));
@@ -209,6 +213,7 @@ impl ScopeIndex {
             methods,
             unscoped,
             compounds,
+            compound_of_part,
             parts: parts as usize,
             user_agent_scans: PerThread::for_user_agents(),
         }
@@ -234,7 +239,10 @@ impl ScopeIndex {
         {
             self.scan_user_agent(markers, ua, &mut found, &mut parts);
         }
-        for (slot, needed) in &self.compounds {
+        // Only the compounds of parts found can hold: most requests find none, and
+        // skip the hundreds of compound markers the shipped rule sets declare.
+        for part in parts.iter() {
+            let (slot, needed) = &self.compounds[self.compound_of_part[part] as usize];
             if !found.contains(*slot as usize) && needed.iter().all(|&p| parts.contains(p as usize))
             {
                 found.insert(*slot as usize);
