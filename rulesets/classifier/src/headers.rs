@@ -80,9 +80,19 @@ impl<'a> Headers<'a> {
             }
         }
         headers.user_agent = user_agent.unwrap_or("");
-        if has_log4j_lookup(raw.as_bytes()) {
+        // One search for both payloads' first byte; most blocks hold neither (a `(` in
+        // the user agent is the usual hit).
+        let (mut log4j, mut shellshock) = (false, false);
+        for at in memchr::memchr2_iter(b'$', b'(', bytes) {
+            if bytes[at] == b'$' {
+                log4j |= is_log4j_lookup(&bytes[at + 1..]);
+            } else {
+                shellshock |= is_shellshock(bytes, at);
+            }
+        }
+        if log4j {
             headers.injection = Some(Kind::Log4Shell.finding());
-        } else if has_shellshock(raw.as_bytes()) {
+        } else if shellshock {
             headers.injection = Some(Kind::Shellshock.finding());
         } else if object_injection {
             headers.injection = Some(Kind::PhpObjectInjection.finding());
@@ -105,15 +115,19 @@ fn trim(s: &str) -> &str {
 }
 
 /// Whether a header value in `text` starts with a shell function definition, `() {`.
+#[cfg(test)]
 fn has_shellshock(text: &[u8]) -> bool {
-    memchr::memchr_iter(b'(', text).any(|at| {
-        text[at + 1..].starts_with(b") {")
-            && text[..at]
-                .iter()
-                .rev()
-                .find(|b| **b != b' ' && **b != b'\t')
-                .is_some_and(|b| *b == b':')
-    })
+    memchr::memchr_iter(b'(', text).any(|at| is_shellshock(text, at))
+}
+
+/// Whether the `(` at `at` in `text` starts a header value with `() {`.
+fn is_shellshock(text: &[u8], at: usize) -> bool {
+    text[at + 1..].starts_with(b") {")
+        && text[..at]
+            .iter()
+            .rev()
+            .find(|b| **b != b' ' && **b != b'\t')
+            .is_some_and(|b| *b == b':')
 }
 
 /// Whether a header value carries a marker of a PHP object-injection payload.
@@ -124,15 +138,19 @@ fn has_object_injection(value: &str) -> bool {
 }
 
 /// Whether `text` holds `${` followed by a lookup an attacker uses.
-pub(crate) fn has_log4j_lookup(text: &[u8]) -> bool {
-    memchr::memchr_iter(b'$', text).any(|at| {
-        let Some(rest) = text[at + 1..].strip_prefix(b"{") else {
-            return false;
-        };
-        LOG4J_LOOKUPS
-            .iter()
-            .any(|l| rest.len() >= l.len() && rest[..l.len()].eq_ignore_ascii_case(l))
-    })
+#[cfg(test)]
+fn has_log4j_lookup(text: &[u8]) -> bool {
+    memchr::memchr_iter(b'$', text).any(|at| is_log4j_lookup(&text[at + 1..]))
+}
+
+/// Whether `after_dollar`, what follows a `$`, starts `{` and a lookup an attacker uses.
+fn is_log4j_lookup(after_dollar: &[u8]) -> bool {
+    let Some(rest) = after_dollar.strip_prefix(b"{") else {
+        return false;
+    };
+    LOG4J_LOOKUPS
+        .iter()
+        .any(|l| rest.len() >= l.len() && rest[..l.len()].eq_ignore_ascii_case(l))
 }
 
 #[cfg(test)]

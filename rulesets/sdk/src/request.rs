@@ -65,7 +65,14 @@ impl<'a> Request<'a> {
         // Only the first line is read: a component that asks for nothing else never
         // pays for splitting the whole block.
         let headers: &'a str = &self.facts.headers;
-        let first = headers.split('\n').next().unwrap_or("");
+        let first = match memchr::memchr(b'\n', headers.as_bytes()) {
+            Some(end) => &headers[..end],
+            None => headers,
+        };
+        // The host writes `host: name`: read past the prefix without searching.
+        if let Some(host) = first.strip_prefix("host:") {
+            return host.trim_ascii();
+        }
         match first.split_once(':') {
             Some((name, host)) if name.trim_ascii() == "host" => host.trim_ascii(),
             _ => "",
@@ -293,5 +300,9 @@ mod tests {
         let mut facts = get("/").build();
         facts.headers = "host:  spaced.example \r".into();
         assert_eq!(crate::Request::new(&facts).host(), "spaced.example");
+        for (headers, host) in [(" host :[::1]\nx: y", "[::1]"), ("host:[::1]", "[::1]")] {
+            facts.headers = headers.into();
+            assert_eq!(crate::Request::new(&facts).host(), host, "{headers:?}");
+        }
     }
 }
