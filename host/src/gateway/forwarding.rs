@@ -3,9 +3,11 @@
 //! `Forwarded` (RFC 7239).
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use smallvec::SmallVec;
 
-/// Headers that describe one connection and never travel past it.
-const HOP_BY_HOP: [HeaderName; 8] = [
+/// Headers that describe one connection and never travel past it, and `Upgrade` last
+/// (it goes too, except from a WebSocket handshake); [`hop_by_hop_bit`] numbers them.
+static HOP_BY_HOP: [HeaderName; 9] = [
     header::CONNECTION,
     HeaderName::from_static("keep-alive"),
     HeaderName::from_static("proxy-connection"),
@@ -14,7 +16,28 @@ const HOP_BY_HOP: [HeaderName; 8] = [
     header::TE,
     header::TRAILER,
     header::TRANSFER_ENCODING,
+    header::UPGRADE,
 ];
+
+/// The bit of `name` in a set of [`HOP_BY_HOP`] names (`1 << i` for the `i`-th), 0 for
+/// any other name. One `match`: the compiler dispatches on the length first.
+fn hop_by_hop_bit(name: &HeaderName) -> u16 {
+    match name.as_str() {
+        "connection" => 1,
+        "keep-alive" => 1 << 1,
+        "proxy-connection" => 1 << 2,
+        "proxy-authenticate" => 1 << 3,
+        "proxy-authorization" => 1 << 4,
+        "te" => 1 << 5,
+        "trailer" => 1 << 6,
+        "transfer-encoding" => 1 << 7,
+        "upgrade" => 1 << 8,
+        _ => 0,
+    }
+}
+
+const CONNECTION_BIT: u16 = 1;
+const UPGRADE_BIT: u16 = 1 << 8;
 
 /// Whether the request asks to switch to the WebSocket protocol.
 pub fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
@@ -34,27 +57,56 @@ pub fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
 /// Removes hop-by-hop headers and those the `Connection` header names. With `upgrade`
 /// the `Connection: upgrade` and `Upgrade` pair is kept (a WebSocket handshake).
 pub fn remove_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
-    // Most messages carry none of them: one pass over the names finds out.
-    let any = headers
+    // One pass over the names finds which hop-by-hop ones the message carries: most
+    // requests carry none, most responses `Connection` alone, and only those present
+    // are looked up again to go.
+    let mut present = headers
         .keys()
-        .any(|name| HOP_BY_HOP.contains(name) || name == header::UPGRADE);
-    if any {
-        let named: Vec<HeaderName> = headers
+        .fold(0, |set, name| set | hop_by_hop_bit(name));
+    if upgrade {
+        present &= !UPGRADE_BIT;
+    }
+    if present == 0 {
+        if upgrade {
+            headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+        }
+        return;
+    }
+    if present & CONNECTION_BIT != 0 {
+        // The names `Connection` lists besides the hop-by-hop ones (which go below):
+        // usually none (`keep-alive`, `close`), so usually no copy of a name.
+        let mut named: SmallVec<[HeaderName; 2]> = SmallVec::new();
+        let tokens = headers
             .get_all(header::CONNECTION)
             .iter()
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(','))
-            .filter_map(|token| HeaderName::from_bytes(token.trim().as_bytes()).ok())
-            .filter(|name| !(upgrade && name == header::UPGRADE))
-            .collect();
+            .map(str::trim);
+        for token in tokens {
+            // What most origins send; a hop-by-hop name, which goes below if present.
+            if token.eq_ignore_ascii_case("keep-alive") {
+                continue;
+            }
+            let name = if token.eq_ignore_ascii_case("close") {
+                HeaderName::from_static("close")
+            } else {
+                match HeaderName::from_bytes(token.as_bytes()) {
+                    Ok(name) => name,
+                    Err(_) => continue,
+                }
+            };
+            // A hop-by-hop name goes below if present (`Upgrade` stays in a handshake).
+            if hop_by_hop_bit(&name) == 0 {
+                named.push(name);
+            }
+        }
         for name in named {
             headers.remove(name);
         }
-        for name in &HOP_BY_HOP {
+    }
+    for (i, name) in HOP_BY_HOP.iter().enumerate() {
+        if present & (1 << i) != 0 {
             headers.remove(name);
-        }
-        if !upgrade {
-            headers.remove(header::UPGRADE);
         }
     }
     if upgrade {
@@ -187,6 +239,27 @@ mod tests {
         remove_hop_by_hop(&mut h, false);
         assert_eq!(h.len(), 1);
         assert!(h.contains_key("x-kept"));
+
+        // Every hop-by-hop name at once, each with two values, and names the
+        // `Connection` header gives in any case.
+        let mut h = HeaderMap::new();
+        for name in &HOP_BY_HOP {
+            h.append(name, HeaderValue::from_static("1"));
+            h.append(name, HeaderValue::from_static("2"));
+        }
+        h.append(
+            header::CONNECTION,
+            HeaderValue::from_static("Keep-Alive, X-One"),
+        );
+        h.append(
+            header::CONNECTION,
+            HeaderValue::from_static(" close ,x-two"),
+        );
+        for name in ["x-one", "x-two", "close", "x-kept"] {
+            h.insert(name, HeaderValue::from_static("1"));
+        }
+        remove_hop_by_hop(&mut h, false);
+        assert_eq!(h.keys().collect::<Vec<_>>(), ["x-kept"]);
     }
 
     #[test]
