@@ -10,6 +10,7 @@
 
 use crate::{Changed, Snapshot, Store, StoreError, WebsiteRecord};
 use arc_swap::ArcSwap;
+use foldhash::fast::RandomState;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,18 +22,27 @@ pub struct WebsiteIndex {
     /// The store version the index is current at.
     pub version: u64,
     /// Shared between indexes until one of them changes (a change that touches no
-    /// website only moves the version, and copies nothing).
-    by_domain: Arc<HashMap<String, Arc<WebsiteRecord>>>,
-    /// Every host name (the domain and each subdomain) → the domain.
-    by_host: Arc<HashMap<String, String>>,
+    /// website only moves the version, and copies nothing). (foldhash: the keys are
+    /// the partners' names, not a client's, and SipHash cost the data plane more than
+    /// any other hashing it did per request.)
+    by_domain: Arc<HashMap<String, Arc<WebsiteRecord>, RandomState>>,
+    /// Every host name (the domain and each subdomain) → its website: one lookup per
+    /// request.
+    by_host: Arc<HashMap<String, Arc<WebsiteRecord>, RandomState>>,
 }
 
 impl WebsiteIndex {
     fn from_snapshot(snapshot: Snapshot) -> WebsiteIndex {
         let mut index = WebsiteIndex {
             version: snapshot.version,
-            by_domain: Arc::new(HashMap::with_capacity(snapshot.websites.len())),
-            by_host: Arc::new(HashMap::with_capacity(snapshot.websites.len())),
+            by_domain: Arc::new(HashMap::with_capacity_and_hasher(
+                snapshot.websites.len(),
+                RandomState::default(),
+            )),
+            by_host: Arc::new(HashMap::with_capacity_and_hasher(
+                snapshot.websites.len(),
+                RandomState::default(),
+            )),
         };
         for record in snapshot.websites {
             index.put(record);
@@ -43,11 +53,12 @@ impl WebsiteIndex {
     fn put(&mut self, record: WebsiteRecord) {
         let domain = record.website.domain.as_str().to_owned();
         self.remove(&domain);
+        let record = Arc::new(record);
         let by_host = Arc::make_mut(&mut self.by_host);
         for host in record.website.host_names() {
-            by_host.insert(host, domain.clone());
+            by_host.insert(host, record.clone());
         }
-        Arc::make_mut(&mut self.by_domain).insert(domain, Arc::new(record));
+        Arc::make_mut(&mut self.by_domain).insert(domain, record);
     }
 
     fn remove(&mut self, domain: &str) {
@@ -57,7 +68,7 @@ impl WebsiteIndex {
         if let Some(old) = Arc::make_mut(&mut self.by_domain).remove(domain) {
             let by_host = Arc::make_mut(&mut self.by_host);
             for host in old.website.host_names() {
-                if by_host.get(&host).is_some_and(|d| d == domain) {
+                if by_host.get(&host).is_some_and(|r| Arc::ptr_eq(r, &old)) {
                     by_host.remove(&host);
                 }
             }
@@ -71,7 +82,7 @@ impl WebsiteIndex {
 
     /// The website answering for `host`: its domain or one of its subdomains.
     pub fn by_host(&self, host: &str) -> Option<&Arc<WebsiteRecord>> {
-        self.by_domain.get(self.by_host.get(host)?)
+        self.by_host.get(host)
     }
 
     /// Every website, in no particular order.

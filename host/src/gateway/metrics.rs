@@ -116,7 +116,8 @@ type LatencyTotals = BTreeMap<&'static str, LatencyCounts>;
 #[derive(Default)]
 struct ThreadTable {
     /// Requests by website, then by category and action.
-    requests: HashMap<Box<str>, Vec<(&'static str, &'static str, u64)>>,
+    requests:
+        HashMap<Box<str>, Vec<(&'static str, &'static str, u64)>, foldhash::fast::RandomState>,
     /// Latency by action.
     latency: Vec<(&'static str, LatencyCounts)>,
 }

@@ -12,6 +12,7 @@ pub mod http1;
 use super::io::Rewind;
 use super::pages::Body;
 use bytes::Bytes;
+use foldhash::fast::RandomState;
 use http::{Request, Response};
 use http1::{Connection, Http1Error, ResponseBody, Stream};
 use hyper::body::{Body as _, Frame, SizeHint};
@@ -101,7 +102,9 @@ struct PoolKey {
 }
 
 /// One thread's idle connections by origin.
-type IdleConnections = RefCell<HashMap<PoolKey, Vec<IdleConnection>>>;
+/// (foldhash: the keys are the websites' origins, not a client's, and SipHash was one
+/// of the larger costs of a request.)
+type IdleConnections = RefCell<HashMap<PoolKey, Vec<IdleConnection>, RandomState>>;
 
 /// The origins of every website, their health and their idle connections.
 pub struct Origins {
@@ -225,7 +228,7 @@ impl Origins {
     /// Every so often (at a check-in, at most every [`SWEEP_EVERY`]), closes this
     /// thread's connections idle past [`MAX_IDLE`] for every origin, so origins no
     /// request goes to any more (a website removed, its addresses changed) hold none.
-    fn sweep(&self, idle: &mut HashMap<PoolKey, Vec<IdleConnection>>, now: Instant) {
+    fn sweep(&self, idle: &mut HashMap<PoolKey, Vec<IdleConnection>, RandomState>, now: Instant) {
         let last = self.swept.get_or(|| std::cell::Cell::new(now));
         if now.duration_since(last.get()) < SWEEP_EVERY {
             return;
