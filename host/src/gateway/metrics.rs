@@ -112,12 +112,15 @@ type RequestTotals = BTreeMap<(String, &'static str, &'static str), u64>;
 /// Latency by action, added up over the threads.
 type LatencyTotals = BTreeMap<&'static str, LatencyCounts>;
 
+/// Request counts by category and action.
+type CountsByCategory = Vec<(&'static str, &'static str, u64)>;
+
 /// One thread's counts.
 #[derive(Default)]
 struct ThreadTable {
-    /// Requests by website, then by category and action.
-    requests:
-        HashMap<Box<str>, Vec<(&'static str, &'static str, u64)>, foldhash::fast::RandomState>,
+    /// Requests by website, then by category and action. (foldhash: the websites are
+    /// the partners' names, not a client's.)
+    requests: HashMap<Box<str>, CountsByCategory, foldhash::fast::RandomState>,
     /// Latency by action.
     latency: Vec<(&'static str, LatencyCounts)>,
 }
