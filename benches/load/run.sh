@@ -32,10 +32,11 @@
 # AB compares two builds of botgate on a machine too noisy for one-after-the-other runs:
 # both serve at once, each on its own copy of the store and its own ports, under two
 # simultaneous `wrk -c(CONNECTIONS/2)`, and each round prints both builds' CPU per
-# request for (a) (or AB_FRONTEND=b) and NEW's share of OLD's, in all and in user space alone
-# (the steadier figure: the kernel's network work lands on whichever process runs); which starts first swaps
-# every round (the build started second measures a few percent cheaper, so keep the
-# rounds even). AB_ROUNDS (default 6) rounds of DURATION. AB_RULESETS="OLD_DIR NEW_DIR"
+# request for (a) (or AB_FRONTEND=b) and NEW's share of OLD's, in all and in user space
+# alone (measured no steadier than the total; for changes under a few percent, use
+# CALLGRIND); which starts first swaps every round (the build started second measures
+# a few percent cheaper, so keep the rounds even). AB_ROUNDS (default 6) rounds of
+# DURATION. AB_RULESETS="OLD_DIR NEW_DIR"
 # gives each build its own folder of rule components (to compare two guest builds, with
 # one binary named twice in AB); by default both load the shipped ones.
 #
@@ -305,15 +306,18 @@ if [[ -n ${CALLGRIND:-} ]]; then
         "${sudo_if_needed[@]}" apt-get update -qq
         DEBIAN_FRONTEND=noninteractive "${sudo_if_needed[@]}" apt-get install -y -qq --no-install-recommends valgrind
     }
+    cg_load() { # build front-end duration
+        local site
+        read -r _ site <<<"${target[$2]}"
+        wrk -t1 -c4 -d"$3" "${browser[@]}" -H "Host: $site" "http://127.0.0.1:${port[$1]}/"
+    }
     for build in old new; do
         wrap=(valgrind --tool=callgrind --callgrind-out-file="$work/callgrind-$build" --dump-instr=no)
         start_build "$build" --threads 1 --no-http3
         for run in a b; do
-            read -r _ site <<<"${target[$run]}"
-            cg_load() { wrk -t1 -c4 -d"$1" "${browser[@]}" -H "Host: $site" "http://127.0.0.1:${port[$build]}/"; }
-            cg_load 2s >/dev/null
+            cg_load "$build" "$run" 2s >/dev/null
             callgrind_control --zero "${pid[$build]}" >/dev/null
-            cg_load "${CG_DURATION:-5}s" > "$work/callgrind-$build-$run.txt"
+            cg_load "$build" "$run" "${CG_DURATION:-5}s" > "$work/callgrind-$build-$run.txt"
             callgrind_control --dump="$run" "${pid[$build]}" >/dev/null
             sleep 1
             dump=$(ls -t "$work/callgrind-$build".* | head -1)

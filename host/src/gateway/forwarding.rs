@@ -66,15 +66,9 @@ pub fn remove_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
     if upgrade {
         present &= !UPGRADE_BIT;
     }
-    if present == 0 {
-        if upgrade {
-            headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
-        }
-        return;
-    }
     if present & CONNECTION_BIT != 0 {
         // The names `Connection` lists besides the hop-by-hop ones (which go below):
-        // usually none (`keep-alive`, `close`), so usually no copy of a name.
+        // usually none (`keep-alive`), so usually no copy of a name.
         let mut named: SmallVec<[HeaderName; 2]> = SmallVec::new();
         let tokens = headers
             .get_all(header::CONNECTION)
@@ -87,13 +81,8 @@ pub fn remove_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
             if token.eq_ignore_ascii_case("keep-alive") {
                 continue;
             }
-            let name = if token.eq_ignore_ascii_case("close") {
-                HeaderName::from_static("close")
-            } else {
-                match HeaderName::from_bytes(token.as_bytes()) {
-                    Ok(name) => name,
-                    Err(_) => continue,
-                }
+            let Ok(name) = HeaderName::from_bytes(token.as_bytes()) else {
+                continue;
             };
             // A hop-by-hop name goes below if present (`Upgrade` stays in a handshake).
             if hop_by_hop_bit(&name) == 0 {
@@ -260,6 +249,16 @@ mod tests {
         }
         remove_hop_by_hop(&mut h, false);
         assert_eq!(h.keys().collect::<Vec<_>>(), ["x-kept"]);
+    }
+
+    #[test]
+    fn each_hop_by_hop_name_has_its_own_bit() {
+        for (i, name) in HOP_BY_HOP.iter().enumerate() {
+            assert_eq!(hop_by_hop_bit(name), 1 << i, "{name}");
+        }
+        assert_eq!(hop_by_hop_bit(&header::CONNECTION), CONNECTION_BIT);
+        assert_eq!(hop_by_hop_bit(&header::UPGRADE), UPGRADE_BIT);
+        assert_eq!(hop_by_hop_bit(&header::CONTENT_LENGTH), 0);
     }
 
     #[test]

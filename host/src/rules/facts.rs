@@ -157,18 +157,14 @@ pub fn request_facts<'a>(
     client_ip: IpAddr,
 ) -> RequestFacts {
     let host = truncate(strip_port(host), 253);
-    let host = if host
-        .bytes()
-        .any(|b| !b.is_ascii() || b.is_ascii_uppercase() || b.is_ascii_control())
-    {
+    // Sized once: collecting a filtered iterator grew the string step by step.
+    let mut host_text = String::with_capacity(host.len());
+    host_text.extend(
         host.chars()
             .filter(|c| !c.is_control())
-            .map(|c| c.to_ascii_lowercase())
-            .collect()
-    } else {
-        // The usual case (the gateway passes the canonical host): one copy.
-        host.to_owned()
-    };
+            .map(|c| c.to_ascii_lowercase()),
+    );
+    let host = host_text;
     let (headers, headers_cut) = join_headers(&host, headers);
     let mut target = String::with_capacity(path.len() + query.len() + 1);
     target.push_str(truncate(path, MAX_TARGET_BYTES));

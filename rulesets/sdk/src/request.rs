@@ -65,18 +65,8 @@ impl<'a> Request<'a> {
         // Only the first line is read: a component that asks for nothing else never
         // pays for splitting the whole block.
         let headers: &'a str = &self.facts.headers;
-        let first = match memchr::memchr(b'\n', headers.as_bytes()) {
-            Some(end) => &headers[..end],
-            None => headers,
-        };
-        // The host writes `host: name`: read past the prefix without searching.
-        if let Some(host) = first.strip_prefix("host:") {
-            return host.trim_ascii();
-        }
-        match first.split_once(':') {
-            Some((name, host)) if name.trim_ascii() == "host" => host.trim_ascii(),
-            _ => "",
-        }
+        let first = headers.split('\n').next().unwrap_or("");
+        botgate_normalise::header(first, "host").unwrap_or("")
     }
 
     /// The path as sent (percent-encoded, original case).
