@@ -581,6 +581,14 @@ impl Gateway {
         }
         serve_args.extend(["--cache-dir".into(), crate::cache_dir().into_os_string()]);
         serve_args.extend(["--rulesets-dir".into(), rulesets.clone().into_os_string()]);
+        // The tests' origins are on loopback, which the origin policy refuses unless
+        // the operator allows it; a test of the policy passes its own networks.
+        if !extra.contains(&"--origin-allow-network") {
+            serve_args.extend([
+                "--origin-allow-network".into(),
+                "127.0.0.0/8,::1/128".into(),
+            ]);
+        }
         serve_args.extend(extra.iter().map(Into::into));
         let child = spawn_serve(binary, &serve_args, &log)?;
         let mut gateway = Gateway {

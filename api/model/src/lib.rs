@@ -1,5 +1,6 @@
 //! botgate's domain model: the types every other crate speaks, with validation and no I/O.
 
+pub mod addresses;
 pub mod certificate;
 pub mod invalid;
 pub mod names;

@@ -9,6 +9,8 @@ pub const MAX_SUBDOMAINS: usize = 100;
 pub const MAX_TAGS: usize = 32;
 /// The longest tag, in bytes.
 pub const MAX_TAG_BYTES: usize = 64;
+/// The most origin addresses a website may list.
+pub const MAX_ORIGINS: usize = 32;
 /// The longest user id, in bytes.
 pub const MAX_USER_ID_BYTES: usize = 128;
 
@@ -95,6 +97,13 @@ impl Domain {
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The labels in reverse order (`a.shop.example` → `example.shop.a`), so that the
+    /// names under a domain sort right after it, each starting with its reverse and a
+    /// dot.
+    pub fn reversed(&self) -> String {
+        self.0.rsplit('.').collect::<Vec<_>>().join(".")
     }
 
     /// The full name of `subdomain` under this domain (`www.example.com`).
@@ -203,13 +212,29 @@ impl UserId {
     }
 }
 
+/// Refuses a list of more than `max` entries that are not blank, counted as sent
+/// (before duplicates are dropped and before any entry is checked), so a long list
+/// costs one pass over it.
+fn count_entries(field: &str, what: &str, input: &[String], max: usize) -> Result<(), Invalid> {
+    let sent = input.iter().filter(|e| !e.trim().is_empty()).count();
+    if sent > max {
+        return Err(Invalid::too_large(
+            field,
+            format!("{sent} {what}, at most {max}"),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks a tag list: at most [`MAX_TAGS`] tags of 1 to [`MAX_TAG_BYTES`] bytes of
 /// printable text; blank entries are dropped, duplicates kept once, order kept.
 pub fn tags(field: &str, input: Vec<String>) -> Result<Vec<String>, Invalid> {
+    count_entries(field, "tags", &input, MAX_TAGS)?;
+    let mut seen = std::collections::HashSet::with_capacity(input.len());
     let mut out: Vec<String> = Vec::new();
-    for tag in input {
+    for tag in &input {
         let tag = tag.trim();
-        if tag.is_empty() || out.iter().any(|t| t == tag) {
+        if tag.is_empty() || !seen.insert(tag) {
             continue;
         }
         if tag.len() > MAX_TAG_BYTES {
@@ -226,32 +251,22 @@ pub fn tags(field: &str, input: Vec<String>) -> Result<Vec<String>, Invalid> {
         }
         out.push(tag.to_owned());
     }
-    if out.len() > MAX_TAGS {
-        return Err(Invalid::too_large(
-            field,
-            format!("{} tags, at most {MAX_TAGS}", out.len()),
-        ));
-    }
     Ok(out)
 }
 
 /// Checks a subdomain list: at most [`MAX_SUBDOMAINS`], each valid, duplicates kept once.
 pub fn subdomains(input: Vec<String>) -> Result<Vec<Subdomain>, Invalid> {
+    count_entries("subdomain", "subdomains", &input, MAX_SUBDOMAINS)?;
+    let mut seen = std::collections::HashSet::with_capacity(input.len());
     let mut out: Vec<Subdomain> = Vec::new();
     for entry in input {
         if entry.trim().is_empty() {
             continue;
         }
         let sub = Subdomain::parse(&entry)?;
-        if !out.contains(&sub) {
+        if seen.insert(sub.clone()) {
             out.push(sub);
         }
-    }
-    if out.len() > MAX_SUBDOMAINS {
-        return Err(Invalid::too_large(
-            "subdomain",
-            format!("{} subdomains, at most {MAX_SUBDOMAINS}", out.len()),
-        ));
     }
     Ok(out)
 }
@@ -260,8 +275,10 @@ pub fn subdomains(input: Vec<String>) -> Result<Vec<Subdomain>, Invalid> {
 /// one, at most 32, duplicates kept once.
 pub fn origin_ips(input: Vec<String>) -> Result<Vec<std::net::IpAddr>, Invalid> {
     let field = "ip";
+    count_entries(field, "origin addresses", &input, MAX_ORIGINS)?;
+    let mut seen = std::collections::HashSet::with_capacity(input.len());
     let mut out = Vec::new();
-    for entry in input {
+    for entry in &input {
         let entry = entry.trim();
         if entry.is_empty() {
             continue;
@@ -282,15 +299,9 @@ pub fn origin_ips(input: Vec<String>) -> Result<Vec<std::net::IpAddr>, Invalid> 
                 format!("`{ip}` cannot be an origin (unspecified or multicast)"),
             ));
         }
-        if !out.contains(&ip) {
+        if seen.insert(ip) {
             out.push(ip);
         }
-    }
-    if out.len() > 32 {
-        return Err(Invalid::too_large(
-            field,
-            format!("{} origin addresses, at most 32", out.len()),
-        ));
     }
     Ok(out)
 }
@@ -308,6 +319,28 @@ pub fn shorten(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lists_are_counted_as_sent_before_duplicates_are_dropped() {
+        let same = vec!["www".to_owned(); 30_000];
+        let refused = subdomains(same).unwrap_err();
+        assert_eq!(refused.field, "subdomain");
+        assert!(refused.message.contains("30000 subdomains"), "{refused}");
+        let refused = tags("tag", vec!["dc1".to_owned(); MAX_TAGS + 1]).unwrap_err();
+        assert!(refused.message.contains("33 tags"), "{refused}");
+        let refused = origin_ips(vec!["192.0.2.1".to_owned(); MAX_ORIGINS + 1]).unwrap_err();
+        assert!(refused.message.contains("33 origin"), "{refused}");
+        // Blank entries are not counted; duplicates within the limit are kept once.
+        let mut blanks = vec![String::new(); 1000];
+        blanks.extend(["www".to_owned(), " www ".to_owned(), "shop".to_owned()]);
+        assert_eq!(subdomains(blanks).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_domain_reversed_sorts_its_names_together() {
+        let domain = Domain::parse("a.shop.example").unwrap();
+        assert_eq!(domain.reversed(), "example.shop.a");
+    }
 
     #[test]
     fn domains_are_kept_in_ascii_lower_case() {

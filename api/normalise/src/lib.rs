@@ -41,23 +41,60 @@ fn decode_lower(s: &str, plus_is_space: bool) -> Cow<'_, str> {
     Cow::Owned(decoded.to_lowercase())
 }
 
-/// The path percent-decoded, lower case, with repeated `/` collapsed: `//WP-Login.php`
-/// and `/wp%2Dlogin.php` both read `/wp-login.php`. Borrows when nothing changes.
+/// The path as the origin's web server resolves it: percent-decoded, lower case, `\`
+/// read as `/`, repeated `/` collapsed, and dot segments removed (RFC 3986 §5.2.4), so
+/// `//WP-Login.php`, `/wp%2Dlogin.php`, `/x/../wp-login.php` and `/.%2Fwp-login.php`
+/// all read `/wp-login.php`. A path that climbs above the root stays at the root here
+/// ([`climbs_above_root`] tells). Borrows when nothing changes.
 pub fn path(path: &str) -> Cow<'_, str> {
-    let lower = decode_lower(path, false);
-    if !lower.as_bytes().windows(2).any(|w| w == b"//") {
-        return lower;
+    resolve(decode_lower(path, false)).0
+}
+
+/// Whether the path, read as [`path`] reads it, climbs above the root
+/// (`/a/../../etc/passwd`, `/%2e%2e/x`): a request no origin should be asked to serve.
+pub fn climbs_above_root(path: &str) -> bool {
+    resolve(decode_lower(path, false)).1
+}
+
+/// Whether a decoded path has anything to resolve: a `\`, an empty segment or a
+/// segment starting with a dot (which may be `.` or `..`).
+fn needs_resolving(path: &str) -> bool {
+    let bytes = path.as_bytes();
+    bytes.contains(&b'\\')
+        || bytes
+            .windows(2)
+            .any(|w| w[0] == b'/' && (w[1] == b'/' || w[1] == b'.'))
+}
+
+/// The decoded path with `\` as `/`, repeated `/` collapsed and dot segments removed;
+/// and whether a `..` climbed above the root.
+fn resolve(decoded: Cow<'_, str>) -> (Cow<'_, str>, bool) {
+    if !needs_resolving(&decoded) {
+        return (decoded, false);
     }
-    let mut out = String::with_capacity(lower.len());
-    let mut last_slash = false;
-    for c in lower.chars() {
-        if c == '/' && last_slash {
-            continue;
+    let slashed = decoded.replace('\\', "/");
+    let mut segments: Vec<&str> = Vec::new();
+    let mut climbed = false;
+    // Whether the resolved path ends in `/`: after `.`, `..` or an empty last segment.
+    let mut trailing = false;
+    let rooted = slashed.starts_with('/');
+    for segment in slashed.split('/') {
+        trailing = matches!(segment, "" | "." | "..");
+        match segment {
+            "" | "." => {}
+            ".." => climbed |= segments.pop().is_none(),
+            segment => segments.push(segment),
         }
-        last_slash = c == '/';
-        out.push(c);
     }
-    Cow::Owned(out)
+    let mut out = String::with_capacity(slashed.len());
+    if rooted {
+        out.push('/');
+    }
+    out.push_str(&segments.join("/"));
+    if trailing && !segments.is_empty() {
+        out.push('/');
+    }
+    (Cow::Owned(out), climbed)
 }
 
 /// The query (without `?`) percent-decoded, `+` as space, lower case. Borrows when
@@ -192,10 +229,56 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_spelling_of_a_path_reads_as_the_origin_resolves_it() {
+        for spelling in [
+            "/wp-admin/install.php",
+            "/wp-admin/./install.php",
+            "/wp-admin/%2e/install.php",
+            "/wp-admin/%2E/install.php",
+            "/wp-admin/.%2Finstall.php",
+            "/wp-admin/.%2finstall.php",
+            "/wp-admin//install.php",
+            "/wp-admin\\install.php",
+            "/wp-admin%5Cinstall.php",
+            "/wp-admin/x/../install.php",
+            "/wp-admin/x/%2e%2e/install.php",
+            "/wp-admin/x/..%2Finstall.php",
+            "/WP-ADMIN/./x/./../Install.php",
+            "//wp-admin/.//./install.php",
+        ] {
+            assert_eq!(path(spelling), "/wp-admin/install.php", "{spelling}");
+            assert!(!climbs_above_root(spelling), "{spelling}");
+        }
+        assert_eq!(path("/a/b/.."), "/a/");
+        assert_eq!(path("/a/b/."), "/a/b/");
+        assert_eq!(path("/a/b/"), "/a/b/");
+        assert_eq!(path("/"), "/");
+        assert_eq!(path("/.."), "/");
+        assert_eq!(path("/./"), "/");
+        assert_eq!(path("*"), "*");
+        for climbing in [
+            "/..",
+            "/../etc/passwd",
+            "/a/../../etc/passwd",
+            "/%2e%2e/x",
+            "/..%5cwin.ini",
+            "/a/..%2f..%2fx",
+        ] {
+            assert!(climbs_above_root(climbing), "{climbing}");
+        }
+        for staying in ["/a/..", "/..a/b", "/a../b", "/...", "/a/b/../../c"] {
+            assert!(!climbs_above_root(staying), "{staying}");
+        }
+        assert_eq!(path("/..."), "/...");
+    }
+
+    #[test]
     fn paths_are_decoded_lowered_and_collapsed() {
         assert_eq!(path("//WP%2DLogin.php"), "/wp-login.php");
         assert!(matches!(path("/blog/post/"), Cow::Borrowed(_)));
         assert_eq!(path("/a//b///c"), "/a/b/c");
+        assert_eq!(path("/.well-known/x"), "/.well-known/x");
+        assert_eq!(path("/a/.htaccess"), "/a/.htaccess");
         assert_eq!(path("/caf%C3%A9/%FF"), "/café/\u{fffd}");
     }
 

@@ -98,6 +98,9 @@ impl ApiError {
             StoreError::Conflict(what) => {
                 ApiError::new(StatusCode::CONFLICT, format!("{what} already exists")).on(field)
             }
+            StoreError::HostTaken { field, host, clash } => {
+                ApiError::new(StatusCode::CONFLICT, format!("`{host}` {clash}")).on(field.as_str())
+            }
             StoreError::NotFound(what) => ApiError::not_found(format!("{what} does not exist")),
             StoreError::Stale(what) => ApiError::new(
                 StatusCode::CONFLICT,

@@ -29,6 +29,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use botgate_model::addresses::OriginPolicy;
 use botgate_store::AnyStore;
 use http_body_util::BodyExt;
 use std::num::NonZeroU32;
@@ -49,6 +50,8 @@ pub struct ApiConfig {
     /// Whether websites with `certs_issuer: acme` get certificates (and wait in `setup`
     /// for them).
     pub acme: bool,
+    /// Which addresses a website's `ip` may name.
+    pub origins: OriginPolicy,
 }
 
 impl Default for ApiConfig {
@@ -59,6 +62,7 @@ impl Default for ApiConfig {
             rate_burst: NonZeroU32::new(100).unwrap_or(NonZeroU32::MIN),
             dns_check: false,
             acme: false,
+            origins: OriginPolicy::default(),
         }
     }
 }

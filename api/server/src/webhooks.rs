@@ -62,11 +62,15 @@ pub async fn rotate_secret(
     caller: Caller,
 ) -> Result<Json<WebhookSecret>, ApiError> {
     let partner = caller.require_partner("rotating the webhook secret")?;
-    let mut rotated = partner.clone();
-    rotated.webhook_secret = new_webhook_secret()
+    let secret = new_webhook_secret()
         .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
-    api.store
-        .put_partner(&rotated)
+    // Only the secret is written: a key the operator rotated meanwhile stays rotated.
+    let rotated = api
+        .store
+        .update_partner(
+            &partner.name,
+            botgate_store::PartnerChange::WebhookSecret(secret),
+        )
         .await
         .map_err(|e| ApiError::from_store(e, "secret"))?;
     tracing::info!(partner = %rotated.name, "webhook secret rotated");

@@ -38,6 +38,18 @@ fn domain(domain: &str) -> Result<Domain, ApiError> {
     Domain::parse(domain).map_err(|invalid| ApiError::from(invalid.at("domain")))
 }
 
+/// Refuses a website whose origins the gateway's origin policy does not allow.
+fn check_origins(api: &Api, website: &Website) -> Result<(), ApiError> {
+    for ip in &website.ip {
+        if let Err(refusal) = api.config.origins.check(*ip) {
+            return Err(
+                ApiError::unprocessable(format!("`{ip}` cannot be an origin: {refusal}")).on("ip"),
+            );
+        }
+    }
+    Ok(())
+}
+
 fn no_such_website(domain: &Domain) -> ApiError {
     ApiError::not_found(format!("no website `{domain}`")).on("domain")
 }
@@ -71,6 +83,7 @@ pub async fn create_website(
         callback_url,
     } = payload.into_website()?;
     let mut website = Website::create(input)?;
+    check_origins(&api, &website)?;
     let wants_certificate =
         api.config.acme && website.settings.loadbalancer.certs_issuer == CertsIssuer::Acme;
     if (api.config.dns_check || wants_certificate) && website.status != Status::Paused {
@@ -147,6 +160,9 @@ pub async fn update_website(
         let record = reachable(&api, &caller, &domain).await?;
         let mut website = record.website.clone();
         website.apply(request.input.clone())?;
+        if request.input.ip.is_some() {
+            check_origins(&api, &website)?;
+        }
         // New names wait for DNS again; so does a website in error asked to be online.
         let retry = record.website.status == Status::Error
             && request.input.status.as_deref().map(str::trim) == Some("online");

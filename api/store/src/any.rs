@@ -28,6 +28,14 @@ impl Store for AnyStore {
         delegate!(self.put_partner(partner))
     }
 
+    async fn update_partner(
+        &self,
+        name: &PartnerName,
+        change: crate::PartnerChange,
+    ) -> Result<PartnerRecord, StoreError> {
+        delegate!(self.update_partner(name, change))
+    }
+
     async fn partner_by_key(&self, key_sha256: &str) -> Result<Option<PartnerRecord>, StoreError> {
         delegate!(self.partner_by_key(key_sha256))
     }

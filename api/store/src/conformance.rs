@@ -2,7 +2,9 @@
 //! Backend tests call [`run`] on a fresh, empty store; it panics on the first
 //! difference, naming it.
 
-use crate::{Changed, Delivery, PartnerRecord, Store, StoreError};
+use crate::{
+    Changed, Delivery, HostClash, HostField, PartnerChange, PartnerRecord, Store, StoreError,
+};
 use botgate_model::{Domain, PartnerName, User, UserId, Website, WebsiteInput};
 use tokio::sync::broadcast::error::TryRecvError;
 
@@ -65,6 +67,266 @@ pub async fn run<S: Store>(store: &S) {
     shared_secrets(store).await;
     outbox(store).await;
     ephemeral_values_and_leases(store).await;
+    host_names(store).await;
+    field_level_partner_writes(store).await;
+}
+
+/// A partner's key and webhook secret change alone: a write that read the record before
+/// the other field changed never brings the old value back.
+async fn field_level_partner_writes<S: Store>(store: &S) {
+    let record = partner("rotating");
+    store.put_partner(&record).await.unwrap();
+    // Two writers read the same record; the operator rotates the key, then the API
+    // rotates the webhook secret from its earlier read.
+    let read_by_api = store.partner(&record.name).await.unwrap().unwrap();
+    let new_key = "f".repeat(64);
+    store
+        .update_partner(
+            &record.name,
+            PartnerChange::Key {
+                key_sha256: new_key.clone(),
+            },
+        )
+        .await
+        .unwrap();
+    let after = store
+        .update_partner(
+            &read_by_api.name,
+            PartnerChange::WebhookSecret("whsec_rotated".into()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        after.key_sha256, new_key,
+        "the rotated key was brought back"
+    );
+    assert_eq!(after.webhook_secret, "whsec_rotated");
+    assert_eq!(store.partner(&record.name).await.unwrap(), Some(after));
+    assert_eq!(
+        store.partner_by_key(&read_by_api.key_sha256).await.unwrap(),
+        None,
+        "the old key still works"
+    );
+    assert_eq!(
+        store
+            .partner_by_key(&new_key)
+            .await
+            .unwrap()
+            .map(|p| p.webhook_secret),
+        Some("whsec_rotated".to_owned())
+    );
+    // The other order: the secret first, then the key from an earlier read.
+    store
+        .update_partner(
+            &record.name,
+            PartnerChange::WebhookSecret("whsec_third".into()),
+        )
+        .await
+        .unwrap();
+    let after = store
+        .update_partner(
+            &record.name,
+            PartnerChange::Key {
+                key_sha256: "e".repeat(64),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(after.webhook_secret, "whsec_third");
+    assert!(matches!(
+        store
+            .update_partner(
+                &PartnerName::parse("nobody").unwrap(),
+                PartnerChange::WebhookSecret("x".into())
+            )
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+/// A website of `user` answering for `domain` and the `subdomains` given.
+fn website_with(domain: &str, user: &User, subdomains: &[&str]) -> Website {
+    let mut site = website(domain, user);
+    site.apply(WebsiteInput {
+        subdomain: Some(subdomains.iter().map(|s| s.to_string()).collect()),
+        ..WebsiteInput::default()
+    })
+    .unwrap();
+    site
+}
+
+#[track_caller]
+fn assert_host_taken<T: std::fmt::Debug>(
+    result: Result<T, StoreError>,
+    field: HostField,
+    host: &str,
+    clash: HostClash,
+) {
+    match result {
+        Err(StoreError::HostTaken {
+            field: f,
+            host: h,
+            clash: c,
+        }) if f == field && h == host && c == clash => {}
+        other => panic!("expected {field} {host} {clash:?}, got {other:?}"),
+    }
+}
+
+/// Every host name belongs to one website of all partners, and no partner's domain
+/// lies under or above another's; checked atomically on create and update.
+async fn host_names<S: Store>(store: &S) {
+    use HostClash::{Above, Taken, Under};
+    use HostField::{Domain as D, Subdomain as S};
+    let (victims, alice) = partner_and_user(store, "victims", "alice").await;
+    let (rivals, mallory) = partner_and_user(store, "rivals-inc", "mallory").await;
+    let carol = user(&victims, "carol");
+    store.create_user(&carol).await.unwrap();
+    let create = |partner: &PartnerRecord, site: Website| {
+        let name = partner.name.clone();
+        async move { store.create_website(&name, &site).await }
+    };
+
+    create(&victims, website_with("victim.example", &alice, &["www"]))
+        .await
+        .unwrap();
+    // Another partner can claim neither a host name nor anything under the domain.
+    assert_host_taken(
+        create(&rivals, website("www.victim.example", &mallory)).await,
+        D,
+        "www.victim.example",
+        Taken,
+    );
+    assert_host_taken(
+        create(&rivals, website("deep.victim.example", &mallory)).await,
+        D,
+        "deep.victim.example",
+        Under,
+    );
+    // Nor a domain above a victim's, nor a subdomain that is a victim's domain.
+    create(&victims, website("shop.victim2.example", &alice))
+        .await
+        .unwrap();
+    assert_host_taken(
+        create(
+            &rivals,
+            website_with("victim2.example", &mallory, &["shop"]),
+        )
+        .await,
+        S,
+        "shop.victim2.example",
+        Taken,
+    );
+    assert_host_taken(
+        create(&rivals, website("victim2.example", &mallory)).await,
+        D,
+        "victim2.example",
+        Above,
+    );
+    // The partner itself may nest its own websites, one host name each.
+    create(&victims, website("blog.victim.example", &carol))
+        .await
+        .unwrap();
+    assert_host_taken(
+        create(&victims, website("www.victim.example", &carol)).await,
+        D,
+        "www.victim.example",
+        Taken,
+    );
+    // An update that adds a held host name is refused and changes nothing.
+    let held = store
+        .website(&domain("victim.example"))
+        .await
+        .unwrap()
+        .unwrap();
+    let mut grown = held.website.clone();
+    grown
+        .apply(WebsiteInput {
+            subdomain: Some(vec!["www".into(), "blog".into()]),
+            ..WebsiteInput::default()
+        })
+        .unwrap();
+    assert_host_taken(
+        store.update_website(&grown, held.revision).await,
+        S,
+        "blog.victim.example",
+        Taken,
+    );
+    assert_eq!(
+        store.website(&domain("victim.example")).await.unwrap(),
+        Some(held.clone())
+    );
+    // Deleting a website removes only its own names.
+    store
+        .delete_website(&domain("blog.victim.example"))
+        .await
+        .unwrap();
+    assert_host_taken(
+        create(&victims, website("www.victim.example", &carol)).await,
+        D,
+        "www.victim.example",
+        Taken,
+    );
+    // Giving a name up frees it, for the owner's partner only.
+    let mut shrunk = held.website.clone();
+    shrunk
+        .apply(WebsiteInput {
+            subdomain: Some(vec![]),
+            ..WebsiteInput::default()
+        })
+        .unwrap();
+    let shrunk = store.update_website(&shrunk, held.revision).await.unwrap();
+    assert_host_taken(
+        create(&rivals, website("www.victim.example", &mallory)).await,
+        D,
+        "www.victim.example",
+        Under,
+    );
+    create(&victims, website("www.victim.example", &carol))
+        .await
+        .unwrap();
+    let mut regrown = shrunk.website.clone();
+    regrown
+        .apply(WebsiteInput {
+            subdomain: Some(vec!["www".into()]),
+            ..WebsiteInput::default()
+        })
+        .unwrap();
+    assert_host_taken(
+        store.update_website(&regrown, shrunk.revision).await,
+        S,
+        "www.victim.example",
+        Taken,
+    );
+    // Deleting a user gives up its websites' names.
+    store.delete_user(&victims.name, &carol.id).await.unwrap();
+    create(&victims, website("www.victim.example", &alice))
+        .await
+        .unwrap();
+
+    // Of two concurrent claims of one host name, exactly one wins: across partners
+    // and within one.
+    for (i, (first, second)) in [(&victims, &rivals), (&victims, &victims)]
+        .into_iter()
+        .enumerate()
+    {
+        let owner = |p: &PartnerRecord| {
+            if p.name == victims.name {
+                &alice
+            } else {
+                &mallory
+            }
+        };
+        let apex = format!("race{i}.example");
+        let (a, b) = tokio::join!(
+            create(first, website_with(&apex, owner(first), &["www"])),
+            create(second, website(&format!("www.{apex}"), owner(second))),
+        );
+        assert_eq!(
+            usize::from(a.is_ok()) + usize::from(b.is_ok()),
+            1,
+            "exactly one of two concurrent claims wins: {a:?} / {b:?}"
+        );
+    }
 }
 
 async fn ephemeral_values_and_leases<S: Store>(store: &S) {

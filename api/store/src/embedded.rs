@@ -2,8 +2,8 @@
 //! write is a durable transaction), with the change feed in-process.
 
 use crate::{
-    Change, Changed, Delivery, Page, PartnerRecord, Snapshot, Store, StoreError, WebsiteRecord,
-    key_digest,
+    Change, Changed, Delivery, HostClash, HostField, Page, PartnerRecord, Snapshot, Store,
+    StoreError, WebsiteRecord, host_claims, key_digest,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -28,7 +28,14 @@ const WEBSITES: TableDefinition<&str, &[u8]> = TableDefinition::new("websites");
 const WEBSITES_BY_USER: TableDefinition<&str, ()> = TableDefinition::new("websites_by_user");
 /// `partner\n domain` → (): a partner's websites, in domain order.
 const WEBSITES_BY_PARTNER: TableDefinition<&str, ()> = TableDefinition::new("websites_by_partner");
-/// `"version"` → the store's version.
+/// Host name → the domain of the one website that answers for it.
+const HOSTS: TableDefinition<&str, &str> = TableDefinition::new("hosts");
+/// Reversed domain (`example.shop`, see [`Domain::reversed`]) → the partner owning the
+/// website: the websites under a domain are one range.
+const DOMAIN_TREE: TableDefinition<&str, &str> = TableDefinition::new("domain_tree");
+/// `"version"` → the store's version; `"host_index"` → 1 once `HOSTS` and
+/// `DOMAIN_TREE` cover every website (stores written before they existed get them at
+/// open).
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// Cluster-wide secrets by name (see [`Store::shared_secret`]).
 const SECRETS: TableDefinition<&str, &str> = TableDefinition::new("secrets");
@@ -116,7 +123,8 @@ fn run_writer(
                     Err(
                         refused @ (StoreError::Conflict(_)
                         | StoreError::NotFound(_)
-                        | StoreError::Stale(_)),
+                        | StoreError::Stale(_)
+                        | StoreError::HostTaken { .. }),
                     ) => {
                         replies.push((job.reply, Err(refused)));
                     }
@@ -223,6 +231,9 @@ impl EmbeddedStore {
             txn.open_table(DELIVERIES).map_err(backend)?;
             txn.open_table(DELIVERIES_DUE).map_err(backend)?;
             txn.open_table(EPHEMERAL).map_err(backend)?;
+            txn.open_table(HOSTS).map_err(backend)?;
+            txn.open_table(DOMAIN_TREE).map_err(backend)?;
+            index_hosts_once(&txn)?;
         }
         txn.commit().map_err(backend)?;
         let (feed, _) = broadcast::channel(FEED_CAPACITY);
@@ -374,7 +385,143 @@ fn page<T>(mut items: Vec<T>, limit: usize, key: impl Fn(&T) -> String) -> Page<
     Page { items, next }
 }
 
+/// Fills `HOSTS` and `DOMAIN_TREE` from the websites of a store written before they
+/// existed; once. Where two old websites claim one host, the first in domain order keeps
+/// it (and the clash is logged).
+fn index_hosts_once(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
+    let mut meta = txn.open_table(META).map_err(backend)?;
+    if meta.get("host_index").map_err(backend)?.is_some() {
+        return Ok(());
+    }
+    let websites = txn.open_table(WEBSITES).map_err(backend)?;
+    let mut hosts = txn.open_table(HOSTS).map_err(backend)?;
+    let mut tree = txn.open_table(DOMAIN_TREE).map_err(backend)?;
+    for entry in websites.iter().map_err(backend)? {
+        let (key, value) = entry.map_err(backend)?;
+        let record: WebsiteRecord = decode(key.value(), value.value())?;
+        tree.insert(
+            record.website.domain.reversed().as_str(),
+            record.partner.as_str(),
+        )
+        .map_err(backend)?;
+        for (host, _) in host_claims(&record.website) {
+            if let Some(owner) = hosts.get(host.as_str()).map_err(backend)? {
+                tracing::warn!(
+                    host,
+                    kept_by = owner.value(),
+                    also_claimed_by = record.website.domain.as_str(),
+                    "two websites claim one host name; the first keeps it"
+                );
+                continue;
+            }
+            hosts
+                .insert(host.as_str(), record.website.domain.as_str())
+                .map_err(backend)?;
+        }
+    }
+    meta.insert("host_index", 1).map_err(backend)?;
+    Ok(())
+}
+
+/// Refuses `website` (of `partner`) when another website answers for one of its host
+/// names, or, with `tree` (a new domain), when its domain lies under or above
+/// another partner's website's domain.
+fn check_hosts(
+    txn: &redb::WriteTransaction,
+    partner: &PartnerName,
+    website: &Website,
+    tree: bool,
+) -> Result<(), StoreError> {
+    let domain = website.domain.as_str();
+    let hosts = txn.open_table(HOSTS).map_err(backend)?;
+    for (host, field) in host_claims(website) {
+        if hosts
+            .get(host.as_str())
+            .map_err(backend)?
+            .is_some_and(|owner| owner.value() != domain)
+        {
+            return Err(StoreError::HostTaken {
+                field,
+                host,
+                clash: HostClash::Taken,
+            });
+        }
+    }
+    if !tree {
+        return Ok(());
+    }
+    let clash = |clash| StoreError::HostTaken {
+        field: HostField::Domain,
+        host: domain.to_owned(),
+        clash,
+    };
+    let domains = txn.open_table(DOMAIN_TREE).map_err(backend)?;
+    let foreign = |owner: &str| owner != partner.as_str();
+    let reversed = website.domain.reversed();
+    // The names above a domain are the prefixes of its reverse: `example.shop` of
+    // `example.shop.a`.
+    for (at, _) in reversed.match_indices('.') {
+        if domains
+            .get(&reversed[..at])
+            .map_err(backend)?
+            .is_some_and(|owner| foreign(owner.value()))
+        {
+            return Err(clash(HostClash::Under));
+        }
+    }
+    let (start, end) = (format!("{reversed}."), format!("{reversed}/"));
+    for entry in domains
+        .range::<&str>(start.as_str()..end.as_str())
+        .map_err(backend)?
+    {
+        let (_, owner) = entry.map_err(backend)?;
+        if foreign(owner.value()) {
+            return Err(clash(HostClash::Above));
+        }
+    }
+    Ok(())
+}
+
+/// Makes `website`'s host names and domain its own (after [`check_hosts`]).
+fn claim_hosts(
+    txn: &redb::WriteTransaction,
+    partner: &PartnerName,
+    website: &Website,
+) -> Result<(), StoreError> {
+    let domain = website.domain.as_str();
+    let mut hosts = txn.open_table(HOSTS).map_err(backend)?;
+    for (host, _) in host_claims(website) {
+        hosts.insert(host.as_str(), domain).map_err(backend)?;
+    }
+    txn.open_table(DOMAIN_TREE)
+        .map_err(backend)?
+        .insert(website.domain.reversed().as_str(), partner.as_str())
+        .map_err(backend)?;
+    Ok(())
+}
+
+/// Gives up `website`'s host names (only those it holds) and its place in the tree.
+fn release_hosts(txn: &redb::WriteTransaction, website: &Website) -> Result<(), StoreError> {
+    let domain = website.domain.as_str();
+    let mut hosts = txn.open_table(HOSTS).map_err(backend)?;
+    for (host, _) in host_claims(website) {
+        let own = hosts
+            .get(host.as_str())
+            .map_err(backend)?
+            .is_some_and(|owner| owner.value() == domain);
+        if own {
+            hosts.remove(host.as_str()).map_err(backend)?;
+        }
+    }
+    txn.open_table(DOMAIN_TREE)
+        .map_err(backend)?
+        .remove(website.domain.reversed().as_str())
+        .map_err(backend)?;
+    Ok(())
+}
+
 fn remove_website(txn: &redb::WriteTransaction, record: &WebsiteRecord) -> Result<(), StoreError> {
+    release_hosts(txn, &record.website)?;
     let domain = record.website.domain.as_str();
     let partner = record.partner.as_str();
     txn.open_table(WEBSITES)
@@ -413,6 +560,32 @@ impl Store for EmbeddedStore {
                     name: partner.name.clone(),
                 }],
             ))
+        })
+        .await
+    }
+
+    async fn update_partner(
+        &self,
+        name: &PartnerName,
+        change: crate::PartnerChange,
+    ) -> Result<PartnerRecord, StoreError> {
+        let name = name.clone();
+        self.write(move |txn| {
+            let mut partners = txn.open_table(PARTNERS).map_err(backend)?;
+            let mut partner: PartnerRecord = get_json(&partners, name.as_str())?
+                .ok_or_else(|| StoreError::NotFound(format!("partner {}", name.as_str())))?;
+            let old_key = partner.key_sha256.clone();
+            change.apply(&mut partner);
+            if partner.key_sha256 != old_key {
+                let mut keys = txn.open_table(PARTNER_KEYS).map_err(backend)?;
+                keys.remove(old_key.as_str()).map_err(backend)?;
+                keys.insert(partner.key_sha256.as_str(), name.as_str())
+                    .map_err(backend)?;
+            }
+            partners
+                .insert(name.as_str(), encode(&partner).as_slice())
+                .map_err(backend)?;
+            Ok((partner, vec![Changed::Partner { name }]))
         })
         .await
     }
@@ -599,6 +772,8 @@ impl Store for EmbeddedStore {
             if websites.get(domain).map_err(backend)?.is_some() {
                 return Err(StoreError::Conflict(format!("website {domain}")));
             }
+            check_hosts(txn, &record.partner, &record.website, true)?;
+            claim_hosts(txn, &record.partner, &record.website)?;
             websites
                 .insert(domain, encode(&record).as_slice())
                 .map_err(backend)?;
@@ -648,6 +823,11 @@ impl Store for EmbeddedStore {
                 return Err(StoreError::Conflict(format!(
                     "website {domain} belongs to another user"
                 )));
+            }
+            if current.website.host_names() != website.host_names() {
+                check_hosts(txn, &current.partner, &website, false)?;
+                release_hosts(txn, &current.website)?;
+                claim_hosts(txn, &current.partner, &website)?;
             }
             let record = WebsiteRecord {
                 partner: current.partner,

@@ -50,13 +50,27 @@ impl WebsiteIndex {
         index
     }
 
+    /// Adds or replaces the website of `record`'s domain. A host name another website
+    /// of the index answers for stays that website's: the stores give each host name to
+    /// one website, so this only happens between two changes of one burst, and the
+    /// index never hands one website's visitors to another.
     fn put(&mut self, record: WebsiteRecord) {
         let domain = record.website.domain.as_str().to_owned();
         self.remove(&domain);
         let record = Arc::new(record);
         let by_host = Arc::make_mut(&mut self.by_host);
         for host in record.website.host_names() {
-            by_host.insert(host, record.clone());
+            match by_host.entry(host) {
+                std::collections::hash_map::Entry::Occupied(held) => tracing::warn!(
+                    host = held.key(),
+                    held_by = held.get().website.domain.as_str(),
+                    claimed_by = domain,
+                    "a host name already answered for by another website is not moved"
+                ),
+                std::collections::hash_map::Entry::Vacant(free) => {
+                    free.insert(record.clone());
+                }
+            }
         }
         Arc::make_mut(&mut self.by_domain).insert(domain, record);
     }
@@ -255,13 +269,64 @@ async fn apply<S: Store>(
         fresh.push((domain, store.website(&parsed).await?));
     }
     let mut index = WebsiteIndex::clone(&current.load());
-    for (domain, record) in fresh {
-        match record {
-            Some(record) => index.put(record),
-            None => index.remove(&domain),
-        }
+    // Every changed website leaves first, so a host name one of them gave up is free
+    // for another of the same burst.
+    for (domain, _) in &fresh {
+        index.remove(domain);
+    }
+    for record in fresh.into_iter().filter_map(|(_, record)| record) {
+        index.put(record);
     }
     index.version = index.version.max(version);
     current.store(Arc::new(index));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conformance::{partner, user, website};
+    use botgate_model::Subdomain;
+
+    fn record(domain: &str, subdomains: &[&str]) -> WebsiteRecord {
+        let acme = partner("acme");
+        let mut site = website(domain, &user(&acme, "alice"));
+        site.subdomain = subdomains
+            .iter()
+            .map(|s| Subdomain::parse(s).unwrap())
+            .collect();
+        WebsiteRecord {
+            partner: acme.name,
+            revision: 1,
+            website: site,
+        }
+    }
+
+    fn owner<'a>(index: &'a WebsiteIndex, host: &str) -> Option<&'a str> {
+        index.by_host(host).map(|r| r.website.domain.as_str())
+    }
+
+    #[test]
+    fn a_host_name_stays_with_the_website_that_holds_it() {
+        let mut index = WebsiteIndex::default();
+        index.put(record("victim.example", &["www"]));
+        index.put(record("www.victim.example", &[]));
+        assert_eq!(owner(&index, "www.victim.example"), Some("victim.example"));
+        assert_eq!(
+            index.website("www.victim.example").map(|r| r.revision),
+            Some(1),
+            "the website itself is indexed by its domain"
+        );
+        // Deleting the claimant removes only its own names.
+        index.remove("www.victim.example");
+        assert_eq!(owner(&index, "www.victim.example"), Some("victim.example"));
+        // Once the holder gives the name up, it is free.
+        index.put(record("victim.example", &[]));
+        index.put(record("www.victim.example", &[]));
+        assert_eq!(
+            owner(&index, "www.victim.example"),
+            Some("www.victim.example")
+        );
+        assert_eq!(owner(&index, "victim.example"), Some("victim.example"));
+    }
 }

@@ -39,6 +39,96 @@ pub enum StoreError {
     /// A stored record could not be read back.
     #[error("stored record {key} is unreadable: {reason}")]
     Corrupt { key: String, reason: String },
+    /// A host name the website would answer for belongs to another website, or its
+    /// domain lies under or above another partner's website. It never says whose.
+    #[error("{field}: {host} {clash}")]
+    HostTaken {
+        /// The website field that names the host: `domain` or `subdomain`.
+        field: HostField,
+        host: String,
+        clash: HostClash,
+    },
+}
+
+/// The website field a host name comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostField {
+    Domain,
+    Subdomain,
+}
+
+impl HostField {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostField::Domain => "domain",
+            HostField::Subdomain => "subdomain",
+        }
+    }
+
+    fn parse(word: &str) -> Option<HostField> {
+        [HostField::Domain, HostField::Subdomain]
+            .into_iter()
+            .find(|field| field.as_str() == word)
+    }
+}
+
+impl std::fmt::Display for HostField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a host name clashes with the websites already stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostClash {
+    /// Another website answers for this very name.
+    Taken,
+    /// The domain lies under another partner's website's domain.
+    Under,
+    /// Another partner's website's domain lies under this domain.
+    Above,
+}
+
+impl HostClash {
+    /// The word the Redis scripts answer with.
+    fn word(self) -> &'static str {
+        match self {
+            HostClash::Taken => "taken",
+            HostClash::Under => "under",
+            HostClash::Above => "above",
+        }
+    }
+
+    fn parse(word: &str) -> Option<HostClash> {
+        [HostClash::Taken, HostClash::Under, HostClash::Above]
+            .into_iter()
+            .find(|clash| clash.word() == word)
+    }
+}
+
+impl std::fmt::Display for HostClash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            HostClash::Taken => "already exists as a host name of another website",
+            HostClash::Under => {
+                "lies under the domain of a website that already exists in another account"
+            }
+            HostClash::Above => {
+                "lies above the domain of a website that already exists in another account"
+            }
+        })
+    }
+}
+
+/// Every host name `website` answers for, with the field that names it: the domain
+/// first, then each subdomain. A host name belongs to one website of all partners.
+pub fn host_claims(website: &Website) -> impl Iterator<Item = (String, HostField)> + '_ {
+    std::iter::once((website.domain.as_str().to_owned(), HostField::Domain)).chain(
+        website
+            .subdomain
+            .iter()
+            .map(|s| (website.domain.with_subdomain(s), HostField::Subdomain)),
+    )
 }
 
 /// Milliseconds since the Unix epoch: the clock of the outbox, expiries and leases.
@@ -71,6 +161,25 @@ pub struct PartnerRecord {
     pub key_sha256: String,
     /// The secret webhooks to this partner are signed with (`whsec_…`).
     pub webhook_secret: String,
+}
+
+/// One field of a partner's record, changed alone ([`Store::update_partner`]): a write
+/// that read the record earlier never brings another field back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PartnerChange {
+    /// A new key (its SHA-256): the old key stops working at once.
+    Key { key_sha256: String },
+    /// A new webhook signing secret.
+    WebhookSecret(String),
+}
+
+impl PartnerChange {
+    fn apply(self, partner: &mut PartnerRecord) {
+        match self {
+            PartnerChange::Key { key_sha256 } => partner.key_sha256 = key_sha256,
+            PartnerChange::WebhookSecret(secret) => partner.webhook_secret = secret,
+        }
+    }
 }
 
 /// A website as stored: the partner that owns it, and the revision the next
@@ -145,6 +254,14 @@ pub trait Store: Send + Sync + 'static {
         &self,
         partner: &PartnerRecord,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Changes one field of the partner `name` as it is stored now; the record after
+    /// the change, or [`StoreError::NotFound`].
+    fn update_partner(
+        &self,
+        name: &PartnerName,
+        change: PartnerChange,
+    ) -> impl Future<Output = Result<PartnerRecord, StoreError>> + Send;
 
     /// The partner whose key hashes to `key_sha256` (see [`key_digest`]).
     fn partner_by_key(

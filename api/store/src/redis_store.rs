@@ -17,6 +17,9 @@
 //! | `websites` | sorted set | every domain |
 //! | `websites-of:{partner}` | sorted set | the partner's domains |
 //! | `websites-of:{partner}:{id}` | sorted set | the user's domains |
+//! | `host:{name}` | string | the domain of the one website answering for host `name` |
+//! | `domain-tree` | sorted set | `{reversed domain} {partner}` of every website (lexical order: the websites under a domain are one range) |
+//! | `host-index` | string | present once `host:` and `domain-tree` cover every website |
 //! | `changes` | channel | [`Change`] JSON, one message per change |
 //! | `secret:{name}` | string | a cluster-wide secret ([`Store::shared_secret`]) |
 //! | `delivery:{id}` | string | [`Delivery`] JSON (its `next_attempt_ms` is the score's) |
@@ -24,8 +27,8 @@
 //! | `ephemeral:{key}` | string with a TTL | a short-lived value or a lease's holder |
 
 use crate::{
-    Change, Changed, Delivery, Page, PartnerRecord, Snapshot, Store, StoreError, WebsiteRecord,
-    key_digest,
+    Change, Changed, Delivery, HostClash, HostField, Page, PartnerChange, PartnerRecord, Snapshot,
+    Store, StoreError, WebsiteRecord, host_claims, key_digest,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redis::AsyncCommands;
@@ -117,6 +120,21 @@ const NOT_CONFIRMED: &str = "the write reached the master but was not confirmed 
 /// words becomes the matching [`StoreError`].
 fn script_error(err: redis::RedisError) -> StoreError {
     let text = err.to_string();
+    if let Some(at) = text.find("HOSTTAKEN") {
+        let rest = text[at + "HOSTTAKEN".len()..].trim_start_matches(['"', ':', ' ']);
+        let mut words = rest.split_whitespace();
+        if let (Some(field), Some(clash), Some(host)) = (
+            words.next().and_then(HostField::parse),
+            words.next().and_then(HostClash::parse),
+            words.next(),
+        ) {
+            return StoreError::HostTaken {
+                field,
+                host: host.trim_end_matches(['"', ')', '.']).to_owned(),
+                clash,
+            };
+        }
+    }
     for (word, make) in [
         ("CONFLICT", StoreError::Conflict as fn(String) -> StoreError),
         ("NOTFOUND", StoreError::NotFound),
@@ -141,6 +159,71 @@ local function publish(version_key, channel, changes)
   end
 end
 "#;
+
+/// One website per host name (`host:{name}`), and no domain under or above another
+/// partner's (`domain-tree`): the checks and the bookkeeping every website write shares.
+/// A claim is `{host, field}`; a refusal is the string a script returns as its error.
+const HOSTS_LUA: &str = r#"
+local function reversed(domain)
+  local labels = {}
+  for label in string.gmatch(domain, '[^.]+') do table.insert(labels, 1, label) end
+  return table.concat(labels, '.')
+end
+local function hosts_of(website)
+  local hosts = {website.domain}
+  for _, sub in ipairs(website.subdomain or {}) do
+    table.insert(hosts, sub .. '.' .. website.domain)
+  end
+  return hosts
+end
+local function check_hosts(prefix, domain, partner, claims, tree)
+  for _, claim in ipairs(claims) do
+    local owner = redis.call('GET', prefix .. 'host:' .. claim[1])
+    if owner and owner ~= domain then return 'HOSTTAKEN ' .. claim[2] .. ' taken ' .. claim[1] end
+  end
+  if not tree then return nil end
+  local from = 1
+  while true do
+    local at = string.find(domain, '.', from, true)
+    if not at then break end
+    local owner = redis.call('HGET', prefix .. 'website:' .. string.sub(domain, at + 1), 'partner')
+    if owner and owner ~= partner then return 'HOSTTAKEN domain under ' .. domain end
+    from = at + 1
+  end
+  local rev = reversed(domain)
+  local below = redis.call('ZRANGEBYLEX', prefix .. 'domain-tree', '[' .. rev .. '.', '(' .. rev .. '/')
+  for _, member in ipairs(below) do
+    if string.sub(member, string.find(member, ' ', 1, true) + 1) ~= partner then
+      return 'HOSTTAKEN domain above ' .. domain
+    end
+  end
+  return nil
+end
+local function claim_hosts(prefix, domain, partner, claims)
+  for _, claim in ipairs(claims) do redis.call('SET', prefix .. 'host:' .. claim[1], domain) end
+  redis.call('ZADD', prefix .. 'domain-tree', 0, reversed(domain) .. ' ' .. partner)
+end
+local function release_hosts(prefix, website, partner)
+  for _, host in ipairs(hosts_of(website)) do
+    local key = prefix .. 'host:' .. host
+    if redis.call('GET', key) == website.domain then redis.call('DEL', key) end
+  end
+  redis.call('ZREM', prefix .. 'domain-tree', reversed(website.domain) .. ' ' .. partner)
+end
+"#;
+
+/// A script with the shared Lua functions ([`PUBLISH_LUA`], [`HOSTS_LUA`]) before `body`.
+fn script(body: &str) -> redis::Script {
+    redis::Script::new(&format!("{PUBLISH_LUA}\n{HOSTS_LUA}\n{body}"))
+}
+
+/// `website`'s host claims as the scripts take them: a JSON list of `[host, field]`.
+fn claims_json(website: &Website) -> String {
+    let claims: Vec<(String, &str)> = host_claims(website)
+        .map(|(host, field)| (host, field.as_str()))
+        .collect();
+    json(&claims)
+}
 
 impl RedisStore {
     /// Connects to Redis; fails when it cannot be reached.
@@ -167,12 +250,57 @@ impl RedisStore {
         let subscribed = store.start_listener();
         // Changes published from now on reach subscribers: wait until the relay listens.
         match tokio::time::timeout(Duration::from_secs(10), subscribed).await {
-            Ok(Ok(())) => Ok(store),
-            _ => Err(StoreError::Backend(format!(
-                "{}: cannot subscribe to the change channel",
-                store.config.url
-            ))),
+            Ok(Ok(())) => {}
+            _ => {
+                return Err(StoreError::Backend(format!(
+                    "{}: cannot subscribe to the change channel",
+                    store.config.url
+                )));
+            }
         }
+        store.index_hosts_once().await?;
+        Ok(store)
+    }
+
+    /// Fills `host:` and `domain-tree` from the websites of a store written before they
+    /// existed; once. Where two old websites claim one host, the first in domain order
+    /// keeps it.
+    async fn index_hosts_once(&self) -> Result<(), StoreError> {
+        const LUA: &str = r#"
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+local prefix = ARGV[1]
+for _, domain in ipairs(redis.call('ZRANGE', prefix .. 'websites', 0, -1)) do
+  local fields = redis.call('HMGET', prefix .. 'website:' .. domain, 'partner', 'website')
+  if fields[1] then
+    redis.call('ZADD', prefix .. 'domain-tree', 0, reversed(domain) .. ' ' .. fields[1])
+    for _, host in ipairs(hosts_of(cjson.decode(fields[2]))) do
+      redis.call('SET', prefix .. 'host:' .. host, domain, 'NX')
+    end
+  end
+end
+redis.call('SET', KEYS[3], '1')
+return 1
+"#;
+        // Not confirmed with `WAIT`: the index is derived from what is stored, and a
+        // replica promoted before it got the index builds it at the next connect.
+        let script = Arc::new(script(LUA));
+        let (marker, prefix) = (self.key("host-index"), self.config.prefix.clone());
+        let _: i64 = self
+            .run(move |connection| {
+                let (script, marker, prefix) = (script.clone(), marker.clone(), prefix.clone());
+                Box::pin(async move {
+                    script
+                        .key("unused")
+                        .key("unused")
+                        .key(&marker)
+                        .arg(&prefix)
+                        .invoke_async(connection)
+                        .await
+                })
+            })
+            .await
+            .map_err(script_error)?;
+        Ok(())
     }
 
     fn key(&self, rest: &str) -> String {
@@ -269,7 +397,7 @@ impl RedisStore {
             .into_iter()
             .chain(keys)
             .collect();
-        let script = Arc::new(redis::Script::new(&format!("{PUBLISH_LUA}\n{body}")));
+        let script = Arc::new(script(body));
         let replicas = self.config.wait_replicas;
         let timeout = self.config.wait_timeout.as_millis() as u64;
         self.run(move |connection| {
@@ -485,6 +613,47 @@ return 1
         Ok(())
     }
 
+    async fn update_partner(
+        &self,
+        name: &PartnerName,
+        change: PartnerChange,
+    ) -> Result<PartnerRecord, StoreError> {
+        // KEYS: version, changes, partner. ARGV: field, value, change, key prefix, name.
+        const LUA: &str = r#"
+local stored = redis.call('GET', KEYS[3])
+if not stored then return redis.error_reply('NOTFOUND partner ' .. ARGV[5]) end
+local partner = cjson.decode(stored)
+if ARGV[1] == 'key_sha256' and partner.key_sha256 ~= ARGV[2] then
+  redis.call('DEL', ARGV[4] .. partner.key_sha256)
+  redis.call('SET', ARGV[4] .. ARGV[2], ARGV[5])
+end
+partner[ARGV[1]] = ARGV[2]
+local written = cjson.encode(partner)
+redis.call('SET', KEYS[3], written)
+publish(KEYS[1], KEYS[2], {ARGV[3]})
+return written
+"#;
+        let (field, value) = match change {
+            PartnerChange::Key { key_sha256 } => ("key_sha256", key_sha256),
+            PartnerChange::WebhookSecret(secret) => ("webhook_secret", secret),
+        };
+        let key = self.key(&format!("partner:{}", name.as_str()));
+        let written: String = self
+            .write_script(
+                LUA,
+                vec![key.clone()],
+                vec![
+                    field.to_owned(),
+                    value,
+                    changed(&Changed::Partner { name: name.clone() }),
+                    self.key("partner-key:"),
+                    name.as_str().to_owned(),
+                ],
+            )
+            .await?;
+        decode(&key, &written)
+    }
+
     async fn partner_by_key(&self, key_sha256: &str) -> Result<Option<PartnerRecord>, StoreError> {
         let Some(name) = self
             .get(self.key(&format!("partner-key:{key_sha256}")))
@@ -587,6 +756,8 @@ if cjson.decode(user).api_key ~= ARGV[4] then return redis.error_reply('STALE us
 local domains = redis.call('ZRANGE', KEYS[5], 0, -1)
 local changes = {}
 for _, domain in ipairs(domains) do
+  local stored = redis.call('HMGET', ARGV[1] .. 'website:' .. domain, 'partner', 'website')
+  if stored[1] then release_hosts(ARGV[1], cjson.decode(stored[2]), stored[1]) end
   redis.call('DEL', ARGV[1] .. 'website:' .. domain)
   redis.call('ZREM', KEYS[6], domain)
   redis.call('ZREM', KEYS[7], domain)
@@ -643,10 +814,15 @@ return domains
         partner: &PartnerName,
         website: &Website,
     ) -> Result<WebsiteRecord, StoreError> {
-        // KEYS: version, changes, user, website, all, of-partner, of-user.
+        // KEYS: version, changes, user, website, all, of-partner, of-user. ARGV: partner,
+        // website, change, user id, domain, prefix, host claims.
         const LUA: &str = r#"
 if redis.call('EXISTS', KEYS[3]) == 0 then return redis.error_reply('NOTFOUND user ' .. ARGV[4]) end
 if redis.call('EXISTS', KEYS[4]) == 1 then return redis.error_reply('CONFLICT website ' .. ARGV[5]) end
+local claims = cjson.decode(ARGV[7])
+local refused = check_hosts(ARGV[6], ARGV[5], ARGV[1], claims, true)
+if refused then return redis.error_reply(refused) end
+claim_hosts(ARGV[6], ARGV[5], ARGV[1], claims)
 redis.call('HSET', KEYS[4], 'partner', ARGV[1], 'revision', 1, 'website', ARGV[2])
 redis.call('ZADD', KEYS[5], 0, ARGV[5])
 redis.call('ZADD', KEYS[6], 0, ARGV[5])
@@ -677,6 +853,8 @@ return 1
                     }),
                     u.to_owned(),
                     d.to_owned(),
+                    self.config.prefix.clone(),
+                    claims_json(website),
                 ],
             )
             .await?;
@@ -697,14 +875,20 @@ return 1
         expected_revision: u64,
     ) -> Result<WebsiteRecord, StoreError> {
         // KEYS: version, changes, website. ARGV: expected revision, website JSON,
-        // change, domain, user id.
+        // change, domain, user id, prefix, host claims.
         const LUA: &str = r#"
 local current = redis.call('HMGET', KEYS[3], 'revision', 'website', 'partner')
 if not current[1] then return redis.error_reply('NOTFOUND website ' .. ARGV[4]) end
 if tonumber(current[1]) ~= tonumber(ARGV[1]) then return redis.error_reply('STALE website ' .. ARGV[4]) end
-if cjson.decode(current[2]).user_id ~= ARGV[5] then
+local old = cjson.decode(current[2])
+if old.user_id ~= ARGV[5] then
   return redis.error_reply('CONFLICT website ' .. ARGV[4] .. ' belongs to another user')
 end
+local claims = cjson.decode(ARGV[7])
+local refused = check_hosts(ARGV[6], ARGV[4], current[3], claims, false)
+if refused then return redis.error_reply(refused) end
+release_hosts(ARGV[6], old, current[3])
+claim_hosts(ARGV[6], ARGV[4], current[3], claims)
 local revision = redis.call('HINCRBY', KEYS[3], 'revision', 1)
 redis.call('HSET', KEYS[3], 'website', ARGV[2])
 publish(KEYS[1], KEYS[2], {ARGV[3]})
@@ -723,6 +907,8 @@ return {revision, current[3]}
                     }),
                     d.to_owned(),
                     website.user_id.as_str().to_owned(),
+                    self.config.prefix.clone(),
+                    claims_json(website),
                 ],
             )
             .await?;
@@ -741,7 +927,9 @@ return {revision, current[3]}
         const LUA: &str = r#"
 local current = redis.call('HMGET', KEYS[3], 'partner', 'website')
 if not current[1] then return redis.error_reply('NOTFOUND website ' .. ARGV[2]) end
-local user = cjson.decode(current[2]).user_id
+local website = cjson.decode(current[2])
+local user = website.user_id
+release_hosts(ARGV[1], website, current[1])
 redis.call('DEL', KEYS[3])
 redis.call('ZREM', KEYS[4], ARGV[2])
 redis.call('ZREM', ARGV[1] .. 'websites-of:' .. current[1], ARGV[2])

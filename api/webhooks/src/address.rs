@@ -2,6 +2,7 @@
 //! some private networks. The check is made on the address the connection is made to
 //! (after resolution), so a name that resolves to a private address is refused too.
 
+use botgate_model::addresses::judged;
 use ipnet::IpNet;
 use std::net::IpAddr;
 
@@ -26,7 +27,6 @@ const NOT_PUBLIC: &[&str] = &[
     "240.0.0.0/4",
     "::/128",
     "::1/128",
-    "::ffff:0:0/96",
     "64:ff9b:1::/48",
     "100::/64",
     "2001::/23",
@@ -48,12 +48,10 @@ pub struct AddressPolicy {
 impl AddressPolicy {
     /// Whether a connection to `address` may be made.
     pub fn permits(&self, address: IpAddr) -> bool {
-        // An IPv4-mapped IPv6 address is judged as the IPv4 address it carries.
-        let address = match address {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(address, IpAddr::V4),
-            v4 => v4,
-        };
-        self.allowed.iter().any(|net| net.contains(&address)) || is_public(address)
+        // An IPv6 address that carries an IPv4 one (mapped, NAT64, 6to4, Teredo) is
+        // judged by both: public only if both are.
+        judged(address).any(|a| self.allowed.iter().any(|net| net.contains(&a)))
+            || judged(address).all(is_public)
     }
 }
 
@@ -85,10 +83,24 @@ mod tests {
             "fe80::1",
             "::ffff:127.0.0.1",
             "::ffff:10.0.0.1",
+            // NAT64, 6to4 and Teredo forms of private and loopback addresses.
+            "64:ff9b::7f00:1",
+            "64:ff9b::a00:1",
+            "64:ff9b::a9fe:a9fe",
+            "64:ff9b:1::a00:1",
+            "2002:7f00:1::1",
+            "2002:a00:1::1",
+            "2001:0:4136:e378:8000:63bf:80ff:fffe",
         ] {
             assert!(!policy.permits(private.parse().unwrap()), "{private}");
         }
-        for public in ["8.8.8.8", "1.1.1.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
+        for public in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+            "64:ff9b::808:808",
+        ] {
             assert!(policy.permits(public.parse().unwrap()), "{public}");
         }
         let loopback = AddressPolicy {

@@ -78,6 +78,43 @@ pub enum Refusal {
     WrongAnswer,
     #[error("the answer came too fast")]
     TooFast,
+    #[error("this challenge was answered already")]
+    Spent,
+}
+
+/// Store-backed [`super::SpentTokens`]: a token is spent by taking a lease on its
+/// digest in the store until it would expire anyway, so it gives one pass across a
+/// cluster. While the store cannot be reached, tokens are not checked (a warning is
+/// logged): a challenge is never failed for the store's sake.
+pub struct StoreSpentTokens<S> {
+    store: std::sync::Arc<S>,
+}
+
+impl<S: botgate_store::Store> StoreSpentTokens<S> {
+    pub fn new(store: std::sync::Arc<S>) -> Self {
+        StoreSpentTokens { store }
+    }
+}
+
+impl<S: botgate_store::Store> super::SpentTokens for StoreSpentTokens<S> {
+    fn spend<'a>(&'a self, token: &'a str, until_ms: u64) -> super::BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let mut holder = [0u8; 16];
+            if getrandom::fill(&mut holder).is_err() {
+                return true;
+            }
+            let holder: String = holder.iter().map(|b| format!("{b:02x}")).collect();
+            let key = format!("challenge-spent:{}", botgate_store::key_digest(token));
+            let now = botgate_store::now_ms();
+            match self.store.lease(&key, &holder, now, until_ms).await {
+                Ok(first) => first,
+                Err(err) => {
+                    tracing::warn!(%err, "cannot mark a challenge token spent; accepting it");
+                    true
+                }
+            }
+        })
+    }
 }
 
 /// What the client posts back.
@@ -157,6 +194,15 @@ impl Challenges {
 
     pub fn config(&self) -> &ChallengeConfig {
         &self.config
+    }
+
+    /// The name every gateway sharing this secret (one cluster) goes by in `Via`
+    /// (`botgate-` and twelve hex digits of an HMAC): the same on every node, and
+    /// meaningless to anyone who reads it.
+    pub fn pseudonym(&self) -> String {
+        let mac = self.mac(&["via pseudonym"]);
+        let hex: String = mac[..6].iter().map(|b| format!("{b:02x}")).collect();
+        format!("botgate-{hex}")
     }
 
     /// The HMAC of `parts`, each followed by a line break so parts cannot run together.

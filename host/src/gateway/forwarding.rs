@@ -1,6 +1,7 @@
 //! The headers of a forwarded request and response: hop-by-hop headers removed (RFC
 //! 9110 §7.6.1), the real client added as `X-Forwarded-For`, `X-Forwarded-Proto` and
-//! `Forwarded` (RFC 7239).
+//! `Forwarded` (RFC 7239), and the gateway's `Via` (RFC 9110 §7.6.3), by which it
+//! knows a request it sent itself.
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use smallvec::SmallVec;
@@ -192,6 +193,60 @@ pub fn add_forwarded(headers: &mut HeaderMap, client: &str, https: bool, host: &
     }
 }
 
+/// The gateway's `Via` entries, one per protocol version a request may arrive in
+/// (`1.0`, `1.1`, `2`, `3`), each naming the gateway by its pseudonym.
+#[derive(Debug, Clone)]
+pub struct Via {
+    pseudonym: String,
+    entries: [HeaderValue; 4],
+}
+
+impl Via {
+    /// `pseudonym` is a token (letters, digits, `-`).
+    pub fn new(pseudonym: String) -> Via {
+        let entry = |protocol: &str| {
+            HeaderValue::try_from(format!("{protocol} {pseudonym}"))
+                .unwrap_or(HeaderValue::from_static("1.1 botgate"))
+        };
+        Via {
+            entries: [entry("1.0"), entry("1.1"), entry("2"), entry("3")],
+            pseudonym,
+        }
+    }
+
+    pub fn pseudonym(&self) -> &str {
+        &self.pseudonym
+    }
+
+    /// Appends the gateway's entry for a request received as `version`.
+    pub fn append(&self, headers: &mut HeaderMap, version: http::Version) {
+        let entry = match version {
+            http::Version::HTTP_09 | http::Version::HTTP_10 => 0,
+            http::Version::HTTP_2 => 2,
+            http::Version::HTTP_3 => 3,
+            _ => 1,
+        };
+        headers.append(header::VIA, self.entries[entry].clone());
+    }
+
+    /// Whether the request has passed through this gateway (or another of its cluster)
+    /// already: a loop, when a website's origin leads back to the gateway.
+    pub fn seen_in(&self, headers: &HeaderMap) -> bool {
+        headers
+            .get_all(header::VIA)
+            .iter()
+            .flat_map(|value| value.as_bytes().split(|&b| b == b','))
+            .any(|entry| {
+                // `received-protocol received-by [comment]`.
+                entry
+                    .split(|b| b.is_ascii_whitespace())
+                    .filter(|word| !word.is_empty())
+                    .nth(1)
+                    .is_some_and(|by| by.eq_ignore_ascii_case(self.pseudonym.as_bytes()))
+            })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -335,5 +390,32 @@ mod tests {
             h[header::FORWARDED],
             "for=\"[2001:db8::7]\";proto=http;host=\"example.com\""
         );
+    }
+
+    #[test]
+    fn the_gateway_knows_its_own_via_entry_among_others() {
+        let via = Via::new("botgate-0a1b2c3d4e5f".into());
+        let mut headers = HeaderMap::new();
+        headers.append(
+            header::VIA,
+            HeaderValue::from_static("1.1 cache-7, 2 edge (Squid)"),
+        );
+        assert!(!via.seen_in(&headers));
+        via.append(&mut headers, http::Version::HTTP_2);
+        assert_eq!(
+            headers.get_all(header::VIA).iter().next_back().unwrap(),
+            "2 botgate-0a1b2c3d4e5f"
+        );
+        assert!(via.seen_in(&headers));
+        for (sent, seen) in [
+            ("1.0 cache, 1.1   BOTGATE-0a1b2c3d4e5f  (comment)", true),
+            ("1.1 botgate-0a1b2c3d4e5", false),
+            ("botgate-0a1b2c3d4e5f", false),
+            ("1.1 x-botgate-0a1b2c3d4e5f", false),
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::VIA, HeaderValue::from_static(sent));
+            assert_eq!(via.seen_in(&headers), seen, "{sent}");
+        }
     }
 }

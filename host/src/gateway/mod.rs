@@ -109,6 +109,11 @@ pub struct Gateway {
     pub metrics: metrics::Metrics,
     /// ACME challenge answers (from the store), for whichever gateway the CA reaches.
     pub acme_answers: Option<Arc<dyn AcmeAnswers>>,
+    /// The challenge tokens answered already.
+    pub spent_tokens: Arc<dyn SpentTokens>,
+    /// The `Via` entry forwarded requests carry, and by which a request that comes
+    /// back (an origin that leads to the gateway) is known.
+    pub via: forwarding::Via,
 }
 
 /// A boxed future, for the object-safe [`AcmeAnswers`].
@@ -124,6 +129,14 @@ pub trait AcmeAnswers: Send + Sync + 'static {
         &'a self,
         domain: &'a str,
     ) -> BoxFuture<'a, Option<Arc<rustls::sign::CertifiedKey>>>;
+}
+
+/// Where challenge tokens are marked spent, for every gateway of a cluster, so that
+/// one token gives at most one pass ([`challenge::StoreSpentTokens`]).
+pub trait SpentTokens: Send + Sync + 'static {
+    /// Marks `token` spent until `until_ms` (ms since the Unix epoch); whether this call
+    /// spent it (false: it was spent already).
+    fn spend<'a>(&'a self, token: &'a str, until_ms: u64) -> BoxFuture<'a, bool>;
 }
 
 /// Why the gateway could not start.
@@ -148,11 +161,14 @@ impl Gateway {
         rulesets: Arc<Registry>,
         challenge_secret: Vec<u8>,
         acme_answers: Option<Arc<dyn AcmeAnswers>>,
+        spent_tokens: Arc<dyn SpentTokens>,
     ) -> Result<Arc<Gateway>, StartError> {
         let provider = tls::provider();
         let cache = Arc::new(cache::ResponseCache::new(&config.cache));
+        let challenges = challenge::Challenges::new(challenge_secret, config.challenge.clone());
         let gateway = Gateway {
-            challenges: challenge::Challenges::new(challenge_secret, config.challenge.clone()),
+            via: forwarding::Via::new(challenges.pseudonym()),
+            challenges,
             ddos: limits::DdosLimits::new(config.ddos.clone()),
             behaviour: behaviour::Behaviour::new(100_000, Duration::from_secs(60)),
             crawlers: crawlers::Crawlers::new(config.crawlers.clone())?,
@@ -167,6 +183,7 @@ impl Gateway {
             websites,
             rulesets,
             acme_answers,
+            spent_tokens,
         };
         Ok(Arc::new(gateway))
     }

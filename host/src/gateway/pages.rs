@@ -125,6 +125,36 @@ pub fn bad_gateway() -> Response<Body> {
     )
 }
 
+/// The request's path climbs above the root (`/../etc/passwd`).
+pub fn path_above_root() -> Response<Body> {
+    page(
+        StatusCode::BAD_REQUEST,
+        "Bad request",
+        "The address climbs above the website's root folder.",
+    )
+}
+
+/// The request came back to the gateway that forwarded it (508, RFC 5842): a
+/// website's origin leads to the gateway itself.
+pub fn loop_detected() -> Response<Body> {
+    page(
+        StatusCode::LOOP_DETECTED,
+        "Loop detected",
+        "This website's server address leads back to this gateway. The website's owner or \
+         hosting provider must set the address of the real server.",
+    )
+}
+
+/// Every origin of the website is an address the gateway's origin policy refuses.
+pub fn origin_refused() -> Response<Body> {
+    page(
+        StatusCode::BAD_GATEWAY,
+        "Website origin refused",
+        "This website's server address is not one this gateway connects to. The website's \
+         owner or hosting provider must set a valid origin address.",
+    )
+}
+
 /// The origin did not answer in time.
 pub fn gateway_timeout() -> Response<Body> {
     page(

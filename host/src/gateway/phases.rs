@@ -223,6 +223,18 @@ impl Gateway {
             record.action = "bad_request";
             return pages::missing_host();
         };
+        // A request the gateway forwarded itself has come back: a website's origin
+        // leads to the gateway. Stopped before it costs anything more.
+        if self.via.seen_in(request.headers()) {
+            record.action = "loop";
+            return pages::loop_detected();
+        }
+        // The rule sets read the path as the origin's server resolves it; one that
+        // climbs above the root has no such reading, and no origin should serve it.
+        if botgate_normalise::climbs_above_root(request.uri().path()) {
+            record.action = "bad_request";
+            return pages::path_above_root();
+        }
         let index = self.websites.current();
         let Some(website) = index.by_host(&host).cloned() else {
             record.action = "unknown_host";
@@ -459,10 +471,20 @@ impl Gateway {
             }
         }
         let return_to = challenge::safe_return(&return_to).to_owned();
-        match self
-            .challenges
-            .verify(domain, client, &submission, unix_now())
-        {
+        let now = unix_now();
+        let mut verified = self.challenges.verify(domain, client, &submission, now);
+        // One pass per token, across the cluster: kept spent until it would expire.
+        if verified.is_ok() {
+            let until = now + self.challenges.config().solve_within.as_secs() + 60;
+            if !self
+                .spent_tokens
+                .spend(&submission.token, until.saturating_mul(1000))
+                .await
+            {
+                verified = Err(challenge::Refusal::Spent);
+            }
+        }
+        match verified {
             Ok(pass) => {
                 record.action = "challenge_solved";
                 self.behaviour.challenge_solved(site, client);
@@ -538,6 +560,7 @@ impl Gateway {
         *origin_request.version_mut() = Version::HTTP_11;
         let mut headers = parts.headers;
         forwarding::remove_hop_by_hop(&mut headers, upgrade);
+        self.via.append(&mut headers, parts.version);
         forwarding::add_forwarded(
             &mut headers,
             &connection.client_text,
@@ -579,6 +602,7 @@ impl Gateway {
                     UpstreamError::NoOrigin | UpstreamError::Unreachable { .. } => {
                         ("unreachable", pages::bad_gateway())
                     }
+                    UpstreamError::Refused { .. } => ("refused", pages::origin_refused()),
                     UpstreamError::Failed { .. } | UpstreamError::Request { .. } => {
                         ("failed", pages::bad_gateway())
                     }

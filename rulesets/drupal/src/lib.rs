@@ -939,4 +939,16 @@ mod tests {
         use botgate_ruleset_sdk::Ruleset;
         assert_eq!(Drupal::info().name, "drupal");
     }
+
+    #[test]
+    fn sensitive_paths_are_judged_alike_however_spelled() {
+        assert_spellings_agree::<Drupal>(
+            |target| get(target).machine("curl/8.5.0"),
+            &[
+                "/sites/default/settings.php",
+                "/sites/default/files/.ht.sqlite",
+                "/sites/default/services.yml",
+            ],
+        );
+    }
 }

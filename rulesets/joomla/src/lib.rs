@@ -969,4 +969,16 @@ mod tests {
         use botgate_ruleset_sdk::Ruleset;
         assert_eq!(Joomla::info().name, "joomla");
     }
+
+    #[test]
+    fn sensitive_paths_are_judged_alike_however_spelled() {
+        assert_spellings_agree::<Joomla>(
+            |target| get(target).machine("curl/8.5.0"),
+            &[
+                "/configuration.php.bak",
+                "/configuration.php~",
+                "/images/stories/food/shell.php",
+            ],
+        );
+    }
 }

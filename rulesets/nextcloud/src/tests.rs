@@ -457,3 +457,11 @@ fn info_names_the_component_after_the_crate() {
     use botgate_ruleset_sdk::Ruleset;
     assert_eq!(Nextcloud::info().name, "nextcloud");
 }
+
+#[test]
+fn sensitive_paths_are_judged_alike_however_spelled() {
+    assert_spellings_agree::<Nextcloud>(
+        |target| get(target).machine("curl/8.5.0"),
+        &["/data/nextcloud.log", "/data/owncloud.db", "/occ"],
+    );
+}

@@ -448,3 +448,15 @@ fn info_names_the_component_after_the_crate() {
     use botgate_ruleset_sdk::Ruleset;
     assert_eq!(Prestashop::info().name, "prestashop");
 }
+
+#[test]
+fn sensitive_paths_are_judged_alike_however_spelled() {
+    assert_spellings_agree::<Prestashop>(
+        |target| get(target).machine("curl/8.5.0"),
+        &[
+            "/var/logs/prod-2024-06-10.log",
+            "/install/index.php",
+            "/app/logs/prod.log",
+        ],
+    );
+}

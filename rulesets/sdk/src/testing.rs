@@ -308,3 +308,54 @@ pub fn assert_outside_scope<R: Ruleset>(targets: &[&str]) {
         );
     }
 }
+
+/// Spellings of the path of `target` that an origin's web server resolves to the same
+/// file: a `.` segment (plain, `%2e`, `.%2F`), a doubled `/`, a `\` (plain and `%5C`),
+/// and a detour through a folder and `..` (plain and `%2e%2e`). The query is kept.
+pub fn path_spellings(target: &str) -> Vec<String> {
+    let (path, query) = botgate_normalise::split_target(target);
+    let query = if query.is_empty() {
+        String::new()
+    } else {
+        format!("?{query}")
+    };
+    let cut = path.rfind('/').unwrap_or(0);
+    let (folder, file) = (&path[..cut], &path[cut + 1..]);
+    [
+        format!("{folder}/./{file}"),
+        format!("{folder}/%2e/{file}"),
+        format!("{folder}/.%2F{file}"),
+        format!("{folder}//{file}"),
+        format!("{folder}\\{file}"),
+        format!("{folder}%5C{file}"),
+        format!("{folder}/botgate-x/../{file}"),
+        format!("{folder}/botgate-x/%2e%2e/{file}"),
+        format!("/.{path}"),
+    ]
+    .into_iter()
+    .map(|spelled| format!("{spelled}{query}"))
+    .collect()
+}
+
+/// Asserts that `R` has an opinion on the request `make` builds for each of `targets`,
+/// and the same opinion for every [`path_spellings`] of it: a sensitive path cannot be
+/// reached by spelling it differently.
+#[track_caller]
+pub fn assert_spellings_agree<R: Ruleset>(make: impl Fn(&str) -> RequestBuilder, targets: &[&str]) {
+    let judge =
+        |target: &str| evaluate::<R>(&make(target)).map(|o| (o.category, o.confidence, o.reason));
+    for target in targets {
+        let plain = judge(target);
+        assert!(
+            plain.is_some(),
+            "no opinion on {target}: not a sensitive path"
+        );
+        for spelled in path_spellings(target) {
+            assert_eq!(
+                judge(&spelled),
+                plain,
+                "{spelled} is judged unlike {target}"
+            );
+        }
+    }
+}

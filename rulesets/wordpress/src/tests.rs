@@ -620,3 +620,16 @@ fn info_names_the_component_after_the_crate() {
     use botgate_ruleset_sdk::Ruleset;
     assert_eq!(Wordpress::info().name, "wordpress");
 }
+
+#[test]
+fn sensitive_paths_are_judged_alike_however_spelled() {
+    assert_spellings_agree::<Wordpress>(
+        |target| get(target).machine("curl/8.5.0"),
+        &[
+            "/wp-admin/install.php",
+            "/wp-admin/setup-config.php",
+            "/wp-config.php",
+            "/wp-content/debug.log",
+        ],
+    );
+}

@@ -341,3 +341,15 @@ fn info_names_the_component_after_the_crate() {
     use botgate_ruleset_sdk::Ruleset;
     assert_eq!(Xenforo::info().name, "xenforo");
 }
+
+#[test]
+fn sensitive_paths_are_judged_alike_however_spelled() {
+    assert_spellings_agree::<Xenforo>(
+        |target| get(target).machine("curl/8.5.0"),
+        &[
+            "/internal_data/install-lock.php",
+            "/src/XF/App.php",
+            "/data/avatars/l/0/shell.php",
+        ],
+    );
+}

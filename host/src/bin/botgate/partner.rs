@@ -4,7 +4,7 @@ use crate::store::StoreArgs;
 use anyhow::{Result, bail};
 use botgate_api::keys::{new_partner_key, new_webhook_secret};
 use botgate_model::PartnerName;
-use botgate_store::{PartnerRecord, Store, key_digest};
+use botgate_store::{PartnerChange, PartnerRecord, Store, key_digest};
 use clap::Subcommand;
 
 #[derive(Subcommand)]
@@ -48,17 +48,28 @@ async fn create(name: &str, new_key: bool, args: &StoreArgs) -> Result<()> {
         );
     }
     let key = new_partner_key()?;
-    let webhook_secret = match existing {
-        Some(partner) => partner.webhook_secret,
-        None => new_webhook_secret()?,
-    };
-    store
-        .put_partner(&PartnerRecord {
-            name: name.clone(),
-            key_sha256: key_digest(&key),
-            webhook_secret,
-        })
-        .await?;
+    match existing {
+        // Only the key is written: a webhook secret rotated meanwhile stays.
+        Some(_) => {
+            store
+                .update_partner(
+                    &name,
+                    PartnerChange::Key {
+                        key_sha256: key_digest(&key),
+                    },
+                )
+                .await?;
+        }
+        None => {
+            store
+                .put_partner(&PartnerRecord {
+                    name: name.clone(),
+                    key_sha256: key_digest(&key),
+                    webhook_secret: new_webhook_secret()?,
+                })
+                .await?;
+        }
+    }
     eprintln!(
         "partner `{}` in the {} store; its API key follows (shown once, keep it secret):",
         name.as_str(),

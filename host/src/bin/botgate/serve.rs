@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use botgate_api::{Api, ApiConfig};
 use botgate_host::gateway::access_log::AccessLog;
 use botgate_host::gateway::cache::CacheConfig;
-use botgate_host::gateway::challenge::{ChallengeConfig, SECRET_NAME};
+use botgate_host::gateway::challenge::{ChallengeConfig, SECRET_NAME, StoreSpentTokens};
 use botgate_host::gateway::crawlers::CrawlerConfig;
 use botgate_host::gateway::crawlers::reverse_dns::ReverseDnsConfig;
 use botgate_host::gateway::crawlers::sources::Source;
@@ -21,6 +21,7 @@ use botgate_host::log_writer::{BatchedWriter, FlushOnDrop};
 use botgate_host::provisioning::acme::{self, AcmeChallenge, AcmeConfig, StoreAnswers};
 use botgate_host::provisioning::{Provisioner, ProvisioningConfig};
 use botgate_host::rules::{DirectorySource, Registry, RulesetSource, Watcher};
+use botgate_model::addresses::OriginPolicy;
 use botgate_store::{Follower, Store};
 use botgate_webhooks::{AddressPolicy, Outbox, WebhookConfig};
 use clap::Args;
@@ -177,6 +178,27 @@ pub struct DataPlaneArgs {
     /// The origins' port for plain HTTP.
     #[arg(long, env = "BOTGATE_ORIGIN_HTTP_PORT", default_value = "80")]
     origin_http_port: u16,
+    /// A network websites' origins may be in although refused by default (repeatable;
+    /// CIDR): `127.0.0.0/8` for an origin on this machine. Loopback, link-local and
+    /// cloud metadata addresses, the unspecified address, multicast, broadcast and the
+    /// gateway's own addresses are refused otherwise.
+    #[arg(
+        long = "origin-allow-network",
+        value_name = "CIDR",
+        env = "BOTGATE_ORIGIN_ALLOW_NETWORKS",
+        value_delimiter = ','
+    )]
+    origin_allow_networks: Vec<ipnet::IpNet>,
+    /// A network websites' origins may never be in (repeatable; CIDR); wins over
+    /// --origin-allow-network. Checked when the API writes `ip` and before every
+    /// connection to an origin.
+    #[arg(
+        long = "origin-deny-network",
+        value_name = "CIDR",
+        env = "BOTGATE_ORIGIN_DENY_NETWORKS",
+        value_delimiter = ','
+    )]
+    origin_deny_networks: Vec<ipnet::IpNet>,
     /// The origins' port when a website sets `upstreams_use_https`.
     #[arg(long, env = "BOTGATE_ORIGIN_HTTPS_PORT", default_value = "443")]
     origin_https_port: u16,
@@ -451,15 +473,35 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>, stderr: BatchedWriter) 
             .context("loading the websites from the store")?,
     );
     let secret = challenge_secret(store.as_ref()).await?;
-    let config =
+    let mut config =
         args.data_plane
             .config(args.trusted_proxies.clone(), args.https_listen, access_log);
+    let origin_policy = OriginPolicy {
+        allow: args.data_plane.origin_allow_networks.clone(),
+        deny: args.data_plane.origin_deny_networks.clone(),
+        gateway: args.provisioning.public_addresses.clone(),
+        listeners: vec![
+            args.http_listen,
+            args.https_listen,
+            args.api_listen,
+            args.admin_listen,
+        ],
+    };
+    config.origins.policy = origin_policy.clone();
     let drain = config.limits.drain_timeout;
     let acme_config = args.provisioning.acme();
     let answers: Option<Arc<dyn AcmeAnswers>> = acme_config.as_ref().map(|_| {
         Arc::new(StoreAnswers::new(store.clone(), tls::provider())) as Arc<dyn AcmeAnswers>
     });
-    let gateway = Gateway::new(config, websites.clone(), registry, secret, answers)?;
+    let spent_tokens = Arc::new(StoreSpentTokens::new(store.clone()));
+    let gateway = Gateway::new(
+        config,
+        websites.clone(),
+        registry,
+        secret,
+        answers,
+        spent_tokens,
+    )?;
     gateway.spawn_housekeeping();
     let (tls, quic) = gateway.tls_configs()?;
 
@@ -575,6 +617,7 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>, stderr: BatchedWriter) 
             rate_burst: args.api_burst,
             dns_check: !args.provisioning.public_addresses.is_empty(),
             acme: acme_config.is_some(),
+            origins: origin_policy,
             ..ApiConfig::default()
         },
     );

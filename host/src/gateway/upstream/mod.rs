@@ -11,6 +11,7 @@ pub mod http1;
 
 use super::io::Rewind;
 use super::pages::Body;
+use botgate_model::addresses::{OriginPolicy, OriginRefusal};
 use bytes::Bytes;
 use foldhash::fast::RandomState;
 use http::{Request, Response};
@@ -44,6 +45,9 @@ pub struct OriginConfig {
     pub idle_per_origin: usize,
     /// How long an origin that refused a connection is skipped.
     pub down_for: Duration,
+    /// Which origin addresses may be connected to; checked before every new
+    /// connection, so a policy narrowed since a website was written still holds.
+    pub policy: OriginPolicy,
 }
 
 impl Default for OriginConfig {
@@ -55,6 +59,7 @@ impl Default for OriginConfig {
             response_timeout: Duration::from_secs(60),
             idle_per_origin: 64,
             down_for: Duration::from_secs(10),
+            policy: OriginPolicy::default(),
         }
     }
 }
@@ -66,6 +71,13 @@ pub enum UpstreamError {
     NoOrigin,
     #[error("no origin could be reached (last: {last})")]
     Unreachable { last: String },
+    /// Every origin of the website is one the origin policy refuses; none was
+    /// connected to.
+    #[error("the origin {origin} is refused by the origin policy: {refusal}")]
+    Refused {
+        origin: SocketAddr,
+        refusal: OriginRefusal,
+    },
     #[error("the origin {origin} did not answer within {after:?}")]
     Timeout { origin: SocketAddr, after: Duration },
     #[error("the origin {origin} failed: {message}")]
@@ -297,6 +309,7 @@ impl Origins {
         let tls_name: Option<Arc<str>> = tls_name.map(Arc::from);
         let (parts, mut body) = request.into_parts();
         let mut last = String::new();
+        let mut refused = None;
         for address in self.order(ips, port) {
             let key = PoolKey {
                 address,
@@ -311,15 +324,21 @@ impl Origins {
                 let reused = pooled.is_some();
                 let mut connection = match pooled.take() {
                     Some(connection) => connection,
-                    None => match self.connect(&key).await {
-                        Ok(connection) => connection,
-                        Err(err) => {
-                            tracing::warn!(origin = %address, %err, "origin unreachable; trying the next");
-                            self.mark_down(address);
-                            last = err;
+                    None => {
+                        if let Err(refusal) = self.config.policy.check_connect(address) {
+                            refused.get_or_insert((address, refusal));
                             break;
                         }
-                    },
+                        match self.connect(&key).await {
+                            Ok(connection) => connection,
+                            Err(err) => {
+                                tracing::warn!(origin = %address, %err, "origin unreachable; trying the next");
+                                self.mark_down(address);
+                                last = err;
+                                break;
+                            }
+                        }
+                    }
                 };
                 self.mark_up(&address);
                 let exchanged = tokio::time::timeout_at(
@@ -381,7 +400,12 @@ impl Origins {
                 });
             }
         }
-        Err(UpstreamError::Unreachable { last })
+        match refused {
+            Some((origin, refusal)) if last.is_empty() => {
+                Err(UpstreamError::Refused { origin, refusal })
+            }
+            _ => Err(UpstreamError::Unreachable { last }),
+        }
     }
 }
 
