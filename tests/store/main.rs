@@ -57,3 +57,34 @@ async fn a_follower_of_the_redis_store_sees_every_change() {
     let store = RedisStore::connect(config(&server)).await.unwrap();
     conformance::follow(std::sync::Arc::new(store)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_are_not_held_behind_a_write_waiting_for_its_replicas() {
+    // A lone server and a store that waits for a replica: each write's `WAIT` runs to
+    // its timeout. Reads meanwhile go on, on the shared connection.
+    let server = RedisServer::start().unwrap();
+    let store = std::sync::Arc::new(
+        RedisStore::connect(RedisConfig {
+            wait_replicas: 1,
+            wait_timeout: std::time::Duration::from_secs(3),
+            ..config(&server)
+        })
+        .await
+        .unwrap(),
+    );
+    let writer = store.clone();
+    let write = tokio::spawn(async move { writer.shared_secret("slow", "x").await });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    for _ in 0..20 {
+        store.version().await.unwrap();
+    }
+    assert!(
+        !write.is_finished(),
+        "the reads waited for the write's WAIT to end"
+    );
+    let unconfirmed = write.await.unwrap().unwrap_err();
+    assert!(
+        unconfirmed.to_string().contains("not confirmed"),
+        "{unconfirmed}"
+    );
+}

@@ -6,9 +6,11 @@ use ipnet::IpNet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// The IPv4 address `v6` carries, if it is one of the forms that reach an IPv4 host:
-/// IPv4-mapped (`::ffff:a.b.c.d`), NAT64 (`64:ff9b::/96`, and `64:ff9b:1::/48` with
-/// the address in the last 32 bits), 6to4 (`2002:AABB:CCDD::/48`) and Teredo
-/// (`2001:0::/32`, the client's address inverted in the last 32 bits).
+/// IPv4-mapped (`::ffff:a.b.c.d`) and IPv4-compatible (`::a.b.c.d`), NAT64's
+/// well-known prefix (`64:ff9b::/96`), 6to4 (`2002:AABB:CCDD::/48`) and Teredo
+/// (`2001:0::/32`, the client's address inverted in the last 32 bits). (The local-use
+/// NAT64 prefix `64:ff9b:1::/48` places the address where its translator chooses:
+/// policies refuse it as a whole.)
 pub fn embedded_ipv4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = v6.segments();
     let last = Ipv4Addr::from(u32::from(s[6]) << 16 | u32::from(s[7]));
@@ -16,7 +18,9 @@ pub fn embedded_ipv4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
         return Some(mapped);
     }
     match s {
-        [0x64, 0xff9b, 0, 0, 0, 0, _, _] | [0x64, 0xff9b, 1, ..] => Some(last),
+        // `::` and `::1` are IPv6's own.
+        [0, 0, 0, 0, 0, 0, 0, 0 | 1] => None,
+        [0, 0, 0, 0, 0, 0, _, _] | [0x64, 0xff9b, 0, 0, 0, 0, _, _] => Some(last),
         [0x2002, high, low, ..] => Some(Ipv4Addr::from(u32::from(high) << 16 | u32::from(low))),
         [0x2001, 0, ..] => Some(Ipv4Addr::from(!u32::from(last))),
         _ => None,
@@ -50,6 +54,8 @@ pub enum OriginRefusal {
     Unspecified,
     #[error("multicast and broadcast addresses are not origins")]
     Multicast,
+    #[error("a local-use NAT64 address (64:ff9b:1::/48) hides which IPv4 address it reaches")]
+    LocalNat64,
 }
 
 /// Cloud metadata services outside the link-local ranges (Alibaba, Azure's wire server,
@@ -90,6 +96,8 @@ fn default_refusal(ip: IpAddr) -> Option<OriginRefusal> {
                 Some(OriginRefusal::Unspecified)
             } else if v6.is_multicast() {
                 Some(OriginRefusal::Multicast)
+            } else if v6.segments()[..3] == [0x64, 0xff9b, 1] {
+                Some(OriginRefusal::LocalNat64)
             } else {
                 None
             }
@@ -127,10 +135,12 @@ impl OriginPolicy {
         if let Some(net) = judged(ip).find_map(|ip| self.deny.iter().find(|n| n.contains(&ip))) {
             return Err(OriginRefusal::Denied(*net));
         }
-        if judged(ip).any(|ip| self.allow.iter().any(|n| n.contains(&ip))) {
-            return Ok(());
-        }
-        match judged(ip).find_map(default_refusal) {
+        // Each form is judged: an allowed wrapper does not let a refused IPv4 address
+        // through, nor an allowed IPv4 address a refused wrapper.
+        match judged(ip)
+            .filter(|ip| !self.allow.iter().any(|n| n.contains(ip)))
+            .find_map(default_refusal)
+        {
             Some(refusal) => Err(refusal),
             None => Ok(()),
         }
@@ -169,7 +179,7 @@ mod tests {
             ("::ffff:127.0.0.1", "127.0.0.1"),
             ("64:ff9b::7f00:1", "127.0.0.1"),
             ("64:ff9b::a9fe:a9fe", "169.254.169.254"),
-            ("64:ff9b:1::a00:1", "10.0.0.1"),
+            ("::7f00:1", "127.0.0.1"),
             ("2002:7f00:1::1", "127.0.0.1"),
             ("2002:c0a8:101::", "192.168.1.1"),
             // Teredo: server 65.54.227.120, client 192.0.2.45 inverted.
@@ -181,7 +191,9 @@ mod tests {
                 "{v6}"
             );
         }
-        assert_eq!(embedded_ipv4("2606:4700::1111".parse().unwrap()), None);
+        for alone in ["2606:4700::1111", "::", "::1", "64:ff9b:1::a00:1"] {
+            assert_eq!(embedded_ipv4(alone.parse().unwrap()), None, "{alone}");
+        }
     }
 
     #[test]
@@ -198,6 +210,8 @@ mod tests {
             ("64:ff9b::7f00:1", OriginRefusal::Loopback),
             ("169.254.169.254", OriginRefusal::LinkLocal),
             ("64:ff9b::a9fe:a9fe", OriginRefusal::LinkLocal),
+            ("::7f00:1", OriginRefusal::Loopback),
+            ("64:ff9b:1:7f00:0:100:808:808", OriginRefusal::LocalNat64),
             ("fe80::1", OriginRefusal::LinkLocal),
             ("fd00:ec2::254", OriginRefusal::Metadata),
             ("100.100.100.200", OriginRefusal::Metadata),
@@ -248,6 +262,16 @@ mod tests {
             Err(OriginRefusal::Denied(_))
         ));
         assert_eq!(policy.check(ip("127.0.0.5")), Err(OriginRefusal::Gateway));
+        // Allowing a wrapper's network lets no refused IPv4 address through it.
+        let wrappers = OriginPolicy {
+            allow: vec!["2002::/16".parse().unwrap()],
+            ..OriginPolicy::default()
+        };
+        assert_eq!(wrappers.check(ip("2002:c000:20a::1")), Ok(()));
+        assert_eq!(
+            wrappers.check(ip("2002:7f00:1::1")),
+            Err(OriginRefusal::Loopback)
+        );
         // Allowed loopback is still never the gateway's own listener.
         let connect = |s: &str| policy.check_connect(s.parse().unwrap());
         assert_eq!(connect("127.0.0.1:9000"), Ok(()));

@@ -99,6 +99,13 @@ impl Domain {
         &self.0
     }
 
+    /// Whether this domain is itself a public suffix (`co.uk`, `github.io`: Mozilla's
+    /// Public Suffix List, ICANN and private sections), under which names belong to
+    /// many owners. A domain of an unlisted top-level domain (`shop.example`) is not.
+    pub fn is_public_suffix(&self) -> bool {
+        psl::suffix_str(&self.0) == Some(self.0.as_str())
+    }
+
     /// The labels in reverse order (`a.shop.example` → `example.shop.a`), so that the
     /// names under a domain sort right after it, each starting with its reverse and a
     /// dot.
@@ -334,6 +341,27 @@ mod tests {
         let mut blanks = vec![String::new(); 1000];
         blanks.extend(["www".to_owned(), " www ".to_owned(), "shop".to_owned()]);
         assert_eq!(subdomains(blanks).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn public_suffixes_are_known() {
+        for suffix in ["co.uk", "github.io", "pages.dev", "com.au"] {
+            assert!(
+                Domain::parse(suffix).unwrap().is_public_suffix(),
+                "{suffix}"
+            );
+        }
+        for registrable in [
+            "example.co.uk",
+            "user.github.io",
+            "shop.example",
+            "example.com",
+        ] {
+            assert!(
+                !Domain::parse(registrable).unwrap().is_public_suffix(),
+                "{registrable}"
+            );
+        }
     }
 
     #[test]

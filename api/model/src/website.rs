@@ -113,6 +113,16 @@ impl Website {
     /// `paused` is paused; otherwise it is online as soon as nothing is pending.
     pub fn create(input: WebsiteInput) -> Result<Website, Invalid> {
         let domain = Domain::parse(input.domain.as_deref().ok_or(Invalid::missing("domain"))?)?;
+        if domain.is_public_suffix() {
+            return Err(Invalid::unacceptable(
+                "domain",
+                format!(
+                    "`{domain}` is a public suffix (as `com`, `co.uk` or `github.io` are): \
+                     names under it belong to many owners; create the website for a domain \
+                     registered under it"
+                ),
+            ));
+        }
         let user_id = UserId::parse(
             input
                 .user_id
@@ -277,6 +287,34 @@ impl Website {
             .take()
             .map(|pending| pending.callbacks)
             .unwrap_or_default()
+    }
+
+    /// Whether the website needs a certificate now: it has none that covers its names
+    /// and is readable, or (for renewal) a third or less of its lifetime remains.
+    pub fn certificate_due(&self, now_s: i64) -> bool {
+        let Some(certificate) = &self.certificate else {
+            return true;
+        };
+        let Some((not_before, not_after, names)) = certificate::leaf_summary(&certificate.public)
+        else {
+            return true;
+        };
+        let covered = self.host_names().iter().all(|host| {
+            names
+                .iter()
+                .any(|name| certificate::name_covers(name, host))
+        });
+        let renew_from = not_after - (not_after - not_before) / 3;
+        !covered || now_s >= renew_from
+    }
+
+    /// Whether an ACME issuance for the website is due or under way (so a CA may come
+    /// for its challenges): its issuer is ACME, and an issuance is pending or a
+    /// certificate is due.
+    pub fn awaits_acme_certificate(&self, now_s: i64) -> bool {
+        self.settings.loadbalancer.certs_issuer == CertsIssuer::Acme
+            && (self.pending.as_ref().is_some_and(|p| p.issue_certificate)
+                || self.certificate_due(now_s))
     }
 
     /// Every host name the website answers for: the domain and each subdomain.

@@ -44,16 +44,58 @@ fn decode_lower(s: &str, plus_is_space: bool) -> Cow<'_, str> {
 /// The path as the origin's web server resolves it: percent-decoded, lower case, `\`
 /// read as `/`, repeated `/` collapsed, and dot segments removed (RFC 3986 §5.2.4), so
 /// `//WP-Login.php`, `/wp%2Dlogin.php`, `/x/../wp-login.php` and `/.%2Fwp-login.php`
-/// all read `/wp-login.php`. A path that climbs above the root stays at the root here
-/// ([`climbs_above_root`] tells). Borrows when nothing changes.
+/// all read `/wp-login.php`. A path with no single reading ([`refusal`]) reads as if it
+/// had one; the host refuses it before anyone reads it. Borrows when nothing changes.
 pub fn path(path: &str) -> Cow<'_, str> {
     resolve(decode_lower(path, false)).0
 }
 
-/// Whether the path, read as [`path`] reads it, climbs above the root
-/// (`/a/../../etc/passwd`, `/%2e%2e/x`): a request no origin should be asked to serve.
-pub fn climbs_above_root(path: &str) -> bool {
-    resolve(decode_lower(path, false)).1
+/// Why a path has no single reading, and is refused before any rule reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PathRefusal {
+    /// A `..` climbs above the root (`/a/../../etc/passwd`, `/%2e%2e/x`).
+    #[error("the path climbs above the root")]
+    AboveRoot,
+    /// A `.` or `..` segment beside a `\` (`/wp-login.php/..\`): Windows servers read
+    /// the `\` as a separator, others as part of a name, so which file the origin
+    /// serves depends on the origin.
+    #[error("a dot segment beside a backslash reads differently on different servers")]
+    DotBesideBackslash,
+}
+
+/// Whether the path, as [`path`] reads it, is one the gateway refuses. Most paths hold
+/// neither a `%`, a `\` nor a `/.`, and are judged by one scan.
+pub fn refusal(path: &str) -> Option<PathRefusal> {
+    let raw = path.as_bytes();
+    let plain =
+        !raw.iter().any(|&b| b == b'%' || b == b'\\') && !raw.windows(2).any(|w| w == b"/.");
+    if plain {
+        return None;
+    }
+    let decoded = decode_lower(path, false);
+    if dot_beside_backslash(&decoded) {
+        return Some(PathRefusal::DotBesideBackslash);
+    }
+    resolve(decoded).1.then_some(PathRefusal::AboveRoot)
+}
+
+/// Whether a segment `.` or `..` (between `/` or `\`) has a `\` on either side.
+fn dot_beside_backslash(decoded: &str) -> bool {
+    let bytes = decoded.as_bytes();
+    if !bytes.contains(&b'\\') {
+        return false;
+    }
+    let ends = (0..=bytes.len()).filter(|&i| i == bytes.len() || matches!(bytes[i], b'/' | b'\\'));
+    let mut start = 0;
+    for end in ends {
+        let segment = &bytes[start..end];
+        let beside = (start > 0 && bytes[start - 1] == b'\\') || bytes.get(end) == Some(&b'\\');
+        if beside && (segment == b"." || segment == b"..") {
+            return true;
+        }
+        start = end + 1;
+    }
+    false
 }
 
 /// Whether a decoded path has anything to resolve: a `\`, an empty segment or a
@@ -247,7 +289,7 @@ mod tests {
             "//wp-admin/.//./install.php",
         ] {
             assert_eq!(path(spelling), "/wp-admin/install.php", "{spelling}");
-            assert!(!climbs_above_root(spelling), "{spelling}");
+            assert_eq!(refusal(spelling), None, "{spelling}");
         }
         assert_eq!(path("/a/b/.."), "/a/");
         assert_eq!(path("/a/b/."), "/a/b/");
@@ -261,13 +303,41 @@ mod tests {
             "/../etc/passwd",
             "/a/../../etc/passwd",
             "/%2e%2e/x",
-            "/..%5cwin.ini",
             "/a/..%2f..%2fx",
         ] {
-            assert!(climbs_above_root(climbing), "{climbing}");
+            assert_eq!(
+                refusal(climbing),
+                Some(PathRefusal::AboveRoot),
+                "{climbing}"
+            );
         }
-        for staying in ["/a/..", "/..a/b", "/a../b", "/...", "/a/b/../../c"] {
-            assert!(!climbs_above_root(staying), "{staying}");
+        for staying in [
+            "/a/..",
+            "/..a/b",
+            "/a../b",
+            "/...",
+            "/a/b/../../c",
+            "/a%20b",
+        ] {
+            assert_eq!(refusal(staying), None, "{staying}");
+        }
+        // A dot segment beside a backslash: `/wp-login.php/..\` is `/` on Windows, and
+        // `wp-login.php` with path information elsewhere.
+        for ambiguous in [
+            "/wp-login.php/..\\",
+            "/wp-login.php/..%5c",
+            "/a\\..\\b",
+            "/a/.\\b",
+            "/..%5cwin.ini",
+        ] {
+            assert_eq!(
+                refusal(ambiguous),
+                Some(PathRefusal::DotBesideBackslash),
+                "{ambiguous}"
+            );
+        }
+        for plain in ["/a\\b.php", "/a\\.htaccess", "/a\\b\\"] {
+            assert_eq!(refusal(plain), None, "{plain}");
         }
         assert_eq!(path("/..."), "/...");
     }

@@ -116,7 +116,26 @@ impl FromRequestParts<Arc<Api>> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, api: &Arc<Api>) -> Result<Self, ApiError> {
-        let caller = Caller::authenticate(api.store.as_ref(), bearer(parts)?).await?;
+        let key = bearer(parts)?;
+        // The client's address, when the server was started with it (see `serve`).
+        let client = parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|info| info.0.ip());
+        if let Some(client) = client {
+            api.failed_keys.check(client)?;
+        }
+        let caller = match Caller::authenticate(api.store.as_ref(), key).await {
+            Ok(caller) => caller,
+            Err(refused) => {
+                if let Some(client) = client
+                    && refused.status == axum::http::StatusCode::UNAUTHORIZED
+                {
+                    api.failed_keys.failed(client);
+                }
+                return Err(refused);
+            }
+        };
         api.limiter.check(&caller.bucket())?;
         Ok(caller)
     }

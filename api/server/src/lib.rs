@@ -52,6 +52,33 @@ pub struct ApiConfig {
     pub acme: bool,
     /// Which addresses a website's `ip` may name.
     pub origins: OriginPolicy,
+    /// How many certificate issuances (ACME orders) the API starts.
+    pub issuance: IssuanceLimits,
+    /// Failed key look-ups a minute per client address, sustained; past
+    /// `failed_keys_burst`, 429 before any look-up.
+    pub failed_keys_per_minute: NonZeroU32,
+    pub failed_keys_burst: NonZeroU32,
+}
+
+/// The most ACME issuances the API starts, so that flipping `certs_issuer` or the
+/// subdomains cannot run up the CA's limits, which every partner of the gateway shares
+/// (Let's Encrypt: 300 new orders per account in 3 hours, 5 identical certificates a
+/// week).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssuanceLimits {
+    /// Per website in a day (UTC).
+    pub per_website_per_day: u64,
+    /// Per partner in an hour.
+    pub per_partner_per_hour: u64,
+}
+
+impl Default for IssuanceLimits {
+    fn default() -> Self {
+        IssuanceLimits {
+            per_website_per_day: 5,
+            per_partner_per_hour: 50,
+        }
+    }
 }
 
 impl Default for ApiConfig {
@@ -63,6 +90,9 @@ impl Default for ApiConfig {
             dns_check: false,
             acme: false,
             origins: OriginPolicy::default(),
+            issuance: IssuanceLimits::default(),
+            failed_keys_per_minute: NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN),
+            failed_keys_burst: NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN),
         }
     }
 }
@@ -72,6 +102,7 @@ pub struct Api {
     pub store: Arc<AnyStore>,
     pub config: ApiConfig,
     limiter: KeyLimiter,
+    failed_keys: limit::FailedKeys,
 }
 
 impl Api {
@@ -79,6 +110,10 @@ impl Api {
         Arc::new(Api {
             store,
             limiter: KeyLimiter::new(config.rate_per_second, config.rate_burst),
+            failed_keys: limit::FailedKeys::new(
+                config.failed_keys_per_minute,
+                config.failed_keys_burst,
+            ),
             config,
         })
     }

@@ -4,6 +4,7 @@
 use crate::error::ApiError;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use std::net::IpAddr;
 use std::num::NonZeroU32;
 
 /// Buckets kept before idle ones are dropped (the limiter's memory stays bounded).
@@ -38,6 +39,78 @@ impl KeyLimiter {
     }
 }
 
+/// Failed key look-ups per client address (an IPv4 address, or an IPv6 /64): past a
+/// burst, every request from an address that keeps presenting unknown keys is answered
+/// 429 before any key is looked up (the store is not asked on a stranger's behalf),
+/// until its failures have drained at the sustained rate.
+pub struct FailedKeys {
+    limiter: governor::DefaultKeyedRateLimiter<IpAddr>,
+    clock: DefaultClock,
+    /// Clients over their budget, and until when.
+    blocked: std::sync::Mutex<std::collections::HashMap<IpAddr, std::time::Instant>>,
+}
+
+impl FailedKeys {
+    /// `per_minute` failures a minute sustained, `burst` at once.
+    pub fn new(per_minute: NonZeroU32, burst: NonZeroU32) -> Self {
+        FailedKeys {
+            limiter: RateLimiter::keyed(Quota::per_minute(per_minute).allow_burst(burst)),
+            clock: DefaultClock::default(),
+            blocked: std::sync::Mutex::default(),
+        }
+    }
+
+    /// What limits `client`: its /64 for IPv6.
+    fn key(client: IpAddr) -> IpAddr {
+        match client {
+            IpAddr::V6(v6) => {
+                let bits = u128::from(v6) & !((1u128 << 64) - 1);
+                IpAddr::V6(std::net::Ipv6Addr::from(bits))
+            }
+            v4 => v4,
+        }
+    }
+
+    /// 429 when `client` is over its budget of failures (checked before a look-up).
+    pub fn check(&self, client: IpAddr) -> Result<(), ApiError> {
+        let key = FailedKeys::key(client);
+        let now = std::time::Instant::now();
+        let mut blocked = self.blocked.lock().unwrap_or_else(|e| e.into_inner());
+        match blocked.get(&key) {
+            Some(until) if *until > now => Err(ApiError {
+                retry_after: Some(until.duration_since(now).as_secs_f64().ceil().max(1.0) as u64),
+                ..ApiError::new(
+                    axum::http::StatusCode::TOO_MANY_REQUESTS,
+                    "too many unknown API keys from this address; retry after the time in \
+                     `Retry-After`",
+                )
+                .on("Authorization")
+            }),
+            Some(_) => {
+                blocked.remove(&key);
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Counts one failed look-up by `client`.
+    pub fn failed(&self, client: IpAddr) {
+        let key = FailedKeys::key(client);
+        if self.limiter.len() > MAX_BUCKETS {
+            self.limiter.retain_recent();
+        }
+        if let Err(not_until) = self.limiter.check_key(&key) {
+            let now = std::time::Instant::now();
+            let mut blocked = self.blocked.lock().unwrap_or_else(|e| e.into_inner());
+            if blocked.len() > MAX_BUCKETS {
+                blocked.retain(|_, until| *until > now);
+            }
+            blocked.insert(key, now + not_until.wait_time_from(self.clock.now()));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,5 +126,21 @@ mod tests {
         assert_eq!(refused.status.as_u16(), 429);
         assert_eq!(refused.retry_after, Some(1));
         limiter.check("b").unwrap();
+    }
+
+    #[test]
+    fn a_client_that_keeps_failing_is_stopped_before_its_keys_are_looked_up() {
+        let failed = FailedKeys::new(NonZeroU32::new(1).unwrap(), NonZeroU32::new(3).unwrap());
+        let client: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let neighbour: IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap();
+        for _ in 0..3 {
+            failed.check(client).unwrap();
+            failed.failed(client);
+        }
+        failed.failed(client);
+        let refused = failed.check(neighbour).unwrap_err();
+        assert_eq!(refused.status.as_u16(), 429);
+        assert!(refused.retry_after.is_some_and(|s| s >= 1));
+        failed.check("192.0.2.1".parse().unwrap()).unwrap();
     }
 }

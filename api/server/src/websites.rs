@@ -11,7 +11,7 @@ use crate::webhooks;
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
-use botgate_model::{CertsIssuer, Domain, Status, UserId, Website, WebsiteView};
+use botgate_model::{CertsIssuer, Domain, PartnerName, Status, UserId, Website, WebsiteView};
 use botgate_store::{Store, StoreError, WebsiteRecord};
 use std::sync::Arc;
 
@@ -45,6 +45,54 @@ fn check_origins(api: &Api, website: &Website) -> Result<(), ApiError> {
             return Err(
                 ApiError::unprocessable(format!("`{ip}` cannot be an origin: {refusal}")).on("ip"),
             );
+        }
+    }
+    Ok(())
+}
+
+/// Counts one certificate issuance for `domain` of `partner`, refusing it (429, naming
+/// the limit) over either of the API's issuance limits.
+async fn count_issuance(api: &Api, partner: &PartnerName, domain: &Domain) -> Result<(), ApiError> {
+    const HOUR_MS: u64 = 3_600_000;
+    const DAY_MS: u64 = 24 * HOUR_MS;
+    let limits = &api.config.issuance;
+    let now = botgate_webhooks::now_ms();
+    let field = "settings.loadbalancer.certs_issuer";
+    for (scope, owner, window, limit, per) in [
+        (
+            "partner",
+            partner.as_str(),
+            HOUR_MS,
+            limits.per_partner_per_hour,
+            "partner per hour",
+        ),
+        (
+            "website",
+            domain.as_str(),
+            DAY_MS,
+            limits.per_website_per_day,
+            "website per day",
+        ),
+    ] {
+        let ends = (now / window + 1) * window;
+        let key = format!("acme-orders:{scope}:{owner}:{}", now / window);
+        let count = api
+            .store
+            .count(&key, ends)
+            .await
+            .map_err(|e| ApiError::from_store(e, field))?;
+        if count > limit {
+            return Err(ApiError {
+                retry_after: Some(ends.saturating_sub(now).div_ceil(1000)),
+                ..ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!(
+                        "this change would start a certificate issuance, and the limit of \
+                         {limit} per {per} is reached; retry after the time in `Retry-After`"
+                    ),
+                )
+                .on(field)
+            });
         }
     }
     Ok(())
@@ -88,6 +136,9 @@ pub async fn create_website(
         api.config.acme && website.settings.loadbalancer.certs_issuer == CertsIssuer::Acme;
     if (api.config.dns_check || wants_certificate) && website.status != Status::Paused {
         website.begin_setup(botgate_webhooks::now_ms(), setup_reason(&api));
+    }
+    if wants_certificate && website.pending.is_some() {
+        count_issuance(&api, &partner.name, &website.domain).await?;
     }
     if let Some(pending) = &mut website.pending {
         pending.issue_certificate |= wants_certificate;
@@ -174,6 +225,15 @@ pub async fn update_website(
         let needs_certificate = api.config.acme && acme && (to_acme || names_changed || retry);
         if website.status != Status::Paused && (needs_dns || needs_certificate) {
             website.begin_setup(botgate_webhooks::now_ms(), setup_reason(&api));
+            // A new issuance (one already waiting is not counted again).
+            let waiting = record
+                .website
+                .pending
+                .as_ref()
+                .is_some_and(|pending| pending.issue_certificate);
+            if needs_certificate && !waiting {
+                count_issuance(&api, &record.partner, &website.domain).await?;
+            }
         }
         if let Some(pending) = &mut website.pending {
             pending.issue_certificate |= needs_certificate;

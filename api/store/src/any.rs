@@ -159,6 +159,10 @@ impl Store for AnyStore {
         delegate!(self.ephemeral(key, now_ms))
     }
 
+    async fn count(&self, key: &str, until_ms: u64) -> Result<u64, StoreError> {
+        delegate!(self.count(key, until_ms))
+    }
+
     async fn remove_ephemeral(&self, key: &str) -> Result<(), StoreError> {
         delegate!(self.remove_ephemeral(key))
     }

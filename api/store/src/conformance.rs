@@ -69,6 +69,24 @@ pub async fn run<S: Store>(store: &S) {
     ephemeral_values_and_leases(store).await;
     host_names(store).await;
     field_level_partner_writes(store).await;
+    counters(store).await;
+}
+
+/// Counters in a window: each count adds one, the window's end is set by the first.
+async fn counters<S: Store>(store: &S) {
+    let now = crate::now_ms();
+    for expected in 1..=3 {
+        assert_eq!(
+            store.count("orders:a", now + 60_000).await.unwrap(),
+            expected
+        );
+    }
+    assert_eq!(store.count("orders:b", now + 60_000).await.unwrap(), 1);
+    // A window that has ended starts again from one.
+    assert_eq!(store.count("orders:brief", now + 40).await.unwrap(), 1);
+    tokio::time::sleep(std::time::Duration::from_millis(80)).await;
+    assert_eq!(store.count("orders:brief", now + 60_000).await.unwrap(), 1);
+    assert_eq!(store.count("orders:brief", now + 60_000).await.unwrap(), 2);
 }
 
 /// A partner's key and webhook secret change alone: a write that read the record before

@@ -45,6 +45,11 @@ const DELIVERIES: TableDefinition<&str, &[u8]> = TableDefinition::new("deliverie
 const DELIVERIES_DUE: TableDefinition<&str, ()> = TableDefinition::new("deliveries_due");
 /// Short-lived values and leases: key → `{until_ms:020}` and the value.
 const EPHEMERAL: TableDefinition<&str, &str> = TableDefinition::new("ephemeral");
+/// When each ephemeral entry expires: `{until_ms:020}:{key}` → (). Every ephemeral
+/// write removes a few expired entries, so the table holds the live ones and a little.
+const EPHEMERAL_DUE: TableDefinition<&str, ()> = TableDefinition::new("ephemeral_due");
+/// Expired ephemeral entries removed by one ephemeral write, at most.
+const SWEEP_PER_WRITE: usize = 16;
 
 /// How many changes a slow subscriber may fall behind before it sees a gap (and
 /// reloads a snapshot).
@@ -231,6 +236,7 @@ impl EmbeddedStore {
             txn.open_table(DELIVERIES).map_err(backend)?;
             txn.open_table(DELIVERIES_DUE).map_err(backend)?;
             txn.open_table(EPHEMERAL).map_err(backend)?;
+            txn.open_table(EPHEMERAL_DUE).map_err(backend)?;
             txn.open_table(HOSTS).map_err(backend)?;
             txn.open_table(DOMAIN_TREE).map_err(backend)?;
             index_hosts_once(&txn)?;
@@ -1012,12 +1018,9 @@ impl Store for EmbeddedStore {
     }
 
     async fn put_ephemeral(&self, key: &str, value: &str, until_ms: u64) -> Result<(), StoreError> {
-        let (key, stored) = (key.to_owned(), format!("{until_ms:020}{value}"));
+        let (key, value) = (key.to_owned(), value.to_owned());
         self.write(move |txn| {
-            txn.open_table(EPHEMERAL)
-                .map_err(backend)?
-                .insert(key.as_str(), stored.as_str())
-                .map_err(backend)?;
+            set_ephemeral(txn, &key, Some((&value, until_ms)))?;
             Ok(((), Vec::new()))
         })
         .await
@@ -1033,13 +1036,33 @@ impl Store for EmbeddedStore {
         .await
     }
 
+    async fn count(&self, key: &str, until_ms: u64) -> Result<u64, StoreError> {
+        let key = key.to_owned();
+        self.write(move |txn| {
+            let now = crate::now_ms();
+            let (count, until) = txn
+                .open_table(EPHEMERAL)
+                .map_err(backend)?
+                .get(key.as_str())
+                .map_err(backend)?
+                .and_then(|stored| {
+                    let stored = stored.value();
+                    let until = stored.get(..20)?.parse::<u64>().ok()?;
+                    let count = live(stored, now)?.parse::<u64>().ok()?;
+                    Some((count, until))
+                })
+                .unwrap_or((0, until_ms));
+            let count = count + 1;
+            set_ephemeral(txn, &key, Some((&count.to_string(), until)))?;
+            Ok((count, Vec::new()))
+        })
+        .await
+    }
+
     async fn remove_ephemeral(&self, key: &str) -> Result<(), StoreError> {
         let key = key.to_owned();
         self.write(move |txn| {
-            txn.open_table(EPHEMERAL)
-                .map_err(backend)?
-                .remove(key.as_str())
-                .map_err(backend)?;
+            set_ephemeral(txn, &key, None)?;
             Ok(((), Vec::new()))
         })
         .await
@@ -1054,16 +1077,15 @@ impl Store for EmbeddedStore {
     ) -> Result<bool, StoreError> {
         let (key, holder) = (key.to_owned(), holder.to_owned());
         self.write(move |txn| {
-            let mut table = txn.open_table(EPHEMERAL).map_err(backend)?;
-            let current = table
+            let current = txn
+                .open_table(EPHEMERAL)
+                .map_err(backend)?
                 .get(key.as_str())
                 .map_err(backend)?
                 .and_then(|stored| live(stored.value(), now_ms).map(str::to_owned));
             let free = current.as_deref().is_none_or(|current| current == holder);
             if free {
-                table
-                    .insert(key.as_str(), format!("{until_ms:020}{holder}").as_str())
-                    .map_err(backend)?;
+                set_ephemeral(txn, &key, Some((&holder, until_ms)))?;
             }
             Ok((free, Vec::new()))
         })
@@ -1082,6 +1104,51 @@ impl Store for EmbeddedStore {
         })
         .await
     }
+}
+
+/// Stores (`Some((value, until_ms))`) or removes the ephemeral entry `key`, keeping
+/// `EPHEMERAL_DUE` in step, and removes a few entries that have expired.
+fn set_ephemeral(
+    txn: &redb::WriteTransaction,
+    key: &str,
+    value: Option<(&str, u64)>,
+) -> Result<(), StoreError> {
+    let mut table = txn.open_table(EPHEMERAL).map_err(backend)?;
+    let mut due = txn.open_table(EPHEMERAL_DUE).map_err(backend)?;
+    let old_until = table
+        .get(key)
+        .map_err(backend)?
+        .map(|stored| stored.value().get(..20).unwrap_or_default().to_owned());
+    if let Some(until) = old_until {
+        due.remove(format!("{until}:{key}").as_str())
+            .map_err(backend)?;
+    }
+    match value {
+        Some((value, until_ms)) => {
+            table
+                .insert(key, format!("{until_ms:020}{value}").as_str())
+                .map_err(backend)?;
+            due.insert(format!("{until_ms:020}:{key}").as_str(), ())
+                .map_err(backend)?;
+        }
+        None => {
+            table.remove(key).map_err(backend)?;
+        }
+    }
+    let now = format!("{:020}", crate::now_ms());
+    let expired: Vec<String> = due
+        .range::<&str>(..now.as_str())
+        .map_err(backend)?
+        .take(SWEEP_PER_WRITE)
+        .map(|entry| entry.map(|(k, _)| k.value().to_owned()).map_err(backend))
+        .collect::<Result<_, _>>()?;
+    for entry in expired {
+        due.remove(entry.as_str()).map_err(backend)?;
+        if let Some(gone) = entry.get(21..) {
+            table.remove(gone).map_err(backend)?;
+        }
+    }
+    Ok(())
 }
 
 /// The value of a stored ephemeral entry, unless it expired before `now_ms`.
@@ -1126,4 +1193,48 @@ fn put_delivery(txn: &redb::WriteTransaction, delivery: &Delivery) -> Result<(),
         .insert(due_key(delivery).as_str(), ())
         .map_err(backend)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redb::ReadableTableMetadata;
+
+    #[tokio::test]
+    async fn expired_ephemeral_entries_are_swept_by_later_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let now = crate::now_ms();
+        for i in 0..100 {
+            store
+                .lease(&format!("spent:{i}"), "x", now, now + 1)
+                .await
+                .unwrap();
+        }
+        store
+            .put_ephemeral("live", "v", now + 60_000)
+            .await
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        let count = |store: &EmbeddedStore| {
+            let txn = store.db.begin_read().unwrap();
+            let entries = txn.open_table(EPHEMERAL).unwrap().len().unwrap();
+            let due = txn.open_table(EPHEMERAL_DUE).unwrap().len().unwrap();
+            (entries, due)
+        };
+        // Each write removes up to SWEEP_PER_WRITE expired entries, never a live one.
+        for _ in 0..7 {
+            store
+                .put_ephemeral("live", "v", now + 60_000)
+                .await
+                .unwrap();
+        }
+        assert_eq!(count(&store), (1, 1));
+        assert_eq!(
+            store.ephemeral("live", now).await.unwrap().as_deref(),
+            Some("v")
+        );
+        store.remove_ephemeral("live").await.unwrap();
+        assert_eq!(count(&store), (0, 0));
+    }
 }

@@ -412,6 +412,15 @@ pub trait Store: Send + Sync + 'static {
         now_ms: u64,
     ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
 
+    /// Adds one to the counter `key`, which starts at 0 and is forgotten at `until_ms`
+    /// (the end of the window it counts in; set by the first count); the count after
+    /// this one. For every gateway of a cluster at once.
+    fn count(
+        &self,
+        key: &str,
+        until_ms: u64,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
     /// Forgets `key`.
     fn remove_ephemeral(&self, key: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
 

@@ -38,6 +38,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Mutex, broadcast};
 
+/// Connections kept for writes confirmed with `WAIT`.
+const CONFIRMING_CONNECTIONS: usize = 4;
+
 /// How to reach Redis.
 #[derive(Debug, Clone)]
 pub struct RedisConfig {
@@ -71,7 +74,15 @@ impl RedisConfig {
 #[derive(Clone)]
 pub struct RedisStore {
     client: redis::Client,
-    connection: Arc<Mutex<ConnectionManager>>,
+    /// The shared connection, multiplexed: every read and unconfirmed write is
+    /// pipelined on it without a lock; replaced after a failover sign.
+    connection: Arc<arc_swap::ArcSwap<ConnectionManager>>,
+    /// Connections of their own for writes confirmed with `WAIT`, which blocks the
+    /// connection it is sent on and counts only that connection's writes; connected
+    /// when first needed.
+    confirming: Arc<[Mutex<Option<ConnectionManager>>]>,
+    /// Where the next confirmed write looks for a free connection first.
+    next_confirming: Arc<std::sync::atomic::AtomicUsize>,
     config: Arc<RedisConfig>,
     feed: broadcast::Sender<Change>,
     /// Dropped with the last clone; the feed relay stops then.
@@ -84,6 +95,20 @@ fn manager_config(config: &RedisConfig) -> redis::aio::ConnectionManagerConfig {
     redis::aio::ConnectionManagerConfig::new()
         .set_response_timeout(Some(config.wait_timeout + Duration::from_secs(1)))
         .set_connection_timeout(Some(Duration::from_secs(2)))
+}
+
+/// A command (or several) on a connection, run again on a new connection after a
+/// failover sign.
+type OperationFuture<'c, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = redis::RedisResult<T>> + Send + 'c>>;
+
+/// Gives a closure the signature of an operation (so that the borrow of the connection
+/// it is given may last as long as its future).
+fn operation<T, F>(op: F) -> F
+where
+    F: for<'c> Fn(&'c mut ConnectionManager) -> OperationFuture<'c, T>,
+{
+    op
 }
 
 fn backend(err: redis::RedisError) -> StoreError {
@@ -242,7 +267,11 @@ impl RedisStore {
         let (feed, _) = broadcast::channel(4096);
         let store = RedisStore {
             client,
-            connection: Arc::new(Mutex::new(connection)),
+            connection: Arc::new(arc_swap::ArcSwap::from_pointee(connection)),
+            confirming: (0..CONFIRMING_CONNECTIONS)
+                .map(|_| Mutex::new(None))
+                .collect(),
+            next_confirming: Arc::default(),
             config: Arc::new(config),
             feed,
             alive: Arc::new(()),
@@ -357,31 +386,63 @@ return 1
         subscribed
     }
 
+    async fn fresh_connection(&self) -> Result<ConnectionManager, redis::RedisError> {
+        self.client
+            .get_connection_manager_with_config(manager_config(&self.config))
+            .await
+    }
+
     /// Runs `op` on the shared connection; after an error that means the master moved
     /// (`READONLY`, `NOREPLICAS`, a dropped connection) it reconnects and tries once more.
     async fn run<T>(
         &self,
-        op: impl for<'c> Fn(
-            &'c mut ConnectionManager,
-        ) -> std::pin::Pin<
-            Box<dyn std::future::Future<Output = redis::RedisResult<T>> + Send + 'c>,
-        >,
+        op: impl for<'c> Fn(&'c mut ConnectionManager) -> OperationFuture<'c, T>,
     ) -> Result<T, redis::RedisError> {
-        let mut connection = self.connection.lock().await;
+        let mut connection = ConnectionManager::clone(&self.connection.load());
         match op(&mut connection).await {
             Err(err) if is_failover(&err) => {
                 tracing::warn!(%err, "redis: reconnecting after a failover sign");
-                if let Ok(fresh) = self
-                    .client
-                    .get_connection_manager_with_config(manager_config(&self.config))
-                    .await
-                {
-                    *connection = fresh;
+                if let Ok(fresh) = self.fresh_connection().await {
+                    self.connection.store(Arc::new(fresh.clone()));
+                    connection = fresh;
                 }
                 op(&mut connection).await
             }
             other => other,
         }
+    }
+
+    /// Runs `op` (a write and its `WAIT`) on a connection of its own, as [`Self::run`]
+    /// does on the shared one.
+    async fn run_confirmed<T>(
+        &self,
+        op: impl for<'c> Fn(&'c mut ConnectionManager) -> OperationFuture<'c, T>,
+    ) -> Result<T, redis::RedisError> {
+        let start = self
+            .next_confirming
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let slots = self.confirming.len();
+        let free = (0..slots).find_map(|i| self.confirming[(start + i) % slots].try_lock().ok());
+        let mut slot = match free {
+            Some(slot) => slot,
+            None => self.confirming[start % slots].lock().await,
+        };
+        let mut connection = match slot.take() {
+            Some(connection) => connection,
+            None => self.fresh_connection().await?,
+        };
+        let result = match op(&mut connection).await {
+            Err(err) if is_failover(&err) => {
+                tracing::warn!(%err, "redis: reconnecting after a failover sign");
+                if let Ok(fresh) = self.fresh_connection().await {
+                    connection = fresh;
+                }
+                op(&mut connection).await
+            }
+            other => other,
+        };
+        *slot = Some(connection);
+        result
     }
 
     /// Runs a write script and confirms it with `WAIT` when replicas are configured.
@@ -400,7 +461,7 @@ return 1
         let script = Arc::new(script(body));
         let replicas = self.config.wait_replicas;
         let timeout = self.config.wait_timeout.as_millis() as u64;
-        self.run(move |connection| {
+        let op = operation(move |connection| {
             let (script, keys, args) = (script.clone(), keys.clone(), args.clone());
             Box::pin(async move {
                 let mut invocation = script.prepare_invoke();
@@ -429,8 +490,12 @@ return 1
                 }
                 Ok(value)
             })
-        })
-        .await
+        });
+        if replicas > 0 {
+            self.run_confirmed(op).await
+        } else {
+            self.run(op).await
+        }
         .map_err(script_error)
     }
 
@@ -1124,6 +1189,20 @@ return 1
     async fn ephemeral(&self, key: &str, _now_ms: u64) -> Result<Option<String>, StoreError> {
         // Redis expires the key itself.
         self.get(self.key(&format!("ephemeral:{key}"))).await
+    }
+
+    async fn count(&self, key: &str, until_ms: u64) -> Result<u64, StoreError> {
+        const LUA: &str = r#"
+local count = redis.call('INCR', KEYS[3])
+if count == 1 then redis.call('PEXPIREAT', KEYS[3], ARGV[1]) end
+return count
+"#;
+        self.write_script(
+            LUA,
+            vec![self.key(&format!("ephemeral:{key}"))],
+            vec![until_ms.to_string()],
+        )
+        .await
     }
 
     async fn remove_ephemeral(&self, key: &str) -> Result<(), StoreError> {

@@ -1,7 +1,9 @@
 //! `ddos_protection`: per-client and per-website request rates (GCRA, the `governor`
 //! crate), and `ddos_protection_advanced`: stricter per-client limits, and an "under
 //! attack" mode that challenges every client without a pass while a website's traffic
-//! is over its strict rate.
+//! is over its strict rate. A website over its own rate locks nobody out: clients with
+//! a pass draw on a share reserved for them, new clients are challenged, and only a
+//! client over its own limit is answered 429.
 
 use arc_swap::ArcSwap;
 use governor::clock::{Clock, DefaultClock};
@@ -25,6 +27,9 @@ pub struct DdosConfig {
     pub website_burst: NonZeroU32,
     /// How much stricter `ddos_protection_advanced` is.
     pub strict_divisor: NonZeroU32,
+    /// The share of a website's rate (and burst), in percent, kept for clients with a
+    /// pass when the website is over its rate.
+    pub reserved_percent: u32,
     /// How long a website stays under attack after its traffic went over the strict rate.
     pub attack_cooldown: Duration,
     /// Most clients tracked at once; past that the oldest state is dropped.
@@ -40,6 +45,7 @@ impl Default for DdosConfig {
             website_rate: n(2000),
             website_burst: n(4000),
             strict_divisor: n(5),
+            reserved_percent: 50,
             attack_cooldown: Duration::from_secs(60),
             max_tracked_clients: 1_000_000,
         }
@@ -54,8 +60,11 @@ pub enum Verdict {
     /// Within the limits, but the website is under attack: challenge a client
     /// without a pass.
     UnderAttack,
-    /// Over a limit: answer 429, retry after this many seconds.
+    /// The client is over its own limit: answer 429, retry after this many seconds.
     Limited { retry_after: u64 },
+    /// The website is over its rate (the client is not): a client with a pass draws
+    /// on the reserved share ([`DdosLimits::reserved`]), a new one is challenged.
+    WebsiteBusy,
 }
 
 /// What the limits and the behaviour counters count as one client: an IPv4 address, or
@@ -78,6 +87,8 @@ pub struct DdosLimits {
     strict_client_quota: Quota,
     website: DefaultKeyedRateLimiter<u64>,
     strict_website: DefaultKeyedRateLimiter<u64>,
+    /// The share of each website's rate kept for clients with a pass.
+    reserved: DefaultKeyedRateLimiter<u64>,
     under_attack: Mutex<HashMap<u64, Instant>>,
 }
 
@@ -104,6 +115,11 @@ impl DdosLimits {
                 config.website_burst,
                 div,
             )),
+            reserved: RateLimiter::keyed(quota(
+                share(config.website_rate, config.reserved_percent),
+                share(config.website_burst, config.reserved_percent),
+                one,
+            )),
             under_attack: Mutex::new(HashMap::new()),
             config,
         }
@@ -120,8 +136,8 @@ impl DdosLimits {
         if let Err(not_until) = limiter.load().check_key(&(site, client_network(client))) {
             return limited(not_until.wait_time_from(DefaultClock::default().now()));
         }
-        if let Err(not_until) = self.website.check_key(&site) {
-            return limited(not_until.wait_time_from(DefaultClock::default().now()));
+        if self.website.check_key(&site).is_err() {
+            return Verdict::WebsiteBusy;
         }
         if !advanced {
             return Verdict::Pass;
@@ -144,6 +160,14 @@ impl DdosLimits {
         }
     }
 
+    /// Counts one request of a client with a pass to `site` while the website is over
+    /// its rate: whether the share reserved for such clients has room; 503 otherwise.
+    pub fn reserved(&self, site: u64) -> Result<(), u64> {
+        self.reserved.check_key(&site).map_err(|not_until| {
+            whole_seconds(not_until.wait_time_from(DefaultClock::default().now()))
+        })
+    }
+
     /// Drops the state of clients and websites that are back to a full allowance, and
     /// everything when more clients than allowed are tracked (a flood of spoofed
     /// sources); run now and then.
@@ -164,17 +188,28 @@ impl DdosLimits {
                 current.shrink_to_fit();
             }
         }
-        for limiter in [&self.website, &self.strict_website] {
+        for limiter in [&self.website, &self.strict_website, &self.reserved] {
             limiter.retain_recent();
             limiter.shrink_to_fit();
         }
     }
 }
 
+/// `percent` of `value`, at least one.
+fn share(value: NonZeroU32, percent: u32) -> NonZeroU32 {
+    let part = u64::from(value.get()) * u64::from(percent.min(100)) / 100;
+    NonZeroU32::new(part as u32).unwrap_or(NonZeroU32::MIN)
+}
+
+/// `wait` in whole seconds, rounded up, at least one.
+fn whole_seconds(wait: Duration) -> u64 {
+    (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
+}
+
 /// Over a limit for `wait`: retry after that many whole seconds, at least one.
 fn limited(wait: Duration) -> Verdict {
     Verdict::Limited {
-        retry_after: (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1),
+        retry_after: whole_seconds(wait),
     }
 }
 
@@ -239,6 +274,25 @@ mod tests {
         );
         let v4 = IpAddr::from([192, 0, 2, 1]);
         assert_eq!(client_network(v4), v4);
+    }
+
+    #[test]
+    fn a_busy_website_keeps_a_share_for_clients_with_a_pass() {
+        let l = limits(100, 4);
+        let verdicts: Vec<_> = (0..6)
+            .map(|i| l.check(1, IpAddr::from([198, 51, 100, i]), false))
+            .collect();
+        assert_eq!(&verdicts[..4], [Verdict::Pass; 4]);
+        assert_eq!(
+            &verdicts[4..],
+            [Verdict::WebsiteBusy; 2],
+            "not 429: the clients are within their limits"
+        );
+        // Half the website's burst is reserved for clients with a pass.
+        assert_eq!(l.reserved(1), Ok(()));
+        assert_eq!(l.reserved(1), Ok(()));
+        assert!(l.reserved(1).is_err());
+        assert_eq!(l.reserved(2), Ok(()), "per website");
     }
 
     #[test]

@@ -105,14 +105,20 @@ pub fn denied() -> Response<Body> {
 
 /// The client or the website went over its rate limit.
 pub fn too_many_requests(retry_after_seconds: u64) -> Response<Body> {
-    let mut response = page(
-        StatusCode::TOO_MANY_REQUESTS,
-        "Too many requests",
-        "Too many requests arrived in a short time. Wait a moment, then try again.",
-    );
+    with_retry_after(
+        page(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many requests",
+            "Too many requests arrived in a short time. Wait a moment, then try again.",
+        ),
+        retry_after_seconds,
+    )
+}
+
+fn with_retry_after(mut response: Response<Body>, seconds: u64) -> Response<Body> {
     response
         .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_seconds));
+        .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
     response
 }
 
@@ -125,12 +131,18 @@ pub fn bad_gateway() -> Response<Body> {
     )
 }
 
-/// The request's path climbs above the root (`/../etc/passwd`).
-pub fn path_above_root() -> Response<Body> {
+/// The request's path has no single reading ([`botgate_normalise::refusal`]).
+pub fn path_refused(refusal: botgate_normalise::PathRefusal) -> Response<Body> {
+    use botgate_normalise::PathRefusal;
     page(
         StatusCode::BAD_REQUEST,
         "Bad request",
-        "The address climbs above the website's root folder.",
+        match refusal {
+            PathRefusal::AboveRoot => "The address climbs above the website's root folder.",
+            PathRefusal::DotBesideBackslash => {
+                "The address mixes `.` or `..` with a backslash, which servers read differently."
+            }
+        },
     )
 }
 
@@ -152,6 +164,18 @@ pub fn origin_refused() -> Response<Body> {
         "Website origin refused",
         "This website's server address is not one this gateway connects to. The website's \
          owner or hosting provider must set a valid origin address.",
+    )
+}
+
+/// The website is over its rate, and so is the share kept for visitors with a pass.
+pub fn website_busy(retry_after_seconds: u64) -> Response<Body> {
+    with_retry_after(
+        page(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Website busy",
+            "This website is receiving more visits than it can take. Try again in a moment.",
+        ),
+        retry_after_seconds,
     )
 }
 

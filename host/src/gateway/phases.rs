@@ -229,11 +229,11 @@ impl Gateway {
             record.action = "loop";
             return pages::loop_detected();
         }
-        // The rule sets read the path as the origin's server resolves it; one that
-        // climbs above the root has no such reading, and no origin should serve it.
-        if botgate_normalise::climbs_above_root(request.uri().path()) {
+        // The rule sets read the path as the origin's server resolves it; a path with
+        // no single such reading is served to nobody.
+        if let Some(refusal) = botgate_normalise::refusal(request.uri().path()) {
             record.action = "bad_request";
-            return pages::path_above_root();
+            return pages::path_refused(refusal);
         }
         let index = self.websites.current();
         let Some(website) = index.by_host(&host).cloned() else {
@@ -244,14 +244,22 @@ impl Gateway {
         let domain = website.website.domain.as_str();
         record.website = Some(domain.to_owned());
         // ACME HTTP-01 answers, for any website whatever its status (it may still be
-        // in `setup`), before anything else can redirect or refuse the CA; a name that
-        // is no website's got its 404 above, without a look in the store.
+        // in `setup`), before anything else can redirect or refuse the CA. The store is
+        // asked only for a website whose issuance is due or under way (as every
+        // gateway's snapshot says): a name that is no website's got its 404 above, and
+        // another website's challenge path costs no store read either.
         if let Some(token) = request.uri().path().strip_prefix(ACME_HTTP01_PREFIX)
             && matches!(*request.method(), Method::GET | Method::HEAD)
             && let Some(answers) = &self.acme_answers
         {
             record.action = "acme_challenge";
-            return match answers.http01(token).await {
+            let awaited = website.website.awaits_acme_certificate(unix_now() as i64);
+            let answer = if awaited {
+                answers.http01(token).await
+            } else {
+                None
+            };
+            return match answer {
                 Some(answer) => {
                     let mut response = Response::new(pages::full(answer));
                     response.headers_mut().insert(
@@ -312,21 +320,25 @@ impl Gateway {
                     record.action = "limited";
                     return pages::too_many_requests(retry_after);
                 }
+                // Over the website's rate, not the client's: a client that has shown
+                // itself draws on the share kept for such clients, a new one is
+                // challenged (and comes back with a pass).
+                Verdict::WebsiteBusy => {
+                    if self.pass_of(&request, domain, client) != ChallengePass::Valid {
+                        record.action = "captcha";
+                        return self.challenge_page(target, connection, domain, site, None);
+                    }
+                    if let Err(retry_after) = self.ddos.reserved(site) {
+                        record.action = "busy";
+                        return pages::website_busy(retry_after);
+                    }
+                }
             }
         }
 
         // Phase 4: the decision.
         if !paused && (lb.bot_protection || under_attack) {
-            let pass = self.challenges.pass_state(
-                request
-                    .headers()
-                    .get_all(header::COOKIE)
-                    .iter()
-                    .map(|v| v.as_bytes()),
-                domain,
-                client,
-                unix_now(),
-            );
+            let pass = self.pass_of(&request, domain, client);
             let mut action = Action::Grant;
             if lb.bot_protection {
                 let behaviour =
@@ -356,6 +368,25 @@ impl Gateway {
         // Phase 5: the origin.
         self.forward(request, &host, &website, connection, record)
             .await
+    }
+
+    /// Whether the request carries a valid pass for `domain` and `client`.
+    fn pass_of<B>(
+        &self,
+        request: &Request<B>,
+        domain: &str,
+        client: std::net::IpAddr,
+    ) -> ChallengePass {
+        self.challenges.pass_state(
+            request
+                .headers()
+                .get_all(header::COOKIE)
+                .iter()
+                .map(|v| v.as_bytes()),
+            domain,
+            client,
+            unix_now(),
+        )
     }
 
     /// Checks a crawler claim (which may look up DNS) and runs the rule engine.

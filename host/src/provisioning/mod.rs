@@ -15,7 +15,6 @@ pub mod dns;
 
 use crate::gateway::crawlers::reverse_dns::{ResolverError, resolver};
 use acme::Acme;
-use botgate_model::certificate::{leaf_summary, name_covers};
 use botgate_model::{CertsIssuer, Status, Website};
 use botgate_store::{Follower, Store, StoreError, WebsiteRecord};
 use hickory_resolver::TokioResolver;
@@ -81,23 +80,6 @@ fn issuance_backoff(failures: u32) -> Duration {
         .min(Duration::from_secs(6 * 3600))
 }
 
-/// Whether `website` needs a certificate from ACME now: it has none that covers its
-/// names and is valid, or (for renewal) a third or less of its lifetime remains.
-fn needs_certificate(website: &Website, now_s: i64) -> bool {
-    let Some(certificate) = &website.certificate else {
-        return true;
-    };
-    let Some((not_before, not_after, names)) = leaf_summary(&certificate.public) else {
-        return true;
-    };
-    let covered = website
-        .host_names()
-        .iter()
-        .all(|host| names.iter().any(|name| name_covers(name, host)));
-    let renew_from = not_after - (not_after - not_before) / 3;
-    !covered || now_s >= renew_from
-}
-
 impl<S: Store> Provisioner<S> {
     /// A provisioner; with `acme`, websites with `certs_issuer: acme` get certificates.
     pub fn new(
@@ -146,7 +128,7 @@ impl<S: Store> Provisioner<S> {
                 && matches!(website.status, Status::Online | Status::Paused)
                 && website.settings.loadbalancer.certs_issuer == CertsIssuer::Acme
                 && website.certificate.is_some()
-                && needs_certificate(website, now_s)
+                && website.certificate_due(now_s)
             {
                 renewals.push(record.clone());
             }
@@ -284,15 +266,8 @@ impl<S: Store> Provisioner<S> {
         let callbacks = match outcome {
             Ok(())
                 if self.acme.is_some()
-                    && website.settings.loadbalancer.certs_issuer == CertsIssuer::Acme
-                    && (website
-                        .pending
-                        .as_ref()
-                        .is_some_and(|p| p.issue_certificate)
-                        || needs_certificate(
-                            website,
-                            (botgate_webhooks::now_ms() / 1000) as i64,
-                        )) =>
+                    && website
+                        .awaits_acme_certificate((botgate_webhooks::now_ms() / 1000) as i64) =>
             {
                 // The names are ready; the certificate comes next (and ends the setup).
                 let reason = "issuing a certificate".to_owned();
@@ -397,27 +372,27 @@ mod tests {
         })
         .unwrap();
         let day = |d: i64| d * 86_400;
-        assert!(needs_certificate(&website, day(20_000)), "none yet");
+        assert!(website.certificate_due(day(20_000)), "none yet");
         // 90 days from day 20 000: renewal from day 20 060 (30 days left).
         website.certificate = Some(certificate(
             &["secure.example", "www.secure.example"],
             20_000,
             20_090,
         ));
-        assert!(!needs_certificate(&website, day(20_001)));
-        assert!(!needs_certificate(&website, day(20_059)));
-        assert!(needs_certificate(&website, day(20_060)), "a third left");
-        assert!(needs_certificate(&website, day(20_100)), "expired");
+        assert!(!website.certificate_due(day(20_001)));
+        assert!(!website.certificate_due(day(20_059)));
+        assert!(website.certificate_due(day(20_060)), "a third left");
+        assert!(website.certificate_due(day(20_100)), "expired");
         // A certificate that misses a name is replaced at once.
         website.certificate = Some(certificate(&["secure.example"], 20_000, 20_090));
-        assert!(needs_certificate(&website, day(20_001)));
+        assert!(website.certificate_due(day(20_001)));
         website.certificate = Some(certificate(
             &["*.secure.example", "secure.example"],
             20_000,
             20_090,
         ));
         assert!(
-            !needs_certificate(&website, day(20_001)),
+            !website.certificate_due(day(20_001)),
             "a wildcard covers www"
         );
     }

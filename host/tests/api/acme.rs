@@ -196,3 +196,119 @@ fn http_get(listener: SocketAddr, host: &str, target: &str) -> Result<String> {
     tcp.read_to_end(&mut answer)?;
     Ok(String::from_utf8_lossy(&answer).into_owned())
 }
+
+#[test]
+fn certificate_issuances_are_limited_per_website_and_per_partner() {
+    // ACME on (a directory nobody answers): every website with `certs_issuer: acme`,
+    // the default, starts an issuance.
+    crate::on_both_backends(
+        &[
+            "--acme-directory",
+            "https://127.0.0.1:9/directory",
+            "--acme-orders-per-website-per-day",
+            "1",
+            "--acme-orders-per-partner-per-hour",
+            "3",
+        ],
+        |gateway| {
+            let (hoster, _) = crate::partners(gateway);
+            create_user(&hoster, "ann")?;
+            let create = |domain: &str| {
+                hoster.post_json(
+                    "/v1.0/website",
+                    &json!({"user_id": "ann", "domain": domain, "ip": ["192.0.2.10"]}),
+                )
+            };
+            let limited = |reply: botgate_tests::http::Reply, per: &str| {
+                crate::assert_error(&reply, 429, Some("settings.loadbalancer.certs_issuer"));
+                let message = reply.json()["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                assert!(message.contains(per), "{message}");
+                assert!(reply.header("retry-after").is_some(), "{reply:?}");
+            };
+            // One website deleted and created again: its second issuance of the day is
+            // refused, and nothing is created.
+            assert_eq!(create("again.example")?.status, 201);
+            assert_eq!(hoster.delete("/v1.0/website/again.example")?.status, 200);
+            limited(create("again.example")?, "limit of 1 per website per day");
+            assert_eq!(hoster.get("/v1.0/website/again.example")?.status, 404);
+            // The partner's third and last of the hour, then a refusal.
+            assert_eq!(create("two.example")?.status, 201);
+            limited(create("three.example")?, "limit of 3 per partner per hour");
+            // A website that starts no issuance is not limited.
+            let reply = hoster.post_json(
+                "/v1.0/website",
+                &json!({"user_id": "ann", "domain": "paused.example", "ip": ["192.0.2.10"],
+                        "status": "paused"}),
+            )?;
+            assert_eq!(reply.status, 201, "{reply:?}");
+            Ok(())
+        },
+    );
+}
+
+#[test]
+fn challenge_answers_are_looked_up_only_for_websites_awaiting_a_certificate() -> Result<()> {
+    // An answer planted in the store under a token is served for a website whose
+    // issuance is under way, and never looked up for one whose certificate is its own.
+    let redis = botgate_tests::servers::RedisServer::start()?;
+    let gateway = Gateway::start(
+        crate::binary(),
+        GatewayStore::Redis(&redis),
+        &["hoster"],
+        &["--acme-directory", "https://127.0.0.1:9/directory"],
+    )?;
+    let hoster = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
+    create_user(&hoster, "ann")?;
+    let (cert, key) = self_signed(&["custom.example"])?;
+    post_website(
+        &hoster,
+        &json!({"user_id": "ann", "domain": "custom.example", "ip": ["192.0.2.10"],
+                "certificate": {"public": cert, "private": key}}),
+    )?;
+    post_website(
+        &hoster,
+        &json!({"user_id": "ann", "domain": "issuing.example", "ip": ["192.0.2.10"]}),
+    )?;
+    redis.command(&[
+        "SET",
+        "botgate:ephemeral:acme-http-01:planted-token",
+        "planted-token.thumbprint",
+        "PX",
+        "600000",
+    ])?;
+    let fetch = |host: &str| -> Result<(u16, String)> {
+        let mut stream = TcpStream::connect(gateway.http)?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        use std::io::{Read, Write};
+        write!(
+            stream,
+            "GET /.well-known/acme-challenge/planted-token HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n"
+        )?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer)?;
+        let status = answer.get(9..12).unwrap_or_default().parse().unwrap_or(0);
+        Ok((status, answer))
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, answer) = fetch("issuing.example")?;
+        if status == 200 {
+            ensure!(answer.ends_with("planted-token.thumbprint"), "{answer}");
+            break;
+        }
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "never served: {answer}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (status, answer) = fetch("custom.example")?;
+    ensure!(
+        status == 404,
+        "looked up for a website not awaiting one: {answer}"
+    );
+    Ok(())
+}

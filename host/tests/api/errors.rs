@@ -263,3 +263,31 @@ fn a_key_over_its_rate_gets_429_with_retry_after() {
         Ok(())
     });
 }
+
+#[test]
+fn an_address_that_keeps_presenting_unknown_keys_is_stopped_before_any_look_up() {
+    on_both_backends(
+        &[
+            "--api-failed-keys-per-minute",
+            "6",
+            "--api-failed-keys-burst",
+            "5",
+        ],
+        |gateway| {
+            let (hoster, _) = partners(gateway);
+            assert_eq!(hoster.get("/v1.0/user")?.status, 200);
+            let stranger = Client::new(&gateway.api, Some("bgp_not-a-key-of-anyone"));
+            // Five within the burst, and the sixth, which runs the budget dry.
+            for _ in 0..6 {
+                assert_error(&stranger.get("/v1.0/user")?, 401, Some("Authorization"));
+            }
+            let stopped = stranger.get("/v1.0/user")?;
+            assert_error(&stopped, 429, Some("Authorization"));
+            assert!(stopped.header("retry-after").is_some(), "{stopped:?}");
+            // The whole address waits (no key of it is looked up meanwhile), about ten
+            // seconds at six a minute.
+            assert_eq!(hoster.get("/v1.0/user")?.status, 429);
+            Ok(())
+        },
+    );
+}

@@ -159,6 +159,11 @@ fn a_partner_cannot_take_another_partners_host_names() {
             "domain",
             "victim2.example",
         );
+        // Nor a public suffix, which would stand above every partner's domains.
+        for suffix in ["co.uk", "github.io"] {
+            let reply = eve_creates(suffix, &[])?;
+            assert_error(&reply, 422, Some("domain"));
+        }
         // In a form as in JSON, and by an update.
         refused(
             rival.post_form(

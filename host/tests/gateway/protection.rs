@@ -733,3 +733,112 @@ fn payloads_behind_padding_or_past_the_header_bound_are_not_granted() {
     let line = access_line(&gateway, "/many");
     assert!(line.contains("action=\"grant\""), "{line}");
 }
+
+#[test]
+fn a_path_is_judged_as_the_origin_resolves_it() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    let mut settings = loadbalancer(&["bot_protection"]);
+    settings["rulesets"] = json!({"wordpress": true});
+    add_website(
+        &gateway,
+        json!({"domain": "wp.example", "ip": ["127.0.0.1"], "settings": settings}),
+    )
+    .unwrap();
+    let host = "wp.example";
+    let status = |target: &str| {
+        send(gateway.http, with_ua(host, target, "curl/8.5.0"))
+            .unwrap()
+            .status
+    };
+    assert_eq!(status("/wp-admin/install.php"), 403);
+    for spelling in [
+        "/wp-admin/./install.php",
+        "/wp-admin/%2e/install.php",
+        "/wp-admin/.%2Finstall.php",
+        "/wp-admin//install.php",
+        "/wp-admin%5Cinstall.php",
+        "/wp-admin/x/../install.php",
+    ] {
+        assert_eq!(status(spelling), 403, "{spelling}");
+    }
+    // No single reading: refused before any rule or origin sees it.
+    let served = origin.requests();
+    for refused in [
+        "/../etc/passwd",
+        "/a/%2e%2e/%2e%2e/x",
+        "/wp-login.php/..%5c",
+    ] {
+        assert_eq!(status(refused), 400, "{refused}");
+    }
+    assert_eq!(origin.requests(), served);
+}
+
+#[test]
+fn a_busy_website_challenges_newcomers_and_keeps_a_share_for_visitors_with_a_pass() {
+    let origin = origin("site");
+    let gateway = gateway(
+        origin.address.port(),
+        &[
+            "--ddos-client-rate",
+            "1",
+            "--ddos-client-burst",
+            "100",
+            "--ddos-website-rate",
+            "1",
+            "--ddos-website-burst",
+            "6",
+            "--ddos-reserved-percent",
+            "50",
+            "--challenge-difficulty",
+            "8",
+        ],
+    );
+    add_website(
+        &gateway,
+        json!({"domain": "busy.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&["ddos_protection"])}),
+    )
+    .unwrap();
+    let host = "busy.example";
+    let from = |last: u8, request: Outgoing<'_>| {
+        let visit = Visit {
+            source: Some(std::net::IpAddr::from([127, 0, 0, last])),
+            ..Visit::default()
+        };
+        visitor::send(gateway.http, &visit, request).unwrap()
+    };
+    // The website's burst is used up by clients well within their own limits (the
+    // readiness probe took one).
+    let served = (40..45u8)
+        .map(|last| from(last, Outgoing::get(host, "/").browser()).status)
+        .collect::<Vec<_>>();
+    assert_eq!(served, [200; 5]);
+    // A newcomer is challenged, not refused.
+    let page = from(46, Outgoing::get(host, "/").browser());
+    assert_eq!(page.status, 403, "{}", page.text());
+    let token = token_of(&page.text());
+    let counter = solve(&token).unwrap().to_string();
+    let solved = from(
+        46,
+        post_form(
+            host,
+            &[("token", &token), ("counter", &counter), ("return", "/")],
+        ),
+    );
+    assert_eq!(solved.status, 303, "{}", solved.text());
+    let cookie = pass_cookie(&solved);
+    // With the pass it draws on the reserved share (half the burst), then waits.
+    let with_pass = |last| {
+        from(
+            last,
+            Outgoing::get(host, "/")
+                .browser()
+                .header("cookie", cookie.clone()),
+        )
+    };
+    let statuses: Vec<u16> = (0..4).map(|_| with_pass(46).status).collect();
+    assert_eq!(statuses, [200, 200, 200, 503], "{statuses:?}");
+    assert!(with_pass(46).header("retry-after").is_some());
+    // Nobody was answered 429: no client went over its own limit.
+    assert!(!gateway.log().contains("status=429"));
+}

@@ -4,7 +4,7 @@
 
 use crate::store::StoreArgs;
 use anyhow::{Context, Result};
-use botgate_api::{Api, ApiConfig};
+use botgate_api::{Api, ApiConfig, IssuanceLimits};
 use botgate_host::gateway::access_log::AccessLog;
 use botgate_host::gateway::cache::CacheConfig;
 use botgate_host::gateway::challenge::{ChallengeConfig, SECRET_NAME, StoreSpentTokens};
@@ -67,6 +67,13 @@ pub struct ServeArgs {
     /// API requests per key at once.
     #[arg(long, env = "BOTGATE_API_BURST", default_value = "100")]
     api_burst: NonZeroU32,
+    /// Unknown API keys a minute one client address may present (an IPv6 /64 counts
+    /// as one); past the burst its requests answer 429 before any key is looked up.
+    #[arg(long, env = "BOTGATE_API_FAILED_KEYS_PER_MINUTE", default_value = "30")]
+    api_failed_keys_per_minute: NonZeroU32,
+    /// Unknown API keys one client address may present at once.
+    #[arg(long, env = "BOTGATE_API_FAILED_KEYS_BURST", default_value = "30")]
+    api_failed_keys_burst: NonZeroU32,
     #[command(flatten)]
     data_plane: DataPlaneArgs,
     #[command(flatten)]
@@ -112,6 +119,22 @@ struct ProvisioningArgs {
     /// No certificates from ACME, whatever else is configured.
     #[arg(long, env = "BOTGATE_NO_ACME")]
     no_acme: bool,
+    /// The most certificate issuances the API starts for one website in a day (UTC);
+    /// more answer 429.
+    #[arg(
+        long,
+        env = "BOTGATE_ACME_ORDERS_PER_WEBSITE_PER_DAY",
+        default_value = "5"
+    )]
+    acme_orders_per_website_per_day: u64,
+    /// The most certificate issuances the API starts for one partner's websites in an
+    /// hour; more answer 429.
+    #[arg(
+        long,
+        env = "BOTGATE_ACME_ORDERS_PER_PARTNER_PER_HOUR",
+        default_value = "50"
+    )]
+    acme_orders_per_partner_per_hour: u64,
 }
 
 impl ProvisioningArgs {
@@ -247,6 +270,11 @@ pub struct DataPlaneArgs {
     /// How many times stricter `ddos_protection_advanced` is.
     #[arg(long, env = "BOTGATE_DDOS_STRICT_DIVISOR", default_value = "5")]
     ddos_strict_divisor: NonZeroU32,
+    /// The share of a website's rate (percent) kept for visitors with a pass while the
+    /// website is over its rate; visitors without one are challenged meanwhile.
+    #[arg(long, env = "BOTGATE_DDOS_RESERVED_PERCENT", default_value = "50",
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    ddos_reserved_percent: u32,
     /// Extra crawler lists for verified bots (JSON, the shape of the bundled one): a
     /// file or an http(s) URL. A listed crawler replaces the bundled one of its name.
     #[arg(
@@ -381,6 +409,7 @@ impl DataPlaneArgs {
                 website_rate: self.ddos_website_rate,
                 website_burst: self.ddos_website_burst,
                 strict_divisor: self.ddos_strict_divisor,
+                reserved_percent: self.ddos_reserved_percent,
                 ..DdosConfig::default()
             },
             crawlers: CrawlerConfig {
@@ -615,16 +644,26 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>, stderr: BatchedWriter) 
         ApiConfig {
             rate_per_second: args.api_rate,
             rate_burst: args.api_burst,
+            failed_keys_per_minute: args.api_failed_keys_per_minute,
+            failed_keys_burst: args.api_failed_keys_burst,
             dns_check: !args.provisioning.public_addresses.is_empty(),
             acme: acme_config.is_some(),
             origins: origin_policy,
+            issuance: IssuanceLimits {
+                per_website_per_day: args.provisioning.acme_orders_per_website_per_day,
+                per_partner_per_hour: args.provisioning.acme_orders_per_partner_per_hour,
+            },
             ..ApiConfig::default()
         },
     );
     let api = tokio::spawn(
-        axum::serve(api_listener, botgate_api::router(api))
-            .with_graceful_shutdown(shutdown.clone().stopped())
-            .into_future(),
+        axum::serve(
+            api_listener,
+            // The client's address: failed key look-ups are limited per address.
+            botgate_api::router(api).into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown.clone().stopped())
+        .into_future(),
     );
 
     shutdown_signal().await;
