@@ -56,11 +56,11 @@ pub enum PathRefusal {
     /// A `..` climbs above the root (`/a/../../etc/passwd`, `/%2e%2e/x`).
     #[error("the path climbs above the root")]
     AboveRoot,
-    /// A `.` or `..` segment beside a `\` (`/wp-login.php/..\`): Windows servers read
-    /// the `\` as a separator, others as part of a name, so which file the origin
-    /// serves depends on the origin.
-    #[error("a dot segment beside a backslash reads differently on different servers")]
-    DotBesideBackslash,
+    /// A `.` or `..` segment in a path with a `\` (`/wp-login.php/..\`,
+    /// `/a%5cb/../x`): Windows servers read the `\` as a separator, others as part of
+    /// a name, so which file the origin serves depends on the origin.
+    #[error("a dot segment in a path with a backslash reads differently on different servers")]
+    DotSegmentWithBackslash,
 }
 
 /// Whether the path, as [`path`] reads it, is one the gateway refuses. Most paths hold
@@ -73,29 +73,18 @@ pub fn refusal(path: &str) -> Option<PathRefusal> {
         return None;
     }
     let decoded = decode_lower(path, false);
-    if dot_beside_backslash(&decoded) {
-        return Some(PathRefusal::DotBesideBackslash);
+    if dot_segment_with_backslash(&decoded) {
+        return Some(PathRefusal::DotSegmentWithBackslash);
     }
     resolve(decoded).1.then_some(PathRefusal::AboveRoot)
 }
 
-/// Whether a segment `.` or `..` (between `/` or `\`) has a `\` on either side.
-fn dot_beside_backslash(decoded: &str) -> bool {
-    let bytes = decoded.as_bytes();
-    if !bytes.contains(&b'\\') {
-        return false;
-    }
-    let ends = (0..=bytes.len()).filter(|&i| i == bytes.len() || matches!(bytes[i], b'/' | b'\\'));
-    let mut start = 0;
-    for end in ends {
-        let segment = &bytes[start..end];
-        let beside = (start > 0 && bytes[start - 1] == b'\\') || bytes.get(end) == Some(&b'\\');
-        if beside && (segment == b"." || segment == b"..") {
-            return true;
-        }
-        start = end + 1;
-    }
-    false
+/// Whether a path with a `\` has a segment `.` or `..` (between `/` or `\`).
+fn dot_segment_with_backslash(decoded: &str) -> bool {
+    decoded.contains('\\')
+        && decoded
+            .split(['/', '\\'])
+            .any(|segment| segment == "." || segment == "..")
 }
 
 /// Whether a decoded path has anything to resolve: a `\`, an empty segment or a
@@ -321,7 +310,7 @@ mod tests {
         ] {
             assert_eq!(refusal(staying), None, "{staying}");
         }
-        // A dot segment beside a backslash: `/wp-login.php/..\` is `/` on Windows, and
+        // A dot segment in a path with a backslash: `/wp-login.php/..\` is `/` on Windows, and
         // `wp-login.php` with path information elsewhere.
         for ambiguous in [
             "/wp-login.php/..\\",
@@ -329,10 +318,11 @@ mod tests {
             "/a\\..\\b",
             "/a/.\\b",
             "/..%5cwin.ini",
+            "/wp-admin/a%5cb/../install.php",
         ] {
             assert_eq!(
                 refusal(ambiguous),
-                Some(PathRefusal::DotBesideBackslash),
+                Some(PathRefusal::DotSegmentWithBackslash),
                 "{ambiguous}"
             );
         }

@@ -122,11 +122,15 @@ impl FromRequestParts<Arc<Api>> for Caller {
             .extensions
             .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
             .map(|info| info.0.ip());
+        let digest = key_digest(key);
         if let Some(client) = client {
-            api.failed_keys.check(client)?;
+            api.failed_keys.check(client, &digest)?;
         }
         let caller = match Caller::authenticate(api.store.as_ref(), key).await {
-            Ok(caller) => caller,
+            Ok(caller) => {
+                api.failed_keys.succeeded(&digest);
+                caller
+            }
             Err(refused) => {
                 if let Some(client) = client
                     && refused.status == axum::http::StatusCode::UNAUTHORIZED

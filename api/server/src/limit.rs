@@ -40,15 +40,22 @@ impl KeyLimiter {
 }
 
 /// Failed key look-ups per client address (an IPv4 address, or an IPv6 /64): past a
-/// burst, every request from an address that keeps presenting unknown keys is answered
-/// 429 before any key is looked up (the store is not asked on a stranger's behalf),
-/// until its failures have drained at the sustained rate.
+/// burst, a request from an address that keeps presenting unknown keys is answered 429
+/// before its key is looked up (the store is not asked on a stranger's behalf), until
+/// the failures have drained at the sustained rate. A key that authenticated lately
+/// goes on working from a blocked address, so a stranger sharing it (behind one NAT or
+/// proxy) does not lock partners out.
 pub struct FailedKeys {
     limiter: governor::DefaultKeyedRateLimiter<IpAddr>,
     clock: DefaultClock,
     /// Clients over their budget, and until when.
     blocked: std::sync::Mutex<std::collections::HashMap<IpAddr, std::time::Instant>>,
+    /// The SHA-256 of keys that authenticated lately (bounded: emptied when full).
+    known: std::sync::Mutex<std::collections::HashSet<String>>,
 }
+
+/// Keys remembered as known good at most.
+const MAX_KNOWN_KEYS: usize = 10_000;
 
 impl FailedKeys {
     /// `per_minute` failures a minute sustained, `burst` at once.
@@ -57,12 +64,24 @@ impl FailedKeys {
             limiter: RateLimiter::keyed(Quota::per_minute(per_minute).allow_burst(burst)),
             clock: DefaultClock::default(),
             blocked: std::sync::Mutex::default(),
+            known: std::sync::Mutex::default(),
         }
     }
 
-    /// What limits `client`: its /64 for IPv6.
+    /// Remembers that the key with digest `key_sha256` authenticated.
+    pub fn succeeded(&self, key_sha256: &str) {
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        if known.len() >= MAX_KNOWN_KEYS {
+            known.clear();
+        }
+        if !known.contains(key_sha256) {
+            known.insert(key_sha256.to_owned());
+        }
+    }
+
+    /// What limits `client`: its /64 for IPv6, the IPv4 address of a mapped one.
     fn key(client: IpAddr) -> IpAddr {
-        match client {
+        match client.to_canonical() {
             IpAddr::V6(v6) => {
                 let bits = u128::from(v6) & !((1u128 << 64) - 1);
                 IpAddr::V6(std::net::Ipv6Addr::from(bits))
@@ -71,21 +90,34 @@ impl FailedKeys {
         }
     }
 
-    /// 429 when `client` is over its budget of failures (checked before a look-up).
-    pub fn check(&self, client: IpAddr) -> Result<(), ApiError> {
+    /// 429 when `client` is over its budget of failures, unless the key it presents
+    /// (`key_sha256`) authenticated lately (checked before a look-up).
+    pub fn check(&self, client: IpAddr, key_sha256: &str) -> Result<(), ApiError> {
         let key = FailedKeys::key(client);
         let now = std::time::Instant::now();
         let mut blocked = self.blocked.lock().unwrap_or_else(|e| e.into_inner());
         match blocked.get(&key) {
-            Some(until) if *until > now => Err(ApiError {
-                retry_after: Some(until.duration_since(now).as_secs_f64().ceil().max(1.0) as u64),
-                ..ApiError::new(
-                    axum::http::StatusCode::TOO_MANY_REQUESTS,
-                    "too many unknown API keys from this address; retry after the time in \
+            Some(until)
+                if *until > now
+                    && !self
+                        .known
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .contains(key_sha256) =>
+            {
+                Err(ApiError {
+                    retry_after: Some(
+                        until.duration_since(now).as_secs_f64().ceil().max(1.0) as u64
+                    ),
+                    ..ApiError::new(
+                        axum::http::StatusCode::TOO_MANY_REQUESTS,
+                        "too many unknown API keys from this address; retry after the time in \
                      `Retry-After`",
-                )
-                .on("Authorization")
-            }),
+                    )
+                    .on("Authorization")
+                })
+            }
+            Some(until) if *until > now => Ok(()),
             Some(_) => {
                 blocked.remove(&key);
                 Ok(())
@@ -133,14 +165,25 @@ mod tests {
         let failed = FailedKeys::new(NonZeroU32::new(1).unwrap(), NonZeroU32::new(3).unwrap());
         let client: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
         let neighbour: IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap();
+        failed.succeeded("known");
         for _ in 0..3 {
-            failed.check(client).unwrap();
+            failed.check(client, "x").unwrap();
             failed.failed(client);
         }
         failed.failed(client);
-        let refused = failed.check(neighbour).unwrap_err();
+        let refused = failed.check(neighbour, "x").unwrap_err();
         assert_eq!(refused.status.as_u16(), 429);
         assert!(refused.retry_after.is_some_and(|s| s >= 1));
-        failed.check("192.0.2.1".parse().unwrap()).unwrap();
+        failed.check(neighbour, "known").unwrap();
+        failed.check("192.0.2.1".parse().unwrap(), "x").unwrap();
+        // A mapped IPv4 address is its IPv4 address, not the /64 of every one of them.
+        let mapped: IpAddr = "::ffff:192.0.2.7".parse().unwrap();
+        for _ in 0..4 {
+            failed.failed(mapped);
+        }
+        assert!(failed.check("192.0.2.7".parse().unwrap(), "x").is_err());
+        failed
+            .check("::ffff:192.0.2.8".parse().unwrap(), "x")
+            .unwrap();
     }
 }

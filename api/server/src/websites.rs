@@ -50,38 +50,55 @@ fn check_origins(api: &Api, website: &Website) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Counts one certificate issuance for `domain` of `partner`, refusing it (429, naming
-/// the limit) over either of the API's issuance limits.
-async fn count_issuance(api: &Api, partner: &PartnerName, domain: &Domain) -> Result<(), ApiError> {
+/// The windows an issuance for `domain` of `partner` counts in at `now`: (store key,
+/// end of the window in ms, limit, what the limit is per). The website's window is the
+/// partner's own, so another partner's attempts never count against it.
+fn issuance_windows(
+    api: &Api,
+    partner: &PartnerName,
+    domain: &Domain,
+    now: u64,
+) -> [(String, u64, u64, &'static str); 2] {
     const HOUR_MS: u64 = 3_600_000;
     const DAY_MS: u64 = 24 * HOUR_MS;
     let limits = &api.config.issuance;
-    let now = botgate_webhooks::now_ms();
-    let field = "settings.loadbalancer.certs_issuer";
-    for (scope, owner, window, limit, per) in [
+    let (p, d) = (partner.as_str(), domain.as_str());
+    let window = |length: u64, key: String| (key, (now / length + 1) * length);
+    let (partner_key, partner_ends) = window(HOUR_MS, format!("acme-orders:{p}:{}", now / HOUR_MS));
+    let (website_key, website_ends) =
+        window(DAY_MS, format!("acme-orders:{p}:{d}:{}", now / DAY_MS));
+    [
         (
-            "partner",
-            partner.as_str(),
-            HOUR_MS,
+            partner_key,
+            partner_ends,
             limits.per_partner_per_hour,
             "partner per hour",
         ),
         (
-            "website",
-            domain.as_str(),
-            DAY_MS,
+            website_key,
+            website_ends,
             limits.per_website_per_day,
             "website per day",
         ),
-    ] {
-        let ends = (now / window + 1) * window;
-        let key = format!("acme-orders:{scope}:{owner}:{}", now / window);
-        let count = api
+    ]
+}
+
+/// Refuses (429, naming the limit) a change that would start a certificate issuance
+/// over either limit. Counted only once the change is written ([`record_issuance`]), so
+/// a refused or failed request costs nobody an issuance; concurrent requests may pass
+/// the check together and go over by as many.
+async fn check_issuance(api: &Api, partner: &PartnerName, domain: &Domain) -> Result<(), ApiError> {
+    let now = botgate_webhooks::now_ms();
+    let field = "settings.loadbalancer.certs_issuer";
+    for (key, ends, limit, per) in issuance_windows(api, partner, domain, now) {
+        let count: u64 = api
             .store
-            .count(&key, ends)
+            .ephemeral(&key, now)
             .await
-            .map_err(|e| ApiError::from_store(e, field))?;
-        if count > limit {
+            .map_err(|e| ApiError::from_store(e, field))?
+            .and_then(|count| count.parse().ok())
+            .unwrap_or(0);
+        if count >= limit {
             return Err(ApiError {
                 retry_after: Some(ends.saturating_sub(now).div_ceil(1000)),
                 ..ApiError::new(
@@ -96,6 +113,16 @@ async fn count_issuance(api: &Api, partner: &PartnerName, domain: &Domain) -> Re
         }
     }
     Ok(())
+}
+
+/// Counts one certificate issuance, written already, in both windows.
+async fn record_issuance(api: &Api, partner: &PartnerName, domain: &Domain) {
+    let now = botgate_webhooks::now_ms();
+    for (key, ends, ..) in issuance_windows(api, partner, domain, now) {
+        if let Err(err) = api.store.count(&key, ends).await {
+            tracing::warn!(%err, %domain, "cannot count a certificate issuance");
+        }
+    }
 }
 
 fn no_such_website(domain: &Domain) -> ApiError {
@@ -137,8 +164,9 @@ pub async fn create_website(
     if (api.config.dns_check || wants_certificate) && website.status != Status::Paused {
         website.begin_setup(botgate_webhooks::now_ms(), setup_reason(&api));
     }
-    if wants_certificate && website.pending.is_some() {
-        count_issuance(&api, &partner.name, &website.domain).await?;
+    let issues = wants_certificate && website.pending.is_some();
+    if issues {
+        check_issuance(&api, &partner.name, &website.domain).await?;
     }
     if let Some(pending) = &mut website.pending {
         pending.issue_certificate |= wants_certificate;
@@ -158,6 +186,9 @@ pub async fn create_website(
             .on("user_id"),
             e => ApiError::from_store(e, "domain"),
         })?;
+    if issues {
+        record_issuance(&api, &partner.name, &record.website.domain).await;
+    }
     let view = record.website.view();
     // Nothing pending: the change has finished, and the webhook goes now.
     if let (None, Some(url)) = (&record.website.pending, &callback_url) {
@@ -223,17 +254,18 @@ pub async fn update_website(
             acme && record.website.settings.loadbalancer.certs_issuer != CertsIssuer::Acme;
         let needs_dns = api.config.dns_check && (names_changed || retry);
         let needs_certificate = api.config.acme && acme && (to_acme || names_changed || retry);
+        // A new issuance (one already waiting is not counted again).
+        let waiting = record
+            .website
+            .pending
+            .as_ref()
+            .is_some_and(|pending| pending.issue_certificate);
+        let issues = website.status != Status::Paused && needs_certificate && !waiting;
         if website.status != Status::Paused && (needs_dns || needs_certificate) {
             website.begin_setup(botgate_webhooks::now_ms(), setup_reason(&api));
-            // A new issuance (one already waiting is not counted again).
-            let waiting = record
-                .website
-                .pending
-                .as_ref()
-                .is_some_and(|pending| pending.issue_certificate);
-            if needs_certificate && !waiting {
-                count_issuance(&api, &record.partner, &website.domain).await?;
-            }
+        }
+        if issues {
+            check_issuance(&api, &record.partner, &website.domain).await?;
         }
         if let Some(pending) = &mut website.pending {
             pending.issue_certificate |= needs_certificate;
@@ -245,7 +277,12 @@ pub async fn update_website(
             record
         } else {
             match api.store.update_website(&website, record.revision).await {
-                Ok(updated) => updated,
+                Ok(updated) => {
+                    if issues {
+                        record_issuance(&api, &updated.partner, &domain).await;
+                    }
+                    updated
+                }
                 Err(StoreError::Stale(_)) => continue,
                 Err(StoreError::NotFound(_)) => return Err(no_such_website(&domain)),
                 Err(e) => return Err(ApiError::from_store(e, "domain")),

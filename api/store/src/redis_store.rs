@@ -83,6 +83,9 @@ pub struct RedisStore {
     confirming: Arc<[Mutex<Option<ConnectionManager>>]>,
     /// Where the next confirmed write looks for a free connection first.
     next_confirming: Arc<std::sync::atomic::AtomicUsize>,
+    /// Held while the shared connection is replaced: after a failover, one caller
+    /// reconnects and the others take its connection.
+    reconnecting: Arc<Mutex<()>>,
     config: Arc<RedisConfig>,
     feed: broadcast::Sender<Change>,
     /// Dropped with the last clone; the feed relay stops then.
@@ -272,6 +275,7 @@ impl RedisStore {
                 .map(|_| Mutex::new(None))
                 .collect(),
             next_confirming: Arc::default(),
+            reconnecting: Arc::default(),
             config: Arc::new(config),
             feed,
             alive: Arc::new(()),
@@ -398,17 +402,36 @@ return 1
         &self,
         op: impl for<'c> Fn(&'c mut ConnectionManager) -> OperationFuture<'c, T>,
     ) -> Result<T, redis::RedisError> {
-        let mut connection = ConnectionManager::clone(&self.connection.load());
+        let used = self.connection.load_full();
+        let mut connection = ConnectionManager::clone(&used);
         match op(&mut connection).await {
             Err(err) if is_failover(&err) => {
-                tracing::warn!(%err, "redis: reconnecting after a failover sign");
-                if let Ok(fresh) = self.fresh_connection().await {
-                    self.connection.store(Arc::new(fresh.clone()));
-                    connection = fresh;
-                }
+                connection = self.reconnect(&used, &err).await;
                 op(&mut connection).await
             }
             other => other,
+        }
+    }
+
+    /// A new shared connection in place of `used`, which failed with `err`: made by
+    /// one caller at a time, and taken by the others that come after it.
+    async fn reconnect(
+        &self,
+        used: &Arc<ConnectionManager>,
+        err: &redis::RedisError,
+    ) -> ConnectionManager {
+        let _one_at_a_time = self.reconnecting.lock().await;
+        let current = self.connection.load_full();
+        if !Arc::ptr_eq(&current, used) {
+            return ConnectionManager::clone(&current);
+        }
+        tracing::warn!(%err, "redis: reconnecting after a failover sign");
+        match self.fresh_connection().await {
+            Ok(fresh) => {
+                self.connection.store(Arc::new(fresh.clone()));
+                fresh
+            }
+            Err(_) => ConnectionManager::clone(&current),
         }
     }
 

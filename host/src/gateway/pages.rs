@@ -139,7 +139,7 @@ pub fn path_refused(refusal: botgate_normalise::PathRefusal) -> Response<Body> {
         "Bad request",
         match refusal {
             PathRefusal::AboveRoot => "The address climbs above the website's root folder.",
-            PathRefusal::DotBesideBackslash => {
+            PathRefusal::DotSegmentWithBackslash => {
                 "The address mixes `.` or `..` with a backslash, which servers read differently."
             }
         },

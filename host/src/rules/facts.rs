@@ -38,20 +38,47 @@ pub const PAYLOAD_EXCERPT_BYTES: usize = 256;
 /// prefix, `${lower:`).
 const STRADDLE_BYTES: usize = 32;
 
-/// Whether the `${` at the start of `text` opens a lookup (a `:` or a nested `$`
-/// before any `}`, within 16 bytes: `${jndi:`, `${${lower:j}…`, `${::-j}`), not a
-/// template placeholder such as `${name}` that could be sent to use up the excerpts.
-fn is_lookup_shaped(text: &[u8]) -> bool {
-    text[2..]
-        .iter()
-        .take(16)
-        .take_while(|&&b| b != b'}')
-        .any(|&b| b == b':' || b == b'$')
+/// What follows `${` in a lookup log4j evaluates (its lookup names, its `${::-x}`
+/// default form, a nested `${`), compared ignoring case as log4j does.
+const LOOKUPS: [&[u8]; 24] = [
+    b"${",
+    b"::-",
+    b"jndi:",
+    b"lower:",
+    b"upper:",
+    b"env:",
+    b"sys:",
+    b"date:",
+    b"main:",
+    b"java:",
+    b"base64:",
+    b"bundle:",
+    b"ctx:",
+    b"docker:",
+    b"event:",
+    b"k8s:",
+    b"log4j:",
+    b"map:",
+    b"marker:",
+    b"sd:",
+    b"spring:",
+    b"web:",
+    b"jvmrunargs:",
+    b"cont:",
+];
+
+/// Whether the `${` at the start of `text` opens a log4j lookup, not a template
+/// placeholder (`${name}`, `${a:b}`) that could be sent to use up the excerpts.
+fn is_lookup(text: &[u8]) -> bool {
+    let rest = &text[2..];
+    LOOKUPS.iter().any(|lookup| {
+        rest.len() >= lookup.len() && rest[..lookup.len()].eq_ignore_ascii_case(lookup)
+    })
 }
 
 /// The payloads a header carries in a part the bounds cut (`cut_from`: the byte where
 /// the cut began, 0 for a header dropped whole), each from an injection marker that
-/// rule components look for in any header (a lookup-shaped `${`, a shell function
+/// rule components look for in any header (a log4j lookup's `${`, a shell function
 /// definition `() {` opening the value), at most [`PAYLOAD_EXCERPT_BYTES`] each, and
 /// not overlapping. So padding a value, or sending a payload past the line bound,
 /// hides nothing.
@@ -69,7 +96,7 @@ fn payload_excerpts(value: &str, cut_from: usize) -> impl Iterator<Item = &str> 
         .map(move |i| from + i)
         .filter(move |&at| {
             let text = &bytes[at..];
-            let fresh = at >= next_free && text.starts_with(b"${") && is_lookup_shaped(text);
+            let fresh = at >= next_free && text.starts_with(b"${") && is_lookup(text);
             if fresh {
                 next_free = at + PAYLOAD_EXCERPT_BYTES;
             }
@@ -355,7 +382,11 @@ mod tests {
                 "{k}: {joined}"
             );
         }
-        let decoys = format!("{}{}{payload}", "x".repeat(2100), "${name} ".repeat(60));
+        let decoys = format!(
+            "{}{}{payload}",
+            "x".repeat(2100),
+            "${name} ${a:b} ${x:y:z} ".repeat(60)
+        );
         let (joined, _) = join([("x-decoys", decoys.as_bytes())]);
         assert!(joined.contains(&format!("x-decoys: {payload}")), "{joined}");
         let mut late: Vec<(String, String)> = (0..70)

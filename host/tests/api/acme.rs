@@ -211,12 +211,14 @@ fn certificate_issuances_are_limited_per_website_and_per_partner() {
             "3",
         ],
         |gateway| {
-            let (hoster, _) = crate::partners(gateway);
+            let (hoster, rival) = crate::partners(gateway);
             create_user(&hoster, "ann")?;
-            let create = |domain: &str| {
-                hoster.post_json(
+            create_user(&rival, "eve")?;
+            let create = |partner: &Client, user: &str, domain: &str, status: &str| {
+                partner.post_json(
                     "/v1.0/website",
-                    &json!({"user_id": "ann", "domain": domain, "ip": ["192.0.2.10"]}),
+                    &json!({"user_id": user, "domain": domain, "ip": ["192.0.2.10"],
+                            "status": status}),
                 )
             };
             let limited = |reply: botgate_tests::http::Reply, per: &str| {
@@ -228,22 +230,43 @@ fn certificate_issuances_are_limited_per_website_and_per_partner() {
                 assert!(message.contains(per), "{message}");
                 assert!(reply.header("retry-after").is_some(), "{reply:?}");
             };
+            // A paused website starts no issuance. Another partner's refused attempts at
+            // its domain count against nothing: its own first issuance goes ahead.
+            assert_eq!(create(&hoster, "ann", "own.example", "paused")?.status, 201);
+            for _ in 0..3 {
+                assert_eq!(create(&rival, "eve", "own.example", "online")?.status, 409);
+            }
+            let reply = hoster.put_json(
+                "/v1.0/website/own.example",
+                &json!({"status": "online", "subdomain": ["www"]}),
+            )?;
+            assert_eq!(reply.status, 200, "{reply:?}");
             // One website deleted and created again: its second issuance of the day is
             // refused, and nothing is created.
-            assert_eq!(create("again.example")?.status, 201);
+            assert_eq!(
+                create(&hoster, "ann", "again.example", "online")?.status,
+                201
+            );
             assert_eq!(hoster.delete("/v1.0/website/again.example")?.status, 200);
-            limited(create("again.example")?, "limit of 1 per website per day");
+            limited(
+                create(&hoster, "ann", "again.example", "online")?,
+                "limit of 1 per website per day",
+            );
             assert_eq!(hoster.get("/v1.0/website/again.example")?.status, 404);
-            // The partner's third and last of the hour, then a refusal.
-            assert_eq!(create("two.example")?.status, 201);
-            limited(create("three.example")?, "limit of 3 per partner per hour");
-            // A website that starts no issuance is not limited.
-            let reply = hoster.post_json(
-                "/v1.0/website",
-                &json!({"user_id": "ann", "domain": "paused.example", "ip": ["192.0.2.10"],
-                        "status": "paused"}),
-            )?;
-            assert_eq!(reply.status, 201, "{reply:?}");
+            // The partner's third of the hour, then a refusal.
+            assert_eq!(
+                create(&hoster, "ann", "three.example", "online")?.status,
+                201
+            );
+            limited(
+                create(&hoster, "ann", "four.example", "online")?,
+                "limit of 3 per partner per hour",
+            );
+            // The other partner has its own allowance.
+            assert_eq!(
+                create(&rival, "eve", "rival.example", "online")?.status,
+                201
+            );
             Ok(())
         },
     );

@@ -640,6 +640,27 @@ mod tests {
         }
     }
 
+    /// The generated streams are no idle check: a good share of them are requests the
+    /// loop takes as its own, and so compares with hyper.
+    #[test]
+    fn the_generated_streams_exercise_the_loop() {
+        use proptest::strategy::ValueTree;
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let taken = (0..1000)
+            .filter(|_| {
+                let bytes = request().new_tree(&mut runner).unwrap().current();
+                loop_reads(&bytes).is_some()
+            })
+            .count();
+        assert!(
+            taken >= 20,
+            "only {taken} of 1000 generated streams were the loop's"
+        );
+        let plain = b"GET / HTTP/1.1\r\nhost: example.com\r\n\r\n";
+        assert!(loop_reads(plain).is_some());
+        assert_eq!(loop_reads(plain), hyper_reads(plain));
+    }
+
     /// Hand-picked streams: the forms of a body's framing, line endings, folding and
     /// bytes that must never pass as the loop's own; each either goes to hyper or is
     /// read exactly as hyper reads it.
