@@ -1,8 +1,8 @@
 //! The built-in challenge: a proof-of-work page (with a question for clients without
 //! JavaScript) and the signed pass cookie a solved challenge earns.
 //!
-//! Everything is stateless and signed with one cluster-wide secret (kept in the store,
-//! so every gateway of a cluster accepts what another issued):
+//! Everything is signed with one cluster-wide secret (kept in the store, so every
+//! gateway of a cluster accepts what another issued):
 //!
 //! - a **challenge token** `v1.<issued>.<difficulty>.<nonce>.<mac>` names the website,
 //!   the client and the time it was issued; the client must find a `counter` such that
@@ -13,9 +13,10 @@
 //!   domain, so its listed subdomains share it) and to the client (its IPv4 address, or
 //!   its IPv6 /64), and expires.
 //!
-//! Tokens are not single-use: a page that starts several requests at once gets several
-//! challenges, and solving any of them earns the pass the others then see, so parallel
-//! requests from one client never loop.
+//! A token gives one pass: once answered it is spent, in the store, for every gateway
+//! ([`StoreSpentTokens`]). A page that starts several requests at once gets several
+//! challenges, and solving any one of them earns the pass the others then see, so
+//! parallel requests from one client never loop.
 
 use crate::recent::PerThread;
 use crate::rules::bindings::ChallengePass;
