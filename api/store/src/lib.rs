@@ -122,13 +122,20 @@ impl std::fmt::Display for HostClash {
 
 /// Every host name `website` answers for, with the field that names it: the domain
 /// first, then each subdomain. A host name belongs to one website of all partners.
-pub fn host_claims(website: &Website) -> impl Iterator<Item = (String, HostField)> + '_ {
-    std::iter::once((website.domain.as_str().to_owned(), HostField::Domain)).chain(
-        website
-            .subdomain
-            .iter()
-            .map(|s| (website.domain.with_subdomain(s), HostField::Subdomain)),
-    )
+pub fn host_claims(website: &Website) -> impl Iterator<Item = (String, HostField)> {
+    // `host_names` lists the domain first.
+    website
+        .host_names()
+        .into_iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let field = if i == 0 {
+                HostField::Domain
+            } else {
+                HostField::Subdomain
+            };
+            (host, field)
+        })
 }
 
 /// Milliseconds since the Unix epoch: the clock of the outbox, expiries and leases.
