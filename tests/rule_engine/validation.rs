@@ -45,6 +45,21 @@ fn component_of_another_world_is_refused() {
 }
 
 #[test]
+fn component_of_another_contract_version_is_refused_naming_both() {
+    let err = check("old_contract", &guest_bytes("old_contract"));
+    match &err {
+        LoadError::OtherContract { found } => assert_eq!(found, "1.0.0"),
+        other => panic!("expected OtherContract, got {other}"),
+    }
+    let message = err.to_string();
+    assert!(message.contains("botgate:ruleset@1.0.0"), "{message}");
+    assert!(
+        message.contains(botgate_host::rules::bindings::CONTRACT),
+        "{message}"
+    );
+}
+
+#[test]
 fn info_that_lies_about_its_name_is_refused() {
     let err = check("liar", &guest_bytes("liar"));
     match &err {

@@ -21,7 +21,7 @@
 //! - Bodies are streamed to the client while they are copied; a body larger than the
 //!   object limit is passed through and not stored.
 
-use super::challenge::PASS_COOKIE;
+use super::challenge::is_pass_cookie;
 use super::pages::{self, Body, BoxError};
 use bytes::{Bytes, BytesMut};
 use http::{HeaderValue, Method, Response, StatusCode, header, request};
@@ -90,7 +90,7 @@ pub fn cacheable(
 }
 
 /// Whether a request carries credentials or cookies of the website's (the gateway's
-/// own pass cookie is not the website's).
+/// own pass cookies are not the website's).
 fn personal(parts: &request::Parts) -> bool {
     parts.headers.contains_key(header::AUTHORIZATION)
         || parts
@@ -104,7 +104,7 @@ fn personal(parts: &request::Parts) -> bool {
                     .unwrap_or(b"")
                     .trim_ascii()
             })
-            .any(|name| !name.is_empty() && name != PASS_COOKIE.as_bytes())
+            .any(|name| !name.is_empty() && !is_pass_cookie(name))
 }
 
 /// The bytes of a head's header fields.
@@ -395,11 +395,13 @@ mod tests {
         let hidden = parts(Method::GET, "/.css", &[]);
         assert_eq!(cacheable(&hidden, true, false), None);
         // The gateway's own pass is no sign of a personal page.
-        let passed = parts(Method::GET, "/blog/post", &[("cookie", "botgate_pass=1.x")]);
-        assert_eq!(
-            cacheable(&passed, false, true),
-            Some(Cacheable::DynamicPage)
-        );
+        for pass in ["botgate_pass=1.x", "botgate_pass_plain=w1.x"] {
+            let passed = parts(Method::GET, "/blog/post", &[("cookie", pass)]);
+            assert_eq!(
+                cacheable(&passed, false, true),
+                Some(Cacheable::DynamicPage)
+            );
+        }
         let both = parts(Method::GET, "/", &[("cookie", "botgate_pass=1.x; sid=2")]);
         assert_eq!(cacheable(&both, false, true), None);
     }

@@ -1,20 +1,27 @@
-//! The built-in challenge: a proof-of-work page (with a question for clients without
-//! JavaScript) and the signed pass cookie a solved challenge earns.
+//! The built-in challenge: a proof-of-work page (with a server-enforced wait for
+//! clients without JavaScript) and the signed pass cookie a solved challenge earns.
 //!
 //! Everything is signed with one cluster-wide secret (kept in the store, so every
 //! gateway of a cluster accepts what another issued):
 //!
 //! - a **challenge token** `v1.<issued>.<difficulty>.<nonce>.<mac>` names the website,
-//!   the client and the time it was issued; the client must find a `counter` such that
+//!   the client, the time it was issued and the difficulty (raised while the website is
+//!   under attack); the client must find a `counter` such that
 //!   `SHA-256("<token>:<counter>")` starts with `difficulty` zero bits;
-//! - the **question** fallback (inside `<noscript>`) asks for the sum of two numbers
-//!   derived from the secret and the nonce, so the page alone does not give it away;
-//! - the **pass** cookie `botgate_pass=<expires>.<mac>` is bound to the website (its
-//!   domain, so its listed subdomains share it) and to the client (its IPv4 address, or
-//!   its IPv6 /64), and expires.
+//! - the **wait** fallback (inside `<noscript>`) is answered by sending the token back
+//!   no sooner than the wait after it was issued (at least as long as the work takes a
+//!   browser, and doubling with each extra bit of difficulty); it earns a shorter
+//!   *waited* pass, which rule components see as such, and a client gets only so many
+//!   an hour ([`ChallengeLedger::count_wait`]);
+//! - the **pass** cookie `<expires>.<mac>` (`w<expires>.<mac>` when waited) is bound to
+//!   the website (its domain, so its listed subdomains share it) and to the client (its
+//!   IPv4 address, or its IPv6 /64), and expires. Over HTTPS it is `botgate_pass`, marked
+//!   `Secure`; over plain HTTP it is `botgate_pass_plain`, because a browser holding a
+//!   `Secure` cookie refuses a plain-HTTP cookie of the same name (RFC 6265bis §5.7), and
+//!   a visitor would be challenged in a loop.
 //!
 //! A token gives one pass: once answered it is spent, in the store, for every gateway
-//! ([`StoreSpentTokens`]). A page that starts several requests at once gets several
+//! ([`StoreLedger`]). A page that starts several requests at once gets several
 //! challenges, and solving any one of them earns the pass the others then see, so
 //! parallel requests from one client never loop.
 
@@ -34,8 +41,12 @@ pub const VERIFY_PATH: &str = "/.botgate/challenge";
 /// for parent paths or domains, and a header packed with thousands would cost an HMAC
 /// each.
 const MAX_PASSES_CHECKED: usize = 8;
-/// The pass cookie's name.
+/// The pass cookie's name over HTTPS (where it is `Secure`).
 pub const PASS_COOKIE: &str = "botgate_pass";
+/// The pass cookie's name over plain HTTP.
+pub const PLAIN_PASS_COOKIE: &str = "botgate_pass_plain";
+/// The most difficulty a token may ask for (about 4·10^9 hashes).
+const MAX_DIFFICULTY: u8 = 32;
 /// The name the secret is kept under in the store.
 pub const SECRET_NAME: &str = "challenge-pass";
 
@@ -43,24 +54,70 @@ pub const SECRET_NAME: &str = "challenge-pass";
 #[derive(Debug, Clone)]
 pub struct ChallengeConfig {
     /// Leading zero bits the proof of work must reach (each bit doubles the work; 16 is
-    /// about 65 000 hashes, well under a second in a browser).
+    /// about 65 000 hashes, under a second or two in a browser).
     pub difficulty: u8,
+    /// Bits added to the difficulty while the website is under attack (or over its
+    /// rate); the wait doubles with each.
+    pub attack_extra_bits: u8,
     /// How long a solved challenge lets the client pass.
     pub pass_lifetime: Duration,
     /// How long a challenge may take to solve.
     pub solve_within: Duration,
-    /// The least time a person needs to answer the question fallback.
-    pub question_min_delay: Duration,
+    /// How long a client without JavaScript waits at the base difficulty: at least as
+    /// long as the work takes a typical browser.
+    pub wait: Duration,
+    /// How long a waited pass lets the client pass.
+    pub waited_pass_lifetime: Duration,
+    /// Waited passes one client (IPv4 address or IPv6 /64) gets per hour.
+    pub waits_per_client_per_hour: u32,
 }
 
 impl Default for ChallengeConfig {
     fn default() -> Self {
         ChallengeConfig {
             difficulty: 16,
+            attack_extra_bits: 3,
             pass_lifetime: Duration::from_secs(3600),
             solve_within: Duration::from_secs(300),
-            question_min_delay: Duration::from_secs(2),
+            wait: Duration::from_secs(5),
+            waited_pass_lifetime: Duration::from_secs(600),
+            waits_per_client_per_hour: 12,
         }
+    }
+}
+
+/// How a pass was earned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassKind {
+    /// By the proof of work.
+    Work,
+    /// By the wait of the page for browsers without JavaScript.
+    Waited,
+}
+
+impl PassKind {
+    /// What the pass's MAC covers first, so one kind's MAC is never another's.
+    fn label(self) -> &'static str {
+        match self {
+            PassKind::Work => "pass",
+            PassKind::Waited => "waited pass",
+        }
+    }
+}
+
+/// Whether a pass state lets the client through a challenge.
+pub fn holds_pass(state: ChallengePass) -> bool {
+    matches!(state, ChallengePass::Valid | ChallengePass::Waited)
+}
+
+/// How much a pass state tells, for choosing among several cookies.
+fn rank(state: ChallengePass) -> u8 {
+    match state {
+        ChallengePass::None => 0,
+        ChallengePass::Invalid => 1,
+        ChallengePass::Expired => 2,
+        ChallengePass::Waited => 3,
+        ChallengePass::Valid => 4,
     }
 }
 
@@ -75,29 +132,45 @@ pub enum Refusal {
     Expired,
     #[error("the proof of work does not reach the difficulty")]
     WrongWork,
-    #[error("the answer is wrong")]
-    WrongAnswer,
-    #[error("the answer came too fast")]
+    #[error("the wait is not over yet")]
     TooFast,
     #[error("this challenge was answered already")]
     Spent,
+    #[error(
+        "this address has had its passes without JavaScript for this hour; turn JavaScript on to continue"
+    )]
+    TooManyWaits,
 }
 
-/// Store-backed [`super::SpentTokens`]: a token is spent by taking a lease on its
+/// Store-backed [`super::ChallengeLedger`]: a token is spent by taking a lease on its
 /// digest in the store until it would expire anyway, so it gives one pass across a
-/// cluster. While the store cannot be reached, tokens are not checked (a warning is
-/// logged): a challenge is never failed for the store's sake.
-pub struct StoreSpentTokens<S> {
+/// cluster; waits are counted per client in an hour's window. While the store cannot
+/// be reached, neither is checked (a warning is logged): a challenge is never failed
+/// for the store's sake.
+pub struct StoreLedger<S> {
     store: std::sync::Arc<S>,
 }
 
-impl<S: botgate_store::Store> StoreSpentTokens<S> {
+impl<S: botgate_store::Store> StoreLedger<S> {
     pub fn new(store: std::sync::Arc<S>) -> Self {
-        StoreSpentTokens { store }
+        StoreLedger { store }
     }
 }
 
-impl<S: botgate_store::Store> super::SpentTokens for StoreSpentTokens<S> {
+impl<S: botgate_store::Store> super::ChallengeLedger for StoreLedger<S> {
+    fn count_wait<'a>(&'a self, client: IpAddr, until_ms: u64) -> super::BoxFuture<'a, u64> {
+        Box::pin(async move {
+            let key = format!("challenge-waits:{}", client_binding(client));
+            match self.store.count(&key, until_ms).await {
+                Ok(count) => count,
+                Err(err) => {
+                    tracing::warn!(%err, "cannot count a client's waited passes; allowing it");
+                    0
+                }
+            }
+        })
+    }
+
     fn spend<'a>(&'a self, token: &'a str, until_ms: u64) -> super::BoxFuture<'a, bool> {
         Box::pin(async move {
             let mut holder = [0u8; 16];
@@ -124,8 +197,8 @@ pub struct Submission {
     pub token: String,
     /// The proof-of-work counter (JavaScript page).
     pub counter: Option<String>,
-    /// The question's answer (fallback page).
-    pub answer: Option<String>,
+    /// Whether the client answers by having waited (the page without JavaScript).
+    pub waited: bool,
 }
 
 /// The keys and rules of challenges and passes.
@@ -145,6 +218,7 @@ struct VerifiedPass {
     domain: Box<str>,
     client: IpAddr,
     expires: u64,
+    kind: PassKind,
 }
 
 /// How many passes each thread remembers, and the longest cookie value it remembers
@@ -178,10 +252,6 @@ fn leading_zero_bits(digest: &[u8]) -> u32 {
     }
     bits
 }
-
-const NUMBER_WORDS: [&str; 10] = [
-    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-];
 
 impl Challenges {
     /// Challenges signed with `secret` (at least 32 bytes of randomness).
@@ -227,13 +297,40 @@ impl Challenges {
             .is_ok_and(|claimed| self.keyed(parts).verify_slice(&claimed).is_ok())
     }
 
-    /// A new challenge token for `domain` and `client`, issued at `now` (Unix seconds).
-    pub fn issue(&self, domain: &str, client: IpAddr, now: u64) -> String {
+    /// The difficulty of a new challenge: the configured one, raised while the website
+    /// is under attack.
+    pub fn difficulty(&self, under_attack: bool) -> u8 {
+        let extra = if under_attack {
+            self.config.attack_extra_bits
+        } else {
+            0
+        };
+        self.config
+            .difficulty
+            .saturating_add(extra)
+            .min(MAX_DIFFICULTY)
+    }
+
+    /// How long a client without JavaScript waits on a token of `difficulty` bits: the
+    /// configured wait, doubled for each bit above the configured difficulty (at most
+    /// half the time a token may take).
+    pub fn wait_for(&self, difficulty: u32) -> Duration {
+        let extra = difficulty.saturating_sub(u32::from(self.config.difficulty));
+        let factor = 1u32.checked_shl(extra.min(16)).unwrap_or(u32::MAX);
+        self.config
+            .wait
+            .saturating_mul(factor)
+            .min(self.config.solve_within / 2)
+    }
+
+    /// A new challenge token of `difficulty` bits for `domain` and `client`, issued at
+    /// `now` (Unix seconds).
+    pub fn issue(&self, domain: &str, client: IpAddr, now: u64, difficulty: u8) -> String {
         let mut nonce = [0u8; 12];
         getrandom::fill(&mut nonce).expect("the OS gives randomness");
         let nonce = URL_SAFE_NO_PAD.encode(nonce);
         let issued = now.to_string();
-        let difficulty = self.config.difficulty.to_string();
+        let difficulty = difficulty.min(MAX_DIFFICULTY).to_string();
         let binding = client_binding(client);
         let mac = self.mac(&["token", domain, &binding, &issued, &difficulty, &nonce]);
         format!(
@@ -242,32 +339,25 @@ impl Challenges {
         )
     }
 
-    /// The two numbers of the question fallback for a token's nonce.
-    fn question(&self, nonce: &str) -> (u8, u8) {
-        let digest = self.mac(&["question", nonce]);
-        (digest[0] % 10 + 1, digest[1] % 10 + 1)
-    }
-
-    /// The question a token's fallback asks, in words.
-    pub fn question_text(&self, token: &str) -> String {
-        let nonce = token.split('.').nth(3).unwrap_or_default();
-        let (a, b) = self.question(nonce);
-        format!(
-            "What is {} plus {}?",
-            NUMBER_WORDS[usize::from(a - 1)],
-            NUMBER_WORDS[usize::from(b - 1)]
-        )
+    /// The difficulty a token asks for (0 for what is not a token).
+    pub fn token_difficulty(token: &str) -> u32 {
+        token
+            .split('.')
+            .nth(2)
+            .and_then(|d| d.parse().ok())
+            .unwrap_or(0)
     }
 
     /// Checks a submission for `domain` from `client` at `now`; on success answers the
-    /// pass cookie's value.
+    /// kind of pass it earned (the caller spends the token, counts a wait, and then
+    /// makes the pass with [`Challenges::issue_pass`]).
     pub fn verify(
         &self,
         domain: &str,
         client: IpAddr,
         submission: &Submission,
         now: u64,
-    ) -> Result<String, Refusal> {
+    ) -> Result<PassKind, Refusal> {
         let parts: Vec<&str> = submission.token.split('.').collect();
         let [version, issued, difficulty, nonce, mac] = parts[..] else {
             return Err(Refusal::Malformed);
@@ -284,8 +374,8 @@ impl Challenges {
         if now > issued_at + self.config.solve_within.as_secs() || issued_at > now + 60 {
             return Err(Refusal::Expired);
         }
-        match (&submission.counter, &submission.answer) {
-            (Some(counter), _) if !counter.is_empty() => {
+        match &submission.counter {
+            Some(counter) if !counter.is_empty() => {
                 if counter.len() > 20 || !counter.bytes().all(|b| b.is_ascii_digit()) {
                     return Err(Refusal::Malformed);
                 }
@@ -297,31 +387,45 @@ impl Challenges {
                 if leading_zero_bits(&digest) < bits {
                     return Err(Refusal::WrongWork);
                 }
+                Ok(PassKind::Work)
             }
-            (_, Some(answer)) => {
-                if now < issued_at + self.config.question_min_delay.as_secs() {
+            _ if submission.waited => {
+                if now < issued_at + self.wait_for(bits).as_secs() {
                     return Err(Refusal::TooFast);
                 }
-                let (a, b) = self.question(nonce);
-                let expected = u32::from(a) + u32::from(b);
-                if answer.trim().parse::<u32>().ok() != Some(expected) {
-                    return Err(Refusal::WrongAnswer);
-                }
+                Ok(PassKind::Waited)
             }
-            _ => return Err(Refusal::Malformed),
+            _ => Err(Refusal::Malformed),
         }
-        Ok(self.pass(domain, client, now + self.config.pass_lifetime.as_secs()))
     }
 
-    /// A pass for `domain` and `client` that expires at `expires` (Unix seconds).
-    pub fn pass(&self, domain: &str, client: IpAddr, expires: u64) -> String {
+    /// How long a pass of `kind` lasts.
+    pub fn lifetime(&self, kind: PassKind) -> Duration {
+        match kind {
+            PassKind::Work => self.config.pass_lifetime,
+            PassKind::Waited => self.config.waited_pass_lifetime,
+        }
+    }
+
+    /// A new pass of `kind` for `domain` and `client`, earned at `now` (Unix seconds).
+    pub fn issue_pass(&self, domain: &str, client: IpAddr, kind: PassKind, now: u64) -> String {
+        self.pass(domain, client, kind, now + self.lifetime(kind).as_secs())
+    }
+
+    /// A pass of `kind` for `domain` and `client` that expires at `expires` (Unix
+    /// seconds).
+    pub fn pass(&self, domain: &str, client: IpAddr, kind: PassKind, expires: u64) -> String {
         let expires = expires.to_string();
-        let mac = self.mac(&["pass", domain, &client_binding(client), &expires]);
-        format!("{expires}.{}", URL_SAFE_NO_PAD.encode(mac))
+        let mac = self.mac(&[kind.label(), domain, &client_binding(client), &expires]);
+        let prefix = match kind {
+            PassKind::Work => "",
+            PassKind::Waited => "w",
+        };
+        format!("{prefix}{expires}.{}", URL_SAFE_NO_PAD.encode(mac))
     }
 
-    /// The state of the pass `cookie_header` carries (the request's `Cookie` values),
-    /// for `domain` and `client` at `now`.
+    /// The state of the pass the request's `Cookie` values carry (under either name),
+    /// for `domain` and `client` at `now`: the best of them.
     pub fn pass_state<'a>(
         &self,
         cookie_headers: impl IntoIterator<Item = &'a [u8]>,
@@ -335,11 +439,7 @@ impl Challenges {
             // Bytes, not text: only the pass's own value need be UTF-8, so the rest of
             // the header (every other cookie of the site) is split, not read.
             for pair in header.split(|&b| b == b';') {
-                let Some(value) = pair
-                    .trim_ascii()
-                    .strip_prefix(PASS_COOKIE.as_bytes())
-                    .and_then(|rest| rest.strip_prefix(b"="))
-                else {
+                let Some(value) = pass_value(pair.trim_ascii()) else {
                     continue;
                 };
                 let found = match std::str::from_utf8(value) {
@@ -349,7 +449,7 @@ impl Challenges {
                 if found == ChallengePass::Valid {
                     return found;
                 }
-                if found != ChallengePass::None && state != ChallengePass::Expired {
+                if rank(found) > rank(state) {
                     state = found;
                 }
             }
@@ -374,18 +474,23 @@ impl Challenges {
             .borrow()
             .get(value)
             .filter(|p| p.client == client && *p.domain == *domain)
-            .map(|p| p.expires);
-        let expires = match known {
-            Some(expires) => expires,
+            .map(|p| (p.expires, p.kind));
+        let (expires, kind) = match known {
+            Some(known) => known,
             None => {
                 let Some((expires, mac)) = value.split_once('.') else {
                     return ChallengePass::Invalid;
+                };
+                let (kind, expires) = match expires.strip_prefix('w') {
+                    Some(expires) => (PassKind::Waited, expires),
+                    None => (PassKind::Work, expires),
                 };
                 if *macs_left == 0 {
                     return ChallengePass::None;
                 }
                 *macs_left -= 1;
-                if !self.verify_mac(&["pass", domain, &client_binding(client), expires], mac) {
+                let binding = client_binding(client);
+                if !self.verify_mac(&[kind.label(), domain, &binding, expires], mac) {
                     return ChallengePass::Invalid;
                 }
                 let Ok(expires) = expires.parse::<u64>() else {
@@ -395,24 +500,30 @@ impl Challenges {
                     domain: domain.into(),
                     client,
                     expires,
+                    kind,
                 };
                 verified.borrow_mut().put(value, pass);
-                expires
+                (expires, kind)
             }
         };
-        if expires > now {
-            ChallengePass::Valid
-        } else {
-            ChallengePass::Expired
+        match kind {
+            _ if expires <= now => ChallengePass::Expired,
+            PassKind::Work => ChallengePass::Valid,
+            PassKind::Waited => ChallengePass::Waited,
         }
     }
 
-    /// The `Set-Cookie` value for a pass.
-    pub fn pass_cookie(&self, pass: &str, secure: bool) -> String {
+    /// The `Set-Cookie` value for a pass of `kind`: `Secure` under [`PASS_COOKIE`] over
+    /// HTTPS, else under [`PLAIN_PASS_COOKIE`].
+    pub fn pass_cookie(&self, pass: &str, kind: PassKind, https: bool) -> String {
+        let (name, secure) = if https {
+            (PASS_COOKIE, "; Secure")
+        } else {
+            (PLAIN_PASS_COOKIE, "")
+        };
         format!(
-            "{PASS_COOKIE}={pass}; Path=/; Max-Age={}; HttpOnly; SameSite=Lax{}",
-            self.config.pass_lifetime.as_secs(),
-            if secure { "; Secure" } else { "" }
+            "{name}={pass}; Path=/; Max-Age={}; HttpOnly; SameSite=Lax{secure}",
+            self.lifetime(kind).as_secs(),
         )
     }
 
@@ -422,6 +533,8 @@ impl Challenges {
         let note = note
             .map(|n| format!("<p><strong>{}</strong></p>", escape(n)))
             .unwrap_or_default();
+        let difficulty = Self::token_difficulty(token);
+        let wait = self.wait_for(difficulty).as_secs();
         let body = format!(
             "{note}<p>This website checks that visitors are people. Your browser is doing a \
              short calculation; you will be taken to the page in a moment.</p>\
@@ -432,19 +545,29 @@ impl Challenges {
              <input type=\"hidden\" name=\"return\" value=\"{return_to}\"></form>\
              <noscript><form method=\"post\" action=\"{VERIFY_PATH}\">\
              <input type=\"hidden\" name=\"token\" value=\"{token}\">\
+             <input type=\"hidden\" name=\"wait\" value=\"1\">\
              <input type=\"hidden\" name=\"return\" value=\"{return_to}\">\
-             <p><label>JavaScript is off. {question} \
-             <input name=\"answer\" inputmode=\"numeric\" size=\"4\" autocomplete=\"off\"></label> \
+             <p>JavaScript is off, so this takes a little longer: please wait \
+             <span id=\"botgate-wait\">{wait}</span> seconds, then \
              <button type=\"submit\">Continue</button></p></form></noscript>\
              <script>{script}</script>",
-            difficulty = self.config.difficulty,
             token = escape(token),
             return_to = escape(return_to),
-            question = escape(&self.question_text(token)),
             script = include_str!("assets/challenge.js"),
         );
         super::pages::document("Checking your browser", &body)
     }
+}
+
+/// The value of a pass cookie (under either name) in one `name=value` pair.
+fn pass_value(pair: &[u8]) -> Option<&[u8]> {
+    let (name, value) = pair.split_at(pair.iter().position(|&b| b == b'=')?);
+    is_pass_cookie(name).then(|| &value[1..])
+}
+
+/// Whether a cookie name is one of the gateway's pass cookies.
+pub fn is_pass_cookie(name: &[u8]) -> bool {
+    name == PASS_COOKIE.as_bytes() || name == PLAIN_PASS_COOKIE.as_bytes()
 }
 
 /// A safe place to return to after the challenge: a path on the same website (never
@@ -492,16 +615,25 @@ mod tests {
         Submission {
             token: token.into(),
             counter: Some(solve(token).unwrap().to_string()),
-            answer: None,
+            waited: false,
+        }
+    }
+
+    fn waited(token: &str) -> Submission {
+        Submission {
+            token: token.into(),
+            counter: None,
+            waited: true,
         }
     }
 
     /// The pass of a challenge for `example.com` and [`CLIENT`] issued at [`NOW`] and
     /// solved a second later.
     fn solved_pass(c: &Challenges) -> String {
-        let token = c.issue("example.com", CLIENT, NOW);
-        c.verify("example.com", CLIENT, &work(&token), NOW + 1)
-            .unwrap()
+        let token = c.issue("example.com", CLIENT, NOW, c.difficulty(false));
+        let kind = c.verify("example.com", CLIENT, &work(&token), NOW + 1);
+        assert_eq!(kind, Ok(PassKind::Work));
+        c.issue_pass("example.com", CLIENT, PassKind::Work, NOW + 1)
     }
 
     #[test]
@@ -606,7 +738,7 @@ mod tests {
     #[test]
     fn a_token_is_bound_to_site_client_and_time() {
         let c = challenges(8);
-        let token = c.issue("example.com", CLIENT, NOW);
+        let token = c.issue("example.com", CLIENT, NOW, 8);
         let sub = work(&token);
         let elsewhere = IpAddr::from([198, 51, 100, 1]);
         assert_eq!(
@@ -636,7 +768,7 @@ mod tests {
     #[test]
     fn wrong_work_is_refused() {
         let c = challenges(20);
-        let token = c.issue("example.com", CLIENT, NOW);
+        let token = c.issue("example.com", CLIENT, NOW, 20);
         let wrong = (0..)
             .find(|n| {
                 let d = Sha256::digest(format!("{token}:{n}"));
@@ -646,7 +778,7 @@ mod tests {
         let sub = Submission {
             token,
             counter: Some(wrong.to_string()),
-            answer: None,
+            waited: false,
         };
         assert_eq!(
             c.verify("example.com", CLIENT, &sub, NOW),
@@ -655,30 +787,95 @@ mod tests {
     }
 
     #[test]
-    fn the_question_fallback_needs_the_right_sum_and_a_moment() {
+    fn without_javascript_a_client_waits_and_gets_a_shorter_waited_pass() {
         let c = challenges(16);
-        let token = c.issue("example.com", CLIENT, NOW);
-        let nonce = token.split('.').nth(3).unwrap();
-        let (a, b) = c.question(nonce);
-        let text = c.question_text(&token);
-        assert!(text.contains(NUMBER_WORDS[usize::from(a - 1)]));
-        let answer = |n: u32| Submission {
-            token: token.clone(),
-            counter: None,
-            answer: Some(n.to_string()),
-        };
-        let right = u32::from(a) + u32::from(b);
+        let token = c.issue("example.com", CLIENT, NOW, 16);
+        let wait = c.wait_for(16).as_secs();
+        assert_eq!(wait, 5);
         assert_eq!(
-            c.verify("example.com", CLIENT, &answer(right), NOW),
+            c.verify("example.com", CLIENT, &waited(&token), NOW + wait - 1),
+            Err(Refusal::TooFast)
+        );
+        // Neither a counter nor the wait is no answer.
+        let neither = Submission {
+            waited: false,
+            ..waited(&token)
+        };
+        assert_eq!(
+            c.verify("example.com", CLIENT, &neither, NOW + wait),
+            Err(Refusal::Malformed)
+        );
+        assert_eq!(
+            c.verify("example.com", CLIENT, &waited(&token), NOW + wait),
+            Ok(PassKind::Waited)
+        );
+        // The waited pass is marked as such, lasts ten minutes, and is no work pass.
+        let pass = c.issue_pass("example.com", CLIENT, PassKind::Waited, NOW + wait);
+        assert!(pass.starts_with('w'), "{pass}");
+        let state = |value: &str, now| {
+            let cookie = format!("{PLAIN_PASS_COOKIE}={value}");
+            c.pass_state([cookie.as_bytes()], "example.com", CLIENT, now)
+        };
+        assert_eq!(state(&pass, NOW + wait + 1), ChallengePass::Waited);
+        assert_eq!(
+            state(&pass, NOW + wait + 1),
+            ChallengePass::Waited,
+            "remembered"
+        );
+        assert_eq!(state(&pass, NOW + wait + 600), ChallengePass::Expired);
+        let as_work = pass.trim_start_matches('w');
+        assert_eq!(state(as_work, NOW + wait + 1), ChallengePass::Invalid);
+        // A work pass beside it is the better of the two.
+        let work_pass = solved_pass(&c);
+        let both = format!("{PLAIN_PASS_COOKIE}={pass}; {PASS_COOKIE}={work_pass}");
+        assert_eq!(
+            c.pass_state([both.as_bytes()], "example.com", CLIENT, NOW + wait + 1),
+            ChallengePass::Valid
+        );
+    }
+
+    #[test]
+    fn under_attack_the_work_and_the_wait_grow() {
+        let c = challenges(16);
+        assert_eq!(c.difficulty(false), 16);
+        assert_eq!(c.difficulty(true), 19);
+        assert_eq!(c.wait_for(19), Duration::from_secs(40));
+        // The wait never outlasts half a token's life, however hard the work.
+        assert_eq!(c.wait_for(32), Duration::from_secs(150));
+        let token = c.issue("example.com", CLIENT, NOW, c.difficulty(true));
+        assert_eq!(Challenges::token_difficulty(&token), 19);
+        assert!(c.page(&token, "/", None).contains("data-difficulty=\"19\""));
+        assert!(c.page(&token, "/", None).contains(">40</span> seconds"));
+        assert_eq!(
+            c.verify("example.com", CLIENT, &waited(&token), NOW + 39),
             Err(Refusal::TooFast)
         );
         assert_eq!(
-            c.verify("example.com", CLIENT, &answer(right + 1), NOW + 3),
-            Err(Refusal::WrongAnswer)
+            c.verify("example.com", CLIENT, &waited(&token), NOW + 40),
+            Ok(PassKind::Waited)
         );
+    }
+
+    #[test]
+    fn plain_http_passes_have_a_name_of_their_own() {
+        let c = challenges(8);
+        let pass = solved_pass(&c);
+        let secure = c.pass_cookie(&pass, PassKind::Work, true);
         assert!(
-            c.verify("example.com", CLIENT, &answer(right), NOW + 3)
-                .is_ok()
+            secure.starts_with(&format!("{PASS_COOKIE}={pass};")),
+            "{secure}"
+        );
+        assert!(secure.ends_with("; Secure") && secure.contains("Max-Age=3600"));
+        let plain = c.pass_cookie(&pass, PassKind::Waited, false);
+        assert!(
+            plain.starts_with(&format!("{PLAIN_PASS_COOKIE}={pass};")),
+            "{plain}"
+        );
+        assert!(!plain.contains("Secure") && plain.contains("Max-Age=600"));
+        let cookie = format!("{PLAIN_PASS_COOKIE}={pass}");
+        assert_eq!(
+            c.pass_state([cookie.as_bytes()], "example.com", CLIENT, NOW + 2),
+            ChallengePass::Valid
         );
     }
 
@@ -688,7 +885,7 @@ mod tests {
         let a: IpAddr = "2001:db8:1:2::10".parse().unwrap();
         let b: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
         let other: IpAddr = "2001:db8:1:3::10".parse().unwrap();
-        let pass = c.pass("example.com", a, NOW + 60);
+        let pass = c.pass("example.com", a, PassKind::Work, NOW + 60);
         let cookie = format!("{PASS_COOKIE}={pass}");
         let state = |ip| c.pass_state([cookie.as_bytes()], "example.com", ip, NOW);
         assert_eq!(state(b), ChallengePass::Valid);

@@ -109,8 +109,8 @@ pub struct Gateway {
     pub metrics: metrics::Metrics,
     /// ACME challenge answers (from the store), for whichever gateway the CA reaches.
     pub acme_answers: Option<Arc<dyn AcmeAnswers>>,
-    /// The challenge tokens answered already.
-    pub spent_tokens: Arc<dyn SpentTokens>,
+    /// The challenge tokens answered already, and the waits each client had.
+    pub ledger: Arc<dyn ChallengeLedger>,
     /// The `Via` entry forwarded requests carry, and by which a request that comes
     /// back (an origin that leads to the gateway) is known.
     pub via: forwarding::Via,
@@ -131,12 +131,16 @@ pub trait AcmeAnswers: Send + Sync + 'static {
     ) -> BoxFuture<'a, Option<Arc<rustls::sign::CertifiedKey>>>;
 }
 
-/// Where challenge tokens are marked spent, for every gateway of a cluster, so that
-/// one token gives at most one pass ([`challenge::StoreSpentTokens`]).
-pub trait SpentTokens: Send + Sync + 'static {
+/// What challenges remember for every gateway of a cluster
+/// ([`challenge::StoreLedger`]): the tokens spent, so that one token gives at most one
+/// pass, and the waited passes each client had.
+pub trait ChallengeLedger: Send + Sync + 'static {
     /// Marks `token` spent until `until_ms` (ms since the Unix epoch); whether this call
     /// spent it (false: it was spent already).
     fn spend<'a>(&'a self, token: &'a str, until_ms: u64) -> BoxFuture<'a, bool>;
+    /// Counts one waited pass for `client` (its IPv4 address or IPv6 /64) in a window
+    /// that ends at `until_ms` (set by the window's first count); the count with this one.
+    fn count_wait<'a>(&'a self, client: std::net::IpAddr, until_ms: u64) -> BoxFuture<'a, u64>;
 }
 
 /// Why the gateway could not start.
@@ -161,7 +165,7 @@ impl Gateway {
         rulesets: Arc<Registry>,
         challenge_secret: Vec<u8>,
         acme_answers: Option<Arc<dyn AcmeAnswers>>,
-        spent_tokens: Arc<dyn SpentTokens>,
+        ledger: Arc<dyn ChallengeLedger>,
     ) -> Result<Arc<Gateway>, StartError> {
         let provider = tls::provider();
         let cache = Arc::new(cache::ResponseCache::new(&config.cache));
@@ -183,7 +187,7 @@ impl Gateway {
             websites,
             rulesets,
             acme_answers,
-            spent_tokens,
+            ledger,
         };
         Ok(Arc::new(gateway))
     }

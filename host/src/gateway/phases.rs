@@ -4,7 +4,7 @@
 use super::Gateway;
 use super::access_log::AccessEntry;
 use super::cache;
-use super::challenge::{self, Submission};
+use super::challenge::{self, PassKind, Submission};
 use super::forwarding;
 use super::io::{Activity, ActivityCount};
 use super::limits::Verdict;
@@ -324,9 +324,10 @@ impl Gateway {
                 // itself draws on the share kept for such clients, a new one is
                 // challenged (and comes back with a pass).
                 Verdict::WebsiteBusy => {
-                    if self.pass_of(&request, domain, client) != ChallengePass::Valid {
+                    if !challenge::holds_pass(self.pass_of(&request, domain, client)) {
                         record.action = "captcha";
-                        return self.challenge_page(target, connection, domain, site, None);
+                        let challenge = NewChallenge::for_target(target, true);
+                        return self.challenge_page(challenge, connection, domain, site);
                     }
                     if let Err(retry_after) = self.ddos.reserved(site) {
                         record.action = "busy";
@@ -358,8 +359,9 @@ impl Gateway {
             record.action = action_name(action);
             match action {
                 Action::Deny => return pages::denied(),
-                Action::Captcha if pass != ChallengePass::Valid => {
-                    return self.challenge_page(target, connection, domain, site, None);
+                Action::Captcha if !challenge::holds_pass(pass) => {
+                    let challenge = NewChallenge::for_target(target, under_attack);
+                    return self.challenge_page(challenge, connection, domain, site);
                 }
                 Action::Captcha | Action::Grant => {}
             }
@@ -441,18 +443,23 @@ impl Gateway {
     /// The challenge page, counted as a failed challenge until solved.
     fn challenge_page(
         &self,
-        target: &str,
+        challenge: NewChallenge<'_>,
         connection: &ConnectionInfo,
         domain: &str,
         site: u64,
-        note: Option<&str>,
     ) -> Response<Body> {
         let client = connection.client.ip();
         self.behaviour.challenge_served(site, client);
-        let token = self.challenges.issue(domain, client, unix_now());
-        let page = self
-            .challenges
-            .page(&token, challenge::safe_return(target), note);
+        let token = match challenge.token {
+            Some(token) => token.to_owned(),
+            None => {
+                let difficulty = self.challenges.difficulty(challenge.under_attack);
+                self.challenges
+                    .issue(domain, client, unix_now(), difficulty)
+            }
+        };
+        let return_to = challenge::safe_return(challenge.target);
+        let page = self.challenges.page(&token, return_to, challenge.note);
         pages::html(StatusCode::FORBIDDEN, page)
     }
 
@@ -496,27 +503,16 @@ impl Gateway {
             match key.as_ref() {
                 "token" => submission.token = value.into_owned(),
                 "counter" => submission.counter = Some(value.into_owned()),
-                "answer" => submission.answer = Some(value.into_owned()),
+                "wait" => submission.waited = value == "1",
                 "return" => return_to = value.into_owned(),
                 _ => {}
             }
         }
         let return_to = challenge::safe_return(&return_to).to_owned();
         let now = unix_now();
-        let mut verified = self.challenges.verify(domain, client, &submission, now);
-        // One pass per token, across the cluster: kept spent until it would expire.
-        if verified.is_ok() {
-            let until = now + self.challenges.config().solve_within.as_secs() + 60;
-            if !self
-                .spent_tokens
-                .spend(&submission.token, until.saturating_mul(1000))
-                .await
-            {
-                verified = Err(challenge::Refusal::Spent);
-            }
-        }
+        let verified = self.verified_pass(domain, client, &submission, now).await;
         match verified {
-            Ok(pass) => {
+            Ok((pass, kind)) => {
                 record.action = "challenge_solved";
                 self.behaviour.challenge_solved(site, client);
                 let mut response = Response::new(pages::empty());
@@ -525,9 +521,8 @@ impl Gateway {
                 if let Ok(location) = HeaderValue::from_str(&return_to) {
                     headers.insert(header::LOCATION, location);
                 }
-                if let Ok(cookie) =
-                    HeaderValue::from_str(&self.challenges.pass_cookie(&pass, connection.https))
-                {
+                let cookie = self.challenges.pass_cookie(&pass, kind, connection.https);
+                if let Ok(cookie) = HeaderValue::from_str(&cookie) {
                     headers.insert(header::SET_COOKIE, cookie);
                 }
                 headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -536,15 +531,55 @@ impl Gateway {
             Err(refusal) => {
                 record.action = "challenge_failed";
                 record.reason = refusal.to_string();
-                self.challenge_page(
-                    &return_to,
-                    connection,
-                    domain,
-                    site,
-                    Some(&format!("That did not work: {refusal}. Please try again.")),
-                )
+                let note = match refusal {
+                    challenge::Refusal::TooFast => {
+                        "Not yet: the wait is not over. Please wait a few more seconds, then continue."
+                            .to_owned()
+                    }
+                    other => format!("That did not work: {other}. Please try again."),
+                };
+                // Too early is no reason to start the wait again: the same token.
+                let token =
+                    (refusal == challenge::Refusal::TooFast).then_some(submission.token.as_str());
+                let challenge = NewChallenge {
+                    target: &return_to,
+                    under_attack: false,
+                    token,
+                    note: Some(&note),
+                };
+                self.challenge_page(challenge, connection, domain, site)
             }
         }
+    }
+
+    /// Verifies a submission, spends its token (one pass per token, across the
+    /// cluster, kept spent until it would expire) and counts a wait against the
+    /// client's hourly allowance; the pass earned and its kind.
+    async fn verified_pass(
+        &self,
+        domain: &str,
+        client: std::net::IpAddr,
+        submission: &Submission,
+        now: u64,
+    ) -> Result<(String, PassKind), challenge::Refusal> {
+        let kind = self.challenges.verify(domain, client, submission, now)?;
+        let config = self.challenges.config();
+        let until = now + config.solve_within.as_secs() + 60;
+        if !self
+            .ledger
+            .spend(&submission.token, until.saturating_mul(1000))
+            .await
+        {
+            return Err(challenge::Refusal::Spent);
+        }
+        if kind == PassKind::Waited {
+            let hour_ends = (now + 3600).saturating_mul(1000);
+            let waits = self.ledger.count_wait(client, hour_ends).await;
+            if waits > u64::from(config.waits_per_client_per_hour) {
+                return Err(challenge::Refusal::TooManyWaits);
+            }
+        }
+        Ok((self.challenges.issue_pass(domain, client, kind, now), kind))
     }
 
     /// Sends the request to an origin and streams its answer back.
@@ -700,6 +735,26 @@ async fn tunnel(
                     return;
                 }
             }
+        }
+    }
+}
+
+/// A challenge page to serve: where to return once solved, and either a new token
+/// (harder while the website is under attack) or the one the client still holds.
+struct NewChallenge<'a> {
+    target: &'a str,
+    under_attack: bool,
+    token: Option<&'a str>,
+    note: Option<&'a str>,
+}
+
+impl<'a> NewChallenge<'a> {
+    fn for_target(target: &'a str, under_attack: bool) -> Self {
+        NewChallenge {
+            target,
+            under_attack,
+            token: None,
+            note: None,
         }
     }
 }

@@ -15,6 +15,9 @@ pub use botgate::ruleset::types::{
 
 use botgate_model::Category;
 
+/// The WIT package this gateway implements, as `wit/ruleset.wit` declares it.
+pub const CONTRACT: &str = "botgate:ruleset@2.0.0";
+
 impl From<WitCategory> for Category {
     fn from(c: WitCategory) -> Self {
         match c {
@@ -27,5 +30,14 @@ impl From<WitCategory> for Category {
             WitCategory::SocialNetworks => Category::SocialNetworks,
             WitCategory::SuspiciousBehaviour => Category::SuspiciousBehaviour,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_contract_constant_is_the_wit_package() {
+        let wit = include_str!("../../../wit/ruleset.wit");
+        assert!(wit.contains(&format!("package {};", super::CONTRACT)));
     }
 }

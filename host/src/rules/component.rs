@@ -1,7 +1,7 @@
 //! One loaded rule component: validation on load, warm instances kept per thread, bounded
 //! calls, failure accounting and the switch-off of a component that keeps failing.
 
-use super::bindings::{ComponentInfo, Opinion, RequestFacts, Ruleset, RulesetPre};
+use super::bindings::{CONTRACT, ComponentInfo, Opinion, RequestFacts, Ruleset, RulesetPre};
 use super::cache::ComponentCache;
 use super::facts::smoke_facts;
 use super::sandbox::{GuestState, Sandbox};
@@ -37,8 +37,12 @@ pub enum LoadError {
         "imports `{0}`, which botgate does not provide (rule components may import only WASI, which traps, and botgate:ruleset types)"
     )]
     ForeignImport(String),
-    #[error("is not a `botgate:ruleset/ruleset@1.x` component (wrong world): {0}")]
+    #[error("is not a `{CONTRACT}` component (wrong world): {0}")]
     WrongWorld(String),
+    #[error(
+        "was built against `botgate:ruleset@{found}`, and this gateway runs `{CONTRACT}`: rebuild it with the matching SDK"
+    )]
+    OtherContract { found: String },
     #[error("cannot be instantiated: {0}")]
     Instantiate(String),
     #[error("`info` failed: {0}")]
@@ -194,6 +198,7 @@ impl LoadedComponent {
             .compile(engine, bytes, &hash)
             .map_err(|e| LoadError::Compile(format!("{e:#}")))?;
         Self::check_imports(&component, engine)?;
+        Self::check_contract(&component, engine)?;
 
         let mut linker: Linker<GuestState> = Linker::new(engine);
         // Every import (WASI included) becomes a function that traps: guests get no
@@ -251,6 +256,22 @@ impl LoadedComponent {
                 matches!(item.ty, ComponentItem::Type(_) | ComponentItem::Resource(_));
             if !allowed && !harmless_type {
                 return Err(LoadError::ForeignImport(name.to_owned()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses, naming both versions, a component that exports the rules of another
+    /// version of the contract (its types differ from this gateway's).
+    fn check_contract(component: &Component, engine: &wasmtime::Engine) -> Result<(), LoadError> {
+        let current = CONTRACT.trim_start_matches("botgate:ruleset@");
+        for (name, _) in component.component_type().exports(engine) {
+            if let Some(found) = name.strip_prefix("botgate:ruleset/rules@")
+                && found.split('.').next() != current.split('.').next()
+            {
+                return Err(LoadError::OtherContract {
+                    found: found.to_owned(),
+                });
             }
         }
         Ok(())

@@ -165,6 +165,13 @@ fn ddos_protection_advanced_challenges_new_clients_under_attack() {
     let newcomer = get_from(&gateway, "attacked.example", 99);
     assert_eq!(newcomer.status, 403);
     assert!(newcomer.text().contains("/.botgate/challenge"));
+    // The work is harder (16 + 3 bits), and so is the wait without JavaScript (8 × 5 s).
+    assert!(
+        newcomer.text().contains("data-difficulty=\"19\""),
+        "{}",
+        newcomer.text()
+    );
+    assert!(newcomer.text().contains(">40</span> seconds"));
 }
 
 /// A browser's GET of `host` from the loopback address `127.0.0.<last>`.

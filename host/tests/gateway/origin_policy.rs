@@ -179,6 +179,7 @@ fn a_request_that_comes_back_is_answered_508_at_once() -> Result<()> {
     assert_eq!(answer.status, 508, "{}", answer.text());
     assert!(answer.text().contains("Loop detected"));
     assert!(access_line(&b, "/looped").contains("action=\"loop\""));
+    access_line(&a, "/looped");
     // The request went round once: one access line for it on each gateway.
     let count = |g: &Gateway| {
         g.log()

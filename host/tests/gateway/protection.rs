@@ -1,10 +1,10 @@
 //! Protection: every category reaches its action through the real components, the
-//! challenge is solved by a client doing the proof of work (or answering the question
-//! without JavaScript) and then passes, and the master switch and `paused` let
-//! everything through.
+//! challenge is solved by a client doing the proof of work (or waiting, without
+//! JavaScript) and then passes, and the master switch and `paused` let everything
+//! through.
 
 use super::*;
-use botgate_host::gateway::challenge::{PASS_COOKIE, VERIFY_PATH, solve};
+use botgate_host::gateway::challenge::{PASS_COOKIE, PLAIN_PASS_COOKIE, VERIFY_PATH, solve};
 
 const GOOGLEBOT: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
 
@@ -292,7 +292,7 @@ fn a_solved_challenge_lets_the_client_through_without_loops() {
     assert_eq!(answer.status, 303, "{}", answer.text());
     assert_eq!(answer.header("location"), Some("/page-2?x=1"));
     let cookie = pass_cookie(&answer);
-    assert!(cookie.starts_with(&format!("{PASS_COOKIE}=")));
+    assert!(cookie.starts_with(&format!("{PLAIN_PASS_COOKIE}=")));
     // The same answer sent again gives no second pass.
     for _ in 0..2 {
         let replayed = submit();
@@ -365,49 +365,185 @@ fn a_solved_challenge_lets_the_client_through_without_loops() {
 }
 
 #[test]
-fn clients_without_javascript_answer_the_question() {
+fn clients_without_javascript_wait_for_a_shorter_pass_the_rules_see_as_such() {
     let origin = origin("site");
-    let gateway = challenging_gateway(&origin, "nojs.example");
-    let page = get(gateway.http, "nojs.example", "/article")
-        .unwrap()
-        .text();
-    assert!(page.contains("<noscript>"), "{page}");
-    let question = page
-        .split("What is ")
-        .nth(1)
-        .unwrap()
-        .split('?')
-        .next()
-        .unwrap();
-    let words = [
-        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    ];
-    let number = |w: &str| words.iter().position(|x| *x == w).unwrap() + 1;
-    let (a, b) = question.split_once(" plus ").unwrap();
-    let sum = (number(a) + number(b)).to_string();
-    std::thread::sleep(Duration::from_millis(2100));
-    let answer = send(
-        gateway.http,
-        post_form(
-            "nojs.example",
-            &[
-                ("token", &token_of(&page)),
-                ("answer", &sum),
-                ("return", "/article"),
-            ],
-        ),
+    let gateway = gateway(
+        origin.address.port(),
+        &[
+            "--challenge-wait-seconds",
+            "1",
+            "--challenge-waits-per-hour",
+            "2",
+        ],
+    );
+    // A text browser is an unrecognised client (suspicious, denied here) unless it holds
+    // a pass; people are challenged.
+    let mut settings = challenging_humans();
+    settings["rules"]["suspicious_behaviour"] = json!("deny");
+    add_website(
+        &gateway,
+        json!({"domain": "nojs.example", "ip": ["127.0.0.1"], "settings": settings}),
     )
     .unwrap();
+    let host = "nojs.example";
+    let lynx = "Lynx/2.9.0dev.12 libwww-FM/2.14 SSL-MM/1.4.1 GNUTLS/3.7.8";
+    let page = get(gateway.http, host, "/article").unwrap().text();
+    assert!(page.contains("<noscript>"), "{page}");
+    assert!(page.contains("name=\"wait\" value=\"1\""), "{page}");
+    assert!(!page.contains("What is"), "no question to answer: {page}");
+    let token = token_of(&page);
+    let waited = |token: &str| {
+        send(
+            gateway.http,
+            post_form(
+                host,
+                &[("token", token), ("wait", "1"), ("return", "/article")],
+            ),
+        )
+        .unwrap()
+    };
+    // Too early: refused, and the same token comes back so the wait goes on.
+    let early = waited(&token);
+    assert_eq!(early.status, 403, "{}", early.text());
+    assert!(early.header("set-cookie").is_none());
+    assert!(early.text().contains("Not yet"), "{}", early.text());
+    assert_eq!(token_of(&early.text()), token);
+    std::thread::sleep(Duration::from_millis(2100));
+    let answer = waited(&token);
     assert_eq!(answer.status, 303, "{}", answer.text());
+    let set = answer.header("set-cookie").unwrap();
+    assert!(set.starts_with("botgate_pass_plain=w"), "{set}");
+    assert!(
+        set.contains("Max-Age=600") && !set.contains("Secure"),
+        "{set}"
+    );
     let cookie = pass_cookie(&answer);
+    // The text browser now passes, and the rules saw a waited pass.
     let through = send(
         gateway.http,
-        Outgoing::get("nojs.example", "/article")
-            .browser()
-            .header("cookie", cookie),
+        with_ua(host, "/article", lynx).header("cookie", cookie.clone()),
     )
     .unwrap();
-    assert_eq!(through.status, 200);
+    assert_eq!(through.status, 200, "{}", through.text());
+    botgate_tests::servers::wait_until(
+        Duration::from_secs(5),
+        || gateway.log().contains("reason=classifier.waited-pass"),
+        || gateway.log(),
+    )
+    .unwrap();
+    let without = send(gateway.http, with_ua(host, "/article", lynx)).unwrap();
+    assert_eq!(without.status, 403);
+    // Two waited passes an hour per client: the third is refused, naming JavaScript.
+    let second = get(gateway.http, host, "/").unwrap().text();
+    let token = token_of(&second);
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(waited(&token).status, 303);
+    let third = get(gateway.http, host, "/").unwrap().text();
+    let token = token_of(&third);
+    std::thread::sleep(Duration::from_millis(1100));
+    let refused = waited(&token);
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    assert!(refused.header("set-cookie").is_none());
+    assert!(
+        refused.text().contains("turn JavaScript on"),
+        "{}",
+        refused.text()
+    );
+    // The proof of work is not limited.
+    let page = get(gateway.http, host, "/").unwrap().text();
+    let token = token_of(&page);
+    let counter = solve(&token).unwrap().to_string();
+    let worked = send(
+        gateway.http,
+        post_form(host, &[("token", &token), ("counter", &counter)]),
+    )
+    .unwrap();
+    assert_eq!(worked.status, 303, "{}", worked.text());
+}
+
+/// A browser's cookie jar, as far as the pass needs: a cookie set over plain HTTP is
+/// ignored when the jar holds a `Secure` cookie of that name (RFC 6265bis §5.7, "leave
+/// secure cookies alone"), and `Secure` cookies are sent over HTTPS only.
+#[derive(Default)]
+struct Jar {
+    /// (name, value, secure)
+    cookies: Vec<(String, String, bool)>,
+}
+
+impl Jar {
+    fn set(&mut self, set_cookie: &str, https: bool) {
+        let (pair, attributes) = set_cookie.split_once(';').unwrap_or((set_cookie, ""));
+        let (name, value) = pair.split_once('=').unwrap();
+        let secure = attributes
+            .split(';')
+            .any(|a| a.trim().eq_ignore_ascii_case("secure"));
+        if !https && self.cookies.iter().any(|(n, _, s)| n == name && *s) {
+            return;
+        }
+        self.cookies.retain(|(n, _, _)| n != name);
+        self.cookies.push((name.into(), value.into(), secure));
+    }
+
+    fn header(&self, https: bool) -> String {
+        self.cookies
+            .iter()
+            .filter(|(_, _, secure)| https || !secure)
+            .map(|(n, v, _)| format!("{n}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+#[test]
+fn a_pass_earned_over_https_does_not_loop_a_visitor_on_plain_http() {
+    let origin = origin("site");
+    let gateway = challenging_gateway(&origin, "both.example");
+    let host = "both.example";
+    let mut jar = Jar::default();
+    let tls = Visit {
+        tls_name: Some(host.into()),
+        ..Visit::default()
+    };
+    let plain = Visit::default();
+    let visit = |https: bool, request: Outgoing<'_>| {
+        let (listener, visit) = if https {
+            (gateway.https, &tls)
+        } else {
+            (gateway.http, &plain)
+        };
+        visitor::send(listener, visit, request).unwrap()
+    };
+    // Challenged and solved, first over HTTPS, then over plain HTTP (the `Secure`
+    // pass is not sent there): each time the next page is served.
+    for https in [true, false] {
+        let page = visit(https, Outgoing::get(host, "/").browser());
+        assert_eq!(page.status, 403, "https={https}");
+        let token = token_of(&page.text());
+        let counter = solve(&token).unwrap().to_string();
+        let mut answer = post_form(host, &[("token", &token), ("counter", &counter)]);
+        let cookies = jar.header(https);
+        if !cookies.is_empty() {
+            answer = answer.header("cookie", cookies);
+        }
+        let solved = visit(https, answer);
+        assert_eq!(solved.status, 303, "https={https}: {}", solved.text());
+        jar.set(solved.header("set-cookie").unwrap(), https);
+        let next = visit(
+            https,
+            Outgoing::get(host, "/")
+                .browser()
+                .header("cookie", jar.header(https)),
+        );
+        assert_eq!(next.status, 200, "https={https}: challenged again");
+    }
+    // Both passes now go over HTTPS; the page is served there too.
+    let again = visit(
+        true,
+        Outgoing::get(host, "/")
+            .browser()
+            .header("cookie", jar.header(true)),
+    );
+    assert_eq!(again.status, 200);
 }
 
 #[test]
@@ -817,6 +953,11 @@ fn a_busy_website_challenges_newcomers_and_keeps_a_share_for_visitors_with_a_pas
     let page = from(46, Outgoing::get(host, "/").browser());
     assert_eq!(page.status, 403, "{}", page.text());
     let token = token_of(&page.text());
+    assert_eq!(
+        token.split('.').nth(2),
+        Some("11"),
+        "the work is harder while the website is busy"
+    );
     let counter = solve(&token).unwrap().to_string();
     let solved = from(
         46,

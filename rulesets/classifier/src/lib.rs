@@ -18,7 +18,8 @@
 //! 7. **Humans** for a browser user agent that tripped nothing.
 //!
 //! A valid challenge pass softens the weak signals, marked *weak* below: a client that
-//! holds one and trips only weak signals is `humans` (`classifier.valid-pass`). Strong
+//! holds one and trips only weak signals is `humans` (`classifier.valid-pass`, or
+//! `classifier.waited-pass` for the pass a client without JavaScript waited for). Strong
 //! signals (attacks, scanners, known crawlers, automation, consistency, floods, crawl
 //! patterns) are not softened.
 //!
@@ -129,6 +130,7 @@
 //! Everything else:
 //! - `classifier.browser` → humans 50: a browser user agent that tripped nothing.
 //! - `classifier.valid-pass` → humans 50: a valid pass and only weak signals.
+//! - `classifier.waited-pass` → humans 40: the same with a waited pass.
 //! - `classifier.mobile-app-client` → services-and-payments 45: an app's HTTP stack
 //!   (`CFNetwork/`, `Dalvik/`).
 //!
@@ -269,7 +271,7 @@ const ASSET_DESTINATIONS: &[&str] = &[
 /// The pooled signals of steps 4 to 6: the strongest wins, the first of equals.
 struct Verdict {
     best: Option<(Category, u8, &'static str)>,
-    /// The client holds a valid challenge pass.
+    /// The client holds a valid challenge pass (earned by work or by waiting).
     pass: bool,
     /// A weak signal was dropped because of the pass.
     softened: bool,
@@ -341,7 +343,10 @@ fn classify(req: &Request<'_>) -> Option<Opinion> {
     }
     let mut verdict = Verdict {
         best: None,
-        pass: req.challenge() == ChallengePass::Valid,
+        pass: matches!(
+            req.challenge(),
+            ChallengePass::Valid | ChallengePass::Waited
+        ),
         softened: false,
     };
     if let Some((category, confidence, reason)) = class.and_then(table_opinion) {
@@ -453,6 +458,8 @@ fn classify(req: &Request<'_>) -> Option<Opinion> {
     // 7. Humans and the rest.
     if browser {
         opinion(Category::Humans, 50, "classifier.browser")
+    } else if verdict.softened && req.challenge() == ChallengePass::Waited {
+        opinion(Category::Humans, 40, "classifier.waited-pass")
     } else if verdict.softened {
         opinion(Category::Humans, 50, "classifier.valid-pass")
     } else if scan.has(Marker::MobileApp) {

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use botgate_api::{Api, ApiConfig, IssuanceLimits};
 use botgate_host::gateway::access_log::AccessLog;
 use botgate_host::gateway::cache::CacheConfig;
-use botgate_host::gateway::challenge::{ChallengeConfig, SECRET_NAME, StoreSpentTokens};
+use botgate_host::gateway::challenge::{ChallengeConfig, SECRET_NAME, StoreLedger};
 use botgate_host::gateway::crawlers::CrawlerConfig;
 use botgate_host::gateway::crawlers::reverse_dns::ReverseDnsConfig;
 use botgate_host::gateway::crawlers::sources::Source;
@@ -255,6 +255,25 @@ pub struct DataPlaneArgs {
     /// Seconds a solved challenge lets a client pass.
     #[arg(long, env = "BOTGATE_CHALLENGE_PASS_SECONDS", default_value = "3600")]
     challenge_pass_seconds: u64,
+    /// Bits added to the challenge's difficulty while a website is under attack or
+    /// over its rate (each doubles the work, and the wait without JavaScript).
+    #[arg(long, env = "BOTGATE_CHALLENGE_ATTACK_EXTRA_BITS", default_value = "3",
+          value_parser = clap::value_parser!(u8).range(0..=16))]
+    challenge_attack_extra_bits: u8,
+    /// Seconds a client without JavaScript waits for a pass at the base difficulty (at
+    /// least as long as the proof of work takes a typical browser).
+    #[arg(long, env = "BOTGATE_CHALLENGE_WAIT_SECONDS", default_value = "5")]
+    challenge_wait_seconds: u64,
+    /// Seconds a pass earned by waiting (without JavaScript) lets a client pass.
+    #[arg(
+        long,
+        env = "BOTGATE_CHALLENGE_WAITED_PASS_SECONDS",
+        default_value = "600"
+    )]
+    challenge_waited_pass_seconds: u64,
+    /// Passes earned by waiting that one client (IPv4 address or IPv6 /64) gets per hour.
+    #[arg(long, env = "BOTGATE_CHALLENGE_WAITS_PER_HOUR", default_value = "12")]
+    challenge_waits_per_hour: u32,
     /// `ddos_protection`: requests a second one client may make to one website.
     #[arg(long, env = "BOTGATE_DDOS_CLIENT_RATE", default_value = "20")]
     ddos_client_rate: NonZeroU32,
@@ -400,7 +419,13 @@ impl DataPlaneArgs {
             },
             challenge: ChallengeConfig {
                 difficulty: self.challenge_difficulty,
+                attack_extra_bits: self.challenge_attack_extra_bits,
                 pass_lifetime: Duration::from_secs(self.challenge_pass_seconds.max(1)),
+                wait: Duration::from_secs(self.challenge_wait_seconds.max(1)),
+                waited_pass_lifetime: Duration::from_secs(
+                    self.challenge_waited_pass_seconds.max(1),
+                ),
+                waits_per_client_per_hour: self.challenge_waits_per_hour,
                 ..ChallengeConfig::default()
             },
             ddos: DdosConfig {
@@ -522,15 +547,8 @@ async fn serve(args: ServeArgs, registry: Arc<Registry>, stderr: BatchedWriter) 
     let answers: Option<Arc<dyn AcmeAnswers>> = acme_config.as_ref().map(|_| {
         Arc::new(StoreAnswers::new(store.clone(), tls::provider())) as Arc<dyn AcmeAnswers>
     });
-    let spent_tokens = Arc::new(StoreSpentTokens::new(store.clone()));
-    let gateway = Gateway::new(
-        config,
-        websites.clone(),
-        registry,
-        secret,
-        answers,
-        spent_tokens,
-    )?;
+    let ledger = Arc::new(StoreLedger::new(store.clone()));
+    let gateway = Gateway::new(config, websites.clone(), registry, secret, answers, ledger)?;
     gateway.spawn_housekeeping();
     let (tls, quic) = gateway.tls_configs()?;
 

@@ -699,4 +699,138 @@ mod tests {
             agree(head.as_bytes()).unwrap();
         }
     }
+
+    /// A response body of pieces, with the exact length it claims (if any).
+    struct Pieces {
+        pieces: std::collections::VecDeque<Result<Bytes, &'static str>>,
+        claims: Option<u64>,
+    }
+
+    impl hyper::body::Body for Pieces {
+        type Data = Bytes;
+        type Error = crate::gateway::pages::BoxError;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+            Poll::Ready(self.pieces.pop_front().map(|piece| {
+                piece
+                    .map(hyper::body::Frame::data)
+                    .map_err(|err| err.into())
+            }))
+        }
+
+        fn size_hint(&self) -> hyper::body::SizeHint {
+            self.claims.map_or_else(
+                hyper::body::SizeHint::default,
+                hyper::body::SizeHint::with_exact,
+            )
+        }
+    }
+
+    fn pieces(pieces: &[Result<&'static [u8], &'static str>], claims: Option<u64>) -> Body {
+        let pieces = pieces
+            .iter()
+            .map(|piece| piece.map(Bytes::from_static))
+            .collect();
+        Pieces { pieces, claims }.boxed_unsync()
+    }
+
+    /// What `write_response` puts on the wire for `response` (the `date` line cut out),
+    /// or the error that closes the connection.
+    fn wire(response: Response<Body>, head_request: bool, close: bool) -> Result<String, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut sent = Vec::new();
+        let mut out = Vec::new();
+        runtime
+            .block_on(write_response(
+                &mut sent,
+                &mut out,
+                response,
+                head_request,
+                close,
+            ))
+            .map_err(|err| err.to_string())?;
+        let text = String::from_utf8(sent).unwrap();
+        let date = text.find("date: ").expect("a date line");
+        let end = date + text[date..].find("\r\n").unwrap() + 2;
+        Ok(format!("{}{}", &text[..date], &text[end..]))
+    }
+
+    fn response(status: u16, headers: &[(&str, &str)], body: Body) -> Response<Body> {
+        let mut response = Response::builder().status(status);
+        for (name, value) in headers {
+            response = response.header(*name, *value);
+        }
+        response.body(body).unwrap()
+    }
+
+    /// Responses as handlers and origins give them, and the bytes the loop writes: its
+    /// own framing (a length when the body's is known, else chunks), none for HEAD, 1xx,
+    /// 204 and 304, no hop-by-hop header of the origin's, and an error (the connection
+    /// closes) when a body breaks off or ends short of its length.
+    #[test]
+    fn responses_go_out_framed_as_the_table_says() {
+        use crate::gateway::pages::{empty, full};
+        let big: &'static [u8] = Box::leak(vec![b'b'; 40 * 1024].into_boxed_slice());
+        let big_wire = format!(
+            "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nhi\r\na000\r\n{}\r\n0\r\n\r\n",
+            "b".repeat(40 * 1024)
+        );
+        // (what, the response, a HEAD request, closing, the bytes or the error)
+        type Row = (
+            &'static str,
+            Response<Body>,
+            bool,
+            bool,
+            Result<String, String>,
+        );
+        let table: Vec<Row> = vec![
+            ("a known length", response(200, &[("x-a", "1")], full("hello")), false, false,
+             Ok("HTTP/1.1 200 OK\r\nx-a: 1\r\ncontent-length: 5\r\n\r\nhello".into())),
+            ("an empty body", response(200, &[], empty()), false, false,
+             Ok("HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n".into())),
+            ("the origin's framing and connection headers", response(200,
+                &[("content-length", "99"), ("transfer-encoding", "chunked"), ("connection", "keep-alive")],
+                full("hello")), false, false,
+             Ok("HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello".into())),
+            ("an unknown length goes in chunks", response(200, &[],
+                pieces(&[Ok(b"hello"), Ok(b""), Ok(b" world")], None)), false, false,
+             Ok("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n".into())),
+            ("a large piece beside what is gathered", response(200, &[],
+                pieces(&[Ok(b"hi"), Ok(big)], None)), false, false, Ok(big_wire)),
+            ("HEAD of the gateway's own page says its length", response(404, &[], full("gone")), true, false,
+             Ok("HTTP/1.1 404 Not Found\r\ncontent-length: 4\r\n\r\n".into())),
+            ("HEAD keeps the origin's length", response(200, &[("content-length", "1234")], empty()), true, false,
+             Ok("HTTP/1.1 200 OK\r\ncontent-length: 1234\r\n\r\n".into())),
+            ("204 has no body", response(204, &[], full("ignored")), false, false,
+             Ok("HTTP/1.1 204 No Content\r\n\r\n".into())),
+            ("304 keeps the validators' length", response(304, &[("content-length", "5"), ("etag", "\"e\"")], empty()), false, false,
+             Ok("HTTP/1.1 304 Not Modified\r\ncontent-length: 5\r\netag: \"e\"\r\n\r\n".into())),
+            ("closing says so", response(200, &[], full("ok")), false, true,
+             Ok("HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok".into())),
+            ("a body that breaks off", response(200, &[],
+                pieces(&[Ok(b"hel"), Err("origin went away")], None)), false, false,
+             Err("origin went away".into())),
+            ("a body short of its length", response(200, &[],
+                pieces(&[Ok(b"hel")], Some(5))), false, false,
+             Err("the body ended short of its length".into())),
+            ("a body past its length", response(200, &[],
+                pieces(&[Ok(b"hello!")], Some(5))), false, false,
+             Err("the body ran past its length".into())),
+        ];
+        let mut wrong = Vec::new();
+        for (name, response, head_request, close, expected) in table {
+            let came = wire(response, head_request, close);
+            if came != expected {
+                wrong.push(format!(
+                    "{name}:\n  expected {expected:?}\n  came     {came:?}"
+                ));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
 }

@@ -734,6 +734,12 @@ impl hyper::body::Body for ResponseBody {
                             return this
                                 .fail(Http1Error::MalformedChunk("LF within a chunk-size line"));
                         }
+                        // The bound holds however the line arrived (whole in one read,
+                        // or in pieces).
+                        Ok(httparse::Status::Complete((length, _))) if length > MAX_CHUNK_LINE => {
+                            return this
+                                .fail(Http1Error::MalformedChunk("chunk-size line too long"));
+                        }
                         Ok(httparse::Status::Complete((length, size))) => {
                             connection.read.advance(length);
                             this.framing = Framing::Chunked(if size == 0 {
@@ -812,6 +818,7 @@ impl hyper::body::Body for ResponseBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn content_length_is_digits_or_one_repeated_value() {
@@ -835,5 +842,640 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
+    }
+
+    /// The origin's side of one connection, scripted by the test over loopback: the
+    /// client side is the gateway's [`Connection`] exactly as it talks to origins.
+    async fn pair() -> (Connection, TcpStream) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap());
+        let (client, accepted) = tokio::join!(client, listener.accept());
+        let connection = Connection::new(Stream::Plain(client.unwrap()));
+        (connection, accepted.unwrap().0)
+    }
+
+    /// A request body of pieces whose length is not known beforehand (as a client's
+    /// chunked upload).
+    struct Pieces(std::collections::VecDeque<Bytes>);
+
+    impl hyper::body::Body for Pieces {
+        type Data = Bytes;
+        type Error = BoxError;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+            Poll::Ready(self.0.pop_front().map(|piece| Ok(Frame::data(piece))))
+        }
+    }
+
+    fn pieces(pieces: &[&'static [u8]]) -> Body {
+        Pieces(pieces.iter().map(|p| Bytes::from_static(p)).collect()).boxed_unsync()
+    }
+
+    fn request(method: Method, headers: &[(&str, &str)]) -> http::request::Parts {
+        let mut request = http::Request::builder().method(method).uri("/p?q=1");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.body(()).unwrap().into_parts().0
+    }
+
+    /// Reads one request from the origin's side: the head, then `body` more bytes.
+    async fn read_request(origin: &mut TcpStream, body: usize) -> Vec<u8> {
+        use tokio::io::AsyncReadExt;
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            if let Some(end) = memchr::memmem::find(&got, b"\r\n\r\n")
+                && got.len() >= end + 4 + body
+            {
+                return got;
+            }
+            match origin.read(&mut buf).await.unwrap() {
+                0 => return got,
+                n => got.extend_from_slice(&buf[..n]),
+            }
+        }
+    }
+
+    /// What came of one exchange, as the table states it.
+    #[derive(Debug, PartialEq)]
+    enum Came {
+        /// The status, the body, and whether the connection could carry another request.
+        Answer(u16, Vec<u8>, bool),
+        /// The exchange or the body failed, with this error.
+        Failed(&'static str),
+    }
+
+    fn kind(err: &Http1Error) -> &'static str {
+        match err {
+            Http1Error::Stale(_) => "Stale",
+            Http1Error::Write(_) => "Write",
+            Http1Error::Read(_) => "Read",
+            Http1Error::ClosedInHead => "ClosedInHead",
+            Http1Error::MalformedHead(_) => "MalformedHead",
+            Http1Error::HeadTooLarge => "HeadTooLarge",
+            Http1Error::UnaskedUpgrade => "UnaskedUpgrade",
+            Http1Error::BodyCut(_) => "BodyCut",
+            Http1Error::ChunkedCut => "ChunkedCut",
+            Http1Error::MalformedChunk(_) => "MalformedChunk",
+            Http1Error::RequestBody(_) => "RequestBody",
+            Http1Error::RequestLength(_) => "RequestLength",
+        }
+    }
+
+    /// Sends a `method` request with no body, has the origin answer `answer` and close
+    /// its side, and reads the response to its end.
+    async fn answered(method: Method, answer: Vec<u8>) -> (Came, Option<http::HeaderMap>) {
+        let (mut connection, mut origin) = pair().await;
+        let origin_side = async move {
+            read_request(&mut origin, 0).await;
+            origin.write_all(&answer).await.unwrap();
+            origin.shutdown().await.unwrap();
+            // Kept open for reading until the client is done.
+            origin
+        };
+        let client_side = async {
+            let parts = request(method, &[("host", "origin.example")]);
+            let head = match connection
+                .exchange(&parts, &mut crate::gateway::pages::empty(), false)
+                .await
+            {
+                Ok(head) => head,
+                Err(err) => return (Came::Failed(kind(&err)), None),
+            };
+            let status = head.parts.status.as_u16();
+            let headers = head.parts.headers.clone();
+            let mut body = ResponseBody::new(&head, connection);
+            let mut bytes = Vec::new();
+            while let Some(frame) = body.frame().await {
+                match frame {
+                    Ok(frame) => bytes.extend_from_slice(&frame.into_data().unwrap()),
+                    Err(err) => return (Came::Failed(kind(&err)), Some(headers)),
+                }
+            }
+            let reusable = body.take_reusable().is_some();
+            (Came::Answer(status, bytes, reusable), Some(headers))
+        };
+        let run = async { tokio::join!(origin_side, client_side).1 };
+        tokio::time::timeout(Duration::from_secs(10), run)
+            .await
+            .expect("the exchange ended")
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    fn ok(status: u16, body: &str, reusable: bool) -> Came {
+        Came::Answer(status, body.as_bytes().to_vec(), reusable)
+    }
+
+    /// Response heads and bodies as origins send them, well formed or not, and what the
+    /// origin client makes of each: the framing of RFC 9112 §6.3, and a refusal (never
+    /// a guess) for what is malformed, over a limit or cut short.
+    #[test]
+    fn responses_are_framed_or_refused_as_the_table_says() {
+        let status = "HTTP/1.1 200 OK\r\n";
+        let long_ext = format!("5;{}\r\nhello\r\n0\r\n\r\n", "e".repeat(5000));
+        let long_trailer = format!("0\r\nx-t: {}", "t".repeat(20_000));
+        let long_head = format!(
+            "{status}x-big: {}\r\ncontent-length: 0\r\n\r\n",
+            "b".repeat(70_000)
+        );
+        let many_lines = format!(
+            "{status}{}content-length: 0\r\n\r\n",
+            "x-a: 1\r\n".repeat(200)
+        );
+        let chunked = "transfer-encoding: chunked\r\n";
+        let table: Vec<(&str, Method, String, Came)> = vec![
+            // Content-Length forms.
+            (
+                "length",
+                Method::GET,
+                format!("{status}content-length: 5\r\n\r\nhello"),
+                ok(200, "hello", true),
+            ),
+            (
+                "zero length",
+                Method::GET,
+                format!("{status}content-length: 0\r\n\r\n"),
+                ok(200, "", true),
+            ),
+            (
+                "a list of one value",
+                Method::GET,
+                format!("{status}content-length: 5, 5\r\n\r\nhello"),
+                ok(200, "hello", true),
+            ),
+            (
+                "the same length twice",
+                Method::GET,
+                format!("{status}content-length: 5\r\ncontent-length: 5\r\n\r\nhello"),
+                ok(200, "hello", true),
+            ),
+            (
+                "spaces around the value",
+                Method::GET,
+                format!("{status}content-length:   5  \r\n\r\nhello"),
+                ok(200, "hello", true),
+            ),
+            (
+                "two lengths",
+                Method::GET,
+                format!("{status}content-length: 5\r\ncontent-length: 6\r\n\r\nhello!"),
+                Came::Failed("MalformedHead"),
+            ),
+            (
+                "a list of two lengths",
+                Method::GET,
+                format!("{status}content-length: 5, 6\r\n\r\nhello!"),
+                Came::Failed("MalformedHead"),
+            ),
+            (
+                "a signed length",
+                Method::GET,
+                format!("{status}content-length: +5\r\n\r\nhello"),
+                Came::Failed("MalformedHead"),
+            ),
+            (
+                "a negative length",
+                Method::GET,
+                format!("{status}content-length: -1\r\n\r\n"),
+                Came::Failed("MalformedHead"),
+            ),
+            (
+                "a space within the length",
+                Method::GET,
+                format!("{status}content-length: 1 2\r\n\r\n"),
+                Came::Failed("MalformedHead"),
+            ),
+            (
+                "a hexadecimal length",
+                Method::GET,
+                format!("{status}content-length: 0x5\r\n\r\nhello"),
+                Came::Failed("MalformedHead"),
+            ),
+            (
+                "a length past u64",
+                Method::GET,
+                format!("{status}content-length: 99999999999999999999\r\n\r\n"),
+                Came::Failed("MalformedHead"),
+            ),
+            (
+                "an empty length",
+                Method::GET,
+                format!("{status}content-length: \r\n\r\n"),
+                Came::Failed("MalformedHead"),
+            ),
+            (
+                "a body cut short",
+                Method::GET,
+                format!("{status}content-length: 10\r\n\r\nhello"),
+                Came::Failed("BodyCut"),
+            ),
+            (
+                "bytes past the body",
+                Method::GET,
+                format!("{status}content-length: 2\r\n\r\nokEXTRA"),
+                ok(200, "ok", false),
+            ),
+            (
+                "no length: until close",
+                Method::GET,
+                format!("{status}\r\nall of it"),
+                ok(200, "all of it", false),
+            ),
+            // Transfer-Encoding chains and chunks.
+            (
+                "chunked, an extension and a trailer",
+                Method::GET,
+                format!(
+                    "{status}{chunked}\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nx-trailer: 1\r\n\r\n"
+                ),
+                ok(200, "hello world", true),
+            ),
+            (
+                "an upper-case chunk size",
+                Method::GET,
+                format!("{status}{chunked}\r\nA\r\n0123456789\r\n0\r\n\r\n"),
+                ok(200, "0123456789", true),
+            ),
+            (
+                "chunked last in a chain",
+                Method::GET,
+                format!("{status}transfer-encoding: gzip, chunked\r\n\r\n2\r\ngz\r\n0\r\n\r\n"),
+                ok(200, "gz", true),
+            ),
+            (
+                "chunked in two lines",
+                Method::GET,
+                format!(
+                    "{status}transfer-encoding: gzip\r\ntransfer-encoding: chunked\r\n\r\n2\r\ngz\r\n0\r\n\r\n"
+                ),
+                ok(200, "gz", true),
+            ),
+            (
+                "chunked not last: until close",
+                Method::GET,
+                format!("{status}transfer-encoding: chunked, gzip\r\n\r\nraw"),
+                ok(200, "raw", false),
+            ),
+            (
+                "chunked beside a length",
+                Method::GET,
+                format!("{status}{chunked}content-length: 3\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
+                ok(200, "hello", false),
+            ),
+            (
+                "chunked in HTTP/1.0",
+                Method::GET,
+                format!(
+                    "HTTP/1.0 200 OK\r\n{chunked}connection: keep-alive\r\n\r\n2\r\nok\r\n0\r\n\r\n"
+                ),
+                ok(200, "ok", false),
+            ),
+            (
+                "a chunk size that is no number",
+                Method::GET,
+                format!("{status}{chunked}\r\nzz\r\nhello\r\n0\r\n\r\n"),
+                Came::Failed("MalformedChunk"),
+            ),
+            (
+                "an empty chunk-size line",
+                Method::GET,
+                format!("{status}{chunked}\r\n\r\nhello\r\n0\r\n\r\n"),
+                Came::Failed("MalformedChunk"),
+            ),
+            (
+                "a signed chunk size",
+                Method::GET,
+                format!("{status}{chunked}\r\n+5\r\nhello\r\n0\r\n\r\n"),
+                Came::Failed("MalformedChunk"),
+            ),
+            (
+                "a chunk size past u64",
+                Method::GET,
+                format!("{status}{chunked}\r\n10000000000000000\r\nx\r\n"),
+                Came::Failed("MalformedChunk"),
+            ),
+            (
+                "a bare LF in an extension",
+                Method::GET,
+                format!("{status}{chunked}\r\n5;a\nb\r\nhello\r\n0\r\n\r\n"),
+                Came::Failed("MalformedChunk"),
+            ),
+            (
+                "no CRLF after a chunk",
+                Method::GET,
+                format!("{status}{chunked}\r\n5\r\nhelloXX0\r\n\r\n"),
+                Came::Failed("MalformedChunk"),
+            ),
+            (
+                "an over-long chunk-size line",
+                Method::GET,
+                format!("{status}{chunked}\r\n{long_ext}"),
+                Came::Failed("MalformedChunk"),
+            ),
+            (
+                "over-long trailers",
+                Method::GET,
+                format!("{status}{chunked}\r\n{long_trailer}"),
+                Came::Failed("MalformedChunk"),
+            ),
+            (
+                "a chunked body cut short",
+                Method::GET,
+                format!("{status}{chunked}\r\n5\r\nhel"),
+                Came::Failed("ChunkedCut"),
+            ),
+            (
+                "no last chunk",
+                Method::GET,
+                format!("{status}{chunked}\r\n5\r\nhello\r\n"),
+                Came::Failed("ChunkedCut"),
+            ),
+            // Line endings, folding, bytes.
+            (
+                "bare LF line ends",
+                Method::GET,
+                "HTTP/1.1 200 OK\ncontent-length: 2\n\nok".into(),
+                ok(200, "ok", true),
+            ),
+            (
+                "a bare CR",
+                Method::GET,
+                "HTTP/1.1 200 OK\rcontent-length: 2\r\r\nok".into(),
+                Came::Failed("MalformedHead"),
+            ),
+            (
+                "an obs-fold",
+                Method::GET,
+                format!("{status}x-a: 1\r\n 2\r\ncontent-length: 0\r\n\r\n"),
+                Came::Failed("MalformedHead"),
+            ),
+            (
+                "a NUL in a value",
+                Method::GET,
+                format!("{status}x-a: a\0b\r\ncontent-length: 0\r\n\r\n"),
+                Came::Failed("MalformedHead"),
+            ),
+            (
+                "a control byte in a value",
+                Method::GET,
+                format!("{status}x-a: a\x01b\r\ncontent-length: 0\r\n\r\n"),
+                Came::Failed("MalformedHead"),
+            ),
+            (
+                "a space before the colon",
+                Method::GET,
+                format!("{status}content-length : 0\r\n\r\n"),
+                Came::Failed("MalformedHead"),
+            ),
+            (
+                "a status that is no number",
+                Method::GET,
+                "HTTP/1.1 2x0 OK\r\ncontent-length: 0\r\n\r\n".into(),
+                Came::Failed("MalformedHead"),
+            ),
+            (
+                "not HTTP",
+                Method::GET,
+                "SSH-2.0-OpenSSH_9.2\r\n".into(),
+                Came::Failed("MalformedHead"),
+            ),
+            (
+                "an over-long head",
+                Method::GET,
+                long_head,
+                Came::Failed("HeadTooLarge"),
+            ),
+            (
+                "too many header lines",
+                Method::GET,
+                many_lines,
+                Came::Failed("HeadTooLarge"),
+            ),
+            // Interim answers and answers without a body.
+            (
+                "interim answers before the final one",
+                Method::GET,
+                format!(
+                    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </a.css>\r\n\r\n{status}content-length: 2\r\n\r\nok"
+                ),
+                ok(200, "ok", true),
+            ),
+            (
+                "a 101 nobody asked for",
+                Method::GET,
+                "HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\n\r\n".into(),
+                Came::Failed("UnaskedUpgrade"),
+            ),
+            (
+                "HEAD: the length is not a body",
+                Method::HEAD,
+                format!("{status}content-length: 5\r\n\r\n"),
+                ok(200, "", true),
+            ),
+            (
+                "204 has no body",
+                Method::GET,
+                "HTTP/1.1 204 No Content\r\ncontent-length: 5\r\n\r\n".into(),
+                ok(204, "", true),
+            ),
+            (
+                "304 has no body",
+                Method::GET,
+                "HTTP/1.1 304 Not Modified\r\ncontent-length: 5\r\n\r\n".into(),
+                ok(304, "", true),
+            ),
+            // Persistence.
+            (
+                "HTTP/1.0 closes",
+                Method::GET,
+                "HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\nok".into(),
+                ok(200, "ok", false),
+            ),
+            (
+                "HTTP/1.0 kept alive",
+                Method::GET,
+                "HTTP/1.0 200 OK\r\nconnection: keep-alive\r\ncontent-length: 2\r\n\r\nok".into(),
+                ok(200, "ok", true),
+            ),
+            (
+                "connection: close",
+                Method::GET,
+                format!("{status}connection: x, close\r\ncontent-length: 2\r\n\r\nok"),
+                ok(200, "ok", false),
+            ),
+            // Closes.
+            (
+                "closed before a byte",
+                Method::GET,
+                String::new(),
+                Came::Failed("Stale"),
+            ),
+            (
+                "closed within the head",
+                Method::GET,
+                format!("{status}content-le"),
+                Came::Failed("ClosedInHead"),
+            ),
+        ];
+        let runtime = runtime();
+        let mut wrong = Vec::new();
+        for (name, method, answer, expected) in table {
+            let (came, _) = runtime.block_on(answered(method, answer.into_bytes()));
+            if came != expected {
+                wrong.push(format!("{name}: expected {expected:?}, came {came:?}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn a_length_beside_a_transfer_coding_is_not_passed_on() {
+        let answer =
+            "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ncontent-length: 3\r\n\r\n0\r\n\r\n";
+        let (came, headers) = runtime().block_on(answered(Method::GET, answer.into()));
+        assert_eq!(came, ok(200, "", false));
+        let headers = headers.unwrap();
+        assert!(headers.get(header::CONTENT_LENGTH).is_none());
+        assert_eq!(headers[header::TRANSFER_ENCODING], "chunked");
+    }
+
+    /// Sends `parts` with `body` and answers the origin side `answer`; the bytes the
+    /// origin received (the head and `body_len` more) and the outcome.
+    async fn sent(
+        parts: http::request::Parts,
+        mut body: Body,
+        body_len: usize,
+    ) -> (Vec<u8>, Result<u16, &'static str>) {
+        let (mut connection, mut origin) = pair().await;
+        let origin_side = async move {
+            let got = read_request(&mut origin, body_len).await;
+            origin
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                .await
+                .unwrap();
+            got
+        };
+        let client_side = async {
+            connection
+                .exchange(&parts, &mut body, false)
+                .await
+                .map(|head| head.parts.status.as_u16())
+                .map_err(|err| kind(&err))
+        };
+        let run = async { tokio::join!(origin_side, client_side) };
+        tokio::time::timeout(Duration::from_secs(10), run)
+            .await
+            .expect("the exchange ended")
+    }
+
+    /// What the origin receives: the client's framing headers never, the gateway's own
+    /// framing always (none for a body-less GET, a length, or chunks of a body of
+    /// unknown length).
+    #[test]
+    fn requests_carry_the_gateways_own_framing() {
+        let runtime = runtime();
+        let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+        let host = ("host", "origin.example");
+        let (got, status) = runtime.block_on(sent(
+            request(Method::GET, &[host, ("transfer-encoding", "chunked")]),
+            crate::gateway::pages::empty(),
+            0,
+        ));
+        assert_eq!(status, Ok(200));
+        assert_eq!(
+            text(got),
+            "GET /p?q=1 HTTP/1.1\r\nhost: origin.example\r\n\r\n"
+        );
+        let (got, _) = runtime.block_on(sent(
+            request(Method::POST, &[host]),
+            crate::gateway::pages::empty(),
+            0,
+        ));
+        assert_eq!(
+            text(got),
+            "POST /p?q=1 HTTP/1.1\r\nhost: origin.example\r\ncontent-length: 0\r\n\r\n"
+        );
+        let (got, _) = runtime.block_on(sent(
+            request(Method::POST, &[host, ("content-length", "99")]),
+            crate::gateway::pages::full("hello"),
+            5,
+        ));
+        assert_eq!(
+            text(got),
+            "POST /p?q=1 HTTP/1.1\r\nhost: origin.example\r\ncontent-length: 5\r\n\r\nhello"
+        );
+        let chunks = "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
+        let (got, status) = runtime.block_on(sent(
+            request(Method::PUT, &[host]),
+            pieces(&[b"hello", b"", b" world"]),
+            chunks.len(),
+        ));
+        assert_eq!(status, Ok(200));
+        assert_eq!(
+            text(got),
+            format!(
+                "PUT /p?q=1 HTTP/1.1\r\nhost: origin.example\r\ntransfer-encoding: chunked\r\n\r\n{chunks}"
+            )
+        );
+        // A body longer or shorter than the length its client declared is the
+        // request's fault, not the origin's.
+        let (_, status) = runtime.block_on(sent(
+            request(Method::POST, &[host, ("content-length", "3")]),
+            pieces(&[b"hello"]),
+            0,
+        ));
+        assert_eq!(status, Err("RequestLength"));
+        let (_, status) = runtime.block_on(sent(
+            request(Method::POST, &[host, ("content-length", "9")]),
+            pieces(&[b"hello"]),
+            5,
+        ));
+        assert_eq!(status, Err("RequestLength"));
+    }
+
+    /// An origin that refuses an upload before taking it (a 413) is heard: the
+    /// exchange ends with its answer instead of both sides waiting, and the connection,
+    /// left mid-request, is not reused.
+    #[test]
+    fn an_early_answer_ends_an_upload() {
+        let runtime = runtime();
+        let came = runtime.block_on(async {
+            let (mut connection, mut origin) = pair().await;
+            let origin_side = async move {
+                read_request(&mut origin, 0).await;
+                origin
+                    .write_all(b"HTTP/1.1 413 Content Too Large\r\ncontent-length: 0\r\n\r\n")
+                    .await
+                    .unwrap();
+                // Reads nothing more, and stays open until the client is done.
+                origin
+            };
+            let client_side = async {
+                let piece: &'static [u8] = Box::leak(vec![b'x'; 1 << 20].into_boxed_slice());
+                let body: Vec<&'static [u8]> = vec![piece; 64];
+                let parts = request(Method::POST, &[("host", "origin.example")]);
+                let head = connection
+                    .exchange(&parts, &mut pieces(&body), false)
+                    .await
+                    .unwrap();
+                let status = head.parts.status.as_u16();
+                let mut body = ResponseBody::new(&head, connection);
+                while body.frame().await.is_some() {}
+                (status, body.take_reusable().is_some())
+            };
+            let run = async { tokio::join!(origin_side, client_side).1 };
+            tokio::time::timeout(Duration::from_secs(20), run).await
+        });
+        assert_eq!(came.expect("no deadlock"), (413, false));
     }
 }

@@ -220,6 +220,25 @@ fn valid_pass_softens_an_unrecognised_client() {
     );
 }
 
+#[test]
+fn waited_pass_softens_a_text_browser_and_says_so() {
+    assert_opinion(
+        bot("Lynx/2.9.0dev.12 libwww-FM/2.14 SSL-MM/1.4.1 GNUTLS/3.7.8")
+            .challenge(ChallengePass::Waited),
+        Humans,
+        "classifier.waited-pass",
+    );
+}
+
+#[test]
+fn waited_pass_does_not_soften_a_scanner() {
+    assert_opinion(
+        bot("sqlmap/1.8").challenge(ChallengePass::Waited),
+        SecurityIssues,
+        "classifier.scanner",
+    );
+}
+
 // Near misses: ordinary requests that look a little like attacks.
 
 #[test]
