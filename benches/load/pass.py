@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Solves botgate's proof-of-work challenge once, as a browser would, and prints the
-pass cookie (`botgate_pass=…`) for the load benchmark's requests.
+pass cookie (`botgate_pass_plain=…`, or `botgate_pass=…` from builds before the plain-HTTP
+pass had a name of its own) for the load benchmark's requests.
 
     pass.py PORT HOST
 """
@@ -46,6 +47,6 @@ try:
 except urllib.error.HTTPError as redirect:
     answer = redirect
 cookie = answer.headers.get("Set-Cookie", "")
-if not cookie.startswith("botgate_pass="):
+if not re.match(r"botgate_pass(_plain)?=", cookie):
     sys.exit(f"the challenge was not accepted ({answer.status})")
 print(cookie.split(";")[0])

@@ -35,7 +35,7 @@ fn check_accepts_good_components_and_names_what_is_wrong_with_bad_ones() {
         "a refused component fails the command"
     );
     let out = stdout(&output);
-    assert!(out.contains("ok       template 1.0.0"), "{out}");
+    assert!(out.contains("ok       template 2.0.0"), "{out}");
     assert!(
         out.contains("refused") && out.contains("`info` says its name is `wordpress`"),
         "{out}"
@@ -65,7 +65,7 @@ fn eval_shows_each_opinion_and_the_decision() {
     assert!(output.status.success(), "{out}");
     assert!(out.contains("wordpress    security_issues"), "{out}");
     assert!(
-        out.contains("decision     security_issues -> deny (by wordpress 1.0.0"),
+        out.contains("decision     security_issues -> deny (by wordpress 2.0.0"),
         "{out}"
     );
 }

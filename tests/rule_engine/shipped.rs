@@ -27,7 +27,7 @@ fn every_shipped_component_loads_under_its_own_name() {
     for name in shipped() {
         let component = set.get(name).unwrap_or_else(|| panic!("{name} not loaded"));
         assert_eq!(component.name(), name);
-        assert_eq!(component.version(), "1.0.0");
+        assert_eq!(component.version(), "2.0.0");
         assert!(
             !component.description().is_empty(),
             "{name} describes itself"

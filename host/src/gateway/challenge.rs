@@ -4,15 +4,16 @@
 //! Everything is signed with one cluster-wide secret (kept in the store, so every
 //! gateway of a cluster accepts what another issued):
 //!
-//! - a **challenge token** `v1.<issued>.<difficulty>.<nonce>.<mac>` names the website,
-//!   the client, the time it was issued and the difficulty (raised while the website is
-//!   under attack); the client must find a `counter` such that
+//! - a **challenge token** `v2.<issued>.<difficulty>.<wait>.<nonce>.<mac>` names the
+//!   website, the client, the time it was issued, the difficulty (raised while the
+//!   website is under pressure) and the wait; the client must find a `counter` such that
 //!   `SHA-256("<token>:<counter>")` starts with `difficulty` zero bits;
 //! - the **wait** fallback (inside `<noscript>`) is answered by sending the token back
-//!   no sooner than the wait after it was issued (at least as long as the work takes a
-//!   browser, and doubling with each extra bit of difficulty); it earns a shorter
-//!   *waited* pass, which rule components see as such, and a client gets only so many
-//!   an hour ([`ChallengeLedger::count_wait`]);
+//!   once `wait` whole seconds have passed since it was issued (at least as long as the
+//!   work takes a browser, doubling with each extra bit of difficulty, at most half a
+//!   token's life); it earns a shorter *waited* pass, which rule components see as such,
+//!   and a client gets only so many an hour on one website
+//!   ([`super::ChallengeLedger::count_wait`]);
 //! - the **pass** cookie `<expires>.<mac>` (`w<expires>.<mac>` when waited) is bound to
 //!   the website (its domain, so its listed subdomains share it) and to the client (its
 //!   IPv4 address, or its IPv6 /64), and expires. Over HTTPS it is `botgate_pass`, marked
@@ -136,9 +137,7 @@ pub enum Refusal {
     TooFast,
     #[error("this challenge was answered already")]
     Spent,
-    #[error(
-        "this address has had its passes without JavaScript for this hour; turn JavaScript on to continue"
-    )]
+    #[error("this address has had its passes without JavaScript on this website for this hour")]
     TooManyWaits,
 }
 
@@ -158,9 +157,16 @@ impl<S: botgate_store::Store> StoreLedger<S> {
 }
 
 impl<S: botgate_store::Store> super::ChallengeLedger for StoreLedger<S> {
-    fn count_wait<'a>(&'a self, client: IpAddr, until_ms: u64) -> super::BoxFuture<'a, u64> {
+    fn count_wait<'a>(
+        &'a self,
+        domain: &'a str,
+        client: IpAddr,
+        until_ms: u64,
+    ) -> super::BoxFuture<'a, u64> {
         Box::pin(async move {
-            let key = format!("challenge-waits:{}", client_binding(client));
+            // A digest: the store keeps no client address.
+            let who = format!("{domain}\n{}", client_binding(client));
+            let key = format!("challenge-waits:{}", botgate_store::key_digest(&who));
             match self.store.count(&key, until_ms).await {
                 Ok(count) => count,
                 Err(err) => {
@@ -324,19 +330,40 @@ impl Challenges {
     }
 
     /// A new challenge token of `difficulty` bits for `domain` and `client`, issued at
-    /// `now` (Unix seconds).
+    /// `now` (Unix seconds); its wait follows from the difficulty and is signed with it.
     pub fn issue(&self, domain: &str, client: IpAddr, now: u64, difficulty: u8) -> String {
         let mut nonce = [0u8; 12];
         getrandom::fill(&mut nonce).expect("the OS gives randomness");
         let nonce = URL_SAFE_NO_PAD.encode(nonce);
         let issued = now.to_string();
-        let difficulty = difficulty.min(MAX_DIFFICULTY).to_string();
+        let difficulty = difficulty.min(MAX_DIFFICULTY);
+        let wait = self.wait_for(u32::from(difficulty)).as_secs().to_string();
+        let difficulty = difficulty.to_string();
         let binding = client_binding(client);
-        let mac = self.mac(&["token", domain, &binding, &issued, &difficulty, &nonce]);
+        let parts = [
+            "token",
+            domain,
+            &binding,
+            &issued,
+            &difficulty,
+            &wait,
+            &nonce,
+        ];
+        let mac = self.mac(&parts);
         format!(
-            "v1.{issued}.{difficulty}.{nonce}.{}",
+            "v2.{issued}.{difficulty}.{wait}.{nonce}.{}",
             URL_SAFE_NO_PAD.encode(mac)
         )
+    }
+
+    /// Seconds until a token's wait is over at `now` (for the page; the token is not
+    /// checked here).
+    pub fn seconds_left(token: &str, now: u64) -> u64 {
+        let field = |n| token.split('.').nth(n).and_then(|f| f.parse::<u64>().ok());
+        match (field(1), field(3)) {
+            (Some(issued), Some(wait)) => wait_ends(issued, wait).saturating_sub(now),
+            _ => 0,
+        }
     }
 
     /// The difficulty a token asks for (0 for what is not a token).
@@ -359,19 +386,22 @@ impl Challenges {
         now: u64,
     ) -> Result<PassKind, Refusal> {
         let parts: Vec<&str> = submission.token.split('.').collect();
-        let [version, issued, difficulty, nonce, mac] = parts[..] else {
+        let [version, issued, difficulty, wait, nonce, mac] = parts[..] else {
             return Err(Refusal::Malformed);
         };
-        if version != "v1" {
+        if version != "v2" {
             return Err(Refusal::Malformed);
         }
         let binding = client_binding(client);
-        if !self.verify_mac(&["token", domain, &binding, issued, difficulty, nonce], mac) {
+        let signed = ["token", domain, &binding, issued, difficulty, wait, nonce];
+        if !self.verify_mac(&signed, mac) {
             return Err(Refusal::Forged);
         }
         let issued_at: u64 = issued.parse().map_err(|_| Refusal::Malformed)?;
         let bits: u32 = difficulty.parse().map_err(|_| Refusal::Malformed)?;
-        if now > issued_at + self.config.solve_within.as_secs() || issued_at > now + 60 {
+        let wait: u64 = wait.parse().map_err(|_| Refusal::Malformed)?;
+        let expires = issued_at.saturating_add(self.config.solve_within.as_secs());
+        if now > expires || issued_at > now.saturating_add(60) {
             return Err(Refusal::Expired);
         }
         match &submission.counter {
@@ -390,7 +420,7 @@ impl Challenges {
                 Ok(PassKind::Work)
             }
             _ if submission.waited => {
-                if now < issued_at + self.wait_for(bits).as_secs() {
+                if now < wait_ends(issued_at, wait) {
                     return Err(Refusal::TooFast);
                 }
                 Ok(PassKind::Waited)
@@ -409,7 +439,8 @@ impl Challenges {
 
     /// A new pass of `kind` for `domain` and `client`, earned at `now` (Unix seconds).
     pub fn issue_pass(&self, domain: &str, client: IpAddr, kind: PassKind, now: u64) -> String {
-        self.pass(domain, client, kind, now + self.lifetime(kind).as_secs())
+        let expires = now.saturating_add(self.lifetime(kind).as_secs());
+        self.pass(domain, client, kind, expires)
     }
 
     /// A pass of `kind` for `domain` and `client` that expires at `expires` (Unix
@@ -527,14 +558,37 @@ impl Challenges {
         )
     }
 
-    /// The challenge page for `token`, returning to `return_to` once solved.
-    pub fn page(&self, token: &str, return_to: &str, note: Option<&str>) -> String {
+    /// The challenge page for `token` at `now`, returning to `return_to` once solved;
+    /// with the wait for browsers without JavaScript when `offer_wait`.
+    pub fn page(
+        &self,
+        token: &str,
+        return_to: &str,
+        note: Option<&str>,
+        now: u64,
+        offer_wait: bool,
+    ) -> String {
         use super::pages::escape;
         let note = note
             .map(|n| format!("<p><strong>{}</strong></p>", escape(n)))
             .unwrap_or_default();
         let difficulty = Self::token_difficulty(token);
-        let wait = self.wait_for(difficulty).as_secs();
+        let fallback = if offer_wait {
+            format!(
+                "<form method=\"post\" action=\"{VERIFY_PATH}\">\
+                 <input type=\"hidden\" name=\"token\" value=\"{token}\">\
+                 <input type=\"hidden\" name=\"wait\" value=\"1\">\
+                 <input type=\"hidden\" name=\"return\" value=\"{return_to}\">\
+                 <p>JavaScript is off, so this takes a little longer: please wait \
+                 <span id=\"botgate-wait\">{wait}</span> seconds, then \
+                 <button type=\"submit\">Continue</button></p></form>",
+                token = escape(token),
+                return_to = escape(return_to),
+                wait = Self::seconds_left(token, now),
+            )
+        } else {
+            "<p>Please turn JavaScript on to continue.</p>".to_owned()
+        };
         let body = format!(
             "{note}<p>This website checks that visitors are people. Your browser is doing a \
              short calculation; you will be taken to the page in a moment.</p>\
@@ -543,13 +597,7 @@ impl Challenges {
              <input type=\"hidden\" name=\"token\" value=\"{token}\">\
              <input type=\"hidden\" name=\"counter\" value=\"\">\
              <input type=\"hidden\" name=\"return\" value=\"{return_to}\"></form>\
-             <noscript><form method=\"post\" action=\"{VERIFY_PATH}\">\
-             <input type=\"hidden\" name=\"token\" value=\"{token}\">\
-             <input type=\"hidden\" name=\"wait\" value=\"1\">\
-             <input type=\"hidden\" name=\"return\" value=\"{return_to}\">\
-             <p>JavaScript is off, so this takes a little longer: please wait \
-             <span id=\"botgate-wait\">{wait}</span> seconds, then \
-             <button type=\"submit\">Continue</button></p></form></noscript>\
+             <noscript>{fallback}</noscript>\
              <script>{script}</script>",
             token = escape(token),
             return_to = escape(return_to),
@@ -557,6 +605,12 @@ impl Challenges {
         );
         super::pages::document("Checking your browser", &body)
     }
+}
+
+/// When the wait of a token issued at `issued` is over: `wait` whole seconds later
+/// (times are whole seconds, so one more).
+fn wait_ends(issued: u64, wait: u64) -> u64 {
+    issued.saturating_add(wait).saturating_add(1)
 }
 
 /// The value of a pass cookie (under either name) in one `name=value` pair.
@@ -792,10 +846,13 @@ mod tests {
         let token = c.issue("example.com", CLIENT, NOW, 16);
         let wait = c.wait_for(16).as_secs();
         assert_eq!(wait, 5);
+        // Five whole seconds: the second it was issued in does not count.
+        assert_eq!(Challenges::seconds_left(&token, NOW), 6);
         assert_eq!(
-            c.verify("example.com", CLIENT, &waited(&token), NOW + wait - 1),
+            c.verify("example.com", CLIENT, &waited(&token), NOW + wait),
             Err(Refusal::TooFast)
         );
+        let wait = wait + 1;
         // Neither a counter nor the wait is no answer.
         let neither = Submission {
             waited: false,
@@ -844,16 +901,35 @@ mod tests {
         assert_eq!(c.wait_for(32), Duration::from_secs(150));
         let token = c.issue("example.com", CLIENT, NOW, c.difficulty(true));
         assert_eq!(Challenges::token_difficulty(&token), 19);
-        assert!(c.page(&token, "/", None).contains("data-difficulty=\"19\""));
-        assert!(c.page(&token, "/", None).contains(">40</span> seconds"));
+        let page = c.page(&token, "/", None, NOW, true);
+        assert!(page.contains("data-difficulty=\"19\""), "{page}");
+        assert!(page.contains(">41</span> seconds"), "{page}");
+        let later = c.page(&token, "/", None, NOW + 30, true);
+        assert!(later.contains(">11</span> seconds"), "{later}");
         assert_eq!(
-            c.verify("example.com", CLIENT, &waited(&token), NOW + 39),
+            c.verify("example.com", CLIENT, &waited(&token), NOW + 40),
             Err(Refusal::TooFast)
         );
         assert_eq!(
-            c.verify("example.com", CLIENT, &waited(&token), NOW + 40),
+            c.verify("example.com", CLIENT, &waited(&token), NOW + 41),
             Ok(PassKind::Waited)
         );
+        // The wait is the token's, signed: a node with another configuration, or a
+        // client that edits it, does not shorten it.
+        let shorter = token.replacen(".40.", ".1.", 1);
+        assert_eq!(
+            c.verify("example.com", CLIENT, &waited(&shorter), NOW + 41),
+            Err(Refusal::Forged)
+        );
+        let elsewhere = challenges(19);
+        assert_eq!(
+            elsewhere.verify("example.com", CLIENT, &waited(&token), NOW + 40),
+            Err(Refusal::TooFast)
+        );
+        // Without the wait on offer (its allowance used up), the page says so.
+        let page = c.page(&token, "/", None, NOW, false);
+        assert!(!page.contains("name=\"wait\""), "{page}");
+        assert!(page.contains("turn JavaScript on"), "{page}");
     }
 
     #[test]

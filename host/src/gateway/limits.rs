@@ -137,13 +137,15 @@ impl DdosLimits {
             return limited(not_until.wait_time_from(DefaultClock::default().now()));
         }
         if self.website.check_key(&site).is_err() {
+            self.attacks()
+                .insert(site, Instant::now() + self.config.attack_cooldown);
             return Verdict::WebsiteBusy;
         }
         if !advanced {
             return Verdict::Pass;
         }
         let now = Instant::now();
-        let mut attacks = self.under_attack.lock().unwrap_or_else(|e| e.into_inner());
+        let mut attacks = self.attacks();
         if self.strict_website.check_key(&site).is_err() {
             if !attacks.contains_key(&site) {
                 tracing::warn!(site, "website under attack: challenging every new client");
@@ -158,6 +160,17 @@ impl DdosLimits {
             }
             None => Verdict::Pass,
         }
+    }
+
+    /// Whether `site` went over its rate, or (`ddos_protection_advanced`) was under
+    /// attack, within the cooldown: challenges are harder meanwhile. Counts nothing.
+    pub fn under_pressure(&self, site: u64) -> bool {
+        let now = Instant::now();
+        self.attacks().get(&site).is_some_and(|until| *until > now)
+    }
+
+    fn attacks(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Instant>> {
+        self.under_attack.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Counts one request of a client with a pass to `site` while the website is over
@@ -192,6 +205,8 @@ impl DdosLimits {
             limiter.retain_recent();
             limiter.shrink_to_fit();
         }
+        let now = Instant::now();
+        self.attacks().retain(|_, until| *until > now);
     }
 }
 
@@ -279,15 +294,19 @@ mod tests {
     #[test]
     fn a_busy_website_keeps_a_share_for_clients_with_a_pass() {
         let l = limits(100, 4);
-        let verdicts: Vec<_> = (0..6)
+        let mut verdicts: Vec<_> = (0..4)
             .map(|i| l.check(1, IpAddr::from([198, 51, 100, i]), false))
             .collect();
-        assert_eq!(&verdicts[..4], [Verdict::Pass; 4]);
+        assert_eq!(verdicts, [Verdict::Pass; 4]);
+        assert!(!l.under_pressure(1));
+        verdicts.extend((4..6).map(|i| l.check(1, IpAddr::from([198, 51, 100, i]), false)));
         assert_eq!(
             &verdicts[4..],
             [Verdict::WebsiteBusy; 2],
             "not 429: the clients are within their limits"
         );
+        assert!(l.under_pressure(1), "challenges are harder for a while");
+        assert!(!l.under_pressure(2));
         // Half the website's burst is reserved for clients with a pass.
         assert_eq!(l.reserved(1), Ok(()));
         assert_eq!(l.reserved(1), Ok(()));
@@ -307,6 +326,8 @@ mod tests {
             .map(|i| l.check(1, IpAddr::from([198, 51, 100, i]), true))
             .collect();
         assert!(verdicts.contains(&Verdict::UnderAttack), "{verdicts:?}");
+        assert!(l.under_pressure(1));
         l.housekeeping();
+        assert!(l.under_pressure(1), "within the cooldown");
     }
 }

@@ -138,9 +138,15 @@ pub trait ChallengeLedger: Send + Sync + 'static {
     /// Marks `token` spent until `until_ms` (ms since the Unix epoch); whether this call
     /// spent it (false: it was spent already).
     fn spend<'a>(&'a self, token: &'a str, until_ms: u64) -> BoxFuture<'a, bool>;
-    /// Counts one waited pass for `client` (its IPv4 address or IPv6 /64) in a window
-    /// that ends at `until_ms` (set by the window's first count); the count with this one.
-    fn count_wait<'a>(&'a self, client: std::net::IpAddr, until_ms: u64) -> BoxFuture<'a, u64>;
+    /// Counts one waited pass for `client` (its IPv4 address or IPv6 /64) on the website
+    /// `domain` in a window that ends at `until_ms` (set by the window's first count);
+    /// the count with this one.
+    fn count_wait<'a>(
+        &'a self,
+        domain: &'a str,
+        client: std::net::IpAddr,
+        until_ms: u64,
+    ) -> BoxFuture<'a, u64>;
 }
 
 /// Why the gateway could not start.

@@ -4,7 +4,7 @@
 use super::Gateway;
 use super::access_log::AccessEntry;
 use super::cache;
-use super::challenge::{self, PassKind, Submission};
+use super::challenge::{self, Challenges, PassKind, Submission};
 use super::forwarding;
 use super::io::{Activity, ActivityCount};
 use super::limits::Verdict;
@@ -326,7 +326,7 @@ impl Gateway {
                 Verdict::WebsiteBusy => {
                     if !challenge::holds_pass(self.pass_of(&request, domain, client)) {
                         record.action = "captcha";
-                        let challenge = NewChallenge::for_target(target, true);
+                        let challenge = NewChallenge::for_target(target);
                         return self.challenge_page(challenge, connection, domain, site);
                     }
                     if let Err(retry_after) = self.ddos.reserved(site) {
@@ -360,7 +360,7 @@ impl Gateway {
             match action {
                 Action::Deny => return pages::denied(),
                 Action::Captcha if !challenge::holds_pass(pass) => {
-                    let challenge = NewChallenge::for_target(target, under_attack);
+                    let challenge = NewChallenge::for_target(target);
                     return self.challenge_page(challenge, connection, domain, site);
                 }
                 Action::Captcha | Action::Grant => {}
@@ -449,17 +449,23 @@ impl Gateway {
         site: u64,
     ) -> Response<Body> {
         let client = connection.client.ip();
-        self.behaviour.challenge_served(site, client);
+        let now = unix_now();
         let token = match challenge.token {
             Some(token) => token.to_owned(),
             None => {
-                let difficulty = self.challenges.difficulty(challenge.under_attack);
-                self.challenges
-                    .issue(domain, client, unix_now(), difficulty)
+                self.behaviour.challenge_served(site, client);
+                // Harder while the website is under pressure, for every new token (a
+                // refused answer's next one too).
+                let difficulty = self.challenges.difficulty(self.ddos.under_pressure(site));
+                self.challenges.issue(domain, client, now, difficulty)
             }
         };
         let return_to = challenge::safe_return(challenge.target);
-        let page = self.challenges.page(&token, return_to, challenge.note);
+        let offer_wait =
+            challenge.offer_wait && self.challenges.config().waits_per_client_per_hour > 0;
+        let page = self
+            .challenges
+            .page(&token, return_to, challenge.note, now, offer_wait);
         pages::html(StatusCode::FORBIDDEN, page)
     }
 
@@ -531,22 +537,21 @@ impl Gateway {
             Err(refusal) => {
                 record.action = "challenge_failed";
                 record.reason = refusal.to_string();
+                let mut challenge = NewChallenge::for_target(&return_to);
                 let note = match refusal {
+                    // Too early is no reason to start the wait again: the same token.
                     challenge::Refusal::TooFast => {
-                        "Not yet: the wait is not over. Please wait a few more seconds, then continue."
-                            .to_owned()
+                        challenge.token = Some(submission.token.as_str());
+                        let left = Challenges::seconds_left(&submission.token, unix_now());
+                        format!("Not yet: please wait {left} more seconds, then continue.")
+                    }
+                    challenge::Refusal::TooManyWaits => {
+                        challenge.offer_wait = false;
+                        format!("That did not work: {refusal}.")
                     }
                     other => format!("That did not work: {other}. Please try again."),
                 };
-                // Too early is no reason to start the wait again: the same token.
-                let token =
-                    (refusal == challenge::Refusal::TooFast).then_some(submission.token.as_str());
-                let challenge = NewChallenge {
-                    target: &return_to,
-                    under_attack: false,
-                    token,
-                    note: Some(&note),
-                };
+                challenge.note = Some(&note);
                 self.challenge_page(challenge, connection, domain, site)
             }
         }
@@ -574,7 +579,7 @@ impl Gateway {
         }
         if kind == PassKind::Waited {
             let hour_ends = (now + 3600).saturating_mul(1000);
-            let waits = self.ledger.count_wait(client, hour_ends).await;
+            let waits = self.ledger.count_wait(domain, client, hour_ends).await;
             if waits > u64::from(config.waits_per_client_per_hour) {
                 return Err(challenge::Refusal::TooManyWaits);
             }
@@ -740,21 +745,23 @@ async fn tunnel(
 }
 
 /// A challenge page to serve: where to return once solved, and either a new token
-/// (harder while the website is under attack) or the one the client still holds.
+/// (harder while the website is under pressure) or the one the client still holds.
 struct NewChallenge<'a> {
     target: &'a str,
-    under_attack: bool,
+    /// The token whose wait goes on, instead of a new one.
     token: Option<&'a str>,
     note: Option<&'a str>,
+    /// Whether browsers without JavaScript are offered the wait.
+    offer_wait: bool,
 }
 
 impl<'a> NewChallenge<'a> {
-    fn for_target(target: &'a str, under_attack: bool) -> Self {
+    fn for_target(target: &'a str) -> Self {
         NewChallenge {
             target,
-            under_attack,
             token: None,
             note: None,
+            offer_wait: true,
         }
     }
 }

@@ -264,17 +264,26 @@ impl LoadedComponent {
     /// Refuses, naming both versions, a component that exports the rules of another
     /// version of the contract (its types differ from this gateway's).
     fn check_contract(component: &Component, engine: &wasmtime::Engine) -> Result<(), LoadError> {
-        let current = CONTRACT.trim_start_matches("botgate:ruleset@");
-        for (name, _) in component.component_type().exports(engine) {
-            if let Some(found) = name.strip_prefix("botgate:ruleset/rules@")
-                && found.split('.').next() != current.split('.').next()
-            {
-                return Err(LoadError::OtherContract {
-                    found: found.to_owned(),
-                });
+        let major = |version: &str| version.split('.').next().map(str::to_owned);
+        let current = major(CONTRACT.trim_start_matches("botgate:ruleset@"));
+        let exported: Vec<String> = component
+            .component_type()
+            .exports(engine)
+            .filter_map(|(name, _)| {
+                name.strip_prefix("botgate:ruleset/rules@")
+                    .map(str::to_owned)
+            })
+            .collect();
+        // None exported is the wrong world, which instantiation reports; one of this
+        // major version is for wasmtime to match.
+        match exported.first() {
+            Some(found) if !exported.iter().any(|v| major(v) == current) => {
+                Err(LoadError::OtherContract {
+                    found: found.clone(),
+                })
             }
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     fn with_info(mut self, info: ComponentInfo) -> Result<Self, LoadError> {

@@ -171,7 +171,24 @@ fn ddos_protection_advanced_challenges_new_clients_under_attack() {
         "{}",
         newcomer.text()
     );
-    assert!(newcomer.text().contains(">40</span> seconds"));
+    assert!(newcomer.text().contains(">41</span> seconds"));
+    // So is the next challenge of a refused answer.
+    let mut garbage = Outgoing::get("attacked.example", "/.botgate/challenge")
+        .browser()
+        .header("content-type", "application/x-www-form-urlencoded");
+    garbage.method = "POST";
+    garbage.body = b"token=nonsense&counter=1".to_vec();
+    let visit = Visit {
+        source: Some(IpAddr::from([127, 0, 0, 99])),
+        ..Visit::default()
+    };
+    let refused = visitor::send(gateway.http, &visit, garbage).unwrap();
+    assert_eq!(refused.status, 403);
+    assert!(
+        refused.text().contains("data-difficulty=\"19\""),
+        "{}",
+        refused.text()
+    );
 }
 
 /// A browser's GET of `host` from the loopback address `127.0.0.<last>`.

@@ -402,11 +402,16 @@ fn clients_without_javascript_wait_for_a_shorter_pass_the_rules_see_as_such() {
         )
         .unwrap()
     };
-    // Too early: refused, and the same token comes back so the wait goes on.
+    // Too early (the wait is one whole second, so at least until the second after
+    // next): refused, and the same token comes back so the wait goes on.
     let early = waited(&token);
     assert_eq!(early.status, 403, "{}", early.text());
     assert!(early.header("set-cookie").is_none());
-    assert!(early.text().contains("Not yet"), "{}", early.text());
+    assert!(
+        early.text().contains("Not yet: please wait"),
+        "{}",
+        early.text()
+    );
     assert_eq!(token_of(&early.text()), token);
     std::thread::sleep(Duration::from_millis(2100));
     let answer = waited(&token);
@@ -433,14 +438,18 @@ fn clients_without_javascript_wait_for_a_shorter_pass_the_rules_see_as_such() {
     .unwrap();
     let without = send(gateway.http, with_ua(host, "/article", lynx)).unwrap();
     assert_eq!(without.status, 403);
+    assert!(
+        !without.text().contains(VERIFY_PATH),
+        "denied, not challenged"
+    );
     // Two waited passes an hour per client: the third is refused, naming JavaScript.
     let second = get(gateway.http, host, "/").unwrap().text();
     let token = token_of(&second);
-    std::thread::sleep(Duration::from_millis(1100));
+    std::thread::sleep(Duration::from_millis(2100));
     assert_eq!(waited(&token).status, 303);
     let third = get(gateway.http, host, "/").unwrap().text();
     let token = token_of(&third);
-    std::thread::sleep(Duration::from_millis(1100));
+    std::thread::sleep(Duration::from_millis(2100));
     let refused = waited(&token);
     assert_eq!(refused.status, 403, "{}", refused.text());
     assert!(refused.header("set-cookie").is_none());
@@ -449,6 +458,27 @@ fn clients_without_javascript_wait_for_a_shorter_pass_the_rules_see_as_such() {
         "{}",
         refused.text()
     );
+    assert!(
+        !refused.text().contains("name=\"wait\""),
+        "no wait on offer"
+    );
+    // The allowance is per website: another one still offers the wait.
+    add_website(
+        &gateway,
+        json!({"domain": "other-nojs.example", "ip": ["127.0.0.1"], "settings": challenging_humans()}),
+    )
+    .unwrap();
+    let elsewhere = get(gateway.http, "other-nojs.example", "/").unwrap().text();
+    std::thread::sleep(Duration::from_millis(2100));
+    let answer = send(
+        gateway.http,
+        post_form(
+            "other-nojs.example",
+            &[("token", &token_of(&elsewhere)), ("wait", "1")],
+        ),
+    )
+    .unwrap();
+    assert_eq!(answer.status, 303, "{}", answer.text());
     // The proof of work is not limited.
     let page = get(gateway.http, host, "/").unwrap().text();
     let token = token_of(&page);

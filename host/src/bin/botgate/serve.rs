@@ -252,17 +252,20 @@ pub struct DataPlaneArgs {
     #[arg(long, env = "BOTGATE_CHALLENGE_DIFFICULTY", default_value = "16",
           value_parser = clap::value_parser!(u8).range(1..=32))]
     challenge_difficulty: u8,
-    /// Seconds a solved challenge lets a client pass.
+    /// Seconds a pass earned by the proof of work lets a client pass.
     #[arg(long, env = "BOTGATE_CHALLENGE_PASS_SECONDS", default_value = "3600")]
     challenge_pass_seconds: u64,
     /// Bits added to the challenge's difficulty while a website is under attack or
-    /// over its rate (each doubles the work, and the wait without JavaScript).
+    /// over its rate, and for a minute after (each doubles the work, and the wait
+    /// without JavaScript).
     #[arg(long, env = "BOTGATE_CHALLENGE_ATTACK_EXTRA_BITS", default_value = "3",
-          value_parser = clap::value_parser!(u8).range(0..=16))]
+          value_parser = clap::value_parser!(u8).range(0..=8))]
     challenge_attack_extra_bits: u8,
     /// Seconds a client without JavaScript waits for a pass at the base difficulty (at
-    /// least as long as the proof of work takes a typical browser).
-    #[arg(long, env = "BOTGATE_CHALLENGE_WAIT_SECONDS", default_value = "5")]
+    /// least as long as the proof of work takes a typical browser; at most 150, half a
+    /// challenge's life, however high the difficulty).
+    #[arg(long, env = "BOTGATE_CHALLENGE_WAIT_SECONDS", default_value = "5",
+          value_parser = clap::value_parser!(u64).range(1..=150))]
     challenge_wait_seconds: u64,
     /// Seconds a pass earned by waiting (without JavaScript) lets a client pass.
     #[arg(
@@ -271,7 +274,8 @@ pub struct DataPlaneArgs {
         default_value = "600"
     )]
     challenge_waited_pass_seconds: u64,
-    /// Passes earned by waiting that one client (IPv4 address or IPv6 /64) gets per hour.
+    /// Passes earned by waiting that one client (IPv4 address or IPv6 /64) gets per hour
+    /// on one website; 0 offers no wait (JavaScript is then required).
     #[arg(long, env = "BOTGATE_CHALLENGE_WAITS_PER_HOUR", default_value = "12")]
     challenge_waits_per_hour: u32,
     /// `ddos_protection`: requests a second one client may make to one website.
@@ -421,7 +425,7 @@ impl DataPlaneArgs {
                 difficulty: self.challenge_difficulty,
                 attack_extra_bits: self.challenge_attack_extra_bits,
                 pass_lifetime: Duration::from_secs(self.challenge_pass_seconds.max(1)),
-                wait: Duration::from_secs(self.challenge_wait_seconds.max(1)),
+                wait: Duration::from_secs(self.challenge_wait_seconds),
                 waited_pass_lifetime: Duration::from_secs(
                     self.challenge_waited_pass_seconds.max(1),
                 ),

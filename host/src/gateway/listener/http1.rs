@@ -755,7 +755,7 @@ mod tests {
             ))
             .map_err(|err| err.to_string())?;
         let text = String::from_utf8(sent).unwrap();
-        let date = text.find("date: ").expect("a date line");
+        let date = text.find("\r\ndate: ").expect("a date line") + 2;
         let end = date + text[date..].find("\r\n").unwrap() + 2;
         Ok(format!("{}{}", &text[..date], &text[end..]))
     }
