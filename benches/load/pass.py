@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Solves botgate's proof-of-work challenge once, as a browser would, and prints the
-pass cookie (`botgate_pass_plain=…`, or `botgate_pass=…` from builds before the plain-HTTP
-pass had a name of its own) for the load benchmark's requests.
+pass cookie for the load benchmark's requests as `botgate_pass=…`: the name a pass has over
+HTTPS, which the gateway reads on plain HTTP too (its own name there,
+`botgate_pass_plain`, is newer), so the requests are the same for every build.
 
     pass.py PORT HOST
 """
@@ -49,4 +50,4 @@ except urllib.error.HTTPError as redirect:
 cookie = answer.headers.get("Set-Cookie", "")
 if not re.match(r"botgate_pass(_plain)?=", cookie):
     sys.exit(f"the challenge was not accepted ({answer.status})")
-print(cookie.split(";")[0])
+print("botgate_pass=" + cookie.split(";")[0].split("=", 1)[1])
