@@ -4,7 +4,7 @@
 # page views over HTTP/1.1, HTTPS and HTTP/2, protection on and off, a CMS rule set in
 # scope, challenged bots), and LLVM lays the release build out by the profile it wrote.
 # About 13% less CPU per request than the plain release build, measured side by side
-# (README, "The data plane under load"). Takes two release builds (about 25 minutes on
+# (benches/README.md, "The data plane under load"). Takes two release builds (about 25 minutes on
 # two cores, the first time) and the packages the load benchmark installs.
 #
 #   scripts/build-release.sh      # prints the binary's path: target/pgo-use/release/botgate

@@ -13,7 +13,7 @@
 //! only when they are empty or hold a space, a quote, a backslash or a control
 //! character.
 //! The gateway used to emit the line through `tracing`'s formatter; that cost about a
-//! fifth of the proxy's user-space CPU under load (see README, "The data plane under
+//! fifth of the proxy's user-space CPU under load (see benches/README.md, "The data plane under
 //! load").
 
 use crate::log_writer::BatchedWriter;

@@ -70,7 +70,7 @@ impl Markers {
         // marker that occurs, including those inside a longer one.
         // A contiguous NFA without a prefilter: paths, queries and user agents are
         // short, where a prefilter's start-up costs more than it skips, and the NFA
-        // builds faster than a DFA (every hot swap rebuilds the index; see README).
+        // builds faster than a DFA (every hot swap rebuilds the index; see benches/README.md).
         let built = AhoCorasick::builder()
             .kind(Some(AhoCorasickKind::ContiguousNFA))
             .prefilter(false)

@@ -1,5 +1,7 @@
 //! The `botgate` command: the operator's and rule author's entry point.
 
+#[cfg(test)]
+mod options;
 mod partner;
 mod ruleset;
 mod serve;
@@ -13,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// mimalloc: the data plane allocates and frees small buffers and header maps on both
-/// cores for every request; glibc's malloc spent measurably more on them (README, load
+/// cores for every request; glibc's malloc spent measurably more on them (benches/README.md, load
 /// benchmark).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -7,7 +7,7 @@
 //! and gives its own answers (400, 431, …) to what is wrong.
 //!
 //! Why not hyper for all of it: on the load benchmark hyper's server cost about 1.7 µs
-//! of CPU per request more than this loop's work (README, "The data plane under load"),
+//! of CPU per request more than this loop's work (benches/README.md, "The data plane under load"),
 //! the largest piece of the proxy core left to a library. hyper stays for the rare and
 //! the hard cases, where its generality is the point.
 

@@ -5,7 +5,7 @@
 //!
 //! The gateway's own rather than hyper's `client::conn` because hyper's client runs
 //! each connection as a task of its own that the request reaches through channels: on
-//! the load benchmark that cost about 1 µs of CPU per request (README, "The data plane
+//! the load benchmark that cost about 1 µs of CPU per request (benches/README.md, "The data plane
 //! under load"), the largest part of the proxy core a library spent. Here the request's
 //! own task writes and reads the connection, and a response that arrived whole in one
 //! read is handed on without another system call. What this side does not do, it
