@@ -8,4 +8,5 @@ pub mod gateway;
 pub mod log_writer;
 pub mod provisioning;
 pub mod recent;
+pub mod report;
 pub mod rules;

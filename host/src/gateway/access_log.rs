@@ -16,7 +16,9 @@
 //! fifth of the proxy's user-space CPU under load (see benches/README.md, "The data plane under
 //! load").
 
+use super::outcome::{CacheStatus, Outcome};
 use crate::log_writer::BatchedWriter;
+use botgate_model::Category;
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -34,8 +36,9 @@ pub struct AccessEntry<'a> {
     pub client: &'a str,
     pub method: &'a str,
     pub target: &'a str,
-    pub category: &'a str,
-    pub action: &'a str,
+    /// The decided category, when a decision was made (`none` otherwise).
+    pub category: Option<Category>,
+    pub action: Outcome,
     /// The deciding component and its version.
     pub decider: Option<(&'a str, &'a str)>,
     /// The deciding opinion's reason id, or why a challenge answer was refused; empty
@@ -43,7 +46,7 @@ pub struct AccessEntry<'a> {
     pub reason: &'a str,
     pub status: u16,
     pub origin: Option<SocketAddr>,
-    pub cache: &'a str,
+    pub cache: CacheStatus,
     pub latency_us: u64,
     pub ja4: Option<&'a str>,
 }
@@ -119,8 +122,12 @@ fn format_line(
     out.push_str(entry.client);
     bare(out, " method=", entry.method);
     bare(out, " target=", entry.target);
-    quoted(out, " category=", entry.category);
-    quoted(out, " action=", entry.action);
+    quoted(
+        out,
+        " category=",
+        entry.category.map_or("none", Category::as_str),
+    );
+    quoted(out, " action=", entry.action.as_str());
     let (decider, version) = entry.decider.unwrap_or(("-", "-"));
     quoted(out, " decider=", decider);
     quoted(out, " decider_version=", version);
@@ -153,7 +160,7 @@ fn format_line(
         }
         None => out.push('-'),
     }
-    quoted(out, " cache=", entry.cache);
+    quoted(out, " cache=", entry.cache.as_str());
     out.push_str(" latency_us=");
     out.push_str(itoa::Buffer::new().format(entry.latency_us));
     quoted(out, " ja4=", entry.ja4.unwrap_or("-"));
@@ -238,13 +245,13 @@ mod tests {
             client: "203.0.113.7",
             method: "GET",
             target: "/wp-login.php?x=1",
-            category: "humans",
-            action: "grant",
+            category: Some(Category::Humans),
+            action: Outcome::Grant,
             decider: Some(("classifier", "1.0.0")),
             reason: "classifier.browser",
             status: 200,
             origin: Some("[2001:db8::1]:80".parse().unwrap()),
-            cache: "-",
+            cache: CacheStatus::NotAsked,
             latency_us: 204,
             ja4: None,
         }

@@ -10,6 +10,7 @@
 use super::Gateway;
 use super::listener::{ConnectionInfo, Shutdown, canonical};
 use super::pages::BoxError;
+use crate::report::Report;
 use crate::rules::bindings::{AlpnProtocol, TlsFacts, TlsVersion};
 use bytes::{Buf, Bytes};
 use http::Response;
@@ -22,8 +23,25 @@ use tokio_util::task::TaskTracker;
 
 /// Why the QUIC endpoint could not be set up.
 #[derive(Debug, thiserror::Error)]
-#[error("QUIC: {0}")]
-pub struct QuicError(String);
+pub enum QuicError {
+    #[error("QUIC: the TLS configuration")]
+    Tls(#[source] quinn::crypto::rustls::NoInitialCipherSuite),
+    #[error("QUIC: the idle timeout is too long for QUIC")]
+    IdleTimeout,
+}
+
+/// Why a QUIC connection closed before it could serve a request.
+#[derive(Debug, thiserror::Error)]
+pub enum QuicConnectionError {
+    #[error("the QUIC handshake timed out")]
+    HandshakeTimeout,
+    #[error("the QUIC handshake")]
+    Handshake(#[source] quinn::ConnectionError),
+    #[error("the HTTP/3 setup timed out")]
+    SetupTimeout,
+    #[error("the HTTP/3 setup")]
+    Setup(#[source] h3::error::ConnectionError),
+}
 
 /// The QUIC server configuration over the HTTPS listener's TLS configuration (TLS 1.3
 /// only, ALPN `h3`), with the connection limits.
@@ -34,8 +52,7 @@ pub fn server_config(
     let mut tls = tls.clone();
     tls.alpn_protocols = vec![b"h3".to_vec()];
     tls.max_early_data_size = 0;
-    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)
-        .map_err(|err| QuicError(err.to_string()))?;
+    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(QuicError::Tls)?;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     let mut transport = quinn::TransportConfig::default();
     transport
@@ -44,7 +61,7 @@ pub fn server_config(
             limits
                 .idle_timeout
                 .try_into()
-                .map_err(|_| QuicError("the idle timeout is too long for QUIC".into()))?,
+                .map_err(|_| QuicError::IdleTimeout)?,
         ));
     config.transport_config(Arc::new(transport));
     Ok(config)
@@ -85,7 +102,8 @@ pub async fn serve(
         let shutdown = shutdown.clone();
         tracker.spawn(async move {
             let peer = incoming.remote_address();
-            if let Err(reason) = connection(gateway, incoming, shutdown).await {
+            if let Err(err) = connection(gateway, incoming, shutdown).await {
+                let reason = Report(&err);
                 tracing::debug!(%peer, %reason, "QUIC connection closed early");
             }
         });
@@ -98,7 +116,7 @@ async fn connection(
     gateway: Arc<Gateway>,
     incoming: quinn::Incoming,
     mut shutdown: Shutdown,
-) -> Result<(), String> {
+) -> Result<(), QuicConnectionError> {
     let limits = gateway.config.limits.clone();
     let peer = incoming.remote_address();
     let client = canonical(peer);
@@ -111,8 +129,8 @@ async fn connection(
         .take(peer, &original_cid)
         .unwrap_or_default();
     let quic = handshake
-        .map_err(|_| "QUIC handshake timed out".to_string())?
-        .map_err(|err| format!("QUIC handshake: {err}"))?;
+        .map_err(|_| QuicConnectionError::HandshakeTimeout)?
+        .map_err(QuicConnectionError::Handshake)?;
     let tls = TlsFacts {
         version: TlsVersion::Tls13,
         alpn: AlpnProtocol::H3,
@@ -124,8 +142,8 @@ async fn connection(
     let setup = builder.build::<_, Bytes>(h3_quinn::Connection::new(quic));
     let mut h3 = tokio::select! {
         built = tokio::time::timeout(limits.header_read_timeout, setup) => built
-            .map_err(|_| "HTTP/3 setup timed out".to_string())?
-            .map_err(|err| format!("HTTP/3 setup: {err}"))?,
+            .map_err(|_| QuicConnectionError::SetupTimeout)?
+            .map_err(QuicConnectionError::Setup)?,
         _ = shutdown.wait() => return Ok(()),
     };
     let requests = TaskTracker::new();

@@ -28,6 +28,7 @@ pub mod ja4;
 pub mod limits;
 pub mod listener;
 pub mod metrics;
+pub mod outcome;
 pub mod pages;
 pub mod phases;
 pub mod proxy_protocol;

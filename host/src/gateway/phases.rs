@@ -10,11 +10,13 @@ use super::io::{Activity, ActivityCount};
 use super::limits::Verdict;
 use super::listener::ConnectionInfo;
 use super::metrics::{CacheLabels, OriginLabels};
+use super::outcome::{CacheStatus, Outcome};
 use super::pages::{self, Body, BoxError};
 use super::upstream::UpstreamError;
+use crate::report::Report;
 use crate::rules::bindings::{Behaviour, ChallengePass, HttpVersion, Scheme};
 use crate::rules::{Decision, decide, facts};
-use botgate_model::{Action, Status};
+use botgate_model::{Action, Category, Status};
 use botgate_store::WebsiteRecord;
 use http::{HeaderValue, Method, Request, Response, StatusCode, Version, header};
 use http_body_util::{BodyExt, Limited};
@@ -44,13 +46,13 @@ struct Record {
     /// When the request's head had been read.
     started: Instant,
     website: Option<String>,
-    category: &'static str,
-    action: &'static str,
+    /// The decided category, when a decision was made.
+    category: Option<Category>,
+    action: Outcome,
     decider: Option<(Arc<str>, Arc<str>)>,
     reason: String,
     origin: Option<std::net::SocketAddr>,
-    /// `hit` or `miss` when the response cache was asked, `-` otherwise.
-    cache: &'static str,
+    cache: CacheStatus,
     /// Whether the answer advertises HTTP/3 (`Alt-Svc`).
     advertise_http3: bool,
 }
@@ -60,12 +62,12 @@ impl Record {
         Record {
             started,
             website: None,
-            category: "none",
-            action: "pass",
+            category: None,
+            action: Outcome::Pass,
             decider: None,
             reason: String::new(),
             origin: None,
-            cache: "-",
+            cache: CacheStatus::NotAsked,
             advertise_http3: false,
         }
     }
@@ -137,14 +139,6 @@ pub(super) fn canonical_host(host: &str) -> String {
     host.trim_end_matches('.').to_ascii_lowercase()
 }
 
-fn action_name(action: Action) -> &'static str {
-    match action {
-        Action::Grant => "grant",
-        Action::Deny => "deny",
-        Action::Captcha => "captcha",
-    }
-}
-
 fn http_version(version: Version) -> HttpVersion {
     match version {
         Version::HTTP_10 | Version::HTTP_09 => HttpVersion::Http10,
@@ -200,8 +194,8 @@ impl Gateway {
         });
         self.metrics.requests.record(
             record.website.as_deref().unwrap_or("-"),
-            record.category,
-            record.action,
+            record.category.map_or("none", Category::as_str),
+            record.action.as_str(),
             elapsed,
         );
         Ok(response)
@@ -220,24 +214,24 @@ impl Gateway {
     ) -> Response<Body> {
         // Phase 1: the website.
         let Some(host) = request_host(&request) else {
-            record.action = "bad_request";
+            record.action = Outcome::BadRequest;
             return pages::missing_host();
         };
         // A request the gateway forwarded itself has come back: a website's origin
         // leads to the gateway. Stopped before it costs anything more.
         if self.via.seen_in(request.headers()) {
-            record.action = "loop";
+            record.action = Outcome::Loop;
             return pages::loop_detected();
         }
         // The rule sets read the path as the origin's server resolves it; a path with
         // no single such reading is served to nobody.
         if let Some(refusal) = botgate_normalise::refusal(request.uri().path()) {
-            record.action = "bad_request";
+            record.action = Outcome::BadRequest;
             return pages::path_refused(refusal);
         }
         let index = self.websites.current();
         let Some(website) = index.by_host(&host).cloned() else {
-            record.action = "unknown_host";
+            record.action = Outcome::UnknownHost;
             return pages::unknown_host(&host);
         };
         drop(index);
@@ -252,7 +246,7 @@ impl Gateway {
             && matches!(*request.method(), Method::GET | Method::HEAD)
             && let Some(answers) = &self.acme_answers
         {
-            record.action = "acme_challenge";
+            record.action = Outcome::AcmeChallenge;
             let awaited = website.website.awaits_acme_certificate(unix_now() as i64);
             let answer = if awaited {
                 answers.http01(token).await
@@ -278,7 +272,7 @@ impl Gateway {
         let lb = &website.website.settings.loadbalancer;
         let paused = website.website.status == Status::Paused;
         if connection.http3 && !lb.enable_http3 {
-            record.action = "misdirected";
+            record.action = Outcome::Misdirected;
             return pages::misdirected();
         }
         record.advertise_http3 = lb.enable_http3 && connection.https && !connection.http3;
@@ -287,7 +281,7 @@ impl Gateway {
 
         // Phase 2: the gateway's own answers and redirects.
         if request.method() == Method::TRACE {
-            record.action = "refused";
+            record.action = Outcome::Refused;
             return pages::trace_refused();
         }
         if request.uri().path() == challenge::VERIFY_PATH && request.method() == Method::POST {
@@ -301,11 +295,11 @@ impl Gateway {
             .map(|p| p.as_str())
             .unwrap_or("/");
         if lb.force_https && !connection.https {
-            record.action = "redirect";
+            record.action = Outcome::Redirect;
             return pages::moved_permanently(&format!("https://{host}{target}"));
         }
         if lb.force_subdomains_redirect && host != domain {
-            record.action = "redirect";
+            record.action = Outcome::Redirect;
             let scheme = if connection.https { "https" } else { "http" };
             return pages::moved_permanently(&format!("{scheme}://{domain}{target}"));
         }
@@ -317,7 +311,7 @@ impl Gateway {
                 Verdict::Pass => {}
                 Verdict::UnderAttack => under_attack = true,
                 Verdict::Limited { retry_after } => {
-                    record.action = "limited";
+                    record.action = Outcome::Limited;
                     return pages::too_many_requests(retry_after);
                 }
                 // Over the website's rate, not the client's: a client that has shown
@@ -325,12 +319,12 @@ impl Gateway {
                 // challenged (and comes back with a pass).
                 Verdict::WebsiteBusy => {
                     if !challenge::holds_pass(self.pass_of(&request, domain, client)) {
-                        record.action = "captcha";
+                        record.action = Outcome::Captcha;
                         let challenge = NewChallenge::for_target(target);
                         return self.challenge_page(challenge, connection, domain, site);
                     }
                     if let Err(retry_after) = self.ddos.reserved(site) {
-                        record.action = "busy";
+                        record.action = Outcome::Busy;
                         return pages::website_busy(retry_after);
                     }
                 }
@@ -348,7 +342,7 @@ impl Gateway {
                 let decision = self
                     .decide(&request, &host, connection, &website, behaviour, pass)
                     .await;
-                record.category = decision.category.as_str();
+                record.category = Some(decision.category);
                 action = decision.action;
                 record.decider = decision.decided_by.map(|d| (d.name, d.version));
                 record.reason = decision.reason;
@@ -356,7 +350,7 @@ impl Gateway {
             if under_attack && action == Action::Grant {
                 action = Action::Captcha;
             }
-            record.action = action_name(action);
+            record.action = action.into();
             match action {
                 Action::Deny => return pages::denied(),
                 Action::Captcha if !challenge::holds_pass(pass) => {
@@ -487,7 +481,7 @@ impl Gateway {
         {
             Ok(Ok(body)) => body.to_bytes(),
             Ok(Err(_)) => {
-                record.action = "bad_request";
+                record.action = Outcome::BadRequest;
                 return pages::page(
                     StatusCode::BAD_REQUEST,
                     "Bad request",
@@ -495,7 +489,7 @@ impl Gateway {
                 );
             }
             Err(_) => {
-                record.action = "bad_request";
+                record.action = Outcome::BadRequest;
                 return pages::page(
                     StatusCode::REQUEST_TIMEOUT,
                     "Request timeout",
@@ -519,7 +513,7 @@ impl Gateway {
         let verified = self.verified_pass(domain, client, &submission, now).await;
         match verified {
             Ok((pass, kind)) => {
-                record.action = "challenge_solved";
+                record.action = Outcome::ChallengeSolved;
                 self.behaviour.challenge_solved(site, client);
                 let mut response = Response::new(pages::empty());
                 *response.status_mut() = StatusCode::SEE_OTHER;
@@ -535,7 +529,7 @@ impl Gateway {
                 response
             }
             Err(refusal) => {
-                record.action = "challenge_failed";
+                record.action = Outcome::ChallengeFailed;
                 record.reason = refusal.to_string();
                 let mut challenge = NewChallenge::for_target(&return_to);
                 let note = match refusal {
@@ -607,11 +601,17 @@ impl Gateway {
         if let Some(kind) = cacheable.filter(|_| !upgrade) {
             let key = cache::Key::new(connection.https, host, &parts);
             let found = self.cache.lookup(&key, &parts);
-            let result = if found.is_some() { "hit" } else { "miss" };
+            let result = if found.is_some() {
+                CacheStatus::Hit
+            } else {
+                CacheStatus::Miss
+            };
             record.cache = result;
             self.metrics
                 .cache_lookups
-                .get_or_create(&CacheLabels { result })
+                .get_or_create(&CacheLabels {
+                    result: result.as_str(),
+                })
                 .inc();
             if let Some(hit) = found {
                 return hit;
@@ -658,9 +658,10 @@ impl Gateway {
             .await;
         let origin = match sent {
             Ok(origin) => origin,
-            Err(UpstreamError::Request { message }) => {
-                tracing::debug!(website = %website.website.domain, reason = %message, "request not sent whole");
-                record.action = "bad_request";
+            Err(err @ UpstreamError::Request { .. }) => {
+                let reason = Report(&err);
+                tracing::debug!(website = %website.website.domain, %reason, "request not sent whole");
+                record.action = Outcome::BadRequest;
                 return pages::page(
                     StatusCode::BAD_REQUEST,
                     "Bad request",
@@ -678,7 +679,8 @@ impl Gateway {
                         ("failed", pages::bad_gateway())
                     }
                 };
-                tracing::warn!(website = %website.website.domain, %err, "origin failed");
+                let error = Report(&err);
+                tracing::warn!(website = %website.website.domain, %error, "origin failed");
                 self.metrics
                     .origin_failures
                     .get_or_create(&OriginLabels { kind })
@@ -702,7 +704,7 @@ impl Gateway {
             forwarding::remove_hop_by_hop(response.headers_mut(), false);
         }
         let mut response = response.map(|body| body.map_err(Into::into).boxed_unsync());
-        if record.cache == "miss" {
+        if record.cache == CacheStatus::Miss {
             response
                 .headers_mut()
                 .insert(cache::CACHE_HEADER, HeaderValue::from_static("miss"));

@@ -6,6 +6,7 @@ mod http1;
 
 use super::io::{Activity, ActivityCount, Rewind};
 use super::{Gateway, ja4, proxy_protocol};
+use crate::report::Report;
 use crate::rules::bindings::{AlpnProtocol, TlsFacts, TlsVersion};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -99,11 +100,56 @@ pub async fn serve(
         let tls = tls.clone();
         let shutdown = shutdown.clone();
         tracker.spawn(async move {
-            if let Err(reason) = connection(gateway, stream, peer, tls, shutdown).await {
+            if let Err(err) = connection(gateway, stream, peer, tls, shutdown).await {
+                let reason = Report(&err);
                 tracing::debug!(%peer, %reason, "connection closed early");
             }
         });
     }
+}
+
+/// Why a connection closed before it could serve a request.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectionError {
+    #[error("no PROXY protocol header within the header-read timeout")]
+    ProxyHeaderTimeout,
+    #[error("the PROXY protocol header")]
+    ProxyHeader(#[source] proxy_protocol::ProxyHeaderError),
+    #[error("no TLS ClientHello within the header-read timeout")]
+    ClientHelloTimeout,
+    #[error("reading the TLS ClientHello")]
+    ClientHelloRead(#[source] std::io::Error),
+    #[error("the connection did not start with a TLS handshake")]
+    NotTls,
+    #[error("the TLS ClientHello")]
+    ClientHello(#[source] std::io::Error),
+    #[error("the TLS handshake timed out")]
+    HandshakeTimeout,
+    #[error("the TLS handshake")]
+    Handshake(#[source] std::io::Error),
+    #[error("a TLS-ALPN-01 challenge for `{name}`")]
+    AcmeChallenge {
+        name: String,
+        #[source]
+        source: AcmeChallengeError,
+    },
+}
+
+/// Why a CA's TLS-ALPN-01 handshake was not answered.
+#[derive(Debug, thiserror::Error)]
+pub enum AcmeChallengeError {
+    #[error("ACME is not enabled")]
+    NotEnabled,
+    #[error("the store did not answer in time")]
+    StoreTimeout,
+    #[error("no challenge waits for the name")]
+    NoChallenge,
+    #[error("the challenge certificate's TLS configuration")]
+    Config(#[source] rustls::Error),
+    #[error("the handshake timed out")]
+    HandshakeTimeout,
+    #[error("the handshake")]
+    Handshake(#[source] std::io::Error),
 }
 
 /// One connection, from the first byte to the last.
@@ -113,7 +159,7 @@ async fn connection(
     peer: SocketAddr,
     tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: Shutdown,
-) -> Result<(), String> {
+) -> Result<(), ConnectionError> {
     let limits = &gateway.config.limits;
     let deadline = limits.header_read_timeout;
     let peer = canonical(peer);
@@ -125,8 +171,8 @@ async fn connection(
         .any(|net| net.contains(&peer.ip()));
     if trusted {
         match tokio::time::timeout(deadline, proxy_protocol::read_header(&mut stream)).await {
-            Err(_) => return Err("no PROXY header in time".into()),
-            Ok(Err(err)) => return Err(err.to_string()),
+            Err(_) => return Err(ConnectionError::ProxyHeaderTimeout),
+            Ok(Err(err)) => return Err(ConnectionError::ProxyHeader(err)),
             Ok(Ok(Some(real))) => client = canonical(real),
             Ok(Ok(None)) => {}
         }
@@ -138,15 +184,15 @@ async fn connection(
     };
     let (hello, ja4) = tokio::time::timeout(deadline, read_client_hello(&mut stream))
         .await
-        .map_err(|_| "no TLS ClientHello in time".to_string())??;
+        .map_err(|_| ConnectionError::ClientHelloTimeout)??;
     let started = tokio_rustls::LazyConfigAcceptor::new(
         rustls::server::Acceptor::default(),
         Rewind::new(hello, stream),
     );
     let started = tokio::time::timeout(deadline, started)
         .await
-        .map_err(|_| "TLS handshake timed out".to_string())?
-        .map_err(|err| format!("TLS ClientHello: {err}"))?;
+        .map_err(|_| ConnectionError::HandshakeTimeout)?
+        .map_err(ConnectionError::ClientHello)?;
     let hello = started.client_hello();
     // RFC 8737: a CA checking TLS-ALPN-01 offers only `acme-tls/1`, for a website's
     // name; it gets the challenge certificate, and nothing else happens on the
@@ -166,14 +212,17 @@ async fn connection(
         let answered = answer_tls_alpn01(&gateway, started, &name, deadline).await;
         match &answered {
             Ok(()) => tracing::info!(%name, "answered a TLS-ALPN-01 challenge"),
-            Err(reason) => tracing::warn!(%name, %reason, "TLS-ALPN-01 challenge not answered"),
+            Err(err) => {
+                let reason = Report(err);
+                tracing::warn!(%name, %reason, "TLS-ALPN-01 challenge not answered");
+            }
         }
-        return answered;
+        return answered.map_err(|source| ConnectionError::AcmeChallenge { name, source });
     }
     let tls = tokio::time::timeout(deadline, started.into_stream(tls))
         .await
-        .map_err(|_| "TLS handshake timed out".to_string())?
-        .map_err(|err| format!("TLS handshake: {err}"))?;
+        .map_err(|_| ConnectionError::HandshakeTimeout)?
+        .map_err(ConnectionError::Handshake)?;
     let session = tls.get_ref().1;
     let version = match session.protocol_version() {
         Some(rustls::ProtocolVersion::TLSv1_3) => TlsVersion::Tls13,
@@ -202,22 +251,25 @@ async fn answer_tls_alpn01(
     started: tokio_rustls::StartHandshake<Rewind<TcpStream>>,
     name: &str,
     deadline: std::time::Duration,
-) -> Result<(), String> {
-    let answers = gateway.acme_answers.as_ref().ok_or("ACME is not enabled")?;
+) -> Result<(), AcmeChallengeError> {
+    let answers = gateway
+        .acme_answers
+        .as_ref()
+        .ok_or(AcmeChallengeError::NotEnabled)?;
     let key = tokio::time::timeout(deadline, answers.tls_alpn01(name))
         .await
-        .map_err(|_| "the store did not answer in time".to_string())?
-        .ok_or_else(|| format!("no TLS-ALPN-01 challenge waits for `{name}`"))?;
+        .map_err(|_| AcmeChallengeError::StoreTimeout)?
+        .ok_or(AcmeChallengeError::NoChallenge)?;
     let mut config = rustls::ServerConfig::builder_with_provider(super::tls::provider())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-        .map_err(|err| err.to_string())?
+        .map_err(AcmeChallengeError::Config)?
         .with_no_client_auth()
         .with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(key)));
     config.alpn_protocols = vec![ACME_TLS_ALPN.to_vec()];
     tokio::time::timeout(deadline, started.into_stream(Arc::new(config)))
         .await
-        .map_err(|_| "TLS-ALPN-01 handshake timed out".to_string())?
-        .map_err(|err| format!("TLS-ALPN-01 handshake: {err}"))?;
+        .map_err(|_| AcmeChallengeError::HandshakeTimeout)?
+        .map_err(AcmeChallengeError::Handshake)?;
     Ok(())
 }
 
@@ -238,20 +290,20 @@ pub(crate) fn canonical(address: SocketAddr) -> SocketAddr {
 /// Reads the first TLS record (the ClientHello) and its JA4 fingerprint.
 async fn read_client_hello<S: AsyncRead + Unpin>(
     stream: &mut S,
-) -> Result<(Vec<u8>, Option<String>), String> {
+) -> Result<(Vec<u8>, Option<String>), ConnectionError> {
     let mut record = vec![0u8; ja4::RECORD_HEADER_LEN];
     stream
         .read_exact(&mut record)
         .await
-        .map_err(|err| format!("reading the ClientHello: {err}"))?;
+        .map_err(ConnectionError::ClientHelloRead)?;
     let Some(len) = ja4::handshake_record_len(&record) else {
-        return Err("the connection did not start with a TLS handshake".into());
+        return Err(ConnectionError::NotTls);
     };
     record.resize(len, 0);
     stream
         .read_exact(&mut record[ja4::RECORD_HEADER_LEN..])
         .await
-        .map_err(|err| format!("reading the ClientHello: {err}"))?;
+        .map_err(ConnectionError::ClientHelloRead)?;
     let fingerprint = ja4::from_record(&record);
     Ok((record, fingerprint))
 }

@@ -11,6 +11,7 @@ pub mod http1;
 
 use super::io::Rewind;
 use super::pages::Body;
+use crate::report::Report;
 use botgate_model::addresses::{OriginPolicy, OriginRefusal};
 use bytes::Bytes;
 use foldhash::fast::RandomState;
@@ -64,13 +65,44 @@ impl Default for OriginConfig {
     }
 }
 
+/// Why a connection to an origin could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("connecting to {origin} timed out")]
+    ConnectTimeout { origin: SocketAddr },
+    #[error("connecting to {origin}")]
+    Connect {
+        origin: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{name}` is no TLS server name")]
+    TlsName {
+        name: String,
+        #[source]
+        source: rustls::pki_types::InvalidDnsNameError,
+    },
+    #[error("the TLS handshake with {origin} timed out")]
+    HandshakeTimeout { origin: SocketAddr },
+    #[error("the TLS handshake with {origin}")]
+    Handshake {
+        origin: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Why no response came from an origin.
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
     #[error("the website lists no origin")]
     NoOrigin,
-    #[error("no origin could be reached (last: {last})")]
-    Unreachable { last: String },
+    /// No origin of the website could be connected to; the last attempt's error.
+    #[error("no origin could be reached")]
+    Unreachable {
+        #[source]
+        last: ConnectError,
+    },
     /// Every origin of the website is one the origin policy refuses; none was
     /// connected to.
     #[error("the origin {origin} is refused by the origin policy: {refusal}")]
@@ -80,12 +112,19 @@ pub enum UpstreamError {
     },
     #[error("the origin {origin} did not answer within {after:?}")]
     Timeout { origin: SocketAddr, after: Duration },
-    #[error("the origin {origin} failed: {message}")]
-    Failed { origin: SocketAddr, message: String },
+    #[error("the origin {origin} failed")]
+    Failed {
+        origin: SocketAddr,
+        #[source]
+        source: Http1Error,
+    },
     /// The client's side: its request body broke off (or ran past its length) on the
     /// way to the origin, which is no fault of the origin's.
-    #[error("the request could not be sent whole: {message}")]
-    Request { message: String },
+    #[error("the request could not be sent whole")]
+    Request {
+        #[source]
+        source: Http1Error,
+    },
 }
 
 /// How long a connection may sit idle in the pool before it is checked for a close by
@@ -268,22 +307,27 @@ impl Origins {
         None
     }
 
-    async fn connect(&self, key: &PoolKey) -> Result<Connection, String> {
+    async fn connect(&self, key: &PoolKey) -> Result<Connection, ConnectError> {
         let limit = self.config.connect_timeout;
-        let tcp = tokio::time::timeout(limit, TcpStream::connect(key.address))
+        let origin = key.address;
+        let tcp = tokio::time::timeout(limit, TcpStream::connect(origin))
             .await
-            .map_err(|_| format!("connecting to {} timed out", key.address))?
-            .map_err(|err| format!("connecting to {}: {err}", key.address))?;
+            .map_err(|_| ConnectError::ConnectTimeout { origin })?
+            .map_err(|source| ConnectError::Connect { origin, source })?;
         let _ = tcp.set_nodelay(true);
         match &key.tls_name {
             None => Ok(Connection::new(Stream::Plain(tcp))),
             Some(name) => {
-                let name = ServerName::try_from(name.to_string())
-                    .map_err(|err| format!("TLS name {name}: {err}"))?;
-                let tls = tokio::time::timeout(limit, self.tls.connect(name, tcp))
+                let server_name = ServerName::try_from(name.to_string()).map_err(|source| {
+                    ConnectError::TlsName {
+                        name: name.to_string(),
+                        source,
+                    }
+                })?;
+                let tls = tokio::time::timeout(limit, self.tls.connect(server_name, tcp))
                     .await
-                    .map_err(|_| format!("TLS handshake with {} timed out", key.address))?
-                    .map_err(|err| format!("TLS handshake with {}: {err}", key.address))?;
+                    .map_err(|_| ConnectError::HandshakeTimeout { origin })?
+                    .map_err(|source| ConnectError::Handshake { origin, source })?;
                 Ok(Connection::new(Stream::Tls(Box::new(tls))))
             }
         }
@@ -308,7 +352,7 @@ impl Origins {
         };
         let tls_name: Option<Arc<str>> = tls_name.map(Arc::from);
         let (parts, mut body) = request.into_parts();
-        let mut last = String::new();
+        let mut last = None;
         let mut refused = None;
         for address in self.order(ips, port) {
             let key = PoolKey {
@@ -332,9 +376,10 @@ impl Origins {
                         match self.connect(&key).await {
                             Ok(connection) => connection,
                             Err(err) => {
-                                tracing::warn!(origin = %address, %err, "origin unreachable; trying the next");
+                                let error = Report(&err);
+                                tracing::warn!(origin = %address, %error, "origin unreachable; trying the next");
                                 self.mark_down(address);
-                                last = err;
+                                last = Some(err);
                                 break;
                             }
                         }
@@ -359,15 +404,13 @@ impl Origins {
                     Ok(Err(Http1Error::Stale(_))) if reused && parts.method.is_idempotent() => {
                         continue;
                     }
-                    Ok(Err(err)) if err.is_request() => {
-                        return Err(UpstreamError::Request {
-                            message: err.to_string(),
-                        });
+                    Ok(Err(source)) if source.is_request() => {
+                        return Err(UpstreamError::Request { source });
                     }
-                    Ok(Err(err)) => {
+                    Ok(Err(source)) => {
                         return Err(UpstreamError::Failed {
                             origin: address,
-                            message: err.to_string(),
+                            source,
                         });
                     }
                 };
@@ -400,11 +443,10 @@ impl Origins {
                 });
             }
         }
-        match refused {
-            Some((origin, refusal)) if last.is_empty() => {
-                Err(UpstreamError::Refused { origin, refusal })
-            }
-            _ => Err(UpstreamError::Unreachable { last }),
+        match (last, refused) {
+            (Some(last), _) => Err(UpstreamError::Unreachable { last }),
+            (None, Some((origin, refusal))) => Err(UpstreamError::Refused { origin, refusal }),
+            (None, None) => Err(UpstreamError::NoOrigin),
         }
     }
 }
