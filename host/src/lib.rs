@@ -8,5 +8,7 @@ pub mod gateway;
 pub mod log_writer;
 pub mod provisioning;
 pub mod recent;
-pub mod report;
 pub mod rules;
+
+/// Errors with their sources on one line, for logs.
+pub use botgate_model::report;

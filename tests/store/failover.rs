@@ -77,9 +77,12 @@ async fn confirmed_writes_survive_a_failover_and_the_store_reconnects_by_itself(
         .create_website(&acme.name, &website("unconfirmed.example", &alice))
         .await
         .unwrap_err();
+    let reported = botgate_model::report::Report(&unconfirmed).to_string();
     assert!(
-        matches!(&unconfirmed, StoreError::Backend(m) if m.contains("not confirmed") && m.contains("1 of 2")),
-        "{unconfirmed}"
+        matches!(&unconfirmed, StoreError::Backend { cause: Some(_), .. })
+            && reported.contains("not confirmed")
+            && reported.contains("1 of 2"),
+        "{reported}"
     );
 
     // The failover: sentinel promotes the replica; haproxy follows the master role.

@@ -28,7 +28,13 @@ async fn a_wrong_password_is_refused_at_connect() {
         ..RedisConfig::new(server.url())
     };
     let err = RedisStore::connect(wrong).await.err().expect("refused");
-    assert!(matches!(err, StoreError::Backend(_)), "{err}");
+    // The context says what was being done; the cause is Redis's own refusal.
+    let reported = botgate_model::report::Report(&err).to_string();
+    assert!(
+        matches!(err, StoreError::Backend { cause: Some(_), .. }),
+        "{reported}"
+    );
+    assert!(reported.contains("connecting to Redis: "), "{reported}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -83,8 +89,6 @@ async fn reads_are_not_held_behind_a_write_waiting_for_its_replicas() {
         "the reads waited for the write's WAIT to end"
     );
     let unconfirmed = write.await.unwrap().unwrap_err();
-    assert!(
-        unconfirmed.to_string().contains("not confirmed"),
-        "{unconfirmed}"
-    );
+    let reported = botgate_model::report::Report(&unconfirmed).to_string();
+    assert!(reported.contains("not confirmed"), "{reported}");
 }

@@ -7,6 +7,7 @@ pub mod names;
 #[cfg(feature = "openapi")]
 pub mod openapi;
 pub mod policy;
+pub mod report;
 pub mod rulesets;
 pub mod settings;
 pub mod user;

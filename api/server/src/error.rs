@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use botgate_model::report::Report;
 use botgate_model::{Invalid, InvalidKind};
 use botgate_store::StoreError;
 use serde::Serialize;
@@ -106,7 +107,8 @@ impl ApiError {
                 StatusCode::CONFLICT,
                 format!("{what} was changed by another request at the same time; retry"),
             ),
-            StoreError::Backend(reason) => {
+            StoreError::Backend { .. } => {
+                let reason = Report(&error);
                 tracing::error!(%reason, "store unavailable");
                 ApiError {
                     retry_after: Some(1),

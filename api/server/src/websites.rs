@@ -11,6 +11,7 @@ use crate::webhooks;
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
+use botgate_model::report::Report;
 use botgate_model::{CertsIssuer, Domain, PartnerName, Status, UserId, Website, WebsiteView};
 use botgate_store::{Store, StoreError, WebsiteRecord};
 use std::sync::Arc;
@@ -120,7 +121,7 @@ async fn record_issuance(api: &Api, partner: &PartnerName, domain: &Domain) {
     let now = botgate_webhooks::now_ms();
     for (key, ends, ..) in issuance_windows(api, partner, domain, now) {
         if let Err(err) = api.store.count(&key, ends).await {
-            tracing::warn!(%err, %domain, "cannot count a certificate issuance");
+            tracing::warn!(error = %Report(&err), %domain, "cannot count a certificate issuance");
         }
     }
 }

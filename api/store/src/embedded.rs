@@ -135,8 +135,8 @@ fn run_writer(
                     }
                     Err(failed) => {
                         replies.push((job.reply, Err(failed)));
-                        return Err(StoreError::Backend(
-                            "another write of the same commit failed; nothing was written".into(),
+                        return Err(StoreError::backend_says(
+                            "another write of the same commit failed; nothing was written",
                         ));
                     }
                 }
@@ -165,13 +165,16 @@ fn run_writer(
                 }
             }
             Err(err) => {
-                let message = err.to_string();
+                let cause: crate::BackendCause = std::sync::Arc::new(err);
                 for (reply, result) in replies {
                     let _ = reply.send(match result {
-                        Err(own @ (StoreError::Backend(_) | StoreError::Corrupt { .. })) => {
+                        Err(own @ (StoreError::Backend { .. } | StoreError::Corrupt { .. })) => {
                             Err(own)
                         }
-                        _ => Err(StoreError::Backend(message.clone())),
+                        _ => Err(StoreError::Backend {
+                            context: "the commit of this write failed".into(),
+                            cause: Some(cause.clone()),
+                        }),
                     });
                 }
             }
@@ -180,7 +183,7 @@ fn run_writer(
 }
 
 fn backend(err: impl Into<redb::Error>) -> StoreError {
-    StoreError::Backend(err.into().to_string())
+    StoreError::backend("the embedded store", err.into())
 }
 
 fn encode<T: Serialize>(value: &T) -> Vec<u8> {
@@ -210,11 +213,11 @@ impl EmbeddedStore {
     /// Opens (or creates) the store file `botgate.redb` in `data_dir`.
     pub fn open(data_dir: &Path) -> Result<EmbeddedStore, StoreError> {
         std::fs::create_dir_all(data_dir).map_err(|err| {
-            StoreError::Backend(format!("cannot create {}: {err}", data_dir.display()))
+            StoreError::backend(format!("cannot create {}", data_dir.display()), err)
         })?;
         let path = data_dir.join("botgate.redb");
         let db = Database::create(&path).map_err(|err| match err {
-            redb::DatabaseError::DatabaseAlreadyOpen => StoreError::Backend(format!(
+            redb::DatabaseError::DatabaseAlreadyOpen => StoreError::backend_says(format!(
                 "{} is in use by another botgate process (a running `botgate serve`?); the \
                  embedded store has one process at a time",
                 path.display()
@@ -251,7 +254,7 @@ impl EmbeddedStore {
                 let (db, feed) = (db.clone(), feed.clone());
                 move || run_writer(db, jobs, feed)
             })
-            .map_err(|err| StoreError::Backend(format!("cannot start the writer: {err}")))?;
+            .map_err(|err| StoreError::backend("cannot start the writer", err))?;
         Ok(EmbeddedStore {
             db,
             feed,
@@ -270,7 +273,7 @@ impl EmbeddedStore {
         let db = self.db.clone();
         tokio::task::spawn_blocking(move || work(&db))
             .await
-            .map_err(|err| StoreError::Backend(format!("store task failed: {err}")))?
+            .map_err(|err| StoreError::backend("a store task failed", err))?
     }
 
     /// Queues `work` for the writer thread, which runs it in a group transaction that
@@ -292,7 +295,7 @@ impl EmbeddedStore {
             }),
             reply,
         };
-        let gone = || StoreError::Backend("the store's writer has stopped".into());
+        let gone = || StoreError::backend_says("the store's writer has stopped");
         self.writer
             .queue
             .as_ref()
@@ -303,7 +306,7 @@ impl EmbeddedStore {
         value
             .downcast::<T>()
             .map(|value| *value)
-            .map_err(|_| StoreError::Backend("a write answered the wrong type".into()))
+            .map_err(|_| StoreError::backend_says("a write answered the wrong type"))
     }
 
     async fn read<T: Send + 'static>(

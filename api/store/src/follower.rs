@@ -10,6 +10,7 @@
 
 use crate::{Changed, Snapshot, Store, StoreError, WebsiteRecord};
 use arc_swap::ArcSwap;
+use botgate_model::report::Report;
 use foldhash::fast::RandomState;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -163,7 +164,9 @@ async fn reload<S: Store>(store: &S, current: &ArcSwap<WebsiteIndex>, why: &str)
             );
             current.store(Arc::new(WebsiteIndex::from_snapshot(snapshot)));
         }
-        Err(err) => tracing::warn!(%err, why, "website index reload failed; keeping the last one"),
+        Err(err) => {
+            tracing::warn!(error = %Report(&err), why, "website index reload failed; keeping the last one")
+        }
     }
 }
 
@@ -195,7 +198,7 @@ async fn follow<S: Store>(
                         reload(store.as_ref(), &current, "periodic resync found a newer version").await;
                     }
                     Ok(_) => {}
-                    Err(err) => tracing::warn!(%err, "website index: cannot read the store version"),
+                    Err(err) => tracing::warn!(error = %Report(&err), "website index: cannot read the store version"),
                 }
                 continue;
             }
@@ -239,7 +242,7 @@ async fn follow<S: Store>(
             Next::Reload(why) => reload(store.as_ref(), &current, why).await,
             Next::Apply { version, domains } => {
                 if let Err(err) = apply(store.as_ref(), &current, version, domains).await {
-                    tracing::warn!(%err, "website index: cannot read a changed website; reloading");
+                    tracing::warn!(error = %Report(&err), "website index: cannot read a changed website; reloading");
                     reload(
                         store.as_ref(),
                         &current,

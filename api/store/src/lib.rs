@@ -33,9 +33,14 @@ pub enum StoreError {
     /// The record changed since it was read: read it again and retry.
     #[error("{0} was changed concurrently; read it again")]
     Stale(String),
-    /// The backend failed (I/O, connection, a refused command).
-    #[error("store backend: {0}")]
-    Backend(String),
+    /// The backend failed (I/O, connection, a refused command): what the store was
+    /// doing, and the backend's own error when there is one.
+    #[error("store backend: {context}")]
+    Backend {
+        context: String,
+        #[source]
+        cause: Option<BackendCause>,
+    },
     /// A stored record could not be read back.
     #[error("stored record {key} is unreadable: {reason}")]
     Corrupt { key: String, reason: String },
@@ -48,6 +53,31 @@ pub enum StoreError {
         host: String,
         clash: HostClash,
     },
+}
+
+/// The backend's own error under a [`StoreError::Backend`], shared: one failed commit
+/// of the embedded store answers every write it carried.
+pub type BackendCause = std::sync::Arc<dyn std::error::Error + Send + Sync>;
+
+impl StoreError {
+    /// A backend failure while doing `context`, caused by `cause`.
+    pub fn backend(
+        context: impl Into<String>,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> StoreError {
+        StoreError::Backend {
+            context: context.into(),
+            cause: Some(std::sync::Arc::new(cause)),
+        }
+    }
+
+    /// A backend failure that no library error describes.
+    pub fn backend_says(context: impl Into<String>) -> StoreError {
+        StoreError::Backend {
+            context: context.into(),
+            cause: None,
+        }
+    }
 }
 
 /// The website field a host name comes from.

@@ -115,7 +115,7 @@ where
 }
 
 fn backend(err: redis::RedisError) -> StoreError {
-    StoreError::Backend(err.to_string())
+    StoreError::backend("Redis", err)
 }
 
 /// Errors after which the connection may point at a demoted master.
@@ -257,16 +257,17 @@ impl RedisStore {
     /// Connects to Redis; fails when it cannot be reached.
     pub async fn connect(config: RedisConfig) -> Result<RedisStore, StoreError> {
         let mut info = redis::IntoConnectionInfo::into_connection_info(config.url.as_str())
-            .map_err(|err| StoreError::Backend(format!("{}: {err}", config.url)))?;
+            .map_err(|err| StoreError::backend(format!("the address {}", config.url), err))?;
         if let Some(password) = &config.password {
             let settings = info.redis_settings().clone().set_password(password);
             info = info.set_redis_settings(settings);
         }
-        let client = redis::Client::open(info).map_err(backend)?;
+        let connecting = |err| StoreError::backend("connecting to Redis", err);
+        let client = redis::Client::open(info).map_err(connecting)?;
         let connection = client
             .get_connection_manager_with_config(manager_config(&config))
             .await
-            .map_err(backend)?;
+            .map_err(connecting)?;
         let (feed, _) = broadcast::channel(4096);
         let store = RedisStore {
             client,
@@ -285,7 +286,7 @@ impl RedisStore {
         match tokio::time::timeout(Duration::from_secs(10), subscribed).await {
             Ok(Ok(())) => {}
             _ => {
-                return Err(StoreError::Backend(format!(
+                return Err(StoreError::backend_says(format!(
                     "{}: cannot subscribe to the change channel",
                     store.config.url
                 )));

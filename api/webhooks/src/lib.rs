@@ -16,6 +16,7 @@ pub mod send;
 pub use address::AddressPolicy;
 pub use send::{AttemptError, Sender};
 
+use botgate_model::report::Report;
 use botgate_model::{PartnerName, WebsiteView};
 use botgate_store::{Delivery, Store};
 use bytes::Bytes;
@@ -157,7 +158,7 @@ impl<S: Store> Outbox<S> {
         tokio::pin!(stop);
         loop {
             if let Err(err) = self.deliver_due().await {
-                tracing::warn!(%err, "webhook outbox: cannot read the store");
+                tracing::warn!(error = %Report(&err), "webhook outbox: cannot read the store");
             }
             tokio::select! {
                 _ = &mut stop => break,
@@ -211,7 +212,7 @@ impl<S: Store> Outbox<S> {
         };
         if let Err(err) = stored {
             // The lease runs out and the delivery is attempted again: at least once.
-            tracing::warn!(id = %delivery.id, %err, "webhook outcome not stored");
+            tracing::warn!(id = %delivery.id, error = %Report(&err), "webhook outcome not stored");
         }
     }
 
@@ -221,7 +222,7 @@ impl<S: Store> Outbox<S> {
             .store
             .partner(&delivery.partner)
             .await
-            .map_err(|err| format!("store: {err}"))?
+            .map_err(|err| format!("store: {}", Report(&err)))?
             .ok_or_else(|| format!("partner {} is gone", delivery.partner))?;
         let timestamp = (now_ms() / 1000) as i64;
         let signed = signature(

@@ -30,6 +30,7 @@ use crate::recent::PerThread;
 use crate::rules::bindings::ChallengePass;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use botgate_model::report::Report;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use std::net::IpAddr;
@@ -170,7 +171,7 @@ impl<S: botgate_store::Store> super::ChallengeLedger for StoreLedger<S> {
             match self.store.count(&key, until_ms).await {
                 Ok(count) => count,
                 Err(err) => {
-                    tracing::warn!(%err, "cannot count a client's waited passes; allowing it");
+                    tracing::warn!(error = %Report(&err), "cannot count a client's waited passes; allowing it");
                     0
                 }
             }
@@ -189,7 +190,7 @@ impl<S: botgate_store::Store> super::ChallengeLedger for StoreLedger<S> {
             match self.store.lease(&key, &holder, now, until_ms).await {
                 Ok(first) => first,
                 Err(err) => {
-                    tracing::warn!(%err, "cannot mark a challenge token spent; accepting it");
+                    tracing::warn!(error = %Report(&err), "cannot mark a challenge token spent; accepting it");
                     true
                 }
             }

@@ -6,6 +6,7 @@
 //! `Retry-After` is honoured while the order is polled.
 
 use botgate_model::Certificate;
+use botgate_model::report::Report;
 use botgate_store::Store;
 use instant_acme::{
     Account, AccountCredentials, AuthorizationStatus, ChallengeType, Identifier, NewAccount,
@@ -141,7 +142,8 @@ impl<S: Store> Acme<S> {
             .get_or_try_init(|| async {
                 let key = format!("acme-account:{}", self.config.directory);
                 let now = botgate_webhooks::now_ms();
-                let store_error = |err: botgate_store::StoreError| format!("store: {err}");
+                let store_error =
+                    |err: botgate_store::StoreError| format!("store: {}", Report(&err));
                 if let Some(stored) = self.store.ephemeral(&key, now).await.map_err(store_error)? {
                     return self.restore(&stored).await;
                 }
@@ -224,7 +226,7 @@ impl<S: Store> Acme<S> {
             AcmeChallenge::TlsAlpn01 => (ChallengeType::TlsAlpn01, "tls-alpn-01"),
         };
         let until = botgate_webhooks::now_ms() + ANSWER_MS;
-        let store_error = |err: botgate_store::StoreError| format!("store: {err}");
+        let store_error = |err: botgate_store::StoreError| format!("store: {}", Report(&err));
         let mut authorizations = order.authorizations();
         while let Some(authorization) = authorizations.next().await {
             let mut authorization =

@@ -15,6 +15,7 @@ pub mod dns;
 
 use crate::gateway::crawlers::reverse_dns::{ResolverError, resolver};
 use acme::Acme;
+use botgate_model::report::Report;
 use botgate_model::{CertsIssuer, Status, Website};
 use botgate_store::{Follower, Store, StoreError, WebsiteRecord};
 use hickory_resolver::TokioResolver;
@@ -135,7 +136,7 @@ impl<S: Store> Provisioner<S> {
         }
         for record in waiting {
             if let Err(err) = self.check(&record).await {
-                tracing::warn!(domain = %record.website.domain, %err, "provisioning: store write failed; retrying next round");
+                tracing::warn!(domain = %record.website.domain, error = %Report(&err), "provisioning: store write failed; retrying next round");
             }
         }
         for record in renewals {
@@ -204,7 +205,7 @@ impl<S: Store> Provisioner<S> {
             .store
             .lease(&lease, &self.holder, now, now + 15 * 60_000)
             .await
-            .map_err(|err| format!("store: {err}"))?;
+            .map_err(|err| format!("store: {}", Report(&err)))?;
         if !held {
             return Err("another gateway is issuing for this domain".into());
         }
@@ -217,7 +218,7 @@ impl<S: Store> Provisioner<S> {
                 .store
                 .website(&parsed)
                 .await
-                .map_err(|err| format!("store: {err}"))?
+                .map_err(|err| format!("store: {}", Report(&err)))?
             else {
                 return Ok(());
             };
@@ -242,7 +243,7 @@ impl<S: Store> Provisioner<S> {
                     return issued.map(drop);
                 }
                 Ok(None) => continue,
-                Err(err) => return Err(format!("store: {err}")),
+                Err(err) => return Err(format!("store: {}", Report(&err))),
             }
         }
         Err("the website kept changing; the certificate was not stored".into())
