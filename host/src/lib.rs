@@ -4,6 +4,7 @@
 //! an atomically swapped [`rules::Registry`], calls each one under a CPU deadline and a
 //! memory cap, and merges their opinions into one [`rules::Decision`].
 
+pub mod client;
 pub mod gateway;
 pub mod log_writer;
 pub mod provisioning;

@@ -160,16 +160,17 @@ pub fn facts(
     target: &str,
     headers: &[(&str, &str)],
 ) -> botgate_host::rules::RequestFacts {
-    use botgate_host::rules::bindings::{HttpVersion, Scheme};
+    use botgate_host::rules::facts::{RequestParts, request_facts};
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    botgate_host::rules::facts::request_facts(
+    let request = RequestParts {
         method,
-        Scheme::Https,
-        "www.example.com",
+        https: true,
+        host: "www.example.com",
         path,
         query,
-        HttpVersion::Http11,
-        headers.iter().map(|(n, v)| (*n, v.as_bytes())),
-        std::net::IpAddr::from([198, 51, 100, 7]),
-    )
+        version: ::http::Version::HTTP_11,
+        headers: headers.iter().map(|(n, v)| (*n, v.as_bytes())),
+        client_ip: std::net::IpAddr::from([198, 51, 100, 7]),
+    };
+    request_facts(request, &botgate_host::client::ClientFacts::default())
 }

@@ -1,11 +1,12 @@
 //! A realistic mix of requests, as a protected WordPress/Nextcloud hosting server sees
 //! them: browsers, verified and impostor crawlers, services, scanners and attacks.
 
+use botgate_host::client::ClientFacts;
 use botgate_host::rules::RequestFacts;
 use botgate_host::rules::bindings::{
-    AlpnProtocol, Behaviour, CrawlerVerification, HttpVersion, Scheme, TlsFacts, TlsVersion,
+    AlpnProtocol, Behaviour, CrawlerVerification, TlsFacts, TlsVersion,
 };
-use botgate_host::rules::facts::request_facts;
+use botgate_host::rules::facts::{RequestParts, request_facts};
 use std::net::IpAddr;
 
 const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
@@ -70,20 +71,21 @@ impl Req {
 
     fn build(self) -> RequestFacts {
         let (path, query) = self.target.split_once('?').unwrap_or((self.target, ""));
-        let mut facts = request_facts(
-            self.method,
-            Scheme::Https,
-            "www.example.com",
+        let request = RequestParts {
+            method: self.method,
+            https: true,
+            host: "www.example.com",
             path,
             query,
-            if self.alpn == AlpnProtocol::H2 {
-                HttpVersion::Http2
+            version: if self.alpn == AlpnProtocol::H2 {
+                http::Version::HTTP_2
             } else {
-                HttpVersion::Http11
+                http::Version::HTTP_11
             },
-            self.headers.iter().map(|(n, v)| (*n, v.as_bytes())),
-            IpAddr::from(self.ip),
-        );
+            headers: self.headers.iter().map(|(n, v)| (*n, v.as_bytes())),
+            client_ip: IpAddr::from(self.ip),
+        };
+        let mut facts = request_facts(request, &ClientFacts::default());
         facts.tls = Some(TlsFacts {
             version: TlsVersion::Tls13,
             alpn: self.alpn,

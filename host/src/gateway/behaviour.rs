@@ -3,7 +3,7 @@
 //! bounded cache (the least recently seen clients are forgotten first). The counts are
 //! the contract's `behaviour` record, handed to the components as they are.
 
-use crate::rules::bindings::Behaviour as Counts;
+use crate::client::BehaviourCounts as Counts;
 use foldhash::quality::FixedState;
 use quick_cache::sync::Cache;
 use std::hash::BuildHasher;

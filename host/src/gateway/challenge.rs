@@ -26,8 +26,8 @@
 //! challenges, and solving any one of them earns the pass the others then see, so
 //! parallel requests from one client never loop.
 
+use crate::client::PassState;
 use crate::recent::PerThread;
-use crate::rules::bindings::ChallengePass;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use botgate_model::report::Report;
@@ -104,22 +104,6 @@ impl PassKind {
             PassKind::Work => "pass",
             PassKind::Waited => "waited pass",
         }
-    }
-}
-
-/// Whether a pass state lets the client through a challenge.
-pub fn holds_pass(state: ChallengePass) -> bool {
-    matches!(state, ChallengePass::Valid | ChallengePass::Waited)
-}
-
-/// How much a pass state tells, for choosing among several cookies.
-fn rank(state: ChallengePass) -> u8 {
-    match state {
-        ChallengePass::None => 0,
-        ChallengePass::Invalid => 1,
-        ChallengePass::Expired => 2,
-        ChallengePass::Waited => 3,
-        ChallengePass::Valid => 4,
     }
 }
 
@@ -464,8 +448,8 @@ impl Challenges {
         domain: &str,
         client: IpAddr,
         now: u64,
-    ) -> ChallengePass {
-        let mut state = ChallengePass::None;
+    ) -> PassState {
+        let mut state = PassState::None;
         let mut macs_left = MAX_PASSES_CHECKED;
         for header in cookie_headers {
             // Bytes, not text: only the pass's own value need be UTF-8, so the rest of
@@ -476,12 +460,12 @@ impl Challenges {
                 };
                 let found = match std::str::from_utf8(value) {
                     Ok(value) => self.check_pass(value, domain, client, now, &mut macs_left),
-                    Err(_) => ChallengePass::Invalid,
+                    Err(_) => PassState::Invalid,
                 };
-                if found == ChallengePass::Valid {
+                if found == PassState::Valid {
                     return found;
                 }
-                if rank(found) > rank(state) {
+                if found.rank() > state.rank() {
                     state = found;
                 }
             }
@@ -498,7 +482,7 @@ impl Challenges {
         client: IpAddr,
         now: u64,
         macs_left: &mut usize,
-    ) -> ChallengePass {
+    ) -> PassState {
         let verified = self.verified.here();
         // Read into a local first: a borrow held through the `match` would clash with
         // `put`'s.
@@ -511,22 +495,22 @@ impl Challenges {
             Some(known) => known,
             None => {
                 let Some((expires, mac)) = value.split_once('.') else {
-                    return ChallengePass::Invalid;
+                    return PassState::Invalid;
                 };
                 let (kind, expires) = match expires.strip_prefix('w') {
                     Some(expires) => (PassKind::Waited, expires),
                     None => (PassKind::Work, expires),
                 };
                 if *macs_left == 0 {
-                    return ChallengePass::None;
+                    return PassState::None;
                 }
                 *macs_left -= 1;
                 let binding = client_binding(client);
                 if !self.verify_mac(&[kind.label(), domain, &binding, expires], mac) {
-                    return ChallengePass::Invalid;
+                    return PassState::Invalid;
                 }
                 let Ok(expires) = expires.parse::<u64>() else {
-                    return ChallengePass::Invalid;
+                    return PassState::Invalid;
                 };
                 let pass = VerifiedPass {
                     domain: domain.into(),
@@ -539,9 +523,9 @@ impl Challenges {
             }
         };
         match kind {
-            _ if expires <= now => ChallengePass::Expired,
-            PassKind::Work => ChallengePass::Valid,
-            PassKind::Waited => ChallengePass::Waited,
+            _ if expires <= now => PassState::Expired,
+            PassKind::Work => PassState::Valid,
+            PassKind::Waited => PassState::Waited,
         }
     }
 
@@ -705,24 +689,24 @@ mod tests {
             c.pass_state([cookie.as_bytes()], "example.com", CLIENT, now)
         };
         assert_eq!(remembered(&pass, "example.com", CLIENT), None);
-        assert_eq!(state(&pass, NOW + 2), ChallengePass::Valid);
+        assert_eq!(state(&pass, NOW + 2), PassState::Valid);
         let expires = remembered(&pass, "example.com", CLIENT).expect("remembered");
         assert_eq!(expires, NOW + 1 + 3600);
         assert_eq!(remembered(&pass, "other.com", CLIENT), None);
         let elsewhere = IpAddr::from([198, 51, 100, 1]);
         assert_eq!(remembered(&pass, "example.com", elsewhere), None);
         // A remembered pass still expires.
-        assert_eq!(state(&pass, expires), ChallengePass::Expired);
+        assert_eq!(state(&pass, expires), PassState::Expired);
         // A forged pass (a later expiry under the same MAC) is refused, and not remembered.
         let (_, mac) = pass.split_once('.').unwrap();
         let forged = format!("{}.{mac}", NOW + 99_999);
-        assert_eq!(state(&forged, NOW + 2), ChallengePass::Invalid);
+        assert_eq!(state(&forged, NOW + 2), PassState::Invalid);
         assert_eq!(remembered(&forged, "example.com", CLIENT), None);
         // Another thread has its own memory, and verifies afresh.
         std::thread::scope(|scope| {
             scope.spawn(|| {
                 assert_eq!(remembered(&pass, "example.com", CLIENT), None);
-                assert_eq!(state(&pass, NOW + 2), ChallengePass::Valid);
+                assert_eq!(state(&pass, NOW + 2), PassState::Valid);
             });
         });
     }
@@ -733,20 +717,14 @@ mod tests {
         let pass = solved_pass(&c);
         let cookie = format!("a=b; {PASS_COOKIE}={pass}");
         let state = |domain, client, now| c.pass_state([cookie.as_bytes()], domain, client, now);
-        assert_eq!(state("example.com", CLIENT, NOW + 2), ChallengePass::Valid);
-        assert_eq!(state("other.com", CLIENT, NOW + 2), ChallengePass::Invalid);
+        assert_eq!(state("example.com", CLIENT, NOW + 2), PassState::Valid);
+        assert_eq!(state("other.com", CLIENT, NOW + 2), PassState::Invalid);
         let elsewhere = IpAddr::from([198, 51, 100, 1]);
-        assert_eq!(
-            state("example.com", elsewhere, NOW + 2),
-            ChallengePass::Invalid
-        );
-        assert_eq!(
-            state("example.com", CLIENT, NOW + 7200),
-            ChallengePass::Expired
-        );
+        assert_eq!(state("example.com", elsewhere, NOW + 2), PassState::Invalid);
+        assert_eq!(state("example.com", CLIENT, NOW + 7200), PassState::Expired);
         assert_eq!(
             c.pass_state([&b"x=1"[..]], "example.com", CLIENT, NOW),
-            ChallengePass::None
+            PassState::None
         );
         // Other cookies are split, not read: one that is not UTF-8 hides no pass; a
         // name that only ends in the pass's, or a pass value that is not UTF-8, is none.
@@ -754,17 +732,17 @@ mod tests {
         beside.extend_from_slice(format!("{PASS_COOKIE}={pass} ;x=1").as_bytes());
         assert_eq!(
             c.pass_state([&beside[..]], "example.com", CLIENT, NOW + 2),
-            ChallengePass::Valid
+            PassState::Valid
         );
         let suffixed = format!("x{PASS_COOKIE}={pass}");
         assert_eq!(
             c.pass_state([suffixed.as_bytes()], "example.com", CLIENT, NOW + 2),
-            ChallengePass::None
+            PassState::None
         );
         let garbled = [PASS_COOKIE.as_bytes(), b"=\xff.AAAA"].concat();
         assert_eq!(
             c.pass_state([&garbled[..]], "example.com", CLIENT, NOW + 2),
-            ChallengePass::Invalid
+            PassState::Invalid
         );
     }
 
@@ -781,13 +759,13 @@ mod tests {
         };
         assert_eq!(
             packed(5000),
-            ChallengePass::Invalid,
+            PassState::Invalid,
             "not verified past the cap"
         );
-        assert_eq!(packed(MAX_PASSES_CHECKED - 1), ChallengePass::Valid);
+        assert_eq!(packed(MAX_PASSES_CHECKED - 1), PassState::Valid);
         // Once verified on this thread, the pass is recognised behind any number of
         // forged ones, which cost no HMAC past the cap.
-        assert_eq!(packed(5000), ChallengePass::Valid);
+        assert_eq!(packed(5000), PassState::Valid);
     }
 
     #[test]
@@ -874,21 +852,21 @@ mod tests {
             let cookie = format!("{PLAIN_PASS_COOKIE}={value}");
             c.pass_state([cookie.as_bytes()], "example.com", CLIENT, now)
         };
-        assert_eq!(state(&pass, NOW + wait + 1), ChallengePass::Waited);
+        assert_eq!(state(&pass, NOW + wait + 1), PassState::Waited);
         assert_eq!(
             state(&pass, NOW + wait + 1),
-            ChallengePass::Waited,
+            PassState::Waited,
             "remembered"
         );
-        assert_eq!(state(&pass, NOW + wait + 600), ChallengePass::Expired);
+        assert_eq!(state(&pass, NOW + wait + 600), PassState::Expired);
         let as_work = pass.trim_start_matches('w');
-        assert_eq!(state(as_work, NOW + wait + 1), ChallengePass::Invalid);
+        assert_eq!(state(as_work, NOW + wait + 1), PassState::Invalid);
         // A work pass beside it is the better of the two.
         let work_pass = solved_pass(&c);
         let both = format!("{PLAIN_PASS_COOKIE}={pass}; {PASS_COOKIE}={work_pass}");
         assert_eq!(
             c.pass_state([both.as_bytes()], "example.com", CLIENT, NOW + wait + 1),
-            ChallengePass::Valid
+            PassState::Valid
         );
     }
 
@@ -952,7 +930,7 @@ mod tests {
         let cookie = format!("{PLAIN_PASS_COOKIE}={pass}");
         assert_eq!(
             c.pass_state([cookie.as_bytes()], "example.com", CLIENT, NOW + 2),
-            ChallengePass::Valid
+            PassState::Valid
         );
     }
 
@@ -965,8 +943,8 @@ mod tests {
         let pass = c.pass("example.com", a, PassKind::Work, NOW + 60);
         let cookie = format!("{PASS_COOKIE}={pass}");
         let state = |ip| c.pass_state([cookie.as_bytes()], "example.com", ip, NOW);
-        assert_eq!(state(b), ChallengePass::Valid);
-        assert_eq!(state(other), ChallengePass::Invalid);
+        assert_eq!(state(b), PassState::Valid);
+        assert_eq!(state(other), PassState::Invalid);
     }
 
     #[test]

@@ -10,8 +10,8 @@
 use super::Gateway;
 use super::listener::{ConnectionInfo, Shutdown, canonical};
 use super::pages::BoxError;
+use crate::client::{Alpn, TlsInfo, TlsVersion};
 use crate::report::Report;
-use crate::rules::bindings::{AlpnProtocol, TlsFacts, TlsVersion};
 use bytes::{Buf, Bytes};
 use http::Response;
 use http_body_util::BodyExt;
@@ -131,9 +131,9 @@ async fn connection(
     let quic = handshake
         .map_err(|_| QuicConnectionError::HandshakeTimeout)?
         .map_err(QuicConnectionError::Handshake)?;
-    let tls = TlsFacts {
+    let tls = TlsInfo {
         version: TlsVersion::Tls13,
-        alpn: AlpnProtocol::H3,
+        alpn: Alpn::H3,
         ja4,
     };
     let info = Arc::new(ConnectionInfo::new(client, true, true, Some(tls)));

@@ -13,8 +13,8 @@ use super::metrics::{CacheLabels, OriginLabels};
 use super::outcome::{CacheStatus, Outcome};
 use super::pages::{self, Body, BoxError};
 use super::upstream::UpstreamError;
+use crate::client::{BehaviourCounts, ClientFacts, PassState};
 use crate::report::Report;
-use crate::rules::bindings::{Behaviour, ChallengePass, HttpVersion, Scheme};
 use crate::rules::{Decision, decide, facts};
 use botgate_model::{Action, Category, Status};
 use botgate_store::WebsiteRecord;
@@ -137,15 +137,6 @@ fn plain_host(value: &[u8]) -> Option<&str> {
 /// A host name without a trailing dot, in lower case.
 pub(super) fn canonical_host(host: &str) -> String {
     host.trim_end_matches('.').to_ascii_lowercase()
-}
-
-fn http_version(version: Version) -> HttpVersion {
-    match version {
-        Version::HTTP_10 | Version::HTTP_09 => HttpVersion::Http10,
-        Version::HTTP_2 => HttpVersion::Http2,
-        Version::HTTP_3 => HttpVersion::Http3,
-        _ => HttpVersion::Http11,
-    }
 }
 
 impl Gateway {
@@ -318,7 +309,7 @@ impl Gateway {
                 // itself draws on the share kept for such clients, a new one is
                 // challenged (and comes back with a pass).
                 Verdict::WebsiteBusy => {
-                    if !challenge::holds_pass(self.pass_of(&request, domain, client)) {
+                    if !self.pass_of(&request, domain, client).holds() {
                         record.action = Outcome::Captcha;
                         let challenge = NewChallenge::for_target(target);
                         return self.challenge_page(challenge, connection, domain, site);
@@ -353,7 +344,7 @@ impl Gateway {
             record.action = action.into();
             match action {
                 Action::Deny => return pages::denied(),
-                Action::Captcha if !challenge::holds_pass(pass) => {
+                Action::Captcha if !pass.holds() => {
                     let challenge = NewChallenge::for_target(target);
                     return self.challenge_page(challenge, connection, domain, site);
                 }
@@ -372,7 +363,7 @@ impl Gateway {
         request: &Request<B>,
         domain: &str,
         client: std::net::IpAddr,
-    ) -> ChallengePass {
+    ) -> PassState {
         self.challenges.pass_state(
             request
                 .headers()
@@ -392,8 +383,8 @@ impl Gateway {
         host: &str,
         connection: &ConnectionInfo,
         website: &WebsiteRecord,
-        behaviour: Behaviour,
-        pass: ChallengePass,
+        behaviour: BehaviourCounts,
+        pass: PassState,
     ) -> Decision {
         let client = connection.client.ip();
         let user_agent = request.headers().get(header::USER_AGENT);
@@ -403,27 +394,26 @@ impl Gateway {
             .await;
         let uri = request.uri();
         let path = uri.path();
-        let mut facts = facts::request_facts(
-            request.method().as_str(),
-            if connection.https {
-                Scheme::Https
-            } else {
-                Scheme::Http
-            },
+        let parts = facts::RequestParts {
+            method: request.method().as_str(),
+            https: connection.https,
             host,
             path,
-            uri.query().unwrap_or(""),
-            http_version(request.version()),
-            request
+            query: uri.query().unwrap_or(""),
+            version: request.version(),
+            headers: request
                 .headers()
                 .iter()
                 .map(|(name, value)| (name.as_str(), value.as_bytes())),
-            client,
-        );
-        facts.tls = connection.tls.clone();
-        facts.challenge = pass;
-        facts.crawler = crawler;
-        facts.behaviour = behaviour;
+            client_ip: client,
+        };
+        let known = ClientFacts {
+            tls: connection.tls.as_ref(),
+            crawler,
+            pass,
+            behaviour,
+        };
+        let facts = facts::request_facts(parts, &known);
         let settings = &website.website.settings;
         let enabled: smallvec::SmallVec<[&str; 9]> = settings.rulesets.enabled_iter().collect();
         decide(

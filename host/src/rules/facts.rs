@@ -5,7 +5,22 @@ use super::bindings::{
     AlpnProtocol, Behaviour, ChallengePass, CrawlerVerification, HttpVersion, IpAddress,
     RequestFacts, Scheme, TlsFacts, TlsVersion,
 };
+use crate::client::{self, Alpn, BehaviourCounts, ClientFacts, CrawlerCheck, PassState, TlsInfo};
 use std::net::IpAddr;
+
+/// The request line, the host and the headers a fact record is built from.
+pub struct RequestParts<'a, H> {
+    /// As sent (upper-cased and cut to 32 bytes here).
+    pub method: &'a str,
+    pub https: bool,
+    /// The host the request addressed, as sent (a port is dropped here).
+    pub host: &'a str,
+    pub path: &'a str,
+    pub query: &'a str,
+    pub version: http::Version,
+    pub headers: H,
+    pub client_ip: IpAddr,
+}
 
 /// Most bytes of the request target (`path?query`) passed to components.
 pub const MAX_TARGET_BYTES: usize = 16 * 1024;
@@ -248,18 +263,23 @@ fn strip_port(host: &str) -> &str {
     }
 }
 
-/// A request record with the bounds applied; the data plane's one way to build facts.
-#[allow(clippy::too_many_arguments)]
-pub fn request_facts<'a>(
-    method: &str,
-    scheme: Scheme,
-    host: &str,
-    path: &str,
-    query: &str,
-    version: HttpVersion,
-    headers: impl IntoIterator<Item = (&'a str, &'a [u8])>,
-    client_ip: IpAddr,
-) -> RequestFacts {
+/// A request record with the bounds applied, and what the gateway knows of the client;
+/// the one way facts are built, and the one place the gateway's types become the
+/// contract's.
+pub fn request_facts<'a, H>(request: RequestParts<'a, H>, client: &ClientFacts<'_>) -> RequestFacts
+where
+    H: IntoIterator<Item = (&'a str, &'a [u8])>,
+{
+    let RequestParts {
+        method,
+        https,
+        host,
+        path,
+        query,
+        version,
+        headers,
+        client_ip,
+    } = request;
     let host = truncate(strip_port(host), 253);
     // Sized once: collecting a filtered iterator grew the string step by step.
     let mut host_text = String::with_capacity(host.len());
@@ -280,21 +300,72 @@ pub fn request_facts<'a>(
     let target_cut = target.len() < path.len() + query.len() + usize::from(!query.is_empty());
     RequestFacts {
         method: truncate(method, 32).to_ascii_uppercase(),
-        scheme,
+        scheme: if https { Scheme::Https } else { Scheme::Http },
         target,
-        version,
+        version: http_version(version),
         headers,
         truncated: headers_cut || target_cut,
         client_ip: ip_address(client_ip),
-        tls: None,
-        crawler: CrawlerVerification::NoClaim,
-        challenge: ChallengePass::None,
-        behaviour: Behaviour {
-            window_seconds: 60,
-            requests: 1,
-            distinct_paths: 1,
-            failed_challenges: 0,
+        tls: client.tls.map(tls_facts),
+        crawler: crawler_verification(client.crawler),
+        challenge: challenge_pass(client.pass),
+        behaviour: behaviour(client.behaviour),
+    }
+}
+
+fn http_version(version: http::Version) -> HttpVersion {
+    match version {
+        http::Version::HTTP_09 | http::Version::HTTP_10 => HttpVersion::Http10,
+        http::Version::HTTP_2 => HttpVersion::Http2,
+        http::Version::HTTP_3 => HttpVersion::Http3,
+        _ => HttpVersion::Http11,
+    }
+}
+
+fn tls_facts(tls: &TlsInfo) -> TlsFacts {
+    TlsFacts {
+        version: match tls.version {
+            client::TlsVersion::Tls12 => TlsVersion::Tls12,
+            client::TlsVersion::Tls13 => TlsVersion::Tls13,
+            client::TlsVersion::Other => TlsVersion::Other,
         },
+        alpn: match tls.alpn {
+            Alpn::None => AlpnProtocol::None,
+            Alpn::Http11 => AlpnProtocol::Http11,
+            Alpn::H2 => AlpnProtocol::H2,
+            Alpn::H3 => AlpnProtocol::H3,
+            Alpn::Other => AlpnProtocol::Other,
+        },
+        ja4: tls.ja4.clone(),
+    }
+}
+
+fn crawler_verification(check: CrawlerCheck) -> CrawlerVerification {
+    match check {
+        CrawlerCheck::NoClaim => CrawlerVerification::NoClaim,
+        CrawlerCheck::SearchEngine => CrawlerVerification::VerifiedSearchEngine,
+        CrawlerCheck::SocialNetwork => CrawlerVerification::VerifiedSocialNetwork,
+        CrawlerCheck::Failed => CrawlerVerification::Failed,
+        CrawlerCheck::Pending => CrawlerVerification::Pending,
+    }
+}
+
+fn challenge_pass(pass: PassState) -> ChallengePass {
+    match pass {
+        PassState::None => ChallengePass::None,
+        PassState::Valid => ChallengePass::Valid,
+        PassState::Waited => ChallengePass::Waited,
+        PassState::Expired => ChallengePass::Expired,
+        PassState::Invalid => ChallengePass::Invalid,
+    }
+}
+
+fn behaviour(counts: BehaviourCounts) -> Behaviour {
+    Behaviour {
+        window_seconds: counts.window_seconds,
+        requests: counts.requests,
+        distinct_paths: counts.distinct_paths,
+        failed_challenges: counts.failed_challenges,
     }
 }
 
@@ -312,22 +383,28 @@ pub fn smoke_facts() -> RequestFacts {
         ("accept-encoding", b"gzip, deflate, br"),
         ("sec-fetch-mode", b"navigate"),
     ];
-    let mut facts = request_facts(
-        "GET",
-        Scheme::Https,
-        "www.example.com",
-        "/",
-        "",
-        HttpVersion::Http2,
-        headers,
-        IpAddr::from([192, 0, 2, 1]),
-    );
-    facts.tls = Some(TlsFacts {
-        version: TlsVersion::Tls13,
-        alpn: AlpnProtocol::H2,
+    let tls = TlsInfo {
+        version: client::TlsVersion::Tls13,
+        alpn: Alpn::H2,
         ja4: "t13d1516h2_8daaf6152771_02713d6af862".into(),
-    });
-    facts
+    };
+    let request = RequestParts {
+        method: "GET",
+        https: true,
+        host: "www.example.com",
+        path: "/",
+        query: "",
+        version: http::Version::HTTP_2,
+        headers,
+        client_ip: IpAddr::from([192, 0, 2, 1]),
+    };
+    request_facts(
+        request,
+        &ClientFacts {
+            tls: Some(&tls),
+            ..ClientFacts::default()
+        },
+    )
 }
 
 #[cfg(test)]
@@ -336,6 +413,61 @@ mod tests {
 
     fn join<'a>(headers: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> (String, bool) {
         join_headers("www.example.com", headers)
+    }
+
+    /// A plain-HTTP/1.1 request without headers from a private address.
+    fn plain(method: &str, host: &str, path: &str, query: &str) -> RequestFacts {
+        let request = RequestParts {
+            method,
+            https: false,
+            host,
+            path,
+            query,
+            version: http::Version::HTTP_11,
+            headers: [],
+            client_ip: IpAddr::from([10, 0, 0, 1]),
+        };
+        request_facts(request, &ClientFacts::default())
+    }
+
+    #[test]
+    fn the_clients_facts_become_the_contracts() {
+        let tls = TlsInfo {
+            version: client::TlsVersion::Tls12,
+            alpn: Alpn::Http11,
+            ja4: "t12d".into(),
+        };
+        let client = ClientFacts {
+            tls: Some(&tls),
+            crawler: CrawlerCheck::SocialNetwork,
+            pass: PassState::Waited,
+            behaviour: BehaviourCounts {
+                requests: 7,
+                ..BehaviourCounts::default()
+            },
+        };
+        let request = RequestParts {
+            method: "GET",
+            https: true,
+            host: "a.example",
+            path: "/",
+            query: "",
+            version: http::Version::HTTP_3,
+            headers: [],
+            client_ip: IpAddr::from([10, 0, 0, 1]),
+        };
+        let facts = request_facts(request, &client);
+        assert_eq!(facts.scheme, Scheme::Https);
+        assert_eq!(facts.version, HttpVersion::Http3);
+        let wit_tls = facts.tls.unwrap();
+        assert_eq!(
+            (wit_tls.version, wit_tls.alpn),
+            (TlsVersion::Tls12, AlpnProtocol::Http11)
+        );
+        assert_eq!(wit_tls.ja4, "t12d");
+        assert_eq!(facts.crawler, CrawlerVerification::VerifiedSocialNetwork);
+        assert_eq!(facts.challenge, ChallengePass::Waited);
+        assert_eq!(facts.behaviour.requests, 7);
     }
 
     #[test]
@@ -489,32 +621,14 @@ mod tests {
 
     #[test]
     fn target_and_host_are_bounded_and_normalised() {
-        let facts = request_facts(
-            "get",
-            Scheme::Http,
-            "WWW.Example.COM:8080",
-            "/a",
-            "b=1",
-            HttpVersion::Http11,
-            [],
-            IpAddr::from([10, 0, 0, 1]),
-        );
+        let facts = plain("get", "WWW.Example.COM:8080", "/a", "b=1");
         assert_eq!(facts.method, "GET");
         assert_eq!(facts.headers, "host: www.example.com");
         assert_eq!(facts.target, "/a?b=1");
         assert!(!facts.truncated);
 
         let long = "/".repeat(20_000);
-        let facts = request_facts(
-            "GET",
-            Scheme::Http,
-            "h",
-            &long,
-            "q=1",
-            HttpVersion::Http11,
-            [],
-            IpAddr::from([10, 0, 0, 1]),
-        );
+        let facts = plain("GET", "h", &long, "q=1");
         assert_eq!(facts.target.len(), MAX_TARGET_BYTES);
         assert!(facts.truncated);
 
@@ -525,16 +639,7 @@ mod tests {
             ("a\u{85}.example", "a.example"),
             ("b\u{e9}.example", "b\u{e9}.example"),
         ] {
-            let facts = request_facts(
-                "GET",
-                Scheme::Http,
-                host,
-                "/",
-                "",
-                HttpVersion::Http11,
-                [],
-                IpAddr::from([10, 0, 0, 1]),
-            );
+            let facts = plain("GET", host, "/", "");
             assert_eq!(facts.headers, format!("host: {read}"), "{host:?}");
         }
 

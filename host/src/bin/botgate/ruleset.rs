@@ -1,11 +1,10 @@
 //! `botgate ruleset`: validate components, decide one request, and watch a directory.
 
 use anyhow::{Context, Result, bail};
-use botgate_host::rules::facts::{ip_address, request_facts};
+use botgate_host::client::{Alpn, ClientFacts, TlsInfo, TlsVersion};
+use botgate_host::rules::facts::{RequestParts, request_facts};
 use botgate_host::rules::{
-    CLASSIFIER, DirectorySource, Outcome, Registry, RulesetSource, Watcher,
-    bindings::{AlpnProtocol, HttpVersion, Scheme, TlsFacts, TlsVersion},
-    decide_observed,
+    CLASSIFIER, DirectorySource, Outcome, Registry, RulesetSource, Watcher, decide_observed,
 };
 use botgate_model::Policy;
 use std::net::IpAddr;
@@ -47,10 +46,10 @@ pub fn eval(
     ip: IpAddr,
     url: &str,
 ) -> Result<()> {
-    let (scheme, rest) = if let Some(rest) = url.strip_prefix("https://") {
-        (Scheme::Https, rest)
+    let (https, rest) = if let Some(rest) = url.strip_prefix("https://") {
+        (true, rest)
     } else if let Some(rest) = url.strip_prefix("http://") {
-        (Scheme::Http, rest)
+        (false, rest)
     } else {
         bail!("the URL must start with http:// or https://: {url}");
     };
@@ -64,25 +63,31 @@ pub fn eval(
             .with_context(|| format!("a header is `name: value`, got {header:?}"))?;
         parsed.push((name.trim().to_owned(), value.trim().to_owned()));
     }
-    let mut facts = request_facts(
+    // Over HTTPS, as a browser comes: HTTP/2 over TLS 1.3.
+    let tls = TlsInfo {
+        version: TlsVersion::Tls13,
+        alpn: Alpn::H2,
+        ja4: String::new(),
+    };
+    let request = RequestParts {
         method,
-        scheme,
+        https,
         host,
         path,
         query,
-        HttpVersion::Http11,
-        parsed.iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
-        ip,
-    );
-    facts.client_ip = ip_address(ip);
-    if scheme == Scheme::Https {
-        facts.version = HttpVersion::Http2;
-        facts.tls = Some(TlsFacts {
-            version: TlsVersion::Tls13,
-            alpn: AlpnProtocol::H2,
-            ja4: String::new(),
-        });
-    }
+        version: if https {
+            http::Version::HTTP_2
+        } else {
+            http::Version::HTTP_11
+        },
+        headers: parsed.iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
+        client_ip: ip,
+    };
+    let client = ClientFacts {
+        tls: https.then_some(&tls),
+        ..ClientFacts::default()
+    };
+    let facts = request_facts(request, &client);
 
     let report = registry.sync(&DirectorySource::new(&dir));
     if !report.refused.is_empty() {

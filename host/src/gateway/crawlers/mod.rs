@@ -8,8 +8,8 @@
 pub mod reverse_dns;
 pub mod sources;
 
+use crate::client::CrawlerCheck;
 use crate::recent::PerThread;
-use crate::rules::bindings::CrawlerVerification;
 use aho_corasick::AhoCorasick;
 use arc_swap::ArcSwap;
 use ipnet::IpNet;
@@ -258,20 +258,20 @@ impl Crawlers {
     }
 
     /// Checks the claim `user_agent` makes for a client at `client`.
-    pub async fn verify(&self, user_agent: Option<&[u8]>, client: IpAddr) -> CrawlerVerification {
+    pub async fn verify(&self, user_agent: Option<&[u8]>, client: IpAddr) -> CrawlerCheck {
         let Some(user_agent) = user_agent else {
-            return CrawlerVerification::NoClaim;
+            return CrawlerCheck::NoClaim;
         };
         let (kind, suffixes) = {
             let list = self.list.load();
             let Some(crawler) = list.claimed(user_agent) else {
-                return CrawlerVerification::NoClaim;
+                return CrawlerCheck::NoClaim;
             };
             if crawler.networks.iter().any(|net| net.contains(&client)) {
                 return verified(crawler.kind);
             }
             if crawler.reverse_dns.is_empty() {
-                return CrawlerVerification::Failed;
+                return CrawlerCheck::Failed;
             }
             (crawler.kind, crawler.reverse_dns.clone())
         };
@@ -284,15 +284,15 @@ impl Crawlers {
         if confirmed {
             verified(kind)
         } else {
-            CrawlerVerification::Failed
+            CrawlerCheck::Failed
         }
     }
 }
 
-fn verified(kind: Kind) -> CrawlerVerification {
+fn verified(kind: Kind) -> CrawlerCheck {
     match kind {
-        Kind::SearchEngine => CrawlerVerification::VerifiedSearchEngine,
-        Kind::SocialNetwork => CrawlerVerification::VerifiedSocialNetwork,
+        Kind::SearchEngine => CrawlerCheck::SearchEngine,
+        Kind::SocialNetwork => CrawlerCheck::SocialNetwork,
     }
 }
 
@@ -395,11 +395,11 @@ mod tests {
         let google = b"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
         assert!(matches!(
             c.verify(Some(google), "66.249.66.1".parse().unwrap()).await,
-            CrawlerVerification::VerifiedSearchEngine
+            CrawlerCheck::SearchEngine
         ));
         assert!(matches!(
             c.verify(Some(google), "203.0.113.5".parse().unwrap()).await,
-            CrawlerVerification::Failed
+            CrawlerCheck::Failed
         ));
         assert!(matches!(
             c.verify(
@@ -407,7 +407,7 @@ mod tests {
                 "69.63.176.10".parse().unwrap()
             )
             .await,
-            CrawlerVerification::VerifiedSocialNetwork
+            CrawlerCheck::SocialNetwork
         ));
         assert!(matches!(
             c.verify(
@@ -415,7 +415,7 @@ mod tests {
                 "66.249.66.1".parse().unwrap()
             )
             .await,
-            CrawlerVerification::NoClaim
+            CrawlerCheck::NoClaim
         ));
     }
 
@@ -433,12 +433,12 @@ mod tests {
         assert!(matches!(
             c.verify(Some(b"Googlebot/2.1"), "127.0.0.1".parse().unwrap())
                 .await,
-            CrawlerVerification::VerifiedSearchEngine
+            CrawlerCheck::SearchEngine
         ));
         assert!(matches!(
             c.verify(Some(b"Googlebot/2.1"), "66.249.66.1".parse().unwrap())
                 .await,
-            CrawlerVerification::Failed
+            CrawlerCheck::Failed
         ));
         let bad = dir.path().join("bad.json");
         std::fs::write(&bad, "{").unwrap();
@@ -464,20 +464,17 @@ mod tests {
         let local = "127.0.0.1".parse().unwrap();
         assert!(matches!(
             c.verify(bing, local).await,
-            CrawlerVerification::VerifiedSearchEngine
+            CrawlerCheck::SearchEngine
         ));
         std::fs::write(&file, r#"{"prefixes":[{"ipv4Prefix":"192.0.2.0/24"}]}"#).unwrap();
         c.refresh();
-        assert!(matches!(
-            c.verify(bing, local).await,
-            CrawlerVerification::Failed
-        ));
+        assert!(matches!(c.verify(bing, local).await, CrawlerCheck::Failed));
         // A broken document keeps the last good list.
         std::fs::write(&file, "{").unwrap();
         c.refresh();
         assert!(matches!(
             c.verify(bing, "192.0.2.1".parse().unwrap()).await,
-            CrawlerVerification::VerifiedSearchEngine
+            CrawlerCheck::SearchEngine
         ));
     }
 }

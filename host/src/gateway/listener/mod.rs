@@ -6,8 +6,8 @@ mod http1;
 
 use super::io::{Activity, ActivityCount, Rewind};
 use super::{Gateway, ja4, proxy_protocol};
+use crate::client::{Alpn, TlsInfo, TlsVersion};
 use crate::report::Report;
-use crate::rules::bindings::{AlpnProtocol, TlsFacts, TlsVersion};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -30,14 +30,14 @@ pub struct ConnectionInfo {
     /// Whether the connection is QUIC (HTTP/3).
     pub http3: bool,
     /// The TLS facts for the rule components.
-    pub tls: Option<TlsFacts>,
+    pub tls: Option<TlsInfo>,
     /// `client`'s address as text, formatted once per connection for the access log
     /// and the forwarded headers of each of its requests.
     pub client_text: Box<str>,
 }
 
 impl ConnectionInfo {
-    pub fn new(client: SocketAddr, https: bool, http3: bool, tls: Option<TlsFacts>) -> Self {
+    pub fn new(client: SocketAddr, https: bool, http3: bool, tls: Option<TlsInfo>) -> Self {
         ConnectionInfo {
             client,
             https,
@@ -230,12 +230,12 @@ async fn connection(
         _ => TlsVersion::Other,
     };
     let alpn = match session.alpn_protocol() {
-        None => AlpnProtocol::None,
-        Some(b"h2") => AlpnProtocol::H2,
-        Some(b"http/1.1") => AlpnProtocol::Http11,
-        Some(_) => AlpnProtocol::Other,
+        None => Alpn::None,
+        Some(b"h2") => Alpn::H2,
+        Some(b"http/1.1") => Alpn::Http11,
+        Some(_) => Alpn::Other,
     };
-    let tls_facts = TlsFacts {
+    let tls_facts = TlsInfo {
         version,
         alpn,
         ja4: ja4.unwrap_or_default(),
@@ -322,10 +322,7 @@ async fn serve_http<S>(
     let limits = gateway.config.limits.clone();
     let activity = ActivityCount::new();
     let io = Activity::new(stream, activity.clone());
-    let h2 = info
-        .tls
-        .as_ref()
-        .is_some_and(|tls| tls.alpn == AlpnProtocol::H2);
+    let h2 = info.tls.as_ref().is_some_and(|tls| tls.alpn == Alpn::H2);
     // One reference count per connection, written by its own thread only: a request
     // clones this, not the `Gateway` every data-plane core shares.
     let served = Arc::new((gateway, info));
