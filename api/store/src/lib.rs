@@ -7,6 +7,7 @@
 //! timer, reloads a [`Snapshot`]: missed messages heal by themselves.
 
 pub mod any;
+#[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod embedded;
 pub mod follower;
@@ -284,7 +285,8 @@ pub struct Delivery {
     pub last_error: Option<String>,
 }
 
-/// The store interface. Both backends implement it and pass [`conformance::run`].
+/// The store interface. Both backends implement it and pass the conformance suite
+/// (`conformance::run`, behind the `conformance` feature).
 pub trait Store: Send + Sync + 'static {
     /// Adds or replaces a partner.
     fn put_partner(

@@ -179,66 +179,12 @@ fn script_error(err: redis::RedisError) -> StoreError {
 
 /// Bumps the version once per change given as `ARGV[i]` (JSON of [`Changed`]) and
 /// publishes each; `KEYS[1]` is the version key, `KEYS[2]` the channel.
-const PUBLISH_LUA: &str = r#"
-local function publish(version_key, channel, changes)
-  for _, what in ipairs(changes) do
-    local v = redis.call('INCR', version_key)
-    redis.call('PUBLISH', channel, '{"version":' .. v .. ',"what":' .. what .. '}')
-  end
-end
-"#;
+const PUBLISH_LUA: &str = include_str!("lua/publish.lua");
 
 /// One website per host name (`host:{name}`), and no domain under or above another
 /// partner's (`domain-tree`): the checks and the bookkeeping every website write shares.
 /// A claim is `{host, field}`; a refusal is the string a script returns as its error.
-const HOSTS_LUA: &str = r#"
-local function reversed(domain)
-  local labels = {}
-  for label in string.gmatch(domain, '[^.]+') do table.insert(labels, 1, label) end
-  return table.concat(labels, '.')
-end
-local function hosts_of(website)
-  local hosts = {website.domain}
-  for _, sub in ipairs(website.subdomain or {}) do
-    table.insert(hosts, sub .. '.' .. website.domain)
-  end
-  return hosts
-end
-local function check_hosts(prefix, domain, partner, claims, tree)
-  for _, claim in ipairs(claims) do
-    local owner = redis.call('GET', prefix .. 'host:' .. claim[1])
-    if owner and owner ~= domain then return 'HOSTTAKEN ' .. claim[2] .. ' taken ' .. claim[1] end
-  end
-  if not tree then return nil end
-  local from = 1
-  while true do
-    local at = string.find(domain, '.', from, true)
-    if not at then break end
-    local owner = redis.call('HGET', prefix .. 'website:' .. string.sub(domain, at + 1), 'partner')
-    if owner and owner ~= partner then return 'HOSTTAKEN domain under ' .. domain end
-    from = at + 1
-  end
-  local rev = reversed(domain)
-  local below = redis.call('ZRANGEBYLEX', prefix .. 'domain-tree', '[' .. rev .. '.', '(' .. rev .. '/')
-  for _, member in ipairs(below) do
-    if string.sub(member, string.find(member, ' ', 1, true) + 1) ~= partner then
-      return 'HOSTTAKEN domain above ' .. domain
-    end
-  end
-  return nil
-end
-local function claim_hosts(prefix, domain, partner, claims)
-  for _, claim in ipairs(claims) do redis.call('SET', prefix .. 'host:' .. claim[1], domain) end
-  redis.call('ZADD', prefix .. 'domain-tree', 0, reversed(domain) .. ' ' .. partner)
-end
-local function release_hosts(prefix, website, partner)
-  for _, host in ipairs(hosts_of(website)) do
-    local key = prefix .. 'host:' .. host
-    if redis.call('GET', key) == website.domain then redis.call('DEL', key) end
-  end
-  redis.call('ZREM', prefix .. 'domain-tree', reversed(website.domain) .. ' ' .. partner)
-end
-"#;
+const HOSTS_LUA: &str = include_str!("lua/hosts.lua");
 
 /// A script with the shared Lua functions ([`PUBLISH_LUA`], [`HOSTS_LUA`]) before `body`.
 fn script(body: &str) -> redis::Script {
@@ -300,21 +246,7 @@ impl RedisStore {
     /// existed; once. Where two old websites claim one host, the first in domain order
     /// keeps it.
     async fn index_hosts_once(&self) -> Result<(), StoreError> {
-        const LUA: &str = r#"
-if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
-local prefix = ARGV[1]
-for _, domain in ipairs(redis.call('ZRANGE', prefix .. 'websites', 0, -1)) do
-  local fields = redis.call('HMGET', prefix .. 'website:' .. domain, 'partner', 'website')
-  if fields[1] then
-    redis.call('ZADD', prefix .. 'domain-tree', 0, reversed(domain) .. ' ' .. fields[1])
-    for _, host in ipairs(hosts_of(cjson.decode(fields[2]))) do
-      redis.call('SET', prefix .. 'host:' .. host, domain, 'NX')
-    end
-  end
-end
-redis.call('SET', KEYS[3], '1')
-return 1
-"#;
+        const LUA: &str = include_str!("lua/index_hosts_once.lua");
         // Not confirmed with `WAIT`: the index is derived from what is stored, and a
         // replica promoted before it got the index builds it at the next connect.
         let script = Arc::new(script(LUA));
@@ -530,12 +462,7 @@ return 1
         only_if_present: bool,
         delivery: &Delivery,
     ) -> Result<(), StoreError> {
-        const LUA: &str = r#"
-if ARGV[4] == '1' and redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
-redis.call('SET', KEYS[3], ARGV[1])
-redis.call('ZADD', KEYS[4], ARGV[2], ARGV[3])
-return 1
-"#;
+        const LUA: &str = include_str!("lua/put_delivery.lua");
         let _: i64 = self
             .write_script(
                 LUA,
@@ -670,17 +597,7 @@ fn changed(what: &Changed) -> String {
 
 impl Store for RedisStore {
     async fn put_partner(&self, partner: &PartnerRecord) -> Result<(), StoreError> {
-        const LUA: &str = r#"
-local old = redis.call('GET', KEYS[3])
-if old then
-  local hash = cjson.decode(old).key_sha256
-  redis.call('DEL', ARGV[4] .. hash)
-end
-redis.call('SET', KEYS[3], ARGV[1])
-redis.call('SET', KEYS[4], ARGV[2])
-publish(KEYS[1], KEYS[2], {ARGV[3]})
-return 1
-"#;
+        const LUA: &str = include_str!("lua/put_partner.lua");
         let name = partner.name.as_str();
         let _: i64 = self
             .write_script(
@@ -708,20 +625,7 @@ return 1
         change: PartnerChange,
     ) -> Result<PartnerRecord, StoreError> {
         // KEYS: version, changes, partner. ARGV: field, value, change, key prefix, name.
-        const LUA: &str = r#"
-local stored = redis.call('GET', KEYS[3])
-if not stored then return redis.error_reply('NOTFOUND partner ' .. ARGV[5]) end
-local partner = cjson.decode(stored)
-if ARGV[1] == 'key_sha256' and partner.key_sha256 ~= ARGV[2] then
-  redis.call('DEL', ARGV[4] .. partner.key_sha256)
-  redis.call('SET', ARGV[4] .. ARGV[2], ARGV[5])
-end
-partner[ARGV[1]] = ARGV[2]
-local written = cjson.encode(partner)
-redis.call('SET', KEYS[3], written)
-publish(KEYS[1], KEYS[2], {ARGV[3]})
-return written
-"#;
+        const LUA: &str = include_str!("lua/update_partner.lua");
         let (field, value) = match change {
             PartnerChange::Key { key_sha256 } => ("key_sha256", key_sha256),
             PartnerChange::WebhookSecret(secret) => ("webhook_secret", secret),
@@ -759,16 +663,7 @@ return written
     }
 
     async fn create_user(&self, user: &User) -> Result<(), StoreError> {
-        const LUA: &str = r#"
-if redis.call('EXISTS', KEYS[3]) == 0 then return redis.error_reply('NOTFOUND partner ' .. ARGV[5]) end
-if redis.call('EXISTS', KEYS[4]) == 1 then return redis.error_reply('CONFLICT user ' .. ARGV[4]) end
-if redis.call('EXISTS', KEYS[5]) == 1 then return redis.error_reply('CONFLICT a user with this key') end
-redis.call('SET', KEYS[4], ARGV[1])
-redis.call('SET', KEYS[5], ARGV[2])
-redis.call('ZADD', KEYS[6], 0, ARGV[4])
-publish(KEYS[1], KEYS[2], {ARGV[3]})
-return 1
-"#;
+        const LUA: &str = include_str!("lua/create_user.lua");
         let partner = user.partner.as_str();
         let id = user.id.as_str();
         let _: i64 = self
@@ -838,28 +733,7 @@ return 1
         // websites-of-partner, all websites, the user's key index. ARGV: prefix, id,
         // user change, the user's key. Lua has no SHA-256, so the key index is named by
         // the caller, from the user as read, and the script checks it is still that user.
-        const LUA: &str = r#"
-local user = redis.call('GET', KEYS[3])
-if not user then return redis.error_reply('NOTFOUND user ' .. ARGV[2]) end
-if cjson.decode(user).api_key ~= ARGV[4] then return redis.error_reply('STALE user ' .. ARGV[2]) end
-local domains = redis.call('ZRANGE', KEYS[5], 0, -1)
-local changes = {}
-for _, domain in ipairs(domains) do
-  local stored = redis.call('HMGET', ARGV[1] .. 'website:' .. domain, 'partner', 'website')
-  if stored[1] then release_hosts(ARGV[1], cjson.decode(stored[2]), stored[1]) end
-  redis.call('DEL', ARGV[1] .. 'website:' .. domain)
-  redis.call('ZREM', KEYS[6], domain)
-  redis.call('ZREM', KEYS[7], domain)
-  table.insert(changes, '{"kind":"website","domain":' .. cjson.encode(domain) .. '}')
-end
-redis.call('DEL', KEYS[5])
-redis.call('DEL', KEYS[3])
-redis.call('DEL', KEYS[8])
-redis.call('ZREM', KEYS[4], ARGV[2])
-table.insert(changes, ARGV[3])
-publish(KEYS[1], KEYS[2], changes)
-return domains
-"#;
+        const LUA: &str = include_str!("lua/delete_user.lua");
         let user = self
             .user(partner, id)
             .await?
@@ -905,20 +779,7 @@ return domains
     ) -> Result<WebsiteRecord, StoreError> {
         // KEYS: version, changes, user, website, all, of-partner, of-user. ARGV: partner,
         // website, change, user id, domain, prefix, host claims.
-        const LUA: &str = r#"
-if redis.call('EXISTS', KEYS[3]) == 0 then return redis.error_reply('NOTFOUND user ' .. ARGV[4]) end
-if redis.call('EXISTS', KEYS[4]) == 1 then return redis.error_reply('CONFLICT website ' .. ARGV[5]) end
-local claims = cjson.decode(ARGV[7])
-local refused = check_hosts(ARGV[6], ARGV[5], ARGV[1], claims, true)
-if refused then return redis.error_reply(refused) end
-claim_hosts(ARGV[6], ARGV[5], ARGV[1], claims)
-redis.call('HSET', KEYS[4], 'partner', ARGV[1], 'revision', 1, 'website', ARGV[2])
-redis.call('ZADD', KEYS[5], 0, ARGV[5])
-redis.call('ZADD', KEYS[6], 0, ARGV[5])
-redis.call('ZADD', KEYS[7], 0, ARGV[5])
-publish(KEYS[1], KEYS[2], {ARGV[3]})
-return 1
-"#;
+        const LUA: &str = include_str!("lua/create_website.lua");
         let (p, u, d) = (
             partner.as_str(),
             website.user_id.as_str(),
@@ -965,24 +826,7 @@ return 1
     ) -> Result<WebsiteRecord, StoreError> {
         // KEYS: version, changes, website. ARGV: expected revision, website JSON,
         // change, domain, user id, prefix, host claims.
-        const LUA: &str = r#"
-local current = redis.call('HMGET', KEYS[3], 'revision', 'website', 'partner')
-if not current[1] then return redis.error_reply('NOTFOUND website ' .. ARGV[4]) end
-if tonumber(current[1]) ~= tonumber(ARGV[1]) then return redis.error_reply('STALE website ' .. ARGV[4]) end
-local old = cjson.decode(current[2])
-if old.user_id ~= ARGV[5] then
-  return redis.error_reply('CONFLICT website ' .. ARGV[4] .. ' belongs to another user')
-end
-local claims = cjson.decode(ARGV[7])
-local refused = check_hosts(ARGV[6], ARGV[4], current[3], claims, false)
-if refused then return redis.error_reply(refused) end
-release_hosts(ARGV[6], old, current[3])
-claim_hosts(ARGV[6], ARGV[4], current[3], claims)
-local revision = redis.call('HINCRBY', KEYS[3], 'revision', 1)
-redis.call('HSET', KEYS[3], 'website', ARGV[2])
-publish(KEYS[1], KEYS[2], {ARGV[3]})
-return {revision, current[3]}
-"#;
+        const LUA: &str = include_str!("lua/update_website.lua");
         let d = website.domain.as_str();
         let (revision, partner): (u64, String) = self
             .write_script(
@@ -1013,19 +857,7 @@ return {revision, current[3]}
 
     async fn delete_website(&self, domain: &Domain) -> Result<(), StoreError> {
         // KEYS: version, changes, website, all. ARGV: prefix, domain, change.
-        const LUA: &str = r#"
-local current = redis.call('HMGET', KEYS[3], 'partner', 'website')
-if not current[1] then return redis.error_reply('NOTFOUND website ' .. ARGV[2]) end
-local website = cjson.decode(current[2])
-local user = website.user_id
-release_hosts(ARGV[1], website, current[1])
-redis.call('DEL', KEYS[3])
-redis.call('ZREM', KEYS[4], ARGV[2])
-redis.call('ZREM', ARGV[1] .. 'websites-of:' .. current[1], ARGV[2])
-redis.call('ZREM', ARGV[1] .. 'websites-of:' .. current[1] .. ':' .. user, ARGV[2])
-publish(KEYS[1], KEYS[2], {ARGV[3]})
-return 1
-"#;
+        const LUA: &str = include_str!("lua/delete_website.lua");
         let d = domain.as_str();
         let _: i64 = self
             .write_script(
@@ -1090,12 +922,7 @@ return 1
 
     async fn shared_secret(&self, name: &str, candidate: &str) -> Result<String, StoreError> {
         // Set only if absent, then answer what is stored: first writer wins everywhere.
-        const LUA: &str = r#"
-local stored = redis.call('GET', KEYS[3])
-if stored then return stored end
-redis.call('SET', KEYS[3], ARGV[1])
-return ARGV[1]
-"#;
+        const LUA: &str = include_str!("lua/shared_secret.lua");
         self.write_script(
             LUA,
             vec![self.key(&format!("secret:{name}"))],
@@ -1116,20 +943,7 @@ return ARGV[1]
     ) -> Result<Vec<Delivery>, StoreError> {
         // Moving each due id's score to the lease's end is the claim; the stored JSON
         // is left alone (the score is the truth for `next_attempt_ms`).
-        const LUA: &str = r#"
-local ids = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
-local claimed = {}
-for _, id in ipairs(ids) do
-  local stored = redis.call('GET', ARGV[4] .. id)
-  if stored then
-    redis.call('ZADD', KEYS[3], ARGV[2], id)
-    table.insert(claimed, stored)
-  else
-    redis.call('ZREM', KEYS[3], id)
-  end
-end
-return claimed
-"#;
+        const LUA: &str = include_str!("lua/claim_deliveries.lua");
         let claimed: Vec<String> = self
             .write_script(
                 LUA,
@@ -1157,11 +971,7 @@ return claimed
     }
 
     async fn finish_delivery(&self, id: &str) -> Result<(), StoreError> {
-        const LUA: &str = r#"
-redis.call('DEL', KEYS[3])
-redis.call('ZREM', KEYS[4], ARGV[1])
-return 1
-"#;
+        const LUA: &str = include_str!("lua/finish_delivery.lua");
         let _: i64 = self
             .write_script(
                 LUA,
@@ -1195,10 +1005,7 @@ return 1
     }
 
     async fn put_ephemeral(&self, key: &str, value: &str, until_ms: u64) -> Result<(), StoreError> {
-        const LUA: &str = r#"
-redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
-return 1
-"#;
+        const LUA: &str = include_str!("lua/put_ephemeral.lua");
         let ttl = until_ms.saturating_sub(crate::now_ms()).max(1);
         let _: i64 = self
             .write_script(
@@ -1216,11 +1023,7 @@ return 1
     }
 
     async fn count(&self, key: &str, until_ms: u64) -> Result<u64, StoreError> {
-        const LUA: &str = r#"
-local count = redis.call('INCR', KEYS[3])
-if count == 1 then redis.call('PEXPIREAT', KEYS[3], ARGV[1]) end
-return count
-"#;
+        const LUA: &str = include_str!("lua/count.lua");
         self.write_script(
             LUA,
             vec![self.key(&format!("ephemeral:{key}"))],
@@ -1230,10 +1033,7 @@ return count
     }
 
     async fn remove_ephemeral(&self, key: &str) -> Result<(), StoreError> {
-        const LUA: &str = r#"
-redis.call('DEL', KEYS[3])
-return 1
-"#;
+        const LUA: &str = include_str!("lua/remove_ephemeral.lua");
         let _: i64 = self
             .write_script(LUA, vec![self.key(&format!("ephemeral:{key}"))], vec![])
             .await?;
@@ -1247,12 +1047,7 @@ return 1
         now_ms: u64,
         until_ms: u64,
     ) -> Result<bool, StoreError> {
-        const LUA: &str = r#"
-local current = redis.call('GET', KEYS[3])
-if current and current ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
-return 1
-"#;
+        const LUA: &str = include_str!("lua/lease.lua");
         let ttl = until_ms.saturating_sub(now_ms).max(1);
         let held: i64 = self
             .write_script(

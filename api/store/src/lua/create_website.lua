@@ -1,0 +1,13 @@
+-- botgate's Redis store: create website.
+if redis.call('EXISTS', KEYS[3]) == 0 then return redis.error_reply('NOTFOUND user ' .. ARGV[4]) end
+if redis.call('EXISTS', KEYS[4]) == 1 then return redis.error_reply('CONFLICT website ' .. ARGV[5]) end
+local claims = cjson.decode(ARGV[7])
+local refused = check_hosts(ARGV[6], ARGV[5], ARGV[1], claims, true)
+if refused then return redis.error_reply(refused) end
+claim_hosts(ARGV[6], ARGV[5], ARGV[1], claims)
+redis.call('HSET', KEYS[4], 'partner', ARGV[1], 'revision', 1, 'website', ARGV[2])
+redis.call('ZADD', KEYS[5], 0, ARGV[5])
+redis.call('ZADD', KEYS[6], 0, ARGV[5])
+redis.call('ZADD', KEYS[7], 0, ARGV[5])
+publish(KEYS[1], KEYS[2], {ARGV[3]})
+return 1

@@ -1,0 +1,21 @@
+-- botgate's Redis store: delete user.
+local user = redis.call('GET', KEYS[3])
+if not user then return redis.error_reply('NOTFOUND user ' .. ARGV[2]) end
+if cjson.decode(user).api_key ~= ARGV[4] then return redis.error_reply('STALE user ' .. ARGV[2]) end
+local domains = redis.call('ZRANGE', KEYS[5], 0, -1)
+local changes = {}
+for _, domain in ipairs(domains) do
+  local stored = redis.call('HMGET', ARGV[1] .. 'website:' .. domain, 'partner', 'website')
+  if stored[1] then release_hosts(ARGV[1], cjson.decode(stored[2]), stored[1]) end
+  redis.call('DEL', ARGV[1] .. 'website:' .. domain)
+  redis.call('ZREM', KEYS[6], domain)
+  redis.call('ZREM', KEYS[7], domain)
+  table.insert(changes, '{"kind":"website","domain":' .. cjson.encode(domain) .. '}')
+end
+redis.call('DEL', KEYS[5])
+redis.call('DEL', KEYS[3])
+redis.call('DEL', KEYS[8])
+redis.call('ZREM', KEYS[4], ARGV[2])
+table.insert(changes, ARGV[3])
+publish(KEYS[1], KEYS[2], changes)
+return domains

@@ -1,0 +1,47 @@
+-- botgate's Redis store: hosts.
+local function reversed(domain)
+  local labels = {}
+  for label in string.gmatch(domain, '[^.]+') do table.insert(labels, 1, label) end
+  return table.concat(labels, '.')
+end
+local function hosts_of(website)
+  local hosts = {website.domain}
+  for _, sub in ipairs(website.subdomain or {}) do
+    table.insert(hosts, sub .. '.' .. website.domain)
+  end
+  return hosts
+end
+local function check_hosts(prefix, domain, partner, claims, tree)
+  for _, claim in ipairs(claims) do
+    local owner = redis.call('GET', prefix .. 'host:' .. claim[1])
+    if owner and owner ~= domain then return 'HOSTTAKEN ' .. claim[2] .. ' taken ' .. claim[1] end
+  end
+  if not tree then return nil end
+  local from = 1
+  while true do
+    local at = string.find(domain, '.', from, true)
+    if not at then break end
+    local owner = redis.call('HGET', prefix .. 'website:' .. string.sub(domain, at + 1), 'partner')
+    if owner and owner ~= partner then return 'HOSTTAKEN domain under ' .. domain end
+    from = at + 1
+  end
+  local rev = reversed(domain)
+  local below = redis.call('ZRANGEBYLEX', prefix .. 'domain-tree', '[' .. rev .. '.', '(' .. rev .. '/')
+  for _, member in ipairs(below) do
+    if string.sub(member, string.find(member, ' ', 1, true) + 1) ~= partner then
+      return 'HOSTTAKEN domain above ' .. domain
+    end
+  end
+  return nil
+end
+local function claim_hosts(prefix, domain, partner, claims)
+  for _, claim in ipairs(claims) do redis.call('SET', prefix .. 'host:' .. claim[1], domain) end
+  redis.call('ZADD', prefix .. 'domain-tree', 0, reversed(domain) .. ' ' .. partner)
+end
+local function release_hosts(prefix, website, partner)
+  for _, host in ipairs(hosts_of(website)) do
+    local key = prefix .. 'host:' .. host
+    if redis.call('GET', key) == website.domain then redis.call('DEL', key) end
+  end
+  redis.call('ZREM', prefix .. 'domain-tree', reversed(website.domain) .. ' ' .. partner)
+end

@@ -1,0 +1,3 @@
+-- botgate's Redis store: remove ephemeral.
+redis.call('DEL', KEYS[3])
+return 1
