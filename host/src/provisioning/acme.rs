@@ -6,8 +6,7 @@
 //! `Retry-After` is honoured while the order is polled.
 
 use botgate_model::Certificate;
-use botgate_model::report::Report;
-use botgate_store::Store;
+use botgate_store::{Store, StoreError};
 use instant_acme::{
     Account, AccountCredentials, AuthorizationStatus, ChallengeType, Identifier, NewAccount,
     NewOrder, OrderStatus, RetryPolicy,
@@ -118,6 +117,62 @@ pub struct Acme<S> {
     account: tokio::sync::OnceCell<Account>,
 }
 
+/// Why a certificate was not issued. Its report (with sources) is the website's
+/// `status_reason` when the issuance ends its `setup`.
+#[derive(Debug, thiserror::Error)]
+pub enum AcmeError {
+    #[error("the ACME client")]
+    Client(#[source] instant_acme::Error),
+    #[error("the store")]
+    Store(#[from] StoreError),
+    #[error("creating the ACME account at {directory}")]
+    CreateAccount {
+        directory: String,
+        #[source]
+        source: instant_acme::Error,
+    },
+    #[error("the ACME account's credentials")]
+    Credentials(#[source] serde_json::Error),
+    #[error("the ACME account vanished from the store")]
+    AccountVanished,
+    #[error("the stored ACME credentials are unreadable")]
+    StoredCredentials(#[source] serde_json::Error),
+    #[error("restoring the ACME account")]
+    Restore(#[source] instant_acme::Error),
+    #[error("the CA refused the order")]
+    Order(#[source] instant_acme::Error),
+    #[error("reading an authorization")]
+    Authorization(#[source] instant_acme::Error),
+    #[error("the CA's authorization for {identifier} is {status}")]
+    AuthorizationStatus { identifier: String, status: String },
+    #[error("the CA offers no {kind} challenge for {identifier}")]
+    NoChallenge {
+        kind: &'static str,
+        identifier: String,
+    },
+    #[error("telling the CA the {kind} answer for {identifier} is ready")]
+    SetReady {
+        kind: &'static str,
+        identifier: String,
+        #[source]
+        source: instant_acme::Error,
+    },
+    #[error("waiting for the CA to validate")]
+    Validate(#[source] instant_acme::Error),
+    #[error("the CA did not validate the names ({status}){problem}")]
+    NotValidated { status: String, problem: String },
+    #[error("finalizing the order")]
+    Finalize(#[source] instant_acme::Error),
+    #[error("downloading the certificate")]
+    Download(#[source] instant_acme::Error),
+    #[error("the TLS-ALPN-01 certificate for {domain}")]
+    AlpnCertificate {
+        domain: String,
+        #[source]
+        source: rcgen::Error,
+    },
+}
+
 impl<S: Store> Acme<S> {
     pub fn new(store: Arc<S>, config: AcmeConfig) -> Acme<S> {
         Acme {
@@ -127,24 +182,22 @@ impl<S: Store> Acme<S> {
         }
     }
 
-    fn builder(&self) -> Result<instant_acme::AccountBuilder, String> {
+    fn builder(&self) -> Result<instant_acme::AccountBuilder, AcmeError> {
         match &self.config.directory_root {
             Some(root) => Account::builder_with_root(root),
             None => Account::builder(),
         }
-        .map_err(|err| format!("ACME client: {err}"))
+        .map_err(AcmeError::Client)
     }
 
     /// The account: the one in the store for this directory, or a new one (stored; if
     /// another gateway stored one first, that one).
-    async fn account(&self) -> Result<&Account, String> {
+    async fn account(&self) -> Result<&Account, AcmeError> {
         self.account
             .get_or_try_init(|| async {
                 let key = format!("acme-account:{}", self.config.directory);
                 let now = botgate_webhooks::now_ms();
-                let store_error =
-                    |err: botgate_store::StoreError| format!("store: {}", Report(&err));
-                if let Some(stored) = self.store.ephemeral(&key, now).await.map_err(store_error)? {
+                if let Some(stored) = self.store.ephemeral(&key, now).await? {
                     return self.restore(&stored).await;
                 }
                 let contact: Vec<&str> = self.config.contact.iter().map(String::as_str).collect();
@@ -160,45 +213,36 @@ impl<S: Store> Acme<S> {
                         None,
                     )
                     .await
-                    .map_err(|err| {
-                        format!(
-                            "creating the ACME account at {}: {err}",
-                            self.config.directory
-                        )
+                    .map_err(|source| AcmeError::CreateAccount {
+                        directory: self.config.directory.clone(),
+                        source,
                     })?;
-                let json = serde_json::to_string(&credentials)
-                    .map_err(|err| format!("ACME credentials: {err}"))?;
-                if self
-                    .store
-                    .lease(&key, &json, now, FOREVER_MS)
-                    .await
-                    .map_err(store_error)?
-                {
+                let json = serde_json::to_string(&credentials).map_err(AcmeError::Credentials)?;
+                if self.store.lease(&key, &json, now, FOREVER_MS).await? {
                     tracing::info!(directory = %self.config.directory, "ACME account created");
                     return Ok(account);
                 }
                 let stored = self
                     .store
                     .ephemeral(&key, now)
-                    .await
-                    .map_err(store_error)?
-                    .ok_or("the ACME account vanished from the store")?;
+                    .await?
+                    .ok_or(AcmeError::AccountVanished)?;
                 self.restore(&stored).await
             })
             .await
     }
 
-    async fn restore(&self, stored: &str) -> Result<Account, String> {
-        let credentials: AccountCredentials = serde_json::from_str(stored)
-            .map_err(|err| format!("stored ACME credentials are unreadable: {err}"))?;
+    async fn restore(&self, stored: &str) -> Result<Account, AcmeError> {
+        let credentials: AccountCredentials =
+            serde_json::from_str(stored).map_err(AcmeError::StoredCredentials)?;
         self.builder()?
             .from_credentials(credentials)
             .await
-            .map_err(|err| format!("restoring the ACME account: {err}"))
+            .map_err(AcmeError::Restore)
     }
 
     /// A certificate for `names` (the first is the website's domain).
-    pub async fn issue(&self, names: &[String]) -> Result<Certificate, String> {
+    pub async fn issue(&self, names: &[String]) -> Result<Certificate, AcmeError> {
         let account = self.account().await?;
         let identifiers: Vec<Identifier> = names
             .iter()
@@ -207,7 +251,7 @@ impl<S: Store> Acme<S> {
         let mut order = account
             .new_order(&NewOrder::new(&identifiers))
             .await
-            .map_err(|err| format!("the CA refused the order: {err}"))?;
+            .map_err(AcmeError::Order)?;
         let mut answers = Vec::new();
         let outcome = self.answer_and_finish(&mut order, &mut answers).await;
         for key in answers {
@@ -220,54 +264,57 @@ impl<S: Store> Acme<S> {
         &self,
         order: &mut instant_acme::Order,
         answers: &mut Vec<String>,
-    ) -> Result<Certificate, String> {
+    ) -> Result<Certificate, AcmeError> {
         let (kind, name) = match self.config.challenge {
             AcmeChallenge::Http01 => (ChallengeType::Http01, "http-01"),
             AcmeChallenge::TlsAlpn01 => (ChallengeType::TlsAlpn01, "tls-alpn-01"),
         };
         let until = botgate_webhooks::now_ms() + ANSWER_MS;
-        let store_error = |err: botgate_store::StoreError| format!("store: {}", Report(&err));
         let mut authorizations = order.authorizations();
         while let Some(authorization) = authorizations.next().await {
-            let mut authorization =
-                authorization.map_err(|err| format!("reading an authorization: {err}"))?;
+            let mut authorization = authorization.map_err(AcmeError::Authorization)?;
             match authorization.status {
                 AuthorizationStatus::Pending => {}
                 AuthorizationStatus::Valid => continue,
                 other => {
-                    return Err(format!(
-                        "the CA's authorization for {} is {other:?}",
-                        authorization.identifier()
-                    ));
+                    return Err(AcmeError::AuthorizationStatus {
+                        identifier: authorization.identifier().to_string(),
+                        status: format!("{other:?}"),
+                    });
                 }
             }
             let identifier = authorization.identifier().to_string();
-            let mut challenge = authorization
-                .challenge(kind.clone())
-                .ok_or_else(|| format!("the CA offers no {name} challenge for {identifier}"))?;
+            let mut challenge =
+                authorization
+                    .challenge(kind.clone())
+                    .ok_or_else(|| AcmeError::NoChallenge {
+                        kind: name,
+                        identifier: identifier.clone(),
+                    })?;
             let key_authorization = challenge.key_authorization();
             match self.config.challenge {
                 AcmeChallenge::Http01 => {
                     let key = http01_key(&challenge.token);
                     self.store
                         .put_ephemeral(&key, key_authorization.as_str(), until)
-                        .await
-                        .map_err(store_error)?;
+                        .await?;
                     answers.push(key);
                 }
                 AcmeChallenge::TlsAlpn01 => {
                     let pem = tls_alpn01_pem(&identifier, key_authorization.digest().as_ref())?;
                     let key = tls_alpn01_key(&identifier);
-                    self.store
-                        .put_ephemeral(&key, &pem, until)
-                        .await
-                        .map_err(store_error)?;
+                    self.store.put_ephemeral(&key, &pem, until).await?;
                     answers.push(key);
                 }
             }
-            challenge.set_ready().await.map_err(|err| {
-                format!("telling the CA the {name} answer for {identifier} is ready: {err}")
-            })?;
+            challenge
+                .set_ready()
+                .await
+                .map_err(|source| AcmeError::SetReady {
+                    kind: name,
+                    identifier,
+                    source,
+                })?;
         }
         let patience = RetryPolicy::new()
             .initial_delay(Duration::from_millis(250))
@@ -276,7 +323,7 @@ impl<S: Store> Acme<S> {
         let status = order
             .poll_ready(&patience)
             .await
-            .map_err(|err| format!("waiting for the CA to validate: {err}"))?;
+            .map_err(AcmeError::Validate)?;
         if status != OrderStatus::Ready {
             let problem = order
                 .state()
@@ -284,34 +331,33 @@ impl<S: Store> Acme<S> {
                 .as_ref()
                 .map(|problem| format!(": {problem}"))
                 .unwrap_or_default();
-            return Err(format!(
-                "the CA did not validate the names ({status:?}){problem}"
-            ));
+            return Err(AcmeError::NotValidated {
+                status: format!("{status:?}"),
+                problem,
+            });
         }
-        let private = order
-            .finalize()
-            .await
-            .map_err(|err| format!("finalizing the order: {err}"))?;
+        let private = order.finalize().await.map_err(AcmeError::Finalize)?;
         let public = order
             .poll_certificate(&patience)
             .await
-            .map_err(|err| format!("downloading the certificate: {err}"))?;
+            .map_err(AcmeError::Download)?;
         Ok(Certificate { public, private })
     }
 }
 
 /// The self-signed TLS-ALPN-01 certificate for `domain` carrying `digest` in its
 /// acmeIdentifier extension (RFC 8737), PEM certificate then PEM key.
-fn tls_alpn01_pem(domain: &str, digest: &[u8]) -> Result<String, String> {
-    let mut params = rcgen::CertificateParams::new(vec![domain.to_owned()])
-        .map_err(|err| format!("TLS-ALPN-01 certificate for {domain}: {err}"))?;
+fn tls_alpn01_pem(domain: &str, digest: &[u8]) -> Result<String, AcmeError> {
+    let failed = |source| AcmeError::AlpnCertificate {
+        domain: domain.to_owned(),
+        source,
+    };
+    let mut params = rcgen::CertificateParams::new(vec![domain.to_owned()]).map_err(failed)?;
     params
         .custom_extensions
         .push(rcgen::CustomExtension::new_acme_identifier(digest));
-    let key = rcgen::KeyPair::generate().map_err(|err| format!("TLS-ALPN-01 key: {err}"))?;
-    let certificate = params
-        .self_signed(&key)
-        .map_err(|err| format!("TLS-ALPN-01 certificate for {domain}: {err}"))?;
+    let key = rcgen::KeyPair::generate().map_err(failed)?;
+    let certificate = params.self_signed(&key).map_err(failed)?;
     Ok(format!("{}{}", certificate.pem(), key.serialize_pem()))
 }
 

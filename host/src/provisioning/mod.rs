@@ -14,7 +14,7 @@ pub mod acme;
 pub mod dns;
 
 use crate::gateway::crawlers::reverse_dns::{ResolverError, resolver};
-use acme::Acme;
+use acme::{Acme, AcmeError};
 use botgate_model::report::Report;
 use botgate_model::{CertsIssuer, Status, Website};
 use botgate_store::{Follower, Store, StoreError, WebsiteRecord};
@@ -49,6 +49,21 @@ impl Default for ProvisioningConfig {
             dns_wait: Duration::from_secs(24 * 3600),
         }
     }
+}
+
+/// Why an issuance ended without a stored certificate (it is tried again later).
+#[derive(Debug, thiserror::Error)]
+pub enum IssueError {
+    #[error("the store")]
+    Store(#[from] StoreError),
+    #[error("another gateway is issuing for this domain")]
+    Busy,
+    #[error("`{0}` is no valid domain")]
+    Domain(String),
+    #[error("the certificate was not issued")]
+    Acme(#[source] AcmeError),
+    #[error("the website kept changing; the certificate was not stored")]
+    KeptChanging,
 }
 
 /// Moves websites out of `setup`.
@@ -181,7 +196,8 @@ impl<S: Store> Provisioner<S> {
                         _ => 1,
                     };
                     let wait = issuance_backoff(failures);
-                    tracing::warn!(%domain, %err, failures, retry_in_s = wait.as_secs(), "certificate not issued; retrying later");
+                    let error = Report(&err);
+                    tracing::warn!(%domain, %error, failures, retry_in_s = wait.as_secs(), "certificate not issued; retrying later");
                     issuing.insert(
                         domain,
                         Issuing::RetryAfter {
@@ -198,28 +214,28 @@ impl<S: Store> Provisioner<S> {
     /// Issues (under the domain's lease) and stores the certificate: a website in
     /// `setup` goes online (or to `error` if the CA refused), an online one just gets
     /// the new certificate.
-    async fn issue(&self, acme: &Acme<S>, domain: &str, names: &[String]) -> Result<(), String> {
+    async fn issue(
+        &self,
+        acme: &Acme<S>,
+        domain: &str,
+        names: &[String],
+    ) -> Result<(), IssueError> {
         let lease = format!("acme-issue:{domain}");
         let now = botgate_webhooks::now_ms();
         let held = self
             .store
             .lease(&lease, &self.holder, now, now + 15 * 60_000)
-            .await
-            .map_err(|err| format!("store: {}", Report(&err)))?;
+            .await?;
         if !held {
-            return Err("another gateway is issuing for this domain".into());
+            return Err(IssueError::Busy);
         }
         tracing::info!(%domain, ?names, "issuing a certificate");
         let issued = acme.issue(names).await;
         let _ = self.store.remove_ephemeral(&lease).await;
-        let parsed = botgate_model::Domain::parse(domain).map_err(|err| err.to_string())?;
+        let parsed = botgate_model::Domain::parse(domain)
+            .map_err(|_| IssueError::Domain(domain.to_owned()))?;
         for _ in 0..8 {
-            let Some(record) = self
-                .store
-                .website(&parsed)
-                .await
-                .map_err(|err| format!("store: {}", Report(&err)))?
-            else {
+            let Some(record) = self.store.website(&parsed).await? else {
                 return Ok(());
             };
             let mut next = record.website.clone();
@@ -232,21 +248,22 @@ impl<S: Store> Provisioner<S> {
                     }
                 }
                 Err(reason) if next.status == Status::Setup => {
+                    let reason = Report(reason);
                     callbacks = next.finish_setup(Err(format!("certificate not issued: {reason}")));
                 }
-                Err(reason) => return Err(reason.clone()),
+                Err(_) => return Err(IssueError::Acme(issued.unwrap_err())),
             }
             match self.write(&next, record.revision).await {
                 Ok(Some(stored)) => {
                     tracing::info!(%domain, status = stored.website.status.as_str(), issued = issued.is_ok(), "certificate issuance finished");
                     self.queue_webhooks(&stored, &callbacks).await;
-                    return issued.map(drop);
+                    return issued.map(drop).map_err(IssueError::Acme);
                 }
                 Ok(None) => continue,
-                Err(err) => return Err(format!("store: {}", Report(&err))),
+                Err(err) => return Err(err.into()),
             }
         }
-        Err("the website kept changing; the certificate was not stored".into())
+        Err(IssueError::KeptChanging)
     }
 
     async fn check(self: &Arc<Self>, record: &WebsiteRecord) -> Result<(), StoreError> {
