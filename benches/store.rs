@@ -9,7 +9,8 @@
 use anyhow::Result;
 use botgate_model::{Domain, PartnerName, User, Website, WebsiteInput};
 use botgate_store::{
-    AnyStore, EmbeddedStore, Follower, PartnerRecord, RedisConfig, RedisStore, Store,
+    AccountStore, AnyStore, EmbeddedStore, Follower, PartnerRecord, RedisConfig, RedisStore,
+    WebsiteStore,
 };
 use botgate_tests::servers::RedisServer;
 use std::sync::Arc;

@@ -10,6 +10,7 @@ pub mod log_writer;
 pub mod provisioning;
 pub mod recent;
 pub mod rules;
+pub mod server;
 
 /// Errors with their sources on one line, for logs.
 pub use botgate_model::report;

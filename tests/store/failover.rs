@@ -5,7 +5,7 @@
 
 use botgate_model::Domain;
 use botgate_store::conformance::{partner_and_user, website};
-use botgate_store::{Follower, RedisConfig, RedisStore, Store, StoreError};
+use botgate_store::{Follower, RedisConfig, RedisStore, StoreError, WebsiteStore};
 use botgate_tests::servers::{HaproxyForRedis, RedisServer, Resp, Sentinel, wait_until};
 use std::sync::Arc;
 use std::time::Duration;

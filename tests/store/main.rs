@@ -1,7 +1,9 @@
 //! The store's backends against real servers: the Redis backend passes the same
 //! conformance suite as the embedded one, against a real `redis-server` with a password.
 
-use botgate_store::{RedisConfig, RedisStore, Store, StoreError, conformance};
+use botgate_store::{
+    AccountStore, RedisConfig, RedisStore, SharedState, StoreError, WebsiteStore, conformance,
+};
 use botgate_tests::servers::RedisServer;
 
 mod failover;

@@ -4,11 +4,24 @@
 //! subdomain, and dates that hold now. Each refusal names what is wrong.
 
 use crate::invalid::Invalid;
-use crate::website::{Certificate, MAX_PEM_BYTES};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use serde::{Deserialize, Serialize};
 use std::time::{SystemTime, UNIX_EPOCH};
 use x509_parser::prelude::{ASN1Time, FromDer, GeneralName, X509Certificate};
+
+/// The largest certificate bundle or private key accepted, in bytes.
+pub const MAX_PEM_BYTES: usize = 64 * 1024;
+
+/// A certificate supplied by the partner (`certs_issuer: custom`), PEM text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Certificate {
+    /// The certificate bundle: the leaf first, then the chain.
+    pub public: String,
+    /// The private key. Never shown by the API or sent in a webhook.
+    pub private: String,
+}
 
 /// The most certificates a bundle may hold (a leaf and its intermediates).
 pub const MAX_CHAIN: usize = 8;

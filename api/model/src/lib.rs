@@ -13,10 +13,11 @@ pub mod settings;
 pub mod user;
 pub mod website;
 
+pub use certificate::Certificate;
 pub use invalid::{Invalid, InvalidKind};
 pub use names::{Domain, Subdomain, UserId};
 pub use policy::{Action, Category, ParseError, Policy};
 pub use rulesets::{InvalidRulesetName, KNOWN_RULESETS, RulesetName};
 pub use settings::{CertsIssuer, Loadbalancer, Rules, Rulesets, Settings, SettingsPatch};
 pub use user::{PartnerName, User, UserView};
-pub use website::{Certificate, Pending, Status, Website, WebsiteInput, WebsiteView};
+pub use website::{Pending, Status, Website, WebsiteInput, WebsiteView};

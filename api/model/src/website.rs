@@ -1,16 +1,13 @@
 //! The website resource: its fields, its status, and how a create or an update
 //! (the specification's PUT: only the keys sent change) is checked and applied.
 
-use crate::certificate;
+use crate::certificate::{self, Certificate};
 use crate::invalid::Invalid;
 use crate::names::{self, Domain, Subdomain, UserId};
 use crate::settings::{CertsIssuer, Settings, SettingsPatch};
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use std::time::SystemTime;
-
-/// The largest certificate bundle or private key accepted, in bytes.
-pub const MAX_PEM_BYTES: usize = 64 * 1024;
 
 /// Where a website stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,16 +32,6 @@ impl Status {
             Status::Error => "error",
         }
     }
-}
-
-/// A certificate supplied by the partner (`certs_issuer: custom`), PEM text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Certificate {
-    /// The certificate bundle: the leaf first, then the chain.
-    pub public: String,
-    /// The private key. Never shown by the API or sent in a webhook.
-    pub private: String,
 }
 
 /// A website as stored.

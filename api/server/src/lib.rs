@@ -16,6 +16,7 @@ pub mod limit;
 pub mod listing;
 pub mod openapi;
 pub mod payload;
+pub mod schemas;
 pub mod users;
 pub mod webhooks;
 pub mod websites;

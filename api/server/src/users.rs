@@ -5,13 +5,13 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::keys::new_user_key;
 use crate::listing::{ListQuery, UserPage};
-use crate::openapi::{UserCreate, UserCreateForm, UserDeleted};
 use crate::payload::Payload;
+use crate::schemas::{UserCreate, UserCreateForm, UserDeleted};
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use botgate_model::{User, UserId, UserView};
-use botgate_store::Store;
+use botgate_store::AccountStore;
 use std::sync::Arc;
 
 fn user_id(id: &str) -> Result<UserId, ApiError> {

@@ -10,7 +10,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use botgate_model::{PartnerName, WebsiteView};
-use botgate_store::Store;
+use botgate_store::AccountStore;
 use serde::Serialize;
 use std::sync::Arc;
 use utoipa::ToSchema;

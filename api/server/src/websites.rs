@@ -5,15 +5,15 @@ use crate::Api;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::listing::{ListQuery, WebsitePage};
-use crate::openapi::{WebsiteCreate, WebsiteCreateForm, WebsiteUpdate, WebsiteUpdateForm};
 use crate::payload::{Payload, WebsiteRequest};
+use crate::schemas::{WebsiteCreate, WebsiteCreateForm, WebsiteUpdate, WebsiteUpdateForm};
 use crate::webhooks;
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use botgate_model::report::Report;
 use botgate_model::{CertsIssuer, Domain, PartnerName, Status, UserId, Website, WebsiteView};
-use botgate_store::{Store, StoreError, WebsiteRecord};
+use botgate_store::{AccountStore, SharedState, StoreError, WebsiteRecord, WebsiteStore};
 use std::sync::Arc;
 
 /// The `status_reason` of a website until the provisioner's first DNS check.

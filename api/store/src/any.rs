@@ -1,16 +1,57 @@
 //! [`AnyStore`]: the backend the operator configured, chosen at start-up, behind the one
 //! [`Store`] interface (the trait's `async` methods make it unusable as `dyn Store`).
 
+use crate::RedisConfig;
 use crate::{
-    Change, Delivery, EmbeddedStore, Page, PartnerRecord, RedisStore, Snapshot, Store, StoreError,
-    WebsiteRecord,
+    AccountStore, Change, Delivery, EmbeddedStore, OutboxStore, Page, PartnerRecord, RedisStore,
+    SharedState, Snapshot, StoreError, WebsiteRecord, WebsiteStore,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
+use std::path::PathBuf;
 
 /// Either backend.
 pub enum AnyStore {
     Embedded(EmbeddedStore),
     Redis(RedisStore),
+}
+
+/// Where the store is: the embedded file in a data directory, or Redis.
+#[derive(Debug, Clone)]
+pub enum StoreConfig {
+    /// `botgate.redb` in this directory (created if missing).
+    Embedded(PathBuf),
+    Redis(RedisConfig),
+}
+
+impl std::fmt::Display for StoreConfig {
+    /// Which store, for logs; never the Redis password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreConfig::Embedded(dir) => {
+                write!(f, "embedded ({})", dir.join("botgate.redb").display())
+            }
+            StoreConfig::Redis(config) => write!(f, "redis ({})", config.url_without_password()),
+        }
+    }
+}
+
+impl AnyStore {
+    /// Opens the store `config` names: the embedded file on a blocking thread, or a
+    /// connection to Redis.
+    pub async fn open(config: &StoreConfig) -> Result<AnyStore, StoreError> {
+        match config {
+            StoreConfig::Embedded(dir) => {
+                let dir = dir.clone();
+                tokio::task::spawn_blocking(move || EmbeddedStore::open(&dir))
+                    .await
+                    .map_err(|err| StoreError::backend("opening the embedded store", err))?
+                    .map(AnyStore::Embedded)
+            }
+            StoreConfig::Redis(redis) => RedisStore::connect(redis.clone())
+                .await
+                .map(AnyStore::Redis),
+        }
+    }
 }
 
 /// Calls the same method on whichever backend this is.
@@ -23,7 +64,7 @@ macro_rules! delegate {
     };
 }
 
-impl Store for AnyStore {
+impl AccountStore for AnyStore {
     async fn put_partner(&self, partner: &PartnerRecord) -> Result<(), StoreError> {
         delegate!(self.put_partner(partner))
     }
@@ -72,7 +113,9 @@ impl Store for AnyStore {
     ) -> Result<Vec<Domain>, StoreError> {
         delegate!(self.delete_user(partner, id))
     }
+}
 
+impl WebsiteStore for AnyStore {
     async fn create_website(
         &self,
         partner: &PartnerName,
@@ -115,17 +158,15 @@ impl Store for AnyStore {
         delegate!(self.version())
     }
 
-    async fn shared_secret(&self, name: &str, candidate: &str) -> Result<String, StoreError> {
-        delegate!(self.shared_secret(name, candidate))
-    }
-
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Change> {
         match self {
             AnyStore::Embedded(store) => store.subscribe(),
             AnyStore::Redis(store) => store.subscribe(),
         }
     }
+}
 
+impl OutboxStore for AnyStore {
     async fn enqueue_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
         delegate!(self.enqueue_delivery(delivery))
     }
@@ -149,6 +190,12 @@ impl Store for AnyStore {
 
     async fn deliveries(&self) -> Result<Vec<Delivery>, StoreError> {
         delegate!(self.deliveries())
+    }
+}
+
+impl SharedState for AnyStore {
+    async fn shared_secret(&self, name: &str, candidate: &str) -> Result<String, StoreError> {
+        delegate!(self.shared_secret(name, candidate))
     }
 
     async fn put_ephemeral(&self, key: &str, value: &str, until_ms: u64) -> Result<(), StoreError> {

@@ -2,8 +2,9 @@
 //! write is a durable transaction), with the change feed in-process.
 
 use crate::{
-    Change, Changed, Delivery, HostClash, HostField, Page, PartnerRecord, Snapshot, Store,
-    StoreError, WebsiteRecord, host_claims, key_digest,
+    AccountStore, Change, Changed, Delivery, HostClash, HostField, OutboxStore, Page,
+    PartnerRecord, SharedState, Snapshot, StoreError, WebsiteRecord, WebsiteStore, host_claims,
+    key_digest,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -37,7 +38,7 @@ const DOMAIN_TREE: TableDefinition<&str, &str> = TableDefinition::new("domain_tr
 /// `DOMAIN_TREE` cover every website (stores written before they existed get them at
 /// open).
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
-/// Cluster-wide secrets by name (see [`Store::shared_secret`]).
+/// Cluster-wide secrets by name (see [`SharedState::shared_secret`](crate::SharedState::shared_secret)).
 const SECRETS: TableDefinition<&str, &str> = TableDefinition::new("secrets");
 /// Outbox: delivery id → [`Delivery`] JSON.
 const DELIVERIES: TableDefinition<&str, &[u8]> = TableDefinition::new("deliveries");
@@ -548,7 +549,7 @@ fn remove_website(txn: &redb::WriteTransaction, record: &WebsiteRecord) -> Resul
     Ok(())
 }
 
-impl Store for EmbeddedStore {
+impl AccountStore for EmbeddedStore {
     async fn put_partner(&self, partner: &PartnerRecord) -> Result<(), StoreError> {
         let partner = partner.clone();
         self.write(move |txn| {
@@ -751,7 +752,9 @@ impl Store for EmbeddedStore {
         })
         .await
     }
+}
 
+impl WebsiteStore for EmbeddedStore {
     async fn create_website(
         &self,
         partner: &PartnerName,
@@ -928,28 +931,9 @@ impl Store for EmbeddedStore {
     fn subscribe(&self) -> broadcast::Receiver<Change> {
         self.feed.subscribe()
     }
+}
 
-    async fn shared_secret(&self, name: &str, candidate: &str) -> Result<String, StoreError> {
-        let (name, candidate) = (name.to_owned(), candidate.to_owned());
-        self.write(move |txn| {
-            let mut secrets = txn.open_table(SECRETS).map_err(backend)?;
-            let stored = secrets
-                .get(name.as_str())
-                .map_err(backend)?
-                .map(|value| value.value().to_owned());
-            match stored {
-                Some(stored) => Ok((stored, Vec::new())),
-                None => {
-                    secrets
-                        .insert(name.as_str(), candidate.as_str())
-                        .map_err(backend)?;
-                    Ok((candidate, Vec::new()))
-                }
-            }
-        })
-        .await
-    }
-
+impl OutboxStore for EmbeddedStore {
     async fn enqueue_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
         let delivery = delivery.clone();
         self.write(move |txn| {
@@ -1016,6 +1000,42 @@ impl Store for EmbeddedStore {
         self.write(move |txn| {
             remove_delivery(txn, &id)?;
             Ok(((), Vec::new()))
+        })
+        .await
+    }
+
+    async fn deliveries(&self) -> Result<Vec<Delivery>, StoreError> {
+        self.read(|txn| {
+            let table = txn.open_table(DELIVERIES).map_err(backend)?;
+            let mut all = Vec::new();
+            for entry in table.iter().map_err(backend)? {
+                let (key, value) = entry.map_err(backend)?;
+                all.push(decode(key.value(), value.value())?);
+            }
+            Ok(all)
+        })
+        .await
+    }
+}
+
+impl SharedState for EmbeddedStore {
+    async fn shared_secret(&self, name: &str, candidate: &str) -> Result<String, StoreError> {
+        let (name, candidate) = (name.to_owned(), candidate.to_owned());
+        self.write(move |txn| {
+            let mut secrets = txn.open_table(SECRETS).map_err(backend)?;
+            let stored = secrets
+                .get(name.as_str())
+                .map_err(backend)?
+                .map(|value| value.value().to_owned());
+            match stored {
+                Some(stored) => Ok((stored, Vec::new())),
+                None => {
+                    secrets
+                        .insert(name.as_str(), candidate.as_str())
+                        .map_err(backend)?;
+                    Ok((candidate, Vec::new()))
+                }
+            }
         })
         .await
     }
@@ -1091,19 +1111,6 @@ impl Store for EmbeddedStore {
                 set_ephemeral(txn, &key, Some((&holder, until_ms)))?;
             }
             Ok((free, Vec::new()))
-        })
-        .await
-    }
-
-    async fn deliveries(&self) -> Result<Vec<Delivery>, StoreError> {
-        self.read(|txn| {
-            let table = txn.open_table(DELIVERIES).map_err(backend)?;
-            let mut all = Vec::new();
-            for entry in table.iter().map_err(backend)? {
-                let (key, value) = entry.map_err(backend)?;
-                all.push(decode(key.value(), value.value())?);
-            }
-            Ok(all)
         })
         .await
     }

@@ -13,7 +13,7 @@ pub mod embedded;
 pub mod follower;
 pub mod redis_store;
 
-pub use any::AnyStore;
+pub use any::{AnyStore, StoreConfig};
 pub use embedded::EmbeddedStore;
 pub use follower::{Follower, WebsiteIndex};
 pub use redis_store::{RedisConfig, RedisStore};
@@ -201,7 +201,7 @@ pub struct PartnerRecord {
     pub webhook_secret: String,
 }
 
-/// One field of a partner's record, changed alone ([`Store::update_partner`]): a write
+/// One field of a partner's record, changed alone ([`AccountStore::update_partner`]): a write
 /// that read the record earlier never brings another field back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PartnerChange {
@@ -285,9 +285,14 @@ pub struct Delivery {
     pub last_error: Option<String>,
 }
 
-/// The store interface. Both backends implement it and pass the conformance suite
-/// (`conformance::run`, behind the `conformance` feature).
-pub trait Store: Send + Sync + 'static {
+/// The store interface, by concern. Both backends implement every part and pass the
+/// conformance suite (`conformance::run`, behind the `conformance` feature).
+pub trait Store: AccountStore + WebsiteStore + OutboxStore + SharedState {}
+
+impl<S: AccountStore + WebsiteStore + OutboxStore + SharedState> Store for S {}
+
+/// Partners and their users.
+pub trait AccountStore: Send + Sync + 'static {
     /// Adds or replaces a partner.
     fn put_partner(
         &self,
@@ -346,7 +351,10 @@ pub trait Store: Send + Sync + 'static {
         partner: &PartnerName,
         id: &UserId,
     ) -> impl Future<Output = Result<Vec<Domain>, StoreError>> + Send;
+}
 
+/// Websites, and the feed of their changes that every gateway follows.
+pub trait WebsiteStore: Send + Sync + 'static {
     /// Creates a website of `partner`'s user `website.user_id` at revision 1;
     /// [`StoreError::Conflict`] when the domain is taken (by anyone),
     /// [`StoreError::NotFound`] when the partner has no such user.
@@ -394,16 +402,10 @@ pub trait Store: Send + Sync + 'static {
 
     /// A receiver of every change from now on, in version order.
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Change>;
+}
 
-    /// The cluster-wide secret called `name` (for example the key that signs challenge
-    /// passes): the one already stored, or else `candidate`, stored now. Every gateway
-    /// sharing the store gets the same answer, whoever asked first.
-    fn shared_secret(
-        &self,
-        name: &str,
-        candidate: &str,
-    ) -> impl Future<Output = Result<String, StoreError>> + Send;
-
+/// The outbox of webhooks waiting to be sent.
+pub trait OutboxStore: Send + Sync + 'static {
     /// Puts a webhook in the outbox (durably: on Redis, confirmed by `WAIT`); a
     /// delivery with the same id is replaced.
     fn enqueue_delivery(
@@ -434,6 +436,19 @@ pub trait Store: Send + Sync + 'static {
 
     /// Every delivery in the outbox, in id order (for operators and tests).
     fn deliveries(&self) -> impl Future<Output = Result<Vec<Delivery>, StoreError>> + Send;
+}
+
+/// What the gateways of a cluster share besides records: secrets, short-lived values,
+/// counters and leases.
+pub trait SharedState: Send + Sync + 'static {
+    /// The cluster-wide secret called `name` (for example the key that signs challenge
+    /// passes): the one already stored, or else `candidate`, stored now. Every gateway
+    /// sharing the store gets the same answer, whoever asked first.
+    fn shared_secret(
+        &self,
+        name: &str,
+        candidate: &str,
+    ) -> impl Future<Output = Result<String, StoreError>> + Send;
 
     /// Keeps `value` under `key` until `until_ms` (ms since the Unix epoch), for every
     /// gateway to read: an ACME challenge's answer, say.

@@ -21,14 +21,15 @@
 //! | `domain-tree` | sorted set | `{reversed domain} {partner}` of every website (lexical order: the websites under a domain are one range) |
 //! | `host-index` | string | present once `host:` and `domain-tree` cover every website |
 //! | `changes` | channel | [`Change`] JSON, one message per change |
-//! | `secret:{name}` | string | a cluster-wide secret ([`Store::shared_secret`]) |
+//! | `secret:{name}` | string | a cluster-wide secret ([`SharedState::shared_secret`](crate::SharedState::shared_secret)) |
 //! | `delivery:{id}` | string | [`Delivery`] JSON (its `next_attempt_ms` is the score's) |
 //! | `deliveries` | sorted set | delivery ids scored by when each is next due (ms) |
 //! | `ephemeral:{key}` | string with a TTL | a short-lived value or a lease's holder |
 
 use crate::{
-    Change, Changed, Delivery, HostClash, HostField, Page, PartnerChange, PartnerRecord, Snapshot,
-    Store, StoreError, WebsiteRecord, host_claims, key_digest,
+    AccountStore, Change, Changed, Delivery, HostClash, HostField, OutboxStore, Page,
+    PartnerChange, PartnerRecord, SharedState, Snapshot, StoreError, WebsiteRecord, WebsiteStore,
+    host_claims, key_digest,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redis::AsyncCommands;
@@ -66,6 +67,19 @@ impl RedisConfig {
             prefix: "botgate:".into(),
             wait_replicas: 0,
             wait_timeout: Duration::from_secs(1),
+        }
+    }
+
+    /// The URL as logs may show it: user information (`redis://:password@host`)
+    /// replaced by `***`.
+    pub fn url_without_password(&self) -> String {
+        let Some((scheme, rest)) = self.url.split_once("://") else {
+            return self.url.clone();
+        };
+        let authority_end = rest.find('/').unwrap_or(rest.len());
+        match rest[..authority_end].rfind('@') {
+            Some(at) => format!("{scheme}://***@{}", &rest[at + 1..]),
+            None => self.url.clone(),
         }
     }
 }
@@ -595,7 +609,7 @@ fn changed(what: &Changed) -> String {
     json(what)
 }
 
-impl Store for RedisStore {
+impl AccountStore for RedisStore {
     async fn put_partner(&self, partner: &PartnerRecord) -> Result<(), StoreError> {
         const LUA: &str = include_str!("lua/put_partner.lua");
         let name = partner.name.as_str();
@@ -771,7 +785,9 @@ impl Store for RedisStore {
             })
             .collect()
     }
+}
 
+impl WebsiteStore for RedisStore {
     async fn create_website(
         &self,
         partner: &PartnerName,
@@ -919,18 +935,9 @@ impl Store for RedisStore {
     fn subscribe(&self) -> broadcast::Receiver<Change> {
         self.feed.subscribe()
     }
+}
 
-    async fn shared_secret(&self, name: &str, candidate: &str) -> Result<String, StoreError> {
-        // Set only if absent, then answer what is stored: first writer wins everywhere.
-        const LUA: &str = include_str!("lua/shared_secret.lua");
-        self.write_script(
-            LUA,
-            vec![self.key(&format!("secret:{name}"))],
-            vec![candidate.to_owned()],
-        )
-        .await
-    }
-
+impl OutboxStore for RedisStore {
     async fn enqueue_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
         self.put_delivery(false, delivery).await
     }
@@ -1003,6 +1010,19 @@ impl Store for RedisStore {
         all.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(all)
     }
+}
+
+impl SharedState for RedisStore {
+    async fn shared_secret(&self, name: &str, candidate: &str) -> Result<String, StoreError> {
+        // Set only if absent, then answer what is stored: first writer wins everywhere.
+        const LUA: &str = include_str!("lua/shared_secret.lua");
+        self.write_script(
+            LUA,
+            vec![self.key(&format!("secret:{name}"))],
+            vec![candidate.to_owned()],
+        )
+        .await
+    }
 
     async fn put_ephemeral(&self, key: &str, value: &str, until_ms: u64) -> Result<(), StoreError> {
         const LUA: &str = include_str!("lua/put_ephemeral.lua");
@@ -1057,5 +1077,25 @@ impl Store for RedisStore {
             )
             .await?;
         Ok(held == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RedisConfig;
+
+    #[test]
+    fn a_logged_url_shows_no_password() {
+        let shown = |url: &str| RedisConfig::new(url).url_without_password();
+        assert_eq!(
+            shown("redis://:secret@10.0.0.1:16379/0"),
+            "redis://***@10.0.0.1:16379/0"
+        );
+        assert_eq!(
+            shown("redis://user:p@ss@host:6379"),
+            "redis://***@host:6379"
+        );
+        assert_eq!(shown("redis://host:6379/0"), "redis://host:6379/0");
+        assert_eq!(shown("host:6379"), "host:6379");
     }
 }

@@ -1,7 +1,7 @@
 //! The embedded backend passes the conformance suite and keeps its data across a restart.
 
 use botgate_model::{Domain, PartnerName};
-use botgate_store::{EmbeddedStore, Store, conformance};
+use botgate_store::{AccountStore, EmbeddedStore, WebsiteStore, conformance};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_store_conforms() {

@@ -147,7 +147,7 @@ impl<S: botgate_store::Store> super::ChallengeLedger for StoreLedger<S> {
         domain: &'a str,
         client: IpAddr,
         until_ms: u64,
-    ) -> super::BoxFuture<'a, u64> {
+    ) -> super::service::BoxFuture<'a, u64> {
         Box::pin(async move {
             // A digest: the store keeps no client address.
             let who = format!("{domain}\n{}", client_binding(client));
@@ -162,7 +162,7 @@ impl<S: botgate_store::Store> super::ChallengeLedger for StoreLedger<S> {
         })
     }
 
-    fn spend<'a>(&'a self, token: &'a str, until_ms: u64) -> super::BoxFuture<'a, bool> {
+    fn spend<'a>(&'a self, token: &'a str, until_ms: u64) -> super::service::BoxFuture<'a, bool> {
         Box::pin(async move {
             let mut holder = [0u8; 16];
             if getrandom::fill(&mut holder).is_err() {

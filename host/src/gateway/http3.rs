@@ -7,9 +7,10 @@
 //! The components get TLS 1.3, ALPN `h3` and the JA4 (`q…`) that [`super::quic_hello`]
 //! took from the client's Initial packets.
 
-use super::Gateway;
-use super::listener::{ConnectionInfo, Shutdown, canonical};
+use super::connection::{ConnectionInfo, ConnectionLimits, Shutdown, canonical_address};
 use super::pages::BoxError;
+use super::quic_hello::ClientHellos;
+use super::service::RequestHandler;
 use crate::client::{Alpn, TlsInfo, TlsVersion};
 use crate::report::Report;
 use bytes::{Buf, Bytes};
@@ -47,7 +48,7 @@ pub enum QuicConnectionError {
 /// only, ALPN `h3`), with the connection limits.
 pub fn server_config(
     tls: &rustls::ServerConfig,
-    limits: &super::ConnectionLimits,
+    limits: &ConnectionLimits,
 ) -> Result<quinn::ServerConfig, QuicError> {
     let mut tls = tls.clone();
     tls.alpn_protocols = vec![b"h3".to_vec()];
@@ -67,16 +68,24 @@ pub fn server_config(
     Ok(config)
 }
 
+/// What HTTP/3 connections need: the handler of their requests, the limits, and the
+/// JA4 fingerprints of the clients' Initial packets.
+pub struct Http3<H> {
+    pub handler: H,
+    pub limits: ConnectionLimits,
+    pub hellos: Arc<ClientHellos>,
+}
+
 /// The QUIC endpoint on `address`: quinn over a UDP socket whose Initial packets are
-/// shown to the gateway's [`ClientHellos`](super::quic_hello::ClientHellos) for JA4.
+/// shown to `hellos` for JA4.
 pub fn endpoint(
-    gateway: &Gateway,
+    hellos: Arc<ClientHellos>,
     config: quinn::ServerConfig,
     address: std::net::SocketAddr,
 ) -> std::io::Result<quinn::Endpoint> {
     let runtime: Arc<dyn quinn::Runtime> = Arc::new(quinn::TokioRuntime);
     let socket = runtime.wrap_udp_socket(std::net::UdpSocket::bind(address)?)?;
-    let socket = super::quic_hello::FingerprintingSocket::new(socket, gateway.quic_hellos.clone());
+    let socket = super::quic_hello::FingerprintingSocket::new(socket, hellos);
     quinn::Endpoint::new_with_abstract_socket(
         quinn::EndpointConfig::default(),
         Some(config),
@@ -86,8 +95,8 @@ pub fn endpoint(
 }
 
 /// Accepts QUIC connections on `endpoint` until shutdown, each on `tracker`.
-pub async fn serve(
-    gateway: Arc<Gateway>,
+pub async fn serve<H: RequestHandler>(
+    http3: Arc<Http3<H>>,
     endpoint: quinn::Endpoint,
     mut shutdown: Shutdown,
     tracker: TaskTracker,
@@ -98,11 +107,11 @@ pub async fn serve(
             _ = shutdown.wait() => break,
         };
         let Some(incoming) = incoming else { break };
-        let gateway = gateway.clone();
+        let http3 = http3.clone();
         let shutdown = shutdown.clone();
         tracker.spawn(async move {
             let peer = incoming.remote_address();
-            if let Err(err) = connection(gateway, incoming, shutdown).await {
+            if let Err(err) = connection(http3, incoming, shutdown).await {
                 let reason = Report(&err);
                 tracing::debug!(%peer, %reason, "QUIC connection closed early");
             }
@@ -112,22 +121,19 @@ pub async fn serve(
     endpoint.set_server_config(None);
 }
 
-async fn connection(
-    gateway: Arc<Gateway>,
+async fn connection<H: RequestHandler>(
+    http3: Arc<Http3<H>>,
     incoming: quinn::Incoming,
     mut shutdown: Shutdown,
 ) -> Result<(), QuicConnectionError> {
-    let limits = gateway.config.limits.clone();
+    let limits = &http3.limits;
     let peer = incoming.remote_address();
-    let client = canonical(peer);
+    let client = canonical_address(peer);
     let original_cid = incoming.orig_dst_cid();
     let handshake = tokio::time::timeout(limits.header_read_timeout, incoming).await;
     // Taken after the handshake, when the whole ClientHello has arrived, whatever
     // happened to it.
-    let ja4 = gateway
-        .quic_hellos
-        .take(peer, &original_cid)
-        .unwrap_or_default();
+    let ja4 = http3.hellos.take(peer, &original_cid).unwrap_or_default();
     let quic = handshake
         .map_err(|_| QuicConnectionError::HandshakeTimeout)?
         .map_err(QuicConnectionError::Handshake)?;
@@ -158,7 +164,7 @@ async fn connection(
         };
         match accepted {
             Ok(Some(resolver)) => {
-                let gateway = gateway.clone();
+                let http3 = http3.clone();
                 let info = info.clone();
                 let header_timeout = limits.header_read_timeout;
                 requests.spawn(async move {
@@ -166,7 +172,8 @@ async fn connection(
                         tokio::time::timeout(header_timeout, resolver.resolve_request()).await;
                     match resolved {
                         Ok(Ok((request, stream))) => {
-                            if let Err(err) = exchange(gateway, request, stream, info).await {
+                            if let Err(err) = exchange(&http3.handler, request, stream, info).await
+                            {
                                 tracing::debug!(%err, "HTTP/3 request ended early");
                             }
                         }
@@ -190,15 +197,15 @@ async fn connection(
 type Stream<S> = h3::server::RequestStream<S, Bytes>;
 
 /// One request and its response on a bidirectional stream.
-async fn exchange(
-    gateway: Arc<Gateway>,
+async fn exchange<H: RequestHandler>(
+    handler: &H,
     request: http::Request<()>,
     stream: Stream<h3_quinn::BidiStream<Bytes>>,
     info: Arc<ConnectionInfo>,
 ) -> Result<(), BoxError> {
     let (mut send, receive) = stream.split();
     let request = request.map(|()| RequestBody::new(receive));
-    let Ok(response) = gateway.handle(request, &info).await;
+    let response = handler.handle(request, &info).await;
     let (head, mut body) = response.into_parts();
     send.send_response(Response::from_parts(head, ())).await?;
     while let Some(frame) = body.frame().await {

@@ -20,8 +20,10 @@ pub mod admin;
 pub mod behaviour;
 pub mod cache;
 pub mod challenge;
+pub mod connection;
 pub mod crawlers;
 pub mod forwarding;
+pub mod host_name;
 pub mod http3;
 pub mod io;
 pub mod ja4;
@@ -33,43 +35,18 @@ pub mod pages;
 pub mod phases;
 pub mod proxy_protocol;
 pub mod quic_hello;
+pub mod service;
 pub mod tls;
 pub mod upstream;
 pub mod wire;
 
 use crate::rules::Registry;
 use botgate_store::Follower;
+use connection::ConnectionLimits;
+use service::BoxFuture;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Limits of client connections.
-#[derive(Debug, Clone)]
-pub struct ConnectionLimits {
-    /// The longest a client may take to send a request head (slowloris), and the
-    /// PROXY header and TLS handshake before it.
-    pub header_read_timeout: Duration,
-    /// A connection that moves no byte this long is closed.
-    pub idle_timeout: Duration,
-    /// The largest request head, in bytes (HTTP/1.1 buffer, HTTP/2 header list).
-    pub max_header_bytes: usize,
-    /// The most header fields in one HTTP/1.1 request.
-    pub max_headers: usize,
-    /// How long a graceful shutdown waits for open connections.
-    pub drain_timeout: Duration,
-}
-
-impl Default for ConnectionLimits {
-    fn default() -> Self {
-        ConnectionLimits {
-            header_read_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(60),
-            max_header_bytes: 64 * 1024,
-            max_headers: 100,
-            drain_timeout: Duration::from_secs(30),
-        }
-    }
-}
 
 /// Everything the data plane is configured with.
 #[derive(Debug, Clone, Default)]
@@ -117,9 +94,6 @@ pub struct Gateway {
     pub via: forwarding::Via,
 }
 
-/// A boxed future, for the object-safe [`AcmeAnswers`].
-pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
-
 /// Where the data plane finds the answers to ACME challenges while an issuance (by
 /// this or another gateway) waits for the CA to check them.
 pub trait AcmeAnswers: Send + Sync + 'static {
@@ -148,6 +122,24 @@ pub trait ChallengeLedger: Send + Sync + 'static {
         client: std::net::IpAddr,
         until_ms: u64,
     ) -> BoxFuture<'a, u64>;
+}
+
+/// The CA's TLS-ALPN-01 handshakes are answered for websites' names only, and only
+/// with ACME on.
+impl listener::AlpnChallenges for Gateway {
+    fn may_wait(&self, name: &str) -> bool {
+        self.acme_answers.is_some() && self.is_website(name)
+    }
+
+    fn certificate<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Option<Arc<rustls::sign::CertifiedKey>>> {
+        match &self.acme_answers {
+            Some(answers) => answers.tls_alpn01(name),
+            None => Box::pin(async { None }),
+        }
+    }
 }
 
 /// Why the gateway could not start.

@@ -374,14 +374,17 @@ impl<S> StoreAnswers<S> {
 }
 
 impl<S: Store> crate::gateway::AcmeAnswers for StoreAnswers<S> {
-    fn http01<'a>(&'a self, token: &'a str) -> crate::gateway::BoxFuture<'a, Option<String>> {
+    fn http01<'a>(
+        &'a self,
+        token: &'a str,
+    ) -> crate::gateway::service::BoxFuture<'a, Option<String>> {
         Box::pin(http01_answer(self.store.as_ref(), token))
     }
 
     fn tls_alpn01<'a>(
         &'a self,
         domain: &'a str,
-    ) -> crate::gateway::BoxFuture<'a, Option<Arc<CertifiedKey>>> {
+    ) -> crate::gateway::service::BoxFuture<'a, Option<Arc<CertifiedKey>>> {
         Box::pin(tls_alpn01_certificate(
             self.store.as_ref(),
             domain,
@@ -393,6 +396,7 @@ impl<S: Store> crate::gateway::AcmeAnswers for StoreAnswers<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use botgate_store::SharedState;
 
     #[test]
     fn the_tls_alpn01_certificate_reads_back_as_a_served_key() {

@@ -4,6 +4,7 @@
 
 mod caching;
 mod http1;
+mod in_process;
 mod listeners;
 mod loadbalancer;
 mod origin_policy;

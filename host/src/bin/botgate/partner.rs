@@ -4,7 +4,7 @@ use crate::store::StoreArgs;
 use anyhow::{Result, bail};
 use botgate_api::keys::{new_partner_key, new_webhook_secret};
 use botgate_model::PartnerName;
-use botgate_store::{PartnerChange, PartnerRecord, Store, key_digest};
+use botgate_store::{AccountStore, PartnerChange, PartnerRecord, key_digest};
 use clap::Subcommand;
 
 #[derive(Subcommand)]
@@ -73,7 +73,7 @@ async fn create(name: &str, new_key: bool, args: &StoreArgs) -> Result<()> {
     eprintln!(
         "partner `{}` in the {} store; its API key follows (shown once, keep it secret):",
         name.as_str(),
-        args.describe()
+        args.config()
     );
     println!("{key}");
     Ok(())

@@ -4,34 +4,30 @@
 
 use crate::store::StoreArgs;
 use anyhow::{Context, Result};
-use botgate_api::{Api, ApiConfig, IssuanceLimits};
+use botgate_api::{ApiConfig, IssuanceLimits};
+use botgate_host::gateway::GatewayConfig;
 use botgate_host::gateway::access_log::AccessLog;
 use botgate_host::gateway::cache::CacheConfig;
-use botgate_host::gateway::challenge::{ChallengeConfig, SECRET_NAME, StoreLedger};
+use botgate_host::gateway::challenge::ChallengeConfig;
+use botgate_host::gateway::connection::ConnectionLimits;
 use botgate_host::gateway::crawlers::CrawlerConfig;
 use botgate_host::gateway::crawlers::reverse_dns::ReverseDnsConfig;
 use botgate_host::gateway::crawlers::sources::Source;
-use botgate_host::gateway::http3;
 use botgate_host::gateway::limits::DdosConfig;
-use botgate_host::gateway::listener::{self, Shutdown};
 use botgate_host::gateway::upstream::OriginConfig;
-use botgate_host::gateway::{AcmeAnswers, tls};
-use botgate_host::gateway::{ConnectionLimits, Gateway, GatewayConfig, admin};
 use botgate_host::log_writer::{BatchedWriter, FlushOnDrop};
-use botgate_host::provisioning::acme::{self, AcmeChallenge, AcmeConfig, StoreAnswers};
-use botgate_host::provisioning::{Provisioner, ProvisioningConfig};
-use botgate_host::rules::{DirectorySource, Registry, RulesetSource, Watcher};
+use botgate_host::provisioning::ProvisioningConfig;
+use botgate_host::provisioning::acme::{self, AcmeChallenge, AcmeConfig};
+use botgate_host::rules::Registry;
+use botgate_host::server::{self, ServerConfig};
 use botgate_model::addresses::OriginPolicy;
-use botgate_store::{Follower, Store};
-use botgate_webhooks::{AddressPolicy, Outbox, WebhookConfig};
+use botgate_webhooks::{AddressPolicy, WebhookConfig};
 use clap::Args;
 use std::net::SocketAddr;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
-use tokio_util::task::TaskTracker;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
@@ -460,256 +456,59 @@ impl DataPlaneArgs {
 }
 
 pub fn run(args: ServeArgs, registry: Arc<Registry>, stderr: BatchedWriter) -> Result<()> {
-    let source = DirectorySource::new(&args.rulesets_dir);
-    tracing::info!(source = %source.describe(), "loading rule components");
-    let _watcher = Watcher::start(registry.clone(), source)
-        .with_context(|| format!("watching {}", args.rulesets_dir.display()))?;
+    let (access_log, _flush_access_log) = args.data_plane.access_log(&stderr)?;
+    let config = args.config(access_log);
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
-        .block_on(serve(args, registry, stderr))
-}
-
-/// Binds `count` listeners to one address with `SO_REUSEPORT`, so each data-plane
-/// thread accepts its own share of the connections (the kernel spreads them).
-fn bind_shared(
-    address: SocketAddr,
-    what: &str,
-    count: usize,
-) -> Result<Vec<std::net::TcpListener>> {
-    let mut listeners = Vec::with_capacity(count);
-    let mut address = address;
-    for _ in 0..count {
-        let socket = socket2::Socket::new(
-            socket2::Domain::for_address(address),
-            socket2::Type::STREAM,
-            Some(socket2::Protocol::TCP),
-        )?;
-        socket.set_reuse_address(true)?;
-        #[cfg(unix)]
-        socket.set_reuse_port(true)?;
-        socket.set_nonblocking(true)?;
-        socket
-            .bind(&address.into())
-            .and_then(|()| socket.listen(1024))
-            .with_context(|| format!("binding the {what} listener to {address}"))?;
-        let listener: std::net::TcpListener = socket.into();
-        // Port 0 picks a free port once; the others share it.
-        address = listener.local_addr()?;
-        listeners.push(listener);
-    }
-    tracing::info!(%address, threads = count, "{what} listening");
-    Ok(listeners)
-}
-
-async fn bind(address: SocketAddr, what: &str) -> Result<TcpListener> {
-    let listener = TcpListener::bind(address)
-        .await
-        .with_context(|| format!("binding the {what} listener to {address}"))?;
-    tracing::info!(address = %listener.local_addr()?, "{what} listening");
-    Ok(listener)
-}
-
-/// The challenge secret shared by every gateway on the store: created by the first.
-async fn challenge_secret(store: &impl Store) -> Result<Vec<u8>> {
-    let mut candidate = [0u8; 32];
-    getrandom::fill(&mut candidate).map_err(|err| anyhow::anyhow!("no randomness: {err}"))?;
-    let candidate: String = candidate.iter().map(|b| format!("{b:02x}")).collect();
-    let stored = store
-        .shared_secret(SECRET_NAME, &candidate)
-        .await
-        .context("reading the challenge secret from the store")?;
-    Ok(stored.into_bytes())
-}
-
-async fn serve(args: ServeArgs, registry: Arc<Registry>, stderr: BatchedWriter) -> Result<()> {
-    let (access_log, _flush_access_log) = args.data_plane.access_log(&stderr)?;
-    let store = Arc::new(args.store.open().await?);
-    let websites = Arc::new(
-        Follower::start(store.clone(), Duration::from_secs(5))
-            .await
-            .context("loading the websites from the store")?,
-    );
-    let secret = challenge_secret(store.as_ref()).await?;
-    let mut config =
-        args.data_plane
-            .config(args.trusted_proxies.clone(), args.https_listen, access_log);
-    let origin_policy = OriginPolicy {
-        allow: args.data_plane.origin_allow_networks.clone(),
-        deny: args.data_plane.origin_deny_networks.clone(),
-        gateway: args.provisioning.public_addresses.clone(),
-        listeners: vec![
-            args.http_listen,
-            args.https_listen,
-            args.api_listen,
-            args.admin_listen,
-        ],
-    };
-    config.origins.policy = origin_policy.clone();
-    let drain = config.limits.drain_timeout;
-    let acme_config = args.provisioning.acme();
-    let answers: Option<Arc<dyn AcmeAnswers>> = acme_config.as_ref().map(|_| {
-        Arc::new(StoreAnswers::new(store.clone(), tls::provider())) as Arc<dyn AcmeAnswers>
-    });
-    let ledger = Arc::new(StoreLedger::new(store.clone()));
-    let gateway = Gateway::new(config, websites.clone(), registry, secret, answers, ledger)?;
-    gateway.spawn_housekeeping();
-    let (tls, quic) = gateway.tls_configs()?;
-
-    let threads = args
-        .data_plane
-        .threads
-        .or_else(|| std::thread::available_parallelism().ok())
-        .map_or(1, |n| n.get());
-    let http = bind_shared(args.http_listen, "HTTP", threads)?;
-    let https = bind_shared(args.https_listen, "HTTPS", threads)?;
-    let http3 = if args.data_plane.no_http3 {
-        None
-    } else {
-        let endpoint = http3::endpoint(&gateway, quic, args.https_listen).with_context(|| {
-            format!(
-                "binding the HTTP/3 (QUIC, UDP) listener to {}; --no-http3 serves without it",
-                args.https_listen
-            )
-        })?;
-        tracing::info!(address = %endpoint.local_addr()?, "HTTP/3 listening");
-        Some(endpoint)
-    };
-    let admin_listener = bind(args.admin_listen, "admin").await?;
-    let api_listener = bind(args.api_listen, "management API").await?;
-    tracing::info!(store = %args.store.describe(), "serving");
-
-    let (stop, shutdown) = Shutdown::new();
-    let tracker = TaskTracker::new();
-    let mut listeners = Vec::new();
-    for (index, (http, https)) in http.into_iter().zip(https).enumerate() {
-        let (gateway, tls, shutdown, tracker) = (
-            gateway.clone(),
-            tls.clone(),
-            shutdown.clone(),
-            tracker.clone(),
-        );
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("starting a data-plane runtime")?;
-        let (http, https) = {
-            let _entered = runtime.enter();
-            (TcpListener::from_std(http)?, TcpListener::from_std(https)?)
-        };
-        let (stopped, listening) = tokio::sync::oneshot::channel::<()>();
-        listeners.push(tokio::spawn(async move {
-            let _ = listening.await;
-        }));
-        std::thread::Builder::new()
-            .name(format!("data-plane-{index}"))
-            .spawn(move || {
-                runtime.block_on(async move {
-                    tokio::join!(
-                        listener::serve(
-                            gateway.clone(),
-                            http,
-                            None,
-                            shutdown.clone(),
-                            tracker.clone()
-                        ),
-                        listener::serve(gateway, https, Some(tls), shutdown, tracker.clone()),
-                    );
-                    drop(stopped);
-                    // The connections this thread accepted run on its event loop: it
-                    // turns until every connection has drained (or the process ends).
-                    tracker.wait().await;
-                })
-            })
-            .context("starting a data-plane thread")?;
-    }
-    if let Some(endpoint) = http3 {
-        listeners.push(tokio::spawn(http3::serve(
-            gateway.clone(),
-            endpoint,
-            shutdown.clone(),
-            tracker.clone(),
-        )));
-    }
-    let admin = tokio::spawn(
-        axum::serve(admin_listener, admin::router(gateway.clone()))
-            .with_graceful_shutdown(shutdown.clone().stopped())
-            .into_future(),
-    );
-    let provisioner = Provisioner::new(
-        store.clone(),
-        websites.clone(),
-        ProvisioningConfig {
-            public_addresses: args.provisioning.public_addresses.clone(),
-            dns_servers: args.data_plane.dns_servers.clone(),
-            check_every: Duration::from_millis(args.provisioning.setup_check_ms.max(10)),
-            dns_wait: Duration::from_secs(args.provisioning.dns_wait_seconds),
-        },
-        acme_config.clone(),
-    )?;
-    match &acme_config {
-        Some(acme) => {
-            tracing::info!(directory = %acme.directory, challenge = ?acme.challenge, "certificates from ACME")
-        }
-        None => tracing::info!(
-            "ACME is off: websites with certs_issuer acme get the fallback certificate"
-        ),
-    }
-    if args.provisioning.public_addresses.is_empty() {
-        tracing::info!("no --public-address: websites go online without a DNS check");
-    }
-    let provisioning = tokio::spawn(Arc::new(provisioner).run(shutdown.clone().stopped()));
-    let outbox = Arc::new(Outbox::new(store.clone(), args.webhooks.config()));
-    let webhooks = tokio::spawn(outbox.run(shutdown.clone().stopped()));
-    let api = Api::new(
-        store,
-        ApiConfig {
-            rate_per_second: args.api_rate,
-            rate_burst: args.api_burst,
-            failed_keys_per_minute: args.api_failed_keys_per_minute,
-            failed_keys_burst: args.api_failed_keys_burst,
-            dns_check: !args.provisioning.public_addresses.is_empty(),
-            acme: acme_config.is_some(),
-            origins: origin_policy,
-            issuance: IssuanceLimits {
-                per_website_per_day: args.provisioning.acme_orders_per_website_per_day,
-                per_partner_per_hour: args.provisioning.acme_orders_per_partner_per_hour,
-            },
-            ..ApiConfig::default()
-        },
-    );
-    let api = tokio::spawn(
-        axum::serve(
-            api_listener,
-            // The client's address: failed key look-ups are limited per address.
-            botgate_api::router(api).into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(shutdown.clone().stopped())
-        .into_future(),
-    );
-
-    shutdown_signal().await;
-    tracing::info!(
-        drain_seconds = drain.as_secs(),
-        "shutting down: draining connections"
-    );
-    let _ = stop.send(true);
-    for listener in listeners {
-        let _ = listener.await;
-    }
-    tracker.close();
-    if tokio::time::timeout(drain, tracker.wait()).await.is_err() {
-        tracing::warn!(open = tracker.len(), "drain timed out; closing the rest");
-    }
-    let _ = tokio::time::timeout(drain, async {
-        let _ = admin.await;
-        let _ = api.await;
-        let _ = webhooks.await;
-        let _ = provisioning.await;
-    })
-    .await;
-    tracing::info!("stopped");
+        .block_on(server::serve(config, registry, shutdown_signal()))?;
     Ok(())
+}
+
+impl ServeArgs {
+    /// The server's configuration; what follows from the rest (the origin policy's
+    /// own addresses, the API's DNS and ACME switches) the server adds itself.
+    fn config(&self, access_log: AccessLog) -> ServerConfig {
+        let mut gateway =
+            self.data_plane
+                .config(self.trusted_proxies.clone(), self.https_listen, access_log);
+        gateway.origins.policy = OriginPolicy {
+            allow: self.data_plane.origin_allow_networks.clone(),
+            deny: self.data_plane.origin_deny_networks.clone(),
+            ..OriginPolicy::default()
+        };
+        ServerConfig {
+            store: self.store.config(),
+            http_listen: self.http_listen,
+            https_listen: self.https_listen,
+            api_listen: self.api_listen,
+            admin_listen: self.admin_listen,
+            threads: self.data_plane.threads,
+            http3: !self.data_plane.no_http3,
+            rulesets_dir: Some(self.rulesets_dir.clone()),
+            gateway,
+            api: ApiConfig {
+                rate_per_second: self.api_rate,
+                rate_burst: self.api_burst,
+                failed_keys_per_minute: self.api_failed_keys_per_minute,
+                failed_keys_burst: self.api_failed_keys_burst,
+                issuance: IssuanceLimits {
+                    per_website_per_day: self.provisioning.acme_orders_per_website_per_day,
+                    per_partner_per_hour: self.provisioning.acme_orders_per_partner_per_hour,
+                },
+                ..ApiConfig::default()
+            },
+            webhooks: self.webhooks.config(),
+            provisioning: ProvisioningConfig {
+                public_addresses: self.provisioning.public_addresses.clone(),
+                dns_servers: self.data_plane.dns_servers.clone(),
+                check_every: Duration::from_millis(self.provisioning.setup_check_ms.max(10)),
+                dns_wait: Duration::from_secs(self.provisioning.dns_wait_seconds),
+            },
+            acme: self.provisioning.acme(),
+            mounted: Vec::new(),
+        }
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -1,7 +1,7 @@
 //! The store options every command that touches the store shares, and opening it.
 
 use anyhow::{Context, Result};
-use botgate_store::{AnyStore, EmbeddedStore, RedisConfig, RedisStore};
+use botgate_store::{AnyStore, RedisConfig, StoreConfig};
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -25,41 +25,24 @@ pub struct StoreArgs {
 }
 
 impl StoreArgs {
-    /// Opens the configured store.
-    pub async fn open(&self) -> Result<AnyStore> {
+    /// The store these options name.
+    pub fn config(&self) -> StoreConfig {
         match &self.redis_url {
-            None => {
-                let dir = self.data_dir.clone();
-                let store = tokio::task::spawn_blocking(move || EmbeddedStore::open(&dir))
-                    .await?
-                    .with_context(|| {
-                        format!("opening the embedded store in {}", self.data_dir.display())
-                    })?;
-                Ok(AnyStore::Embedded(store))
-            }
-            Some(url) => {
-                let config = RedisConfig {
-                    password: self.redis_password.clone(),
-                    wait_replicas: self.redis_wait_replicas,
-                    wait_timeout: Duration::from_secs(1),
-                    ..RedisConfig::new(url.clone())
-                };
-                let store = RedisStore::connect(config)
-                    .await
-                    .with_context(|| format!("connecting to Redis at {url}"))?;
-                Ok(AnyStore::Redis(store))
-            }
+            None => StoreConfig::Embedded(self.data_dir.clone()),
+            Some(url) => StoreConfig::Redis(RedisConfig {
+                password: self.redis_password.clone(),
+                wait_replicas: self.redis_wait_replicas,
+                wait_timeout: Duration::from_secs(1),
+                ..RedisConfig::new(url.clone())
+            }),
         }
     }
 
-    /// Which store, for the log.
-    pub fn describe(&self) -> String {
-        match &self.redis_url {
-            None => format!(
-                "embedded ({})",
-                self.data_dir.join("botgate.redb").display()
-            ),
-            Some(url) => format!("redis ({url})"),
-        }
+    /// Opens the configured store.
+    pub async fn open(&self) -> Result<AnyStore> {
+        let config = self.config();
+        AnyStore::open(&config)
+            .await
+            .with_context(|| format!("opening the store {config}"))
     }
 }

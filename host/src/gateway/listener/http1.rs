@@ -1,6 +1,6 @@
 //! The gateway's own HTTP/1.1 server loop for the request nearly every visitor sends:
 //! HTTP/1.1, no body, no upgrade. It reads heads with `httparse`, hands each request to
-//! [`Gateway::handle`] and writes the response (its head and a body already at hand in
+//! the listener's [`RequestHandler`] and writes the response (its head and a body already at hand in
 //! one write). Everything else — a request with a body, `Expect`, an upgrade, HTTP/1.0,
 //! HTTP/2's preface, anything malformed or over a limit — is handed to hyper, with the
 //! bytes read so far, at that request's start; hyper serves the rest of the connection
@@ -11,11 +11,12 @@
 //! the largest piece of the proxy core left to a library. hyper stays for the rare and
 //! the hard cases, where its generality is the point.
 
-use super::ConnectionInfo;
+use super::Listening;
+use crate::gateway::connection::{ConnectionInfo, ConnectionLimits};
 use crate::gateway::io::Rewind;
 use crate::gateway::pages::Body;
+use crate::gateway::service::RequestHandler;
 use crate::gateway::wire::{self, push_chunk_size, push_content_length};
-use crate::gateway::{ConnectionLimits, Gateway};
 use bytes::{Bytes, BytesMut};
 use http::{HeaderName, Method, Request, Response, StatusCode, Uri, Version, header};
 use http_body_util::{BodyExt, Empty};
@@ -80,8 +81,8 @@ enum Parsed {
 }
 
 /// Serves requests on `stream` until it closes, or until a request is hyper's.
-pub async fn serve<S>(
-    served: &(Arc<Gateway>, ConnectionInfo),
+pub async fn serve<S, H: RequestHandler>(
+    served: &(Arc<Listening<H>>, ConnectionInfo),
     mut stream: S,
     limits: &ConnectionLimits,
     flags: &Flags,
@@ -89,7 +90,7 @@ pub async fn serve<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let (gateway, info) = served;
+    let (listening, info) = served;
     let mut read = BytesMut::with_capacity(8 * 1024);
     let mut write = Vec::with_capacity(8 * 1024);
     let max_headers = limits.max_headers.min(MAX_HEADERS);
@@ -138,15 +139,12 @@ where
         let head_request = request.method() == Method::HEAD;
         // A client that goes away while its request is handled cancels it (the origin
         // request with it), as hyper does; what it pipelines meanwhile is kept.
-        let handled = gateway.handle(request, info);
+        let handled = listening.handler.handle(request, info);
         tokio::pin!(handled);
         let response = loop {
             tokio::select! {
                 biased;
-                handled = &mut handled => {
-                    let Ok(response) = handled;
-                    break response;
-                }
+                response = &mut handled => break response,
                 read_more = read_beside(&mut stream, &mut read, limits.max_header_bytes) => {
                     if !read_more {
                         tracing::debug!("the client closed the connection before its answer");

@@ -4,78 +4,51 @@
 
 mod http1;
 
+use super::connection::{ConnectionInfo, ConnectionLimits, Shutdown, canonical_address};
+use super::host_name::canonical_host;
 use super::io::{Activity, ActivityCount, Rewind};
-use super::{Gateway, ja4, proxy_protocol};
+use super::service::{BoxFuture, RequestHandler};
+use super::{ja4, proxy_protocol};
 use crate::client::{Alpn, TlsInfo, TlsVersion};
 use crate::report::Report;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
-/// What a request knows of its connection.
-#[derive(Debug, Clone)]
-pub struct ConnectionInfo {
-    /// The real client: from the PROXY header when the peer is a trusted proxy; an
-    /// IPv4-mapped IPv6 address is given as IPv4, so every later phase (trusted
-    /// networks, rate limits, passes, crawler networks) sees one form.
-    pub client: SocketAddr,
-    /// Whether the connection is TLS (HTTP/3 included).
-    pub https: bool,
-    /// Whether the connection is QUIC (HTTP/3).
-    pub http3: bool,
-    /// The TLS facts for the rule components.
-    pub tls: Option<TlsInfo>,
-    /// `client`'s address as text, formatted once per connection for the access log
-    /// and the forwarded headers of each of its requests.
-    pub client_text: Box<str>,
+/// What a listener needs besides its socket: the handler of its requests, the limits,
+/// the peers that send PROXY headers, and the TLS-ALPN-01 answers.
+pub struct Listening<H> {
+    pub handler: H,
+    pub limits: ConnectionLimits,
+    /// Peers whose connections start with a PROXY v2 header (the cluster's HAProxy).
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// ACME's TLS-ALPN-01 challenges, when certificates come from ACME.
+    pub alpn_challenges: Option<Arc<dyn AlpnChallenges>>,
 }
 
-impl ConnectionInfo {
-    pub fn new(client: SocketAddr, https: bool, http3: bool, tls: Option<TlsInfo>) -> Self {
-        ConnectionInfo {
-            client,
-            https,
-            http3,
-            tls,
-            client_text: client.ip().to_string().into(),
-        }
-    }
-}
-
-/// Signals the listeners to stop accepting and connections to finish.
-#[derive(Clone)]
-pub struct Shutdown {
-    receiver: watch::Receiver<bool>,
-}
-
-impl Shutdown {
-    /// A shutdown signal and the sender that triggers it.
-    pub fn new() -> (watch::Sender<bool>, Shutdown) {
-        let (sender, receiver) = watch::channel(false);
-        (sender, Shutdown { receiver })
-    }
-
-    /// Resolves once shutdown was asked for.
-    pub async fn wait(&mut self) {
-        let _ = self.receiver.wait_for(|stop| *stop).await;
-    }
-
-    /// [`Shutdown::wait`], owning the signal (for `with_graceful_shutdown`).
-    pub async fn stopped(mut self) {
-        self.wait().await
-    }
+/// Where the HTTPS listener finds the certificate that answers a CA's TLS-ALPN-01
+/// challenge (RFC 8737).
+pub trait AlpnChallenges: Send + Sync + 'static {
+    /// Whether a challenge may wait for `name` (canonical): asked first, and cheaply,
+    /// so that a stranger's handshake costs no look-up.
+    fn may_wait(&self, name: &str) -> bool;
+    /// The challenge certificate for `name`.
+    fn certificate<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Option<Arc<rustls::sign::CertifiedKey>>>;
 }
 
 /// Accepts connections on `listener` until shutdown; `tls` makes it the HTTPS listener.
 /// Each connection runs on `tracker`, so the caller can wait for them to drain.
-pub async fn serve(
-    gateway: Arc<Gateway>,
+pub async fn serve<H: RequestHandler>(
+    listening: Arc<Listening<H>>,
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     mut shutdown: Shutdown,
@@ -96,11 +69,11 @@ pub async fn serve(
             }
         };
         let _ = stream.set_nodelay(true);
-        let gateway = gateway.clone();
+        let listening = listening.clone();
         let tls = tls.clone();
         let shutdown = shutdown.clone();
         tracker.spawn(async move {
-            if let Err(err) = connection(gateway, stream, peer, tls, shutdown).await {
+            if let Err(err) = connection(listening, stream, peer, tls, shutdown).await {
                 let reason = Report(&err);
                 tracing::debug!(%peer, %reason, "connection closed early");
             }
@@ -138,8 +111,6 @@ pub enum ConnectionError {
 /// Why a CA's TLS-ALPN-01 handshake was not answered.
 #[derive(Debug, thiserror::Error)]
 pub enum AcmeChallengeError {
-    #[error("ACME is not enabled")]
-    NotEnabled,
     #[error("the store did not answer in time")]
     StoreTimeout,
     #[error("no challenge waits for the name")]
@@ -153,19 +124,17 @@ pub enum AcmeChallengeError {
 }
 
 /// One connection, from the first byte to the last.
-async fn connection(
-    gateway: Arc<Gateway>,
+async fn connection<H: RequestHandler>(
+    listening: Arc<Listening<H>>,
     mut stream: TcpStream,
     peer: SocketAddr,
     tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: Shutdown,
 ) -> Result<(), ConnectionError> {
-    let limits = &gateway.config.limits;
-    let deadline = limits.header_read_timeout;
-    let peer = canonical(peer);
+    let deadline = listening.limits.header_read_timeout;
+    let peer = canonical_address(peer);
     let mut client = peer;
-    let trusted = gateway
-        .config
+    let trusted = listening
         .trusted_proxies
         .iter()
         .any(|net| net.contains(&peer.ip()));
@@ -173,13 +142,13 @@ async fn connection(
         match tokio::time::timeout(deadline, proxy_protocol::read_header(&mut stream)).await {
             Err(_) => return Err(ConnectionError::ProxyHeaderTimeout),
             Ok(Err(err)) => return Err(ConnectionError::ProxyHeader(err)),
-            Ok(Ok(Some(real))) => client = canonical(real),
+            Ok(Ok(Some(real))) => client = canonical_address(real),
             Ok(Ok(None)) => {}
         }
     }
     let Some(tls) = tls else {
         let info = ConnectionInfo::new(client, false, false, None);
-        serve_http(gateway, stream, info, shutdown).await;
+        serve_http(listening, stream, info, shutdown).await;
         return Ok(());
     };
     let (hello, ja4) = tokio::time::timeout(deadline, read_client_hello(&mut stream))
@@ -198,18 +167,15 @@ async fn connection(
     // name; it gets the challenge certificate, and nothing else happens on the
     // connection. Any other handshake (`acme-tls/1` among other protocols, or for a
     // name that is no website's) is an ordinary one and reads nothing from the store.
-    let acme_name = hello
-        .server_name()
-        .map(super::phases::canonical_host)
-        .filter(|name| {
-            gateway.acme_answers.is_some()
-                && hello.alpn().is_some_and(|mut protocols| {
-                    protocols.next() == Some(ACME_TLS_ALPN) && protocols.next().is_none()
-                })
-                && gateway.is_website(name)
+    let acme = listening.alpn_challenges.as_ref().and_then(|challenges| {
+        let name = canonical_host(hello.server_name()?);
+        let acme_only = hello.alpn().is_some_and(|mut protocols| {
+            protocols.next() == Some(ACME_TLS_ALPN) && protocols.next().is_none()
         });
-    if let Some(name) = acme_name {
-        let answered = answer_tls_alpn01(&gateway, started, &name, deadline).await;
+        (acme_only && challenges.may_wait(&name)).then(|| (challenges.clone(), name))
+    });
+    if let Some((challenges, name)) = acme {
+        let answered = answer_tls_alpn01(challenges.as_ref(), started, &name, deadline).await;
         match &answered {
             Ok(()) => tracing::info!(%name, "answered a TLS-ALPN-01 challenge"),
             Err(err) => {
@@ -241,22 +207,18 @@ async fn connection(
         ja4: ja4.unwrap_or_default(),
     };
     let info = ConnectionInfo::new(client, true, false, Some(tls_facts));
-    serve_http(gateway, tls, info, shutdown).await;
+    serve_http(listening, tls, info, shutdown).await;
     Ok(())
 }
 
 /// Completes an `acme-tls/1` handshake with the challenge certificate for `name`.
 async fn answer_tls_alpn01(
-    gateway: &Gateway,
+    challenges: &dyn AlpnChallenges,
     started: tokio_rustls::StartHandshake<Rewind<TcpStream>>,
     name: &str,
     deadline: std::time::Duration,
 ) -> Result<(), AcmeChallengeError> {
-    let answers = gateway
-        .acme_answers
-        .as_ref()
-        .ok_or(AcmeChallengeError::NotEnabled)?;
-    let key = tokio::time::timeout(deadline, answers.tls_alpn01(name))
+    let key = tokio::time::timeout(deadline, challenges.certificate(name))
         .await
         .map_err(|_| AcmeChallengeError::StoreTimeout)?
         .ok_or(AcmeChallengeError::NoChallenge)?;
@@ -275,17 +237,6 @@ async fn answer_tls_alpn01(
 
 /// The ALPN protocol of ACME's TLS-ALPN-01 challenge (RFC 8737).
 const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
-
-/// An IPv4-mapped IPv6 address (a dual-stack socket's view of an IPv4 client) as IPv4.
-pub(crate) fn canonical(address: SocketAddr) -> SocketAddr {
-    match address.ip() {
-        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => SocketAddr::new(v4.into(), address.port()),
-            None => address,
-        },
-        std::net::IpAddr::V4(_) => address,
-    }
-}
 
 /// Reads the first TLS record (the ClientHello) and its JA4 fingerprint.
 async fn read_client_hello<S: AsyncRead + Unpin>(
@@ -311,21 +262,21 @@ async fn read_client_hello<S: AsyncRead + Unpin>(
 /// Serves HTTP on an established connection until it ends, idles out or drains:
 /// HTTP/1.1 through the gateway's own loop ([`http1`]) until a request is hyper's,
 /// HTTP/2 (and whatever the loop hands over) through hyper.
-async fn serve_http<S>(
-    gateway: Arc<Gateway>,
+async fn serve_http<S, H: RequestHandler>(
+    listening: Arc<Listening<H>>,
     stream: S,
     info: ConnectionInfo,
     mut shutdown: Shutdown,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let limits = gateway.config.limits.clone();
+    let limits = listening.limits.clone();
     let activity = ActivityCount::new();
     let io = Activity::new(stream, activity.clone());
     let h2 = info.tls.as_ref().is_some_and(|tls| tls.alpn == Alpn::H2);
     // One reference count per connection, written by its own thread only: a request
-    // clones this, not the `Gateway` every data-plane core shares.
-    let served = Arc::new((gateway, info));
+    // clones this, not the handler every data-plane core shares.
+    let served = Arc::new((listening, info));
     let mut idle = IdleCheck::new(&limits, activity);
     if h2 {
         return serve_hyper(served, io, &limits, shutdown, idle).await;
@@ -379,7 +330,7 @@ struct IdleCheck {
 }
 
 impl IdleCheck {
-    fn new(limits: &super::ConnectionLimits, activity: ActivityCount) -> IdleCheck {
+    fn new(limits: &ConnectionLimits, activity: ActivityCount) -> IdleCheck {
         let started = tokio::time::Instant::now();
         let every = limits.idle_timeout / 4;
         let mut interval =
@@ -430,10 +381,10 @@ impl IdleCheck {
 
 /// Serves the connection with hyper (HTTP/1.1 or HTTP/2) until it ends, idles out or
 /// drains.
-async fn serve_hyper<I>(
-    served: Arc<(Arc<Gateway>, ConnectionInfo)>,
+async fn serve_hyper<I, H: RequestHandler>(
+    served: Arc<(Arc<Listening<H>>, ConnectionInfo)>,
     io: I,
-    limits: &super::ConnectionLimits,
+    limits: &ConnectionLimits,
     mut shutdown: Shutdown,
     mut idle: IdleCheck,
 ) where
@@ -458,8 +409,8 @@ async fn serve_hyper<I>(
     let service = service_fn(move |request| {
         let served = served.clone();
         async move {
-            let (gateway, info) = &*served;
-            gateway.handle(request, info).await
+            let (listening, info) = &*served;
+            Ok::<_, Infallible>(listening.handler.handle(request, info).await)
         }
     });
     let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);

@@ -1,0 +1,552 @@
+//! The whole gateway in one call: the store and its follower, the data plane's HTTP and
+//! HTTPS listeners (one thread per core), HTTP/3, the management API, the admin
+//! listener, the provisioner, the webhook outbox and the rule components' watcher, from
+//! one [`ServerConfig`]; `botgate serve` parses its options into one and calls
+//! [`serve`], and tests start gateways in process with [`Server::start`].
+
+use crate::gateway::challenge::{SECRET_NAME, StoreLedger};
+use crate::gateway::connection::Shutdown;
+use crate::gateway::crawlers::reverse_dns::ResolverError;
+use crate::gateway::http3::{self, Http3};
+use crate::gateway::listener::{self, AlpnChallenges, Listening};
+use crate::gateway::service::{MountedService, Services};
+use crate::gateway::{AcmeAnswers, Gateway, GatewayConfig, StartError, admin, tls};
+use crate::provisioning::acme::{AcmeConfig, StoreAnswers};
+use crate::provisioning::{Provisioner, ProvisioningConfig};
+use crate::report::Report;
+use crate::rules::{DirectorySource, Registry, RulesetSource, Watcher};
+use botgate_api::{Api, ApiConfig};
+use botgate_store::{AnyStore, Follower, Store, StoreConfig, StoreError};
+use botgate_webhooks::{Outbox, WebhookConfig};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
+use tokio_util::task::TaskTracker;
+
+/// Everything one gateway is started with.
+pub struct ServerConfig {
+    pub store: StoreConfig,
+    /// Visitors' plain HTTP (port 0: any free port, see [`Server::addresses`]).
+    pub http_listen: SocketAddr,
+    /// Visitors' HTTPS, and HTTP/3 on the same port over UDP.
+    pub https_listen: SocketAddr,
+    /// The management API.
+    pub api_listen: SocketAddr,
+    /// Metrics and `/health`.
+    pub admin_listen: SocketAddr,
+    /// Data-plane threads; one per core when `None`.
+    pub threads: Option<NonZeroUsize>,
+    /// Whether HTTP/3 is served. `gateway.http3_port`, when `None`, then becomes the
+    /// HTTPS port bound.
+    pub http3: bool,
+    /// The directory of rule components, watched and hot-reloaded into the registry.
+    pub rulesets_dir: Option<PathBuf>,
+    /// The data plane. Its origin policy is completed here with the public addresses
+    /// and every listener bound, which origins may never be.
+    pub gateway: GatewayConfig,
+    /// The management API. Its origin policy, DNS check and ACME switch are set here
+    /// from the rest of this configuration.
+    pub api: ApiConfig,
+    pub webhooks: WebhookConfig,
+    pub provisioning: ProvisioningConfig,
+    /// Certificates for `certs_issuer: acme` from this directory; off when `None`.
+    pub acme: Option<AcmeConfig>,
+    /// Services on the HTTPS listener by host name (the management API, the
+    /// dashboard); every other name is the data plane's.
+    pub mounted: Vec<(String, Arc<dyn MountedService>)>,
+}
+
+/// Where a started gateway listens.
+#[derive(Debug, Clone)]
+pub struct Addresses {
+    pub http: SocketAddr,
+    pub https: SocketAddr,
+    /// HTTP/3's UDP address, when served.
+    pub http3: Option<SocketAddr>,
+    pub api: SocketAddr,
+    pub admin: SocketAddr,
+}
+
+/// Why a gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("opening the store {store}")]
+    Store {
+        store: String,
+        #[source]
+        source: StoreError,
+    },
+    #[error("loading the websites from the store")]
+    Websites(#[source] StoreError),
+    #[error("reading the challenge secret from the store")]
+    Secret(#[source] StoreError),
+    #[error("no randomness for the challenge secret")]
+    Randomness(#[source] getrandom::Error),
+    #[error("binding the {what} listener to {address}")]
+    Bind {
+        what: &'static str,
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "binding the HTTP/3 (QUIC, UDP) listener to {address}; serve without HTTP/3 to do without it"
+    )]
+    BindQuic {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("watching the rule components in {dir}")]
+    Watch {
+        dir: PathBuf,
+        #[source]
+        source: notify::Error,
+    },
+    #[error("starting the data plane")]
+    Gateway(#[from] StartError),
+    #[error("the DNS resolver of the provisioner")]
+    Resolver(#[from] ResolverError),
+    #[error("starting a data-plane thread")]
+    Thread(#[source] std::io::Error),
+}
+
+/// A running gateway. [`Server::stop`] drains it; dropping it without stopping leaves
+/// its tasks and threads running until the process ends.
+pub struct Server {
+    addresses: Addresses,
+    gateway: Arc<Gateway>,
+    store: Arc<AnyStore>,
+    stop: watch::Sender<bool>,
+    drain: Duration,
+    tracker: TaskTracker,
+    /// Ends when every data-plane thread stopped accepting.
+    listeners: Vec<JoinHandle<()>>,
+    /// Tells the data-plane threads to give up on connections still open.
+    abandon: Vec<oneshot::Sender<()>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    services: Vec<JoinHandle<()>>,
+    _watcher: Option<Watcher>,
+}
+
+/// Starts a gateway with `config`, deciding with `rulesets`, and serves until
+/// `shutdown` resolves; then drains connections (for at most the configured drain
+/// timeout) and stops everything it started. Call it on a multi-thread tokio runtime.
+pub async fn serve(
+    config: ServerConfig,
+    rulesets: Arc<Registry>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
+    let server = Server::start(config, rulesets).await?;
+    shutdown.await;
+    server.stop().await;
+    Ok(())
+}
+
+impl Server {
+    /// Opens the store, binds every listener and starts serving; returns once all of
+    /// it listens. Call it on a multi-thread tokio runtime.
+    pub async fn start(
+        mut config: ServerConfig,
+        rulesets: Arc<Registry>,
+    ) -> Result<Server, ServeError> {
+        let watcher = match &config.rulesets_dir {
+            Some(dir) => {
+                let source = DirectorySource::new(dir);
+                tracing::info!(source = %source.describe(), "loading rule components");
+                // The first sync compiles the components: off the async threads.
+                let registry = rulesets.clone();
+                let started = tokio::task::spawn_blocking(move || Watcher::start(registry, source))
+                    .await
+                    .map_err(|err| notify::Error::generic(&err.to_string()))
+                    .and_then(|started| started);
+                let watcher = started.map_err(|source| ServeError::Watch {
+                    dir: dir.clone(),
+                    source,
+                })?;
+                Some(watcher)
+            }
+            None => None,
+        };
+        let store = AnyStore::open(&config.store)
+            .await
+            .map_err(|source| ServeError::Store {
+                store: config.store.to_string(),
+                source,
+            })?;
+        let store = Arc::new(store);
+        let websites = Arc::new(
+            Follower::start(store.clone(), Duration::from_secs(5))
+                .await
+                .map_err(ServeError::Websites)?,
+        );
+        let secret = challenge_secret(store.as_ref()).await?;
+
+        let threads = config
+            .threads
+            .or_else(|| std::thread::available_parallelism().ok())
+            .map_or(1, NonZeroUsize::get);
+        let http = bind_shared(config.http_listen, "HTTP", threads)?;
+        let https = bind_shared(config.https_listen, "HTTPS", threads)?;
+        let admin_listener = bind(config.admin_listen, "admin").await?;
+        let api_listener = bind(config.api_listen, "management API").await?;
+        let local = |listener: &std::net::TcpListener| listener.local_addr().ok();
+        let (Some(http_address), Some(https_address)) = (local(&http[0]), local(&https[0])) else {
+            unreachable!("bind_shared binds at least one listener");
+        };
+        let addresses = Addresses {
+            http: http_address,
+            https: https_address,
+            http3: None,
+            api: api_listener.local_addr().unwrap_or(config.api_listen),
+            admin: admin_listener.local_addr().unwrap_or(config.admin_listen),
+        };
+
+        // What the rest of the configuration implies.
+        let policy = &mut config.gateway.origins.policy;
+        policy
+            .gateway
+            .extend(config.provisioning.public_addresses.iter().copied());
+        policy.listeners.extend([
+            config.http_listen,
+            config.https_listen,
+            config.api_listen,
+            config.admin_listen,
+            addresses.http,
+            addresses.https,
+            addresses.api,
+            addresses.admin,
+        ]);
+        config.api.origins = policy.clone();
+        config.api.dns_check = !config.provisioning.public_addresses.is_empty();
+        config.api.acme = config.acme.is_some();
+        config.gateway.http3_port = match config.http3 {
+            true => config.gateway.http3_port.or(Some(addresses.https.port())),
+            false => None,
+        };
+        let drain = config.gateway.limits.drain_timeout;
+
+        let answers: Option<Arc<dyn AcmeAnswers>> = config.acme.as_ref().map(|_| {
+            Arc::new(StoreAnswers::new(store.clone(), tls::provider())) as Arc<dyn AcmeAnswers>
+        });
+        let ledger = Arc::new(StoreLedger::new(store.clone()));
+        let gateway_config = config.gateway.clone();
+        let gateway = Gateway::new(
+            gateway_config,
+            websites.clone(),
+            rulesets,
+            secret,
+            answers,
+            ledger,
+        )?;
+        gateway.spawn_housekeeping();
+        let (tls, quic) = gateway.tls_configs()?;
+        let quic_endpoint = match config.http3 {
+            false => None,
+            true => {
+                let endpoint = http3::endpoint(gateway.quic_hellos.clone(), quic, addresses.https)
+                    .map_err(|source| ServeError::BindQuic {
+                        address: addresses.https,
+                        source,
+                    })?;
+                let address = endpoint.local_addr().unwrap_or(addresses.https);
+                tracing::info!(%address, "HTTP/3 listening");
+                Some(endpoint)
+            }
+        };
+        let addresses = Addresses {
+            http3: quic_endpoint
+                .as_ref()
+                .map(|endpoint| endpoint.local_addr().unwrap_or(addresses.https)),
+            ..addresses
+        };
+        tracing::info!(store = %config.store, "serving");
+
+        let (stop, shutdown) = Shutdown::new();
+        let tracker = TaskTracker::new();
+        let limits = config.gateway.limits.clone();
+        let alpn: Option<Arc<dyn AlpnChallenges>> = config
+            .acme
+            .as_ref()
+            .map(|_| gateway.clone() as Arc<dyn AlpnChallenges>);
+        let plain = Arc::new(Listening {
+            handler: gateway.clone(),
+            limits: limits.clone(),
+            trusted_proxies: config.gateway.trusted_proxies.clone(),
+            alpn_challenges: None,
+        });
+        let mut services = Services::new(gateway.clone());
+        for (host, service) in config.mounted {
+            services.mount(&host, service);
+        }
+        for host in services.hosts() {
+            tracing::info!(%host, "serving a mounted service on the HTTPS listener");
+        }
+        let secure = Arc::new(Listening {
+            handler: services,
+            limits: limits.clone(),
+            trusted_proxies: config.gateway.trusted_proxies.clone(),
+            alpn_challenges: alpn,
+        });
+
+        let mut listeners = Vec::new();
+        let mut abandon = Vec::new();
+        let mut thread_handles = Vec::new();
+        for (index, (http, https)) in http.into_iter().zip(https).enumerate() {
+            let (plain, secure, tls, shutdown, tracker) = (
+                plain.clone(),
+                secure.clone(),
+                tls.clone(),
+                shutdown.clone(),
+                tracker.clone(),
+            );
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(ServeError::Thread)?;
+            let (http, https) = {
+                let _entered = runtime.enter();
+                let from_std = |listener: std::net::TcpListener, what| {
+                    let address = listener.local_addr().unwrap_or(addresses.http);
+                    TcpListener::from_std(listener).map_err(|source| ServeError::Bind {
+                        what,
+                        address,
+                        source,
+                    })
+                };
+                (from_std(http, "HTTP")?, from_std(https, "HTTPS")?)
+            };
+            let (stopped, listening) = oneshot::channel::<()>();
+            listeners.push(tokio::spawn(async move {
+                let _ = listening.await;
+            }));
+            let (give_up, given_up) = oneshot::channel::<()>();
+            abandon.push(give_up);
+            let thread = std::thread::Builder::new()
+                .name(format!("data-plane-{index}"))
+                .spawn(move || {
+                    runtime.block_on(async move {
+                        tokio::join!(
+                            listener::serve(plain, http, None, shutdown.clone(), tracker.clone()),
+                            listener::serve(secure, https, Some(tls), shutdown, tracker.clone()),
+                        );
+                        drop(stopped);
+                        // The connections this thread accepted run on its event loop:
+                        // it turns until every connection has drained, or until the
+                        // drain is given up on (the runtime's end then closes them).
+                        tokio::select! {
+                            _ = tracker.wait() => {}
+                            _ = given_up => {}
+                        }
+                    })
+                })
+                .map_err(ServeError::Thread)?;
+            thread_handles.push(thread);
+        }
+        if let Some(endpoint) = quic_endpoint {
+            let http3 = Arc::new(Http3 {
+                handler: gateway.clone(),
+                limits: limits.clone(),
+                hellos: gateway.quic_hellos.clone(),
+            });
+            listeners.push(tokio::spawn(http3::serve(
+                http3,
+                endpoint,
+                shutdown.clone(),
+                tracker.clone(),
+            )));
+        }
+
+        let mut tasks = Vec::new();
+        let admin_router = admin::router(gateway.clone());
+        let admin_shutdown = shutdown.clone();
+        tasks.push(tokio::spawn(async move {
+            let served = axum::serve(admin_listener, admin_router)
+                .with_graceful_shutdown(admin_shutdown.stopped())
+                .await;
+            if let Err(err) = served {
+                tracing::warn!(reason = %Report(&err), "the admin listener failed");
+            }
+        }));
+        let provisioner = Provisioner::new(
+            store.clone(),
+            websites,
+            config.provisioning.clone(),
+            config.acme.clone(),
+        )?;
+        match &config.acme {
+            Some(acme) => {
+                tracing::info!(directory = %acme.directory, challenge = ?acme.challenge, "certificates from ACME")
+            }
+            None => tracing::info!(
+                "ACME is off: websites with certs_issuer acme get the fallback certificate"
+            ),
+        }
+        if config.provisioning.public_addresses.is_empty() {
+            tracing::info!("no public address: websites go online without a DNS check");
+        }
+        tasks.push(tokio::spawn(
+            Arc::new(provisioner).run(shutdown.clone().stopped()),
+        ));
+        let outbox = Arc::new(Outbox::new(store.clone(), config.webhooks));
+        tasks.push(tokio::spawn(outbox.run(shutdown.clone().stopped())));
+        let api = Api::new(store.clone(), config.api);
+        let api_shutdown = shutdown.clone();
+        tasks.push(tokio::spawn(async move {
+            let served = axum::serve(
+                api_listener,
+                // The client's address: failed key look-ups are limited per address.
+                botgate_api::router(api).into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .with_graceful_shutdown(api_shutdown.stopped())
+            .await;
+            if let Err(err) = served {
+                tracing::warn!(reason = %Report(&err), "the management API listener failed");
+            }
+        }));
+
+        Ok(Server {
+            addresses,
+            gateway,
+            store,
+            stop,
+            drain,
+            tracker,
+            listeners,
+            abandon,
+            threads: thread_handles,
+            services: tasks,
+            _watcher: watcher,
+        })
+    }
+
+    /// Where this gateway listens.
+    pub fn addresses(&self) -> &Addresses {
+        &self.addresses
+    }
+
+    /// The data plane's shared state.
+    pub fn gateway(&self) -> &Arc<Gateway> {
+        &self.gateway
+    }
+
+    /// The store this gateway serves from.
+    pub fn store(&self) -> &Arc<AnyStore> {
+        &self.store
+    }
+
+    /// Stops accepting, lets open connections finish for at most the drain timeout,
+    /// then closes the rest and stops every task and thread the gateway started.
+    pub async fn stop(self) {
+        tracing::info!(
+            drain_seconds = self.drain.as_secs(),
+            "shutting down: draining connections"
+        );
+        let _ = self.stop.send(true);
+        for listener in self.listeners {
+            let _ = listener.await;
+        }
+        self.tracker.close();
+        if tokio::time::timeout(self.drain, self.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                open = self.tracker.len(),
+                "drain timed out; closing the rest"
+            );
+        }
+        for give_up in self.abandon {
+            let _ = give_up.send(());
+        }
+        let threads = self.threads;
+        let _ = tokio::task::spawn_blocking(move || {
+            for thread in threads {
+                let _ = thread.join();
+            }
+        })
+        .await;
+        let mut services = self.services;
+        let finished = tokio::time::timeout(self.drain, async {
+            for service in services.iter_mut() {
+                let _ = service.await;
+            }
+        })
+        .await;
+        if finished.is_err() {
+            for service in &services {
+                service.abort();
+            }
+        }
+        tracing::info!("stopped");
+    }
+}
+
+/// Binds `count` listeners to one address with `SO_REUSEPORT`, so each data-plane
+/// thread accepts its own share of the connections (the kernel spreads them).
+fn bind_shared(
+    address: SocketAddr,
+    what: &'static str,
+    count: usize,
+) -> Result<Vec<std::net::TcpListener>, ServeError> {
+    let mut listeners = Vec::with_capacity(count.max(1));
+    let mut address = address;
+    for _ in 0..count.max(1) {
+        let bound = bind_one(address).map_err(|source| ServeError::Bind {
+            what,
+            address,
+            source,
+        })?;
+        // Port 0 picks a free port once; the others share it.
+        address = bound.local_addr().unwrap_or(address);
+        listeners.push(bound);
+    }
+    tracing::info!(%address, threads = count, "{what} listening");
+    Ok(listeners)
+}
+
+fn bind_one(address: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(address),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    #[cfg(unix)]
+    socket.set_reuse_port(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&address.into())?;
+    socket.listen(1024)?;
+    Ok(socket.into())
+}
+
+async fn bind(address: SocketAddr, what: &'static str) -> Result<TcpListener, ServeError> {
+    let listener = TcpListener::bind(address)
+        .await
+        .map_err(|source| ServeError::Bind {
+            what,
+            address,
+            source,
+        })?;
+    let bound = listener.local_addr().unwrap_or(address);
+    tracing::info!(address = %bound, "{what} listening");
+    Ok(listener)
+}
+
+/// The challenge secret shared by every gateway on the store: created by the first.
+async fn challenge_secret(store: &impl Store) -> Result<Vec<u8>, ServeError> {
+    let mut candidate = [0u8; 32];
+    getrandom::fill(&mut candidate).map_err(ServeError::Randomness)?;
+    let candidate: String = candidate.iter().map(|b| format!("{b:02x}")).collect();
+    let stored = store
+        .shared_secret(SECRET_NAME, &candidate)
+        .await
+        .map_err(ServeError::Secret)?;
+    Ok(stored.into_bytes())
+}

@@ -1,0 +1,180 @@
+//! The gateway started in process through the library (`server::Server`), as tests and
+//! benchmarks can start it: every listener on a free port, services mounted on the
+//! HTTPS listener by host name, and a stop that drains and closes everything.
+
+use super::*;
+use botgate_host::gateway::GatewayConfig;
+use botgate_host::gateway::access_log::AccessLog;
+use botgate_host::gateway::upstream::OriginConfig;
+use botgate_host::provisioning::ProvisioningConfig;
+use botgate_host::server::{Server, ServerConfig};
+use botgate_model::PartnerName;
+use botgate_model::addresses::OriginPolicy;
+use botgate_store::{AccountStore, PartnerRecord, StoreConfig, key_digest};
+use std::sync::Arc;
+
+const PARTNER_KEY: &str = "bgp_in_process_test_key_0123456789abcdef";
+
+fn config(data: &Path, origin_port: u16, rulesets: &Path) -> ServerConfig {
+    let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let mounted = axum::Router::new().route(
+        "/who",
+        axum::routing::get(
+            |axum::extract::ConnectInfo(client): axum::extract::ConnectInfo<SocketAddr>| async move {
+                format!("mounted service; client {}", client.ip())
+            },
+        ),
+    );
+    ServerConfig {
+        store: StoreConfig::Embedded(data.to_owned()),
+        http_listen: any,
+        https_listen: any,
+        api_listen: any,
+        admin_listen: any,
+        threads: std::num::NonZeroUsize::new(2),
+        http3: true,
+        rulesets_dir: Some(rulesets.to_owned()),
+        gateway: GatewayConfig {
+            origins: OriginConfig {
+                http_port: origin_port,
+                https_port: origin_port,
+                policy: OriginPolicy {
+                    allow: vec!["127.0.0.0/8".parse().unwrap()],
+                    ..OriginPolicy::default()
+                },
+                ..OriginConfig::default()
+            },
+            access_log: AccessLog::off(),
+            ..GatewayConfig::default()
+        },
+        api: botgate_api::ApiConfig::default(),
+        webhooks: botgate_webhooks::WebhookConfig::default(),
+        provisioning: ProvisioningConfig::default(),
+        acme: None,
+        mounted: vec![("Console.In-Process.Test".to_owned(), Arc::new(mounted))],
+    }
+}
+
+#[test]
+fn a_gateway_started_in_process_serves_websites_and_mounted_services_then_stops() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let rulesets = botgate_tests::shipped_dir();
+    let origin = origin("in-process");
+    let server = runtime
+        .block_on(Server::start(
+            config(data.path(), origin.address.port(), rulesets.path()),
+            botgate_tests::registry(),
+        ))
+        .expect("starting the gateway in process");
+    let addresses = server.addresses().clone();
+    for bound in [
+        addresses.http,
+        addresses.https,
+        addresses.api,
+        addresses.admin,
+    ] {
+        assert_ne!(bound.port(), 0, "{addresses:?}");
+    }
+    assert_eq!(
+        addresses.http3.map(|a| a.port()),
+        Some(addresses.https.port())
+    );
+    // The shipped components were loaded from the watched directory.
+    let loaded = server.gateway().rulesets.current();
+    assert!(loaded.get("classifier").is_some() && loaded.get("wordpress").is_some());
+    drop(loaded);
+
+    let store = server.store().clone();
+    runtime
+        .block_on(store.put_partner(&PartnerRecord {
+            name: PartnerName::parse("hoster").unwrap(),
+            key_sha256: key_digest(PARTNER_KEY),
+            webhook_secret: "whsec_aW4tcHJvY2Vzcw==".into(),
+        }))
+        .unwrap();
+    let api = Client::new(&format!("http://{}", addresses.api), Some(PARTNER_KEY));
+    assert_eq!(
+        api.post_form("/v1.0/user", &[("id", "owner")])
+            .unwrap()
+            .status,
+        201
+    );
+    let created = api
+        .post_json(
+            "/v1.0/website",
+            &json!({"domain": "shop.in-process.test", "user_id": "owner", "ip": ["127.0.0.1"],
+                    "settings": loadbalancer(&[])}),
+        )
+        .unwrap();
+    assert_eq!(created.status, 201, "{created:?}");
+    // The website through the data plane, on both listeners.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let answer = loop {
+        let answer = get(addresses.http, "shop.in-process.test", "/page").unwrap();
+        if answer.status == 200 || Instant::now() > deadline {
+            break answer;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    assert_eq!(answer.json()["origin"], "in-process");
+    let over_tls = Visit {
+        tls_name: Some("shop.in-process.test".into()),
+        ..Visit::default()
+    };
+    let answer = visitor::send(
+        addresses.https,
+        &over_tls,
+        Outgoing::get("shop.in-process.test", "/page").browser(),
+    )
+    .unwrap();
+    assert_eq!(answer.json()["origin"], "in-process", "{}", answer.text());
+
+    // The mounted service answers its host name on the HTTPS listener, over HTTP/1.1
+    // and HTTP/2, and sees the client's address.
+    for http2 in [false, true] {
+        let visit = Visit {
+            tls_name: Some("console.in-process.test".into()),
+            http2,
+            ..Visit::default()
+        };
+        let answer = visitor::send(
+            addresses.https,
+            &visit,
+            Outgoing::get("console.in-process.test", "/who"),
+        )
+        .unwrap();
+        assert_eq!(answer.status, 200, "HTTP/2 {http2}: {}", answer.text());
+        assert_eq!(answer.text(), "mounted service; client 127.0.0.1");
+    }
+    // Plain HTTP is the data plane's alone: no website has that name.
+    let plain = get(addresses.http, "console.in-process.test", "/who").unwrap();
+    assert_eq!(plain.status, 404, "{}", plain.text());
+    assert!(origin.requests() >= 2);
+
+    let health = get(addresses.admin, "localhost", "/health").unwrap();
+    assert_eq!(health.status, 200, "{}", health.text());
+
+    // Stopping drains and closes every listener, and returns.
+    runtime.block_on(async {
+        tokio::time::timeout(Duration::from_secs(20), server.stop())
+            .await
+            .expect("the gateway stops")
+    });
+    for closed in [
+        addresses.http,
+        addresses.https,
+        addresses.api,
+        addresses.admin,
+    ] {
+        assert!(
+            std::net::TcpStream::connect_timeout(&closed, Duration::from_secs(2)).is_err(),
+            "{closed} still accepts after the stop"
+        );
+    }
+}
