@@ -9,7 +9,7 @@ use crate::gateway::connection::Shutdown;
 use crate::gateway::crawlers::reverse_dns::ResolverError;
 use crate::gateway::http3::{self, Http3};
 use crate::gateway::listener::{self, AlpnChallenges, Listening};
-use crate::gateway::service::{MountedService, Services};
+use crate::gateway::service::{MountError, MountedService, Services};
 use crate::gateway::{AcmeAnswers, Gateway, GatewayConfig, StartError, admin, tls};
 use crate::provisioning::acme::{AcmeConfig, StoreAnswers};
 use crate::provisioning::{Provisioner, ProvisioningConfig};
@@ -109,6 +109,10 @@ pub enum ServeError {
         #[source]
         source: notify::Error,
     },
+    #[error("the first load of the rule components failed")]
+    FirstLoad(#[source] tokio::task::JoinError),
+    #[error("mounting a service")]
+    Mount(#[from] MountError),
     #[error("starting the data plane")]
     Gateway(#[from] StartError),
     #[error("the DNS resolver of the provisioner")]
@@ -117,8 +121,8 @@ pub enum ServeError {
     Thread(#[source] std::io::Error),
 }
 
-/// A running gateway. [`Server::stop`] drains it; dropping it without stopping leaves
-/// its tasks and threads running until the process ends.
+/// A running gateway. [`Server::stop`] drains it; dropping it instead stops accepting
+/// and cuts open connections at once, without a drain.
 pub struct Server {
     addresses: Addresses,
     gateway: Arc<Gateway>,
@@ -130,6 +134,8 @@ pub struct Server {
     listeners: Vec<JoinHandle<()>>,
     /// Tells the data-plane threads to give up on connections still open.
     abandon: Vec<oneshot::Sender<()>>,
+    /// Closed after the drain, which ends the HTTP/3 connections still open.
+    quic: Option<quinn::Endpoint>,
     threads: Vec<std::thread::JoinHandle<()>>,
     services: Vec<JoinHandle<()>>,
     _watcher: Option<Watcher>,
@@ -196,13 +202,9 @@ impl Server {
         let https = bind_shared(config.https_listen, "HTTPS", threads)?;
         let admin_listener = bind(config.admin_listen, "admin").await?;
         let api_listener = bind(config.api_listen, "management API").await?;
-        let local = |listener: &std::net::TcpListener| listener.local_addr().ok();
-        let (Some(http_address), Some(https_address)) = (local(&http[0]), local(&https[0])) else {
-            unreachable!("bind_shared binds at least one listener");
-        };
         let addresses = Addresses {
-            http: http_address,
-            https: https_address,
+            http: bound_address(&http, config.http_listen, "HTTP")?,
+            https: bound_address(&https, config.https_listen, "HTTPS")?,
             http3: None,
             api: api_listener.local_addr().unwrap_or(config.api_listen),
             admin: admin_listener.local_addr().unwrap_or(config.admin_listen),
@@ -275,25 +277,43 @@ impl Server {
             .acme
             .as_ref()
             .map(|_| gateway.clone() as Arc<dyn AlpnChallenges>);
+        // Mounted services answer their names over HTTPS and HTTP/3; plain HTTP sends
+        // those names to HTTPS.
+        let mut services = Services::new(gateway.clone());
+        let mut redirecting = Services::redirecting(gateway.clone());
+        for (host, service) in config.mounted {
+            services.mount(&host, service.clone())?;
+            redirecting.mount(&host, service)?;
+        }
+        let index = websites.current();
+        for host in services.hosts() {
+            tracing::info!(%host, "serving a mounted service on the HTTPS listener");
+            if index.by_host(host).is_some() {
+                tracing::warn!(%host, "a website claims a mounted host name; the mounted service answers it");
+            }
+        }
+        drop(index);
+        config.api.reserved_hosts = services.hosts().map(str::to_owned).collect();
+        let services = Arc::new(services);
         let plain = Arc::new(Listening {
-            handler: gateway.clone(),
+            handler: redirecting,
             limits: limits.clone(),
             trusted_proxies: config.gateway.trusted_proxies.clone(),
             alpn_challenges: None,
         });
-        let mut services = Services::new(gateway.clone());
-        for (host, service) in config.mounted {
-            services.mount(&host, service);
-        }
-        for host in services.hosts() {
-            tracing::info!(%host, "serving a mounted service on the HTTPS listener");
-        }
         let secure = Arc::new(Listening {
-            handler: services,
+            handler: services.clone(),
             limits: limits.clone(),
             trusted_proxies: config.gateway.trusted_proxies.clone(),
             alpn_challenges: alpn,
         });
+        // Built before anything is spawned: its failure leaves nothing running.
+        let provisioner = Provisioner::new(
+            store.clone(),
+            websites,
+            config.provisioning.clone(),
+            config.acme.clone(),
+        )?;
 
         let mut listeners = Vec::new();
         let mut abandon = Vec::new();
@@ -313,7 +333,7 @@ impl Server {
             let (http, https) = {
                 let _entered = runtime.enter();
                 let from_std = |listener: std::net::TcpListener, what| {
-                    let address = listener.local_addr().unwrap_or(addresses.http);
+                    let address = listener.local_addr().unwrap_or(addresses.https);
                     TcpListener::from_std(listener).map_err(|source| ServeError::Bind {
                         what,
                         address,
@@ -349,9 +369,10 @@ impl Server {
                 .map_err(ServeError::Thread)?;
             thread_handles.push(thread);
         }
+        let quic = quic_endpoint.clone();
         if let Some(endpoint) = quic_endpoint {
             let http3 = Arc::new(Http3 {
-                handler: gateway.clone(),
+                handler: services,
                 limits: limits.clone(),
                 hellos: gateway.quic_hellos.clone(),
             });
@@ -374,12 +395,6 @@ impl Server {
                 tracing::warn!(reason = %Report(&err), "the admin listener failed");
             }
         }));
-        let provisioner = Provisioner::new(
-            store.clone(),
-            websites,
-            config.provisioning.clone(),
-            config.acme.clone(),
-        )?;
         match &config.acme {
             Some(acme) => {
                 tracing::info!(directory = %acme.directory, challenge = ?acme.challenge, "certificates from ACME")
@@ -420,6 +435,7 @@ impl Server {
             tracker,
             listeners,
             abandon,
+            quic,
             threads: thread_handles,
             services: tasks,
             _watcher: watcher,
@@ -449,14 +465,16 @@ impl Server {
             "shutting down: draining connections"
         );
         let _ = self.stop.send(true);
-        for listener in self.listeners {
-            let _ = listener.await;
-        }
-        self.tracker.close();
-        if tokio::time::timeout(self.drain, self.tracker.wait())
-            .await
-            .is_err()
-        {
+        let tracker = self.tracker.clone();
+        let drained = tokio::time::timeout(self.drain, async {
+            for listener in self.listeners {
+                let _ = listener.await;
+            }
+            tracker.close();
+            tracker.wait().await;
+        })
+        .await;
+        if drained.is_err() {
             tracing::warn!(
                 open = self.tracker.len(),
                 "drain timed out; closing the rest"
@@ -465,13 +483,23 @@ impl Server {
         for give_up in self.abandon {
             let _ = give_up.send(());
         }
+        if let Some(quic) = &self.quic {
+            quic.close(0u32.into(), b"shutting down");
+        }
+        // A data-plane thread ends once its runtime is dropped; one that does not
+        // within the drain timeout is left to the process's end. The watcher's thread
+        // is joined off the async threads too.
         let threads = self.threads;
-        let _ = tokio::task::spawn_blocking(move || {
+        let watcher = self._watcher;
+        let joined = tokio::task::spawn_blocking(move || {
+            drop(watcher);
             for thread in threads {
                 let _ = thread.join();
             }
-        })
-        .await;
+        });
+        if tokio::time::timeout(self.drain, joined).await.is_err() {
+            tracing::warn!("a data-plane thread did not stop within the drain timeout");
+        }
         let mut services = self.services;
         let finished = tokio::time::timeout(self.drain, async {
             for service in services.iter_mut() {
@@ -486,6 +514,24 @@ impl Server {
         }
         tracing::info!("stopped");
     }
+}
+
+/// The address the first of `listeners` is bound to.
+fn bound_address(
+    listeners: &[std::net::TcpListener],
+    address: SocketAddr,
+    what: &'static str,
+) -> Result<SocketAddr, ServeError> {
+    let first = listeners.first().ok_or_else(|| ServeError::Bind {
+        what,
+        address,
+        source: std::io::Error::other("no listener was bound"),
+    })?;
+    first.local_addr().map_err(|source| ServeError::Bind {
+        what,
+        address,
+        source,
+    })
 }
 
 /// Binds `count` listeners to one address with `SO_REUSEPORT`, so each data-plane

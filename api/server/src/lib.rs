@@ -59,6 +59,9 @@ pub struct ApiConfig {
     /// `failed_keys_burst`, 429 before any look-up.
     pub failed_keys_per_minute: NonZeroU32,
     pub failed_keys_burst: NonZeroU32,
+    /// Host names the gateway serves itself (mounted services, canonical): no website
+    /// may claim one.
+    pub reserved_hosts: Vec<String>,
 }
 
 /// The most ACME issuances the API starts, so that flipping `certs_issuer` or the
@@ -94,6 +97,7 @@ impl Default for ApiConfig {
             issuance: IssuanceLimits::default(),
             failed_keys_per_minute: NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN),
             failed_keys_burst: NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN),
+            reserved_hosts: Vec::new(),
         }
     }
 }

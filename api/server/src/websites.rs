@@ -39,6 +39,28 @@ fn domain(domain: &str) -> Result<Domain, ApiError> {
     Domain::parse(domain).map_err(|invalid| ApiError::from(invalid.at("domain")))
 }
 
+/// Refuses a website that names a host the gateway serves itself (a mounted service),
+/// as if another website held it.
+fn check_reserved(api: &Api, website: &Website) -> Result<(), ApiError> {
+    if api.config.reserved_hosts.is_empty() {
+        return Ok(());
+    }
+    let domain = website.domain.as_str();
+    for host in website.host_names() {
+        if api.config.reserved_hosts.contains(&host) {
+            let field = if host == domain {
+                "domain"
+            } else {
+                "subdomain"
+            };
+            return Err(
+                ApiError::new(StatusCode::CONFLICT, format!("`{host}` already exists")).on(field),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Refuses a website whose origins the gateway's origin policy does not allow.
 fn check_origins(api: &Api, website: &Website) -> Result<(), ApiError> {
     for ip in &website.ip {
@@ -159,6 +181,7 @@ pub async fn create_website(
         callback_url,
     } = payload.into_website()?;
     let mut website = Website::create(input)?;
+    check_reserved(&api, &website)?;
     check_origins(&api, &website)?;
     let wants_certificate =
         api.config.acme && website.settings.loadbalancer.certs_issuer == CertsIssuer::Acme;
@@ -250,6 +273,9 @@ pub async fn update_website(
         let retry = record.website.status == Status::Error
             && request.input.status.as_deref().map(str::trim) == Some("online");
         let names_changed = website.host_names() != record.website.host_names();
+        if names_changed {
+            check_reserved(&api, &website)?;
+        }
         let acme = website.settings.loadbalancer.certs_issuer == CertsIssuer::Acme;
         let to_acme =
             acme && record.website.settings.loadbalancer.certs_issuer != CertsIssuer::Acme;

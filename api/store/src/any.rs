@@ -30,7 +30,7 @@ impl std::fmt::Display for StoreConfig {
             StoreConfig::Embedded(dir) => {
                 write!(f, "embedded ({})", dir.join("botgate.redb").display())
             }
-            StoreConfig::Redis(config) => write!(f, "redis ({})", config.url_without_password()),
+            StoreConfig::Redis(config) => write!(f, "redis ({})", config.location()),
         }
     }
 }

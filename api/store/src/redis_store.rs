@@ -43,7 +43,7 @@ use tokio::sync::{Mutex, broadcast};
 const CONFIRMING_CONNECTIONS: usize = 4;
 
 /// How to reach Redis.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RedisConfig {
     /// `redis://host:port` (in a cluster: the floating IP and HAProxy's port 16379).
     pub url: String,
@@ -70,17 +70,26 @@ impl RedisConfig {
         }
     }
 
-    /// The URL as logs may show it: user information (`redis://:password@host`)
-    /// replaced by `***`.
-    pub fn url_without_password(&self) -> String {
-        let Some((scheme, rest)) = self.url.split_once("://") else {
-            return self.url.clone();
-        };
-        let authority_end = rest.find('/').unwrap_or(rest.len());
-        match rest[..authority_end].rfind('@') {
-            Some(at) => format!("{scheme}://***@{}", &rest[at + 1..]),
-            None => self.url.clone(),
+    /// Where Redis is, as logs and errors may show it: its address (host and port, or
+    /// socket) and database, never the URL's user information or parameters.
+    pub fn location(&self) -> String {
+        match redis::IntoConnectionInfo::into_connection_info(self.url.as_str()) {
+            Ok(info) => format!("{}, database {}", info.addr(), info.redis_settings().db()),
+            Err(_) => "an unreadable Redis URL".to_owned(),
         }
+    }
+}
+
+/// Shows everything but the password.
+impl std::fmt::Debug for RedisConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisConfig")
+            .field("location", &self.location())
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("prefix", &self.prefix)
+            .field("wait_replicas", &self.wait_replicas)
+            .field("wait_timeout", &self.wait_timeout)
+            .finish()
     }
 }
 
@@ -217,7 +226,9 @@ impl RedisStore {
     /// Connects to Redis; fails when it cannot be reached.
     pub async fn connect(config: RedisConfig) -> Result<RedisStore, StoreError> {
         let mut info = redis::IntoConnectionInfo::into_connection_info(config.url.as_str())
-            .map_err(|err| StoreError::backend(format!("the address {}", config.url), err))?;
+            .map_err(|err| {
+                StoreError::backend(format!("the address {}", config.location()), err)
+            })?;
         if let Some(password) = &config.password {
             let settings = info.redis_settings().clone().set_password(password);
             info = info.set_redis_settings(settings);
@@ -248,7 +259,7 @@ impl RedisStore {
             _ => {
                 return Err(StoreError::backend_says(format!(
                     "{}: cannot subscribe to the change channel",
-                    store.config.url
+                    store.config.location()
                 )));
             }
         }
@@ -1085,17 +1096,24 @@ mod tests {
     use super::RedisConfig;
 
     #[test]
-    fn a_logged_url_shows_no_password() {
-        let shown = |url: &str| RedisConfig::new(url).url_without_password();
+    fn logs_show_where_redis_is_never_its_password() {
+        for url in [
+            "redis://:secret@10.0.0.1:16379/2",
+            "redis://user:s/e?c#ret@10.0.0.1:16379/2",
+            "redis://10.0.0.1:16379/2?password=secret",
+        ] {
+            let config = RedisConfig {
+                password: Some("other-secret".into()),
+                ..RedisConfig::new(url)
+            };
+            let shown = format!("{} {config:?}", config.location());
+            assert!(!shown.contains("secret"), "{url}: {shown}");
+        }
+        let shown = RedisConfig::new("redis://:secret@10.0.0.1:16379/2").location();
+        assert_eq!(shown, "10.0.0.1:16379, database 2");
         assert_eq!(
-            shown("redis://:secret@10.0.0.1:16379/0"),
-            "redis://***@10.0.0.1:16379/0"
+            RedisConfig::new("not a url").location(),
+            "an unreadable Redis URL"
         );
-        assert_eq!(
-            shown("redis://user:p@ss@host:6379"),
-            "redis://***@host:6379"
-        );
-        assert_eq!(shown("redis://host:6379/0"), "redis://host:6379/0");
-        assert_eq!(shown("host:6379"), "host:6379");
     }
 }

@@ -81,9 +81,22 @@ impl MountedService for axum::Router {
 /// Services by host name in front of a fallback handler (the data plane): a request
 /// whose host (canonical, as [`request_host`] reads it) is mounted goes to that service,
 /// any other to the fallback. With nothing mounted a request costs one length check.
+/// On plain HTTP ([`Services::redirecting`]) a mounted name is sent to HTTPS instead.
+/// Mounted services keep their own logs: the access log and the request metrics are the
+/// data plane's. The API refuses websites with a mounted name (`ApiConfig::reserved_hosts`).
 pub struct Services<H> {
     fallback: H,
     mounted: HashMap<String, Arc<dyn MountedService>>,
+    redirect_to_https: bool,
+}
+
+/// Why a service could not be mounted.
+#[derive(Debug, thiserror::Error)]
+pub enum MountError {
+    #[error("`{0}` is not a host name (letters, digits, `-` and `.`, no port)")]
+    NotAHostName(String),
+    #[error("`{0}` is mounted already")]
+    Taken(String),
 }
 
 impl<H: RequestHandler> Services<H> {
@@ -91,13 +104,44 @@ impl<H: RequestHandler> Services<H> {
         Services {
             fallback,
             mounted: HashMap::new(),
+            redirect_to_https: false,
         }
     }
 
-    /// Mounts `service` on the host name `host`, in place of whatever had it. It takes
-    /// the name from the fallback: a website of that name is not reached here.
-    pub fn mount(&mut self, host: &str, service: Arc<dyn MountedService>) {
-        self.mounted.insert(canonical_host(host), service);
+    /// Services for a plain-HTTP listener: a mounted name answers a permanent redirect
+    /// (308, method and body kept) to the same target over HTTPS.
+    pub fn redirecting(fallback: H) -> Services<H> {
+        Services {
+            redirect_to_https: true,
+            ..Services::new(fallback)
+        }
+    }
+
+    /// Mounts `service` on the host name `host`. It takes the name from the fallback:
+    /// a website of that name is not reached through these services.
+    pub fn mount(
+        &mut self,
+        host: &str,
+        service: Arc<dyn MountedService>,
+    ) -> Result<(), MountError> {
+        let name = canonical_host(host);
+        let label_ok = |label: &str| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        };
+        if name.len() > 253 || !name.split('.').all(label_ok) {
+            return Err(MountError::NotAHostName(host.to_owned()));
+        }
+        if self.mounted.contains_key(&name) {
+            return Err(MountError::Taken(name));
+        }
+        self.mounted.insert(name, service);
+        Ok(())
     }
 
     /// The host names mounted.
@@ -120,7 +164,14 @@ impl<H: RequestHandler> RequestHandler for Services<H> {
         connection: &ConnectionInfo,
     ) -> impl Future<Output = Response<Body>> + Send {
         let mounted = self.mounted_for(&request).cloned();
+        let redirect = match &mounted {
+            Some(_) if self.redirect_to_https => Some(https_location(&request)),
+            _ => None,
+        };
         async move {
+            if let Some(location) = redirect {
+                return permanent_redirect(location);
+            }
             match mounted {
                 Some(service) => {
                     service
@@ -131,6 +182,25 @@ impl<H: RequestHandler> RequestHandler for Services<H> {
             }
         }
     }
+}
+
+/// `https://` + the request's host (canonical) + its target.
+fn https_location<B>(request: &Request<B>) -> String {
+    let host = request_host(request).unwrap_or_default();
+    let target = request
+        .uri()
+        .path_and_query()
+        .map_or("/", |target| target.as_str());
+    format!("https://{host}{target}")
+}
+
+fn permanent_redirect(location: String) -> Response<Body> {
+    let mut response = Response::new(super::pages::empty());
+    *response.status_mut() = http::StatusCode::PERMANENT_REDIRECT;
+    if let Ok(value) = http::HeaderValue::try_from(location) {
+        response.headers_mut().insert(http::header::LOCATION, value);
+    }
+    response
 }
 
 #[cfg(test)]
@@ -178,8 +248,16 @@ mod tests {
             ),
         );
         let mut services = Services::new(Fallback);
-        services.mount("API.Example.", Arc::new(router));
+        services
+            .mount("API.Example.", Arc::new(router.clone()))
+            .unwrap();
         assert_eq!(services.hosts().collect::<Vec<_>>(), ["api.example"]);
+        for refused in ["api.example", "api.example:8443", "", "a..b", "a/b", "-"] {
+            assert!(
+                services.mount(refused, Arc::new(router.clone())).is_err(),
+                "{refused:?}"
+            );
+        }
         assert_eq!(
             answer(&services, "api.example:8443").await,
             (StatusCode::OK, "api for 192.0.2.9:5000".to_owned())
@@ -195,5 +273,26 @@ mod tests {
                 "{other}"
             );
         }
+
+        // On plain HTTP the mounted name goes to HTTPS; every other to the fallback.
+        let mut plain = Services::redirecting(Fallback);
+        plain.mount("api.example", Arc::new(router)).unwrap();
+        let request = Request::builder()
+            .method("POST")
+            .uri("/v1.0/user?x=1")
+            .header(http::header::HOST, "Api.Example:8180")
+            .body(Empty::<bytes::Bytes>::new())
+            .unwrap();
+        let connection = ConnectionInfo::new("192.0.2.9:5000".parse().unwrap(), false, false, None);
+        let response = plain.handle(request, &connection).await;
+        assert_eq!(response.status(), StatusCode::PERMANENT_REDIRECT);
+        assert_eq!(
+            response.headers()[http::header::LOCATION],
+            "https://api.example/v1.0/user?x=1"
+        );
+        assert_eq!(
+            answer(&plain, "shop.example").await,
+            (StatusCode::OK, "data plane".to_owned())
+        );
     }
 }

@@ -112,6 +112,32 @@ fn a_gateway_started_in_process_serves_websites_and_mounted_services_then_stops(
         )
         .unwrap();
     assert_eq!(created.status, 201, "{created:?}");
+    // No website may claim a mounted name, as its domain or as a subdomain.
+    for (website, field) in [
+        (json!({"domain": "console.in-process.test"}), "domain"),
+        (
+            json!({"domain": "in-process.test", "subdomain": ["console"]}),
+            "subdomain",
+        ),
+    ] {
+        let mut body = website;
+        body["user_id"] = json!("owner");
+        body["ip"] = json!(["127.0.0.1"]);
+        let refused = api.post_json("/v1.0/website", &body).unwrap();
+        assert_eq!(refused.status, 409, "{refused:?}");
+        assert_eq!(refused.json()["field"], field, "{refused:?}");
+    }
+    let parent = json!({"domain": "in-process.test", "user_id": "owner", "ip": ["127.0.0.1"]});
+    assert_eq!(api.post_json("/v1.0/website", &parent).unwrap().status, 201);
+    let refused = api
+        .put_json(
+            "/v1.0/website/in-process.test",
+            &json!({"subdomain": ["www", "console"]}),
+        )
+        .unwrap();
+    assert_eq!(refused.status, 409, "{refused:?}");
+    assert_eq!(refused.json()["field"], "subdomain", "{refused:?}");
+
     // The website through the data plane, on both listeners.
     let deadline = Instant::now() + Duration::from_secs(5);
     let answer = loop {
@@ -135,12 +161,13 @@ fn a_gateway_started_in_process_serves_websites_and_mounted_services_then_stops(
     .unwrap();
     assert_eq!(answer.json()["origin"], "in-process", "{}", answer.text());
 
-    // The mounted service answers its host name on the HTTPS listener, over HTTP/1.1
-    // and HTTP/2, and sees the client's address.
-    for http2 in [false, true] {
+    // The mounted service answers its host name on the HTTPS listener, over HTTP/1.1,
+    // HTTP/2 and HTTP/3, and sees the client's address.
+    for (http2, http3) in [(false, false), (true, false), (false, true)] {
         let visit = Visit {
             tls_name: Some("console.in-process.test".into()),
             http2,
+            http3,
             ..Visit::default()
         };
         let answer = visitor::send(
@@ -149,12 +176,21 @@ fn a_gateway_started_in_process_serves_websites_and_mounted_services_then_stops(
             Outgoing::get("console.in-process.test", "/who"),
         )
         .unwrap();
-        assert_eq!(answer.status, 200, "HTTP/2 {http2}: {}", answer.text());
-        assert_eq!(answer.text(), "mounted service; client 127.0.0.1");
+        let protocol = format!("HTTP/2 {http2}, HTTP/3 {http3}");
+        assert_eq!(answer.status, 200, "{protocol}: {}", answer.text());
+        assert_eq!(
+            answer.text(),
+            "mounted service; client 127.0.0.1",
+            "{protocol}"
+        );
     }
-    // Plain HTTP is the data plane's alone: no website has that name.
-    let plain = get(addresses.http, "console.in-process.test", "/who").unwrap();
-    assert_eq!(plain.status, 404, "{}", plain.text());
+    // Plain HTTP sends the mounted name to HTTPS, method and body kept.
+    let plain = get(addresses.http, "console.in-process.test", "/who?x=1").unwrap();
+    assert_eq!(plain.status, 308, "{}", plain.text());
+    assert_eq!(
+        plain.header("location"),
+        Some("https://console.in-process.test/who?x=1")
+    );
     assert!(origin.requests() >= 2);
 
     let health = get(addresses.admin, "localhost", "/health").unwrap();

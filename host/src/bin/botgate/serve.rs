@@ -392,16 +392,12 @@ impl DataPlaneArgs {
         })
     }
 
-    fn config(
-        &self,
-        trusted_proxies: Vec<ipnet::IpNet>,
-        https: SocketAddr,
-        access_log: AccessLog,
-    ) -> GatewayConfig {
+    /// The data plane's configuration; without --http3-advertised-port, `Alt-Svc`
+    /// names the HTTPS port bound (the server fills it in).
+    fn config(&self, trusted_proxies: Vec<ipnet::IpNet>, access_log: AccessLog) -> GatewayConfig {
         GatewayConfig {
             access_log,
-            http3_port: (!self.no_http3)
-                .then(|| self.http3_advertised_port.unwrap_or(https.port())),
+            http3_port: self.http3_advertised_port,
             trusted_proxies,
             limits: ConnectionLimits {
                 header_read_timeout: Duration::from_secs(self.header_read_timeout.max(1)),
@@ -469,9 +465,9 @@ impl ServeArgs {
     /// The server's configuration; what follows from the rest (the origin policy's
     /// own addresses, the API's DNS and ACME switches) the server adds itself.
     fn config(&self, access_log: AccessLog) -> ServerConfig {
-        let mut gateway =
-            self.data_plane
-                .config(self.trusted_proxies.clone(), self.https_listen, access_log);
+        let mut gateway = self
+            .data_plane
+            .config(self.trusted_proxies.clone(), access_log);
         gateway.origins.policy = OriginPolicy {
             allow: self.data_plane.origin_allow_networks.clone(),
             deny: self.data_plane.origin_deny_networks.clone(),
