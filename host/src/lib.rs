@@ -1,16 +1,15 @@
 //! botgate's gateway library: the data plane and the sandboxed Wasm rule engine.
 //!
-//! The rule engine lives in [`rules`]: it compiles rule components once, keeps them in
-//! an atomically swapped [`rules::Registry`], calls each one under a CPU deadline and a
-//! memory cap, and merges their opinions into one [`rules::Decision`].
+//! The rule engine is the `botgate-rules` crate, re-exported as [`rules`]; [`server`]
+//! starts the whole gateway from one configuration.
 
-pub mod client;
 pub mod gateway;
 pub mod log_writer;
 pub mod provisioning;
-pub mod recent;
-pub mod rules;
 pub mod server;
+
+/// The rule engine, and what it reads of clients.
+pub use botgate_rules::{self as rules, client, recent};
 
 /// Errors with their sources on one line, for logs.
 pub use botgate_model::report;

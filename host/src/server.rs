@@ -170,8 +170,7 @@ impl Server {
                 let registry = rulesets.clone();
                 let started = tokio::task::spawn_blocking(move || Watcher::start(registry, source))
                     .await
-                    .map_err(|err| notify::Error::generic(&err.to_string()))
-                    .and_then(|started| started);
+                    .map_err(ServeError::FirstLoad)?;
                 let watcher = started.map_err(|source| ServeError::Watch {
                     dir: dir.clone(),
                     source,

@@ -23,6 +23,7 @@
 
 use super::challenge::is_pass_cookie;
 use super::pages::{self, Body, BoxError};
+use super::wire::header_tokens;
 use bytes::{Bytes, BytesMut};
 use http::{HeaderValue, Method, Response, StatusCode, header, request};
 use http_body_util::BodyExt;
@@ -349,13 +350,12 @@ fn shareable_static(parts: &request::Parts, response: &Response<Body>) -> bool {
     if !personal(parts) {
         return true;
     }
-    headers
-        .get_all(header::CACHE_CONTROL)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|d| d.trim().to_ascii_lowercase())
-        .any(|d| d == "public" || d.starts_with("s-maxage"))
+    header_tokens(headers, header::CACHE_CONTROL).any(|directive| {
+        directive.eq_ignore_ascii_case(b"public")
+            || directive
+                .get(..8)
+                .is_some_and(|start| start.eq_ignore_ascii_case(b"s-maxage"))
+    })
 }
 
 /// Headers a stored request keeps for `Vary` matching.

@@ -3,6 +3,7 @@
 //! `Forwarded` (RFC 7239), and the gateway's `Via` (RFC 9110 §7.6.3), by which it
 //! knows a request it sent itself.
 
+use super::wire::header_tokens;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use smallvec::SmallVec;
 
@@ -46,12 +47,8 @@ pub fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
         .get(header::UPGRADE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
-    let connection_says_upgrade = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|token| token.trim().eq_ignore_ascii_case("upgrade"));
+    let connection_says_upgrade = header_tokens(headers, header::CONNECTION)
+        .any(|token| token.eq_ignore_ascii_case(b"upgrade"));
     upgrade && connection_says_upgrade
 }
 
@@ -71,18 +68,12 @@ pub fn remove_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
         // The names `Connection` lists besides the hop-by-hop ones (which go below):
         // usually none (`keep-alive`), so usually no copy of a name.
         let mut named: SmallVec<[HeaderName; 2]> = SmallVec::new();
-        let tokens = headers
-            .get_all(header::CONNECTION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .map(str::trim);
-        for token in tokens {
+        for token in header_tokens(headers, header::CONNECTION) {
             // What most origins send; a hop-by-hop name, which goes below if present.
-            if token.eq_ignore_ascii_case("keep-alive") {
+            if token.eq_ignore_ascii_case(b"keep-alive") {
                 continue;
             }
-            let Ok(name) = HeaderName::from_bytes(token.as_bytes()) else {
+            let Ok(name) = HeaderName::from_bytes(token) else {
                 continue;
             };
             // A hop-by-hop name goes below if present (`Upgrade` stays in a handshake).

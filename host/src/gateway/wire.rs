@@ -46,6 +46,17 @@ pub fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
     value.split(|&b| b == b',').map(<[u8]>::trim_ascii)
 }
 
+/// The comma-separated tokens of every `name` field of `headers`, trimmed.
+pub fn header_tokens(
+    headers: &http::HeaderMap,
+    name: http::header::HeaderName,
+) -> impl Iterator<Item = &[u8]> {
+    headers
+        .get_all(name)
+        .into_iter()
+        .flat_map(|value| tokens(value.as_bytes()))
+}
+
 /// Appends `content-length: {length}\r\n`.
 pub fn push_content_length(out: &mut Vec<u8>, length: u64) {
     out.extend_from_slice(b"content-length: ");

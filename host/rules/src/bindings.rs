@@ -2,7 +2,7 @@
 //! between the WIT types and the domain model.
 
 wasmtime::component::bindgen!({
-    path: "../wit",
+    path: "../../wit",
     world: "ruleset",
     additional_derives: [PartialEq, Eq],
 });

@@ -1,6 +1,6 @@
 //! What the gateway learns of a client beyond its request: the TLS connection, the
 //! crawler check, the challenge pass and the behaviour counters. The gateway's own
-//! types; the facts builder ([`crate::rules::facts`]) is the one place they become the
+//! types; the facts builder ([`crate::facts`]) is the one place they become the
 //! WIT contract's.
 
 /// The negotiated TLS version.

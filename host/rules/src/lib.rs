@@ -1,4 +1,8 @@
-//! The rule engine: sandboxed Wasm rule components and the decision they feed.
+//! botgate's rule engine: sandboxed Wasm rule components and the decision they feed.
+//! It compiles components once, keeps them in an atomically swapped [`Registry`], calls
+//! each under a CPU deadline and a memory cap, and merges their opinions into one
+//! [`Decision`]. What the gateway learns of a client ([`client`]) becomes the WIT
+//! contract's request record in one place, [`facts`].
 //!
 //! Phases of one evaluation (see ARCHITECTURE.md):
 //! 1. the data plane builds a [`RequestFacts`] record ([`facts`]);
@@ -10,9 +14,11 @@
 
 pub mod bindings;
 pub mod cache;
+pub mod client;
 pub mod component;
 pub mod decision;
 pub mod facts;
+pub mod recent;
 pub mod registry;
 pub mod sandbox;
 pub mod scope;
