@@ -6,6 +6,7 @@
 use super::connection::ConnectionInfo;
 use super::host_name::{canonical_host, request_host};
 use super::pages::{Body, BoxError};
+use futures_util::future::Either;
 use http::{Request, Response};
 use http_body_util::BodyExt;
 use std::collections::HashMap;
@@ -163,22 +164,17 @@ impl<H: RequestHandler> RequestHandler for Services<H> {
         request: Request<B>,
         connection: &ConnectionInfo,
     ) -> impl Future<Output = Response<Body>> + Send {
-        let mounted = self.mounted_for(&request).cloned();
-        let redirect = match &mounted {
-            Some(_) if self.redirect_to_https => Some(https_location(&request)),
-            _ => None,
-        };
-        async move {
-            if let Some(location) = redirect {
-                return permanent_redirect(location);
+        // The fallback's future is returned as it is, not awaited inside another: a
+        // request to the data plane costs no copy of its (large) future.
+        match self.mounted_for(&request) {
+            None => Either::Left(self.fallback.handle(request, connection)),
+            Some(_) if self.redirect_to_https => {
+                let location = https_location(&request);
+                Either::Right(Box::pin(std::future::ready(permanent_redirect(location)))
+                    as BoxFuture<'static, _>)
             }
-            match mounted {
-                Some(service) => {
-                    service
-                        .call(request.map(axum::body::Body::new), connection)
-                        .await
-                }
-                None => self.fallback.handle(request, connection).await,
+            Some(service) => {
+                Either::Right(service.call(request.map(axum::body::Body::new), connection))
             }
         }
     }
