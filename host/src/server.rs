@@ -138,7 +138,7 @@ pub struct Server {
     quic: Option<quinn::Endpoint>,
     threads: Vec<std::thread::JoinHandle<()>>,
     services: Vec<JoinHandle<()>>,
-    _watcher: Option<Watcher>,
+    watcher: Option<Watcher>,
 }
 
 /// Starts a gateway with `config`, deciding with `rulesets`, and serves until
@@ -437,7 +437,7 @@ impl Server {
             quic,
             threads: thread_handles,
             services: tasks,
-            _watcher: watcher,
+            watcher,
         })
     }
 
@@ -489,7 +489,7 @@ impl Server {
         // within the drain timeout is left to the process's end. The watcher's thread
         // is joined off the async threads too.
         let threads = self.threads;
-        let watcher = self._watcher;
+        let watcher = self.watcher;
         let joined = tokio::task::spawn_blocking(move || {
             drop(watcher);
             for thread in threads {

@@ -5,7 +5,7 @@
 
 use super::connection::ConnectionInfo;
 use super::host_name::{canonical_host, request_host};
-use super::pages::{Body, BoxError};
+use super::pages::{self, Body, BoxError};
 use futures_util::future::Either;
 use http::{Request, Response};
 use http_body_util::BodyExt;
@@ -125,19 +125,11 @@ impl<H: RequestHandler> Services<H> {
         host: &str,
         service: Arc<dyn MountedService>,
     ) -> Result<(), MountError> {
-        let name = canonical_host(host);
-        let label_ok = |label: &str| {
-            !label.is_empty()
-                && label.len() <= 63
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        };
-        if name.len() > 253 || !name.split('.').all(label_ok) {
-            return Err(MountError::NotAHostName(host.to_owned()));
-        }
+        // Any host name a website's could be, in its ASCII form (the model's check).
+        let name = botgate_model::Subdomain::parse(&canonical_host(host))
+            .map_err(|_| MountError::NotAHostName(host.to_owned()))?
+            .as_str()
+            .to_owned();
         if self.mounted.contains_key(&name) {
             return Err(MountError::Taken(name));
         }
@@ -150,11 +142,14 @@ impl<H: RequestHandler> Services<H> {
         self.mounted.keys().map(String::as_str)
     }
 
-    fn mounted_for<B>(&self, request: &Request<B>) -> Option<&Arc<dyn MountedService>> {
+    /// The mounted service a request's host names, and that host.
+    fn mounted_for<B>(&self, request: &Request<B>) -> Option<(String, &Arc<dyn MountedService>)> {
         if self.mounted.is_empty() {
             return None;
         }
-        self.mounted.get(&request_host(request)?)
+        let host = request_host(request)?;
+        let service = self.mounted.get(&host)?;
+        Some((host, service))
     }
 }
 
@@ -168,41 +163,24 @@ impl<H: RequestHandler> RequestHandler for Services<H> {
         // request to the data plane costs no copy of its (large) future.
         match self.mounted_for(&request) {
             None => Either::Left(self.fallback.handle(request, connection)),
-            Some(_) if self.redirect_to_https => {
-                let location = https_location(&request);
-                Either::Right(Box::pin(std::future::ready(permanent_redirect(location)))
-                    as BoxFuture<'static, _>)
+            Some((host, _)) if self.redirect_to_https => {
+                let target = request
+                    .uri()
+                    .path_and_query()
+                    .map_or("/", |target| target.as_str());
+                let redirect = pages::permanent_redirect(&format!("https://{host}{target}"));
+                Either::Right(Box::pin(std::future::ready(redirect)) as BoxFuture<'static, _>)
             }
-            Some(service) => {
+            Some((_, service)) => {
                 Either::Right(service.call(request.map(axum::body::Body::new), connection))
             }
         }
     }
 }
 
-/// `https://` + the request's host (canonical) + its target.
-fn https_location<B>(request: &Request<B>) -> String {
-    let host = request_host(request).unwrap_or_default();
-    let target = request
-        .uri()
-        .path_and_query()
-        .map_or("/", |target| target.as_str());
-    format!("https://{host}{target}")
-}
-
-fn permanent_redirect(location: String) -> Response<Body> {
-    let mut response = Response::new(super::pages::empty());
-    *response.status_mut() = http::StatusCode::PERMANENT_REDIRECT;
-    if let Ok(value) = http::HeaderValue::try_from(location) {
-        response.headers_mut().insert(http::header::LOCATION, value);
-    }
-    response
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gateway::pages;
     use http::StatusCode;
     use http_body_util::Empty;
 
