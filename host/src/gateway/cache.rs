@@ -23,7 +23,7 @@
 
 use super::challenge::is_pass_cookie;
 use super::pages::{self, Body, BoxError};
-use super::wire::header_tokens;
+use botgate_http1::wire::header_tokens;
 use bytes::{Bytes, BytesMut};
 use http::{HeaderValue, Method, Response, StatusCode, header, request};
 use http_body_util::BodyExt;

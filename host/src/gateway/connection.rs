@@ -53,6 +53,17 @@ pub struct ConnectionLimits {
     pub drain_timeout: Duration,
 }
 
+impl ConnectionLimits {
+    /// What the HTTP/1.1 loop allows a request head.
+    pub fn head(&self) -> botgate_http1::server::HeadLimits {
+        botgate_http1::server::HeadLimits {
+            max_headers: self.max_headers,
+            max_bytes: self.max_header_bytes,
+            read_timeout: self.header_read_timeout,
+        }
+    }
+}
+
 impl Default for ConnectionLimits {
     fn default() -> Self {
         ConnectionLimits {

@@ -3,7 +3,7 @@
 //! `Forwarded` (RFC 7239), and the gateway's `Via` (RFC 9110 §7.6.3), by which it
 //! knows a request it sent itself.
 
-use super::wire::header_tokens;
+use botgate_http1::wire::header_tokens;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use smallvec::SmallVec;
 

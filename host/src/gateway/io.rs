@@ -1,6 +1,5 @@
-//! Stream wrappers of the listeners: [`Rewind`] replays bytes read ahead (the TLS
-//! ClientHello read for JA4) before the rest of the stream, and [`Activity`] counts
-//! the reads and writes that moved bytes, for the idle timeout.
+//! The listeners' stream wrapper [`Activity`], which counts the reads and writes that
+//! moved bytes, for the idle timeout.
 
 use std::io;
 use std::pin::Pin;
@@ -9,71 +8,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-
-/// A stream that first yields `prefix`, then the stream itself.
-pub struct Rewind<S> {
-    prefix: Vec<u8>,
-    offset: usize,
-    inner: S,
-}
-
-impl<S> Rewind<S> {
-    pub fn new(prefix: Vec<u8>, inner: S) -> Rewind<S> {
-        Rewind {
-            prefix,
-            offset: 0,
-            inner,
-        }
-    }
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Rewind<S> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        if this.offset < this.prefix.len() {
-            let rest = &this.prefix[this.offset..];
-            let n = rest.len().min(buf.remaining());
-            buf.put_slice(&rest[..n]);
-            this.offset += n;
-            if this.offset == this.prefix.len() {
-                this.prefix = Vec::new();
-                this.offset = 0;
-            }
-            return Poll::Ready(Ok(()));
-        }
-        Pin::new(&mut this.inner).poll_read(cx, buf)
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
-    }
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-    }
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
-    }
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-}
 
 /// How many times a connection has moved bytes, shared between the stream (which counts)
 /// and its idle check (which compares counts taken a tick apart): no clock is read on
@@ -200,15 +134,6 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Activity<S> {
 mod tests {
     use super::*;
     use tokio::io::AsyncReadExt;
-
-    #[tokio::test]
-    async fn rewind_replays_the_prefix_first() {
-        let rest: &[u8] = b" world";
-        let mut stream = Rewind::new(b"hello".to_vec(), rest);
-        let mut out = String::new();
-        stream.read_to_string(&mut out).await.unwrap();
-        assert_eq!(out, "hello world");
-    }
 
     #[tokio::test]
     async fn a_connection_is_quiet_from_the_first_check_after_its_last_move() {

@@ -38,7 +38,6 @@ pub mod quic_hello;
 pub mod service;
 pub mod tls;
 pub mod upstream;
-pub mod wire;
 
 use crate::rules::Registry;
 use botgate_store::Follower;

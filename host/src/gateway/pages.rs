@@ -1,28 +1,9 @@
 //! The small HTML pages the gateway answers itself (404, 403, 429, 502, 504) and the
 //! response body type every handler returns.
 
-use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
 
-/// The error type of a streamed body.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// The body of every response the gateway sends: its own pages, or the origin's
-/// body streamed through.
-pub type Body = UnsyncBoxBody<Bytes, BoxError>;
-
-/// A body of the given bytes.
-pub fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into())
-        .map_err(|never| match never {})
-        .boxed_unsync()
-}
-
-/// An empty body.
-pub fn empty() -> Body {
-    full(Bytes::new())
-}
+pub use botgate_http1::{Body, BoxError, empty, full};
 
 /// `text` with `&`, `<`, `>`, `"` and `'` escaped for HTML.
 pub fn escape(text: &str) -> String {

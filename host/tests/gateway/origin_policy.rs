@@ -92,7 +92,9 @@ fn an_origin_at_the_gateways_own_listener_is_never_connected_to() -> Result<()> 
     );
     let line = log_line(&gateway, |line| line.contains("origin failed"));
     assert!(line.contains("refused by the origin policy"), "{line}");
-    // One request, one line in the access log: the gateway did not call itself.
+    // One request, one line in the access log: the gateway did not call itself. (The
+    // access log is written in batches: its line for the request is waited for.)
+    access_line(&gateway, "/");
     let log = gateway.log();
     assert_eq!(
         log.lines()

@@ -2,15 +2,15 @@
 //! the ClientHello and terminate TLS, then serve HTTP/1.1 and HTTP/2 within the
 //! connection limits until the client leaves, goes idle or the gateway drains.
 
-mod http1;
-
 use super::connection::{ConnectionInfo, ConnectionLimits, Shutdown, canonical_address};
 use super::host_name::canonical_host;
-use super::io::{Activity, ActivityCount, Rewind};
+use super::io::{Activity, ActivityCount};
 use super::service::{BoxFuture, RequestHandler};
 use super::{ja4, proxy_protocol};
 use crate::client::{Alpn, TlsInfo, TlsVersion};
 use crate::report::Report;
+use botgate_http1::Rewind;
+use botgate_http1::server as http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -283,7 +283,9 @@ async fn serve_http<S, H: RequestHandler>(
     }
     let flags = http1::Flags::default();
     let ended = {
-        let own = http1::serve(&served, io, &limits, &flags);
+        let (listening, info) = &*served;
+        let handle = |request| listening.handler.handle(request, info);
+        let own = http1::serve(handle, io, limits.head(), &flags);
         tokio::pin!(own);
         loop {
             tokio::select! {

@@ -5,18 +5,18 @@
 //! The pool is the gateway's own rather than `hyper-util`'s legacy client because the
 //! gateway chooses the origin per request and must still hold the request when a
 //! connection fails (so it can send it again), and it dials an address while naming
-//! the website in SNI; [`http1`] speaks the HTTP.
+//! the website in SNI; [`botgate_http1::client`] speaks the HTTP.
 
-pub mod http1;
+mod stream;
 
-use super::io::Rewind;
 use super::pages::Body;
 use crate::report::Report;
+use botgate_http1::Rewind;
+use botgate_http1::client::Http1Error;
 use botgate_model::addresses::{OriginPolicy, OriginRefusal};
 use bytes::Bytes;
 use foldhash::fast::RandomState;
 use http::{Request, Response};
-use http1::{Connection, Http1Error, ResponseBody, Stream};
 use hyper::body::{Body as _, Frame, SizeHint};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
@@ -29,7 +29,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+pub use stream::Stream;
 use tokio::net::TcpStream;
+
+/// A connection to an origin.
+type Connection = botgate_http1::client::Connection<Stream>;
+/// A response body read from an origin connection.
+type ResponseBody = botgate_http1::client::ResponseBody<Stream>;
 
 /// How origins are reached.
 #[derive(Debug, Clone)]

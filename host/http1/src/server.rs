@@ -1,6 +1,6 @@
 //! The gateway's own HTTP/1.1 server loop for the request nearly every visitor sends:
 //! HTTP/1.1, no body, no upgrade. It reads heads with `httparse`, hands each request to
-//! the listener's [`RequestHandler`] and writes the response (its head and a body already at hand in
+//! its handler and writes the response (its head and a body already at hand in
 //! one write). Everything else — a request with a body, `Expect`, an upgrade, HTTP/1.0,
 //! HTTP/2's preface, anything malformed or over a limit — is handed to hyper, with the
 //! bytes read so far, at that request's start; hyper serves the rest of the connection
@@ -11,12 +11,9 @@
 //! the largest piece of the proxy core left to a library. hyper stays for the rare and
 //! the hard cases, where its generality is the point.
 
-use super::Listening;
-use crate::gateway::connection::{ConnectionInfo, ConnectionLimits};
-use crate::gateway::io::Rewind;
-use crate::gateway::pages::Body;
-use crate::gateway::service::RequestHandler;
-use crate::gateway::wire::{self, push_chunk_size, push_content_length};
+use crate::Rewind;
+use crate::body::Body;
+use crate::wire::{self, push_chunk_size, push_content_length};
 use bytes::{Bytes, BytesMut};
 use http::{HeaderName, Method, Request, Response, StatusCode, Uri, Version, header};
 use http_body_util::{BodyExt, Empty};
@@ -25,9 +22,9 @@ use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The most header lines this loop reads; a request with more goes to hyper, which
@@ -40,6 +37,17 @@ const WRITE_GATHER: usize = 16 * 1024;
 /// The write buffer a connection keeps between requests; one grown past this by a large
 /// head is let go, so idle connections hold little.
 const WRITE_KEEP: usize = 32 * 1024;
+
+/// What the loop allows a request head.
+#[derive(Debug, Clone, Copy)]
+pub struct HeadLimits {
+    /// The most header lines (at most 128 here; a request with more goes to hyper).
+    pub max_headers: usize,
+    /// The largest head, in bytes.
+    pub max_bytes: usize,
+    /// The longest a head may take to arrive, from its first byte (slowloris).
+    pub read_timeout: Duration,
+}
 
 /// What the connection's watcher and this loop tell each other.
 #[derive(Default)]
@@ -80,20 +88,18 @@ enum Parsed {
     NotMine,
 }
 
-/// Serves requests on `stream` until it closes, or until a request is hyper's.
-pub async fn serve<S, H: RequestHandler>(
-    served: &(Arc<Listening<H>>, ConnectionInfo),
-    mut stream: S,
-    limits: &ConnectionLimits,
-    flags: &Flags,
-) -> Ended<S>
+/// Serves requests on `stream` with `handle` until it closes, or until a request is
+/// hyper's.
+pub async fn serve<S, F, R>(handle: F, mut stream: S, limits: HeadLimits, flags: &Flags) -> Ended<S>
 where
     S: AsyncRead + AsyncWrite + Unpin,
+    F: Fn(Request<Empty<Bytes>>) -> R,
+    R: Future<Output = Response<Body>>,
 {
-    let (listening, info) = served;
     let mut read = BytesMut::with_capacity(8 * 1024);
     let mut write = Vec::with_capacity(8 * 1024);
     let max_headers = limits.max_headers.min(MAX_HEADERS);
+    let max_bytes = limits.max_bytes;
     loop {
         if flags.stop.load(Ordering::Relaxed) {
             return Ended::Closed;
@@ -103,12 +109,12 @@ where
         let mut head_deadline = None;
         let (request, close) = loop {
             if !read.is_empty() {
-                match parse(&mut read, max_headers, limits.max_header_bytes) {
+                match parse(&mut read, max_headers, max_bytes) {
                     Parsed::Simple(request, close) => break (request, close),
                     Parsed::NotMine => return Ended::Handoff(Rewind::new(read.to_vec(), stream)),
                     Parsed::Partial => {
                         head_deadline.get_or_insert_with(|| {
-                            tokio::time::Instant::now() + limits.header_read_timeout
+                            tokio::time::Instant::now() + limits.read_timeout
                         });
                     }
                 }
@@ -139,13 +145,13 @@ where
         let head_request = request.method() == Method::HEAD;
         // A client that goes away while its request is handled cancels it (the origin
         // request with it), as hyper does; what it pipelines meanwhile is kept.
-        let handled = listening.handler.handle(request, info);
+        let handled = handle(request);
         tokio::pin!(handled);
         let response = loop {
             tokio::select! {
                 biased;
                 response = &mut handled => break response,
-                read_more = read_beside(&mut stream, &mut read, limits.max_header_bytes) => {
+                read_more = read_beside(&mut stream, &mut read, max_bytes) => {
                     if !read_more {
                         tracing::debug!("the client closed the connection before its answer");
                         return Ended::Closed;
@@ -438,6 +444,7 @@ mod tests {
 
     use super::*;
     use proptest::prelude::*;
+    use std::sync::Arc;
 
     /// What hyper's server read of the first request on a connection.
     #[derive(Debug, PartialEq, Eq)]
@@ -706,7 +713,7 @@ mod tests {
 
     impl hyper::body::Body for Pieces {
         type Data = Bytes;
-        type Error = crate::gateway::pages::BoxError;
+        type Error = crate::BoxError;
 
         fn poll_frame(
             mut self: Pin<&mut Self>,
@@ -772,7 +779,7 @@ mod tests {
     /// closes) when a body breaks off or ends short of its length.
     #[test]
     fn responses_go_out_framed_as_the_table_says() {
-        use crate::gateway::pages::{empty, full};
+        use crate::{empty, full};
         let big: &'static [u8] = Box::leak(vec![b'b'; 40 * 1024].into_boxed_slice());
         let big_wire = format!(
             "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nhi\r\na000\r\n{}\r\n0\r\n\r\n",
@@ -830,5 +837,246 @@ mod tests {
             }
         }
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    /// The loop over a memory stream: the requests it served (method and target) and
+    /// how it ended, with the client's side left for the test.
+    mod over_a_stream {
+        use super::*;
+        use std::sync::Mutex;
+        use tokio::io::DuplexStream;
+
+        const LIMITS: HeadLimits = HeadLimits {
+            max_headers: 100,
+            max_bytes: 64 * 1024,
+            read_timeout: Duration::from_secs(10),
+        };
+
+        /// Answers every request with its target as the body.
+        fn echo(
+            served: &Mutex<Vec<String>>,
+        ) -> impl Fn(Request<Empty<Bytes>>) -> std::future::Ready<Response<Body>> + '_ {
+            move |request| {
+                let target = request.uri().to_string();
+                served
+                    .lock()
+                    .unwrap()
+                    .push(format!("{} {target}", request.method()));
+                std::future::ready(Response::new(crate::full(target)))
+            }
+        }
+
+        /// Everything the client side reads until the loop closes the stream.
+        async fn read_all(client: &mut DuplexStream) -> String {
+            let mut got = Vec::new();
+            let _ = client.read_to_end(&mut got).await;
+            String::from_utf8(got).unwrap()
+        }
+
+        /// The status lines and bodies of `wire`, in order (dates aside).
+        fn answers(wire: &str) -> Vec<(String, String)> {
+            let mut out = Vec::new();
+            let mut rest = wire;
+            while let Some(end) = rest.find("\r\n\r\n") {
+                let head = &rest[..end];
+                let status = head.lines().next().unwrap().to_owned();
+                let length: usize = head
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length: "))
+                    .map_or(0, |value| value.parse().unwrap());
+                let body = &rest[end + 4..end + 4 + length];
+                out.push((status, body.to_owned()));
+                rest = &rest[end + 4 + length..];
+            }
+            out
+        }
+
+        #[tokio::test]
+        async fn pipelined_requests_are_answered_in_order_on_one_connection() {
+            let (mut client, server) = tokio::io::duplex(64 * 1024);
+            let served = Mutex::new(Vec::new());
+            let flags = Flags::default();
+            client
+                .write_all(b"GET /a HTTP/1.1\r\nhost: x\r\n\r\nHEAD /b?q=1 HTTP/1.1\r\nhost: x\r\n\r\nGET /c HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n")
+                .await
+                .unwrap();
+            client.shutdown().await.unwrap();
+            let (ended, wire) = tokio::join!(
+                serve(echo(&served), server, LIMITS, &flags),
+                read_all(&mut client)
+            );
+            assert!(matches!(ended, Ended::Closed));
+            assert_eq!(*served.lock().unwrap(), ["GET /a", "HEAD /b?q=1", "GET /c"]);
+            // HEAD says the length of the body it does not get.
+            let wire = wire.replace("content-length: 6\r\n", "");
+            assert_eq!(
+                answers(&wire),
+                [
+                    ("HTTP/1.1 200 OK".to_owned(), "/a".to_owned()),
+                    ("HTTP/1.1 200 OK".to_owned(), String::new()),
+                    ("HTTP/1.1 200 OK".to_owned(), "/c".to_owned()),
+                ]
+            );
+            assert!(!flags.in_request());
+        }
+
+        #[tokio::test]
+        async fn a_request_with_a_body_goes_to_hyper_with_every_byte_read() {
+            let (mut client, server) = tokio::io::duplex(64 * 1024);
+            let served = Mutex::new(Vec::new());
+            let upload = "POST /up HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\n\r\nhello";
+            client
+                .write_all(format!("GET /first HTTP/1.1\r\nhost: x\r\n\r\n{upload}").as_bytes())
+                .await
+                .unwrap();
+            let ended = serve(echo(&served), server, LIMITS, &Flags::default()).await;
+            let Ended::Handoff(mut rest) = ended else {
+                panic!("the upload is hyper's");
+            };
+            assert_eq!(*served.lock().unwrap(), ["GET /first"]);
+            let mut replayed = vec![0; upload.len()];
+            rest.read_exact(&mut replayed).await.unwrap();
+            assert_eq!(String::from_utf8(replayed).unwrap(), upload);
+            let mut first = vec![0; 256];
+            let n = client.read(&mut first).await.unwrap();
+            assert!(String::from_utf8_lossy(&first[..n]).ends_with("\r\n\r\n/first"));
+        }
+
+        #[tokio::test]
+        async fn connection_close_is_answered_then_the_stream_closes() {
+            let (mut client, server) = tokio::io::duplex(64 * 1024);
+            let served = Mutex::new(Vec::new());
+            client
+                .write_all(b"GET /bye HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\nGET /never HTTP/1.1\r\nhost: x\r\n\r\n")
+                .await
+                .unwrap();
+            let flags = Flags::default();
+            let (ended, wire) = tokio::join!(
+                serve(echo(&served), server, LIMITS, &flags),
+                read_all(&mut client)
+            );
+            assert!(matches!(ended, Ended::Closed));
+            assert_eq!(*served.lock().unwrap(), ["GET /bye"]);
+            assert!(wire.contains("\r\nconnection: close\r\n"), "{wire}");
+            assert!(wire.ends_with("/bye"), "{wire}");
+        }
+
+        #[tokio::test(start_paused = true)]
+        async fn a_head_not_whole_within_the_read_timeout_closes_the_connection() {
+            let (mut client, server) = tokio::io::duplex(64 * 1024);
+            let served = Mutex::new(Vec::new());
+            client
+                .write_all(b"GET /slow HTTP/1.1\r\nhost")
+                .await
+                .unwrap();
+            let started = tokio::time::Instant::now();
+            let ended = serve(echo(&served), server, LIMITS, &Flags::default()).await;
+            assert!(matches!(ended, Ended::Closed));
+            assert_eq!(started.elapsed(), LIMITS.read_timeout);
+            assert!(served.lock().unwrap().is_empty());
+        }
+
+        #[tokio::test(start_paused = true)]
+        async fn an_idle_connection_between_requests_is_not_timed_out_by_the_loop() {
+            let (mut client, server) = tokio::io::duplex(64 * 1024);
+            let served = Mutex::new(Vec::new());
+            let flags = Flags::default();
+            let client_side = async {
+                tokio::time::sleep(LIMITS.read_timeout * 3).await;
+                client
+                    .write_all(b"GET /late HTTP/1.1\r\nhost: x\r\n\r\n")
+                    .await
+                    .unwrap();
+                client.shutdown().await.unwrap();
+                read_all(&mut client).await
+            };
+            let (ended, wire) =
+                tokio::join!(serve(echo(&served), server, LIMITS, &flags), client_side);
+            assert!(matches!(ended, Ended::Closed));
+            assert!(wire.ends_with("/late"), "{wire}");
+        }
+
+        #[tokio::test]
+        async fn a_client_that_goes_away_cancels_its_request() {
+            let (mut client, server) = tokio::io::duplex(64 * 1024);
+            let dropped = std::sync::Arc::new(AtomicBool::new(false));
+            /// Notes that the handler's future was dropped unfinished.
+            struct Pending(std::sync::Arc<AtomicBool>);
+            impl Drop for Pending {
+                fn drop(&mut self) {
+                    self.0.store(true, Ordering::Relaxed);
+                }
+            }
+            let handle = |_request| {
+                let guard = Pending(dropped.clone());
+                async move {
+                    let _guard = guard;
+                    std::future::pending::<Response<Body>>().await
+                }
+            };
+            client
+                .write_all(b"GET /wait HTTP/1.1\r\nhost: x\r\n\r\n")
+                .await
+                .unwrap();
+            let flags = Flags::default();
+            let (ended, ()) = tokio::join!(serve(handle, server, LIMITS, &flags), async {
+                tokio::task::yield_now().await;
+                drop(client);
+            });
+            assert!(matches!(ended, Ended::Closed));
+            assert!(dropped.load(Ordering::Relaxed));
+        }
+
+        #[tokio::test]
+        async fn a_stop_finishes_the_request_in_flight_then_closes() {
+            let (mut client, server) = tokio::io::duplex(64 * 1024);
+            let flags = Flags::default();
+            let (release, released) = tokio::sync::oneshot::channel::<()>();
+            let released = Mutex::new(Some(released));
+            let handle = |_request| {
+                let released = released.lock().unwrap().take();
+                async move {
+                    if let Some(released) = released {
+                        let _ = released.await;
+                    }
+                    Response::new(crate::full("done"))
+                }
+            };
+            client
+                .write_all(b"GET /a HTTP/1.1\r\nhost: x\r\n\r\nGET /b HTTP/1.1\r\nhost: x\r\n\r\n")
+                .await
+                .unwrap();
+            let stopper = async {
+                while !flags.in_request() {
+                    tokio::task::yield_now().await;
+                }
+                flags.stop();
+                release.send(()).unwrap();
+            };
+            let (ended, (), wire) = tokio::join!(
+                serve(handle, server, LIMITS, &flags),
+                stopper,
+                read_all(&mut client)
+            );
+            assert!(matches!(ended, Ended::Closed));
+            assert_eq!(answers(&wire).len(), 1, "{wire}");
+            assert!(wire.contains("\r\nconnection: close\r\n"), "{wire}");
+        }
+
+        #[tokio::test]
+        async fn a_head_over_the_limit_goes_to_hyper_unread() {
+            let (mut client, server) = tokio::io::duplex(256 * 1024);
+            let served = Mutex::new(Vec::new());
+            let big = format!("GET / HTTP/1.1\r\nx-big: {}\r\n\r\n", "a".repeat(70 * 1024));
+            client.write_all(big.as_bytes()).await.unwrap();
+            let ended = serve(echo(&served), server, LIMITS, &Flags::default()).await;
+            let Ended::Handoff(mut rest) = ended else {
+                panic!("hyper answers 431");
+            };
+            let mut replayed = vec![0; big.len()];
+            rest.read_exact(&mut replayed).await.unwrap();
+            assert_eq!(replayed, big.as_bytes());
+            assert!(served.lock().unwrap().is_empty());
+        }
     }
 }

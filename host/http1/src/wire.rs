@@ -1,5 +1,5 @@
-//! HTTP/1.1 wire pieces that both of the gateway's own HTTP/1.1 sides use: the
-//! listener's loop (clients) and the origin client (origins). Heads are parsed by
+//! HTTP/1.1 wire pieces that both sides use: the server loop (clients) and the origin
+//! client (origins), and the gateway's forwarding and cache. Heads are parsed by
 //! httparse into views of the read buffer; [`value_range`] notes where each value lies
 //! while those views borrow it, and [`header_map`] makes the values slices of the
 //! frozen head (no copy each).
@@ -57,6 +57,23 @@ pub fn header_tokens(
         .flat_map(|value| tokens(value.as_bytes()))
 }
 
+/// A `Content-Length` value: digits, or a list of one repeated value (RFC 9110 §8.6).
+pub fn content_length(value: &[u8]) -> Option<u64> {
+    let mut found = None;
+    for part in value.split(|&b| b == b',') {
+        let part = part.trim_ascii();
+        if part.is_empty() || part.len() > 19 || !part.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let length: u64 = std::str::from_utf8(part).ok()?.parse().ok()?;
+        if found.is_some_and(|seen| seen != length) {
+            return None;
+        }
+        found = Some(length);
+    }
+    found
+}
+
 /// Appends `content-length: {length}\r\n`.
 pub fn push_content_length(out: &mut Vec<u8>, length: u64) {
     out.extend_from_slice(b"content-length: ");
@@ -84,6 +101,30 @@ pub fn push_chunk_size(out: &mut Vec<u8>, length: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn content_length_is_digits_or_one_repeated_value() {
+        assert_eq!(content_length(b"42"), Some(42));
+        assert_eq!(content_length(b"42, 42"), Some(42));
+        assert_eq!(content_length(b"0"), Some(0));
+        for bad in [
+            &b""[..],
+            b"+42",
+            b"-1",
+            b"4 2",
+            b"42, 43",
+            b"0x10",
+            b"99999999999999999999",
+            b"42,",
+        ] {
+            assert_eq!(
+                content_length(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
 
     #[test]
     fn chunk_sizes_are_lower_case_hexadecimal() {
