@@ -16,6 +16,7 @@ pub const MAX_PEM_BYTES: usize = 64 * 1024;
 /// A certificate supplied by the partner (`certs_issuer: custom`), PEM text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
 pub struct Certificate {
     /// The certificate bundle: the leaf first, then the chain.
     pub public: String,

@@ -10,13 +10,13 @@
 //! connection.
 
 pub mod auth;
+pub mod bodies;
 pub mod error;
 pub mod keys;
 pub mod limit;
 pub mod listing;
 pub mod openapi;
 pub mod payload;
-pub mod schemas;
 pub mod users;
 pub mod webhooks;
 pub mod websites;

@@ -1,6 +1,6 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations and the model's
-//! schemas: the request shapes of both content types, the error body on every
-//! operation, and the bearer scheme.
+//! schemas: the request bodies (one typed body serves both content types), the error
+//! body on every operation, and the bearer scheme.
 
 use crate::error::ErrorBody;
 use crate::listing::{UserPage, WebsitePage};
@@ -126,7 +126,8 @@ pub fn document() -> utoipa::openapi::OpenApi {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::payload::{USER_FIELDS, WEBSITE_FORM_FIELDS, WEBSITE_JSON_FIELDS};
+    use crate::bodies::{UserCreate, WebsiteBody, WebsiteCreate};
+    use crate::payload::fields;
     use std::collections::BTreeSet;
 
     fn properties(doc: &serde_json::Value, schema: &str) -> BTreeSet<String> {
@@ -142,21 +143,53 @@ mod tests {
         fields.iter().map(|f| f.to_string()).collect()
     }
 
+    /// The bodies take the specification's fields under its names, and the document
+    /// shows each body for both content types, with what a create requires.
     #[test]
-    fn documented_request_fields_are_the_fields_the_parser_takes() {
+    fn request_bodies_are_the_specifications_fields() {
         let doc = serde_json::to_value(document()).unwrap();
-        assert_eq!(properties(&doc, "WebsiteCreate"), set(&WEBSITE_JSON_FIELDS));
-        assert_eq!(properties(&doc, "WebsiteUpdate"), set(&WEBSITE_JSON_FIELDS));
+        let website = set(&[
+            "domain",
+            "subdomain",
+            "user_id",
+            "ip",
+            "tag",
+            "status",
+            "callbackUrl",
+            "certificate",
+            "settings",
+        ]);
+        assert_eq!(properties(&doc, "WebsiteBody"), website);
         assert_eq!(
-            properties(&doc, "WebsiteCreateForm"),
-            set(&WEBSITE_FORM_FIELDS)
+            fields::<WebsiteBody>().into_iter().collect::<BTreeSet<_>>(),
+            website
         );
+        assert_eq!(properties(&doc, "UserCreate"), set(&["id", "tag"]));
+        assert_eq!(fields::<UserCreate>().len(), 2);
         assert_eq!(
-            properties(&doc, "WebsiteUpdateForm"),
-            set(&WEBSITE_FORM_FIELDS)
+            doc["components"]["schemas"]["UserCreate"]["required"],
+            serde_json::json!(["id"])
         );
-        assert_eq!(properties(&doc, "UserCreate"), set(&USER_FIELDS));
-        assert_eq!(properties(&doc, "UserCreateForm"), set(&USER_FIELDS));
+        let create = &doc["components"]["schemas"]["WebsiteCreate"]["allOf"];
+        assert_eq!(create[0]["$ref"], "#/components/schemas/WebsiteBody");
+        assert_eq!(
+            create[1]["required"],
+            serde_json::json!(WebsiteCreate::REQUIRED)
+        );
+        for (path, method, schema) in [
+            ("/v1.0/user", "post", "UserCreate"),
+            ("/v1.0/website", "post", "WebsiteCreate"),
+            ("/v1.0/website/{domain}", "put", "WebsiteBody"),
+        ] {
+            let content = &doc["paths"][path][method]["requestBody"]["content"];
+            for media_type in ["application/json", "application/x-www-form-urlencoded"] {
+                assert_eq!(
+                    content[media_type]["schema"]["$ref"],
+                    format!("#/components/schemas/{schema}"),
+                    "{method} {path} {media_type}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -2,11 +2,11 @@
 
 use crate::Api;
 use crate::auth::Caller;
+use crate::bodies::{List, UserCreate, UserDeleted};
 use crate::error::ApiError;
 use crate::keys::new_user_key;
 use crate::listing::{ListQuery, UserPage};
 use crate::payload::Payload;
-use crate::schemas::{UserCreate, UserCreateForm, UserDeleted};
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
@@ -26,7 +26,7 @@ fn no_such_user(id: &UserId) -> ApiError {
 #[utoipa::path(post, path = "/v1.0/user", tag = "users",
     request_body(content(
         (UserCreate = "application/json"),
-        (UserCreateForm = "application/x-www-form-urlencoded"),
+        (UserCreate = "application/x-www-form-urlencoded"),
     )),
     responses((status = 201, description = "The user, with its new key.", body = UserView)))]
 pub async fn create_user(
@@ -35,7 +35,7 @@ pub async fn create_user(
     payload: Payload,
 ) -> Result<(StatusCode, Json<UserView>), ApiError> {
     let partner = caller.require_partner("creating users")?;
-    let request = payload.into_user()?;
+    let request: UserCreate = payload.parse()?;
     let id = request
         .id
         .ok_or_else(|| ApiError::bad_request("`id` is required").on("id"))?;
@@ -45,7 +45,7 @@ pub async fn create_user(
         &id,
         partner.name.clone(),
         key,
-        request.tag.unwrap_or_default(),
+        request.tag.map(|List(tags)| tags).unwrap_or_default(),
     )?;
     api.store
         .create_user(&user)

@@ -3,10 +3,10 @@
 
 use crate::Api;
 use crate::auth::Caller;
+use crate::bodies::{WebsiteBody, WebsiteCreate, WebsiteRequest};
 use crate::error::ApiError;
 use crate::listing::{ListQuery, WebsitePage};
-use crate::payload::{Payload, WebsiteRequest};
-use crate::schemas::{WebsiteCreate, WebsiteCreateForm, WebsiteUpdate, WebsiteUpdateForm};
+use crate::payload::Payload;
 use crate::webhooks;
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
@@ -167,7 +167,7 @@ async fn reachable(api: &Api, caller: &Caller, domain: &Domain) -> Result<Websit
 #[utoipa::path(post, path = "/v1.0/website", tag = "websites",
     request_body(content(
         (WebsiteCreate = "application/json"),
-        (WebsiteCreateForm = "application/x-www-form-urlencoded"),
+        (WebsiteCreate = "application/x-www-form-urlencoded"),
     )),
     responses((status = 201, description = "The website as stored.", body = WebsiteView)))]
 pub async fn create_website(
@@ -179,7 +179,7 @@ pub async fn create_website(
     let WebsiteRequest {
         input,
         callback_url,
-    } = payload.into_website()?;
+    } = payload.parse::<WebsiteBody>()?.into_request()?;
     let mut website = Website::create(input)?;
     check_reserved(&api, &website)?;
     check_origins(&api, &website)?;
@@ -239,8 +239,8 @@ pub async fn get_website(
 #[utoipa::path(put, path = "/v1.0/website/{domain}", tag = "websites",
     params(("domain" = String, Path, description = "The website's domain (Unicode or ASCII).")),
     request_body(content(
-        (WebsiteUpdate = "application/json"),
-        (WebsiteUpdateForm = "application/x-www-form-urlencoded"),
+        (WebsiteBody = "application/json"),
+        (WebsiteBody = "application/x-www-form-urlencoded"),
     )),
     responses((status = 200, description = "The website as stored after the change.", body = WebsiteView)))]
 pub async fn update_website(
@@ -250,7 +250,7 @@ pub async fn update_website(
     payload: Payload,
 ) -> Result<Json<WebsiteView>, ApiError> {
     let domain = domain(&name)?;
-    let request = payload.into_website()?;
+    let request = payload.parse::<WebsiteBody>()?.into_request()?;
     if let Caller::User(_) = caller
         && let Some(field) = request
             .fields_sent()
