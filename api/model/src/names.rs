@@ -280,8 +280,7 @@ pub fn subdomains(input: Vec<String>) -> Result<Vec<Subdomain>, Invalid> {
 
 /// Checks an origin address list: IPv4 or IPv6 literals (`[::1]` accepted), at least
 /// one, at most 32, duplicates kept once.
-pub fn origin_ips(input: Vec<String>) -> Result<Vec<std::net::IpAddr>, Invalid> {
-    let field = "ip";
+pub fn origin_ips(field: &str, input: Vec<String>) -> Result<Vec<std::net::IpAddr>, Invalid> {
     count_entries(field, "origin addresses", &input, MAX_ORIGINS)?;
     let mut seen = std::collections::HashSet::with_capacity(input.len());
     let mut out = Vec::new();
@@ -335,7 +334,7 @@ mod tests {
         assert!(refused.message.contains("30000 subdomains"), "{refused}");
         let refused = tags("tag", vec!["dc1".to_owned(); MAX_TAGS + 1]).unwrap_err();
         assert!(refused.message.contains("33 tags"), "{refused}");
-        let refused = origin_ips(vec!["192.0.2.1".to_owned(); MAX_ORIGINS + 1]).unwrap_err();
+        let refused = origin_ips("ip", vec!["192.0.2.1".to_owned(); MAX_ORIGINS + 1]).unwrap_err();
         assert!(refused.message.contains("33 origin"), "{refused}");
         // Blank entries are not counted; duplicates within the limit are kept once.
         let mut blanks = vec![String::new(); 1000];
@@ -442,20 +441,23 @@ mod tests {
 
     #[test]
     fn ips_take_both_families() {
-        let ips = origin_ips(vec![
-            "192.0.2.10".into(),
-            "[2001:db8::1]".into(),
-            "2001:db8::1".into(),
-        ])
+        let ips = origin_ips(
+            "ip",
+            vec![
+                "192.0.2.10".into(),
+                "[2001:db8::1]".into(),
+                "2001:db8::1".into(),
+            ],
+        )
         .unwrap();
         assert_eq!(ips.len(), 2);
         assert!(
-            origin_ips(vec!["192.0.2.300".into()])
+            origin_ips("ip", vec!["192.0.2.300".into()])
                 .unwrap_err()
                 .message
                 .contains("192.0.2.300")
         );
-        assert!(origin_ips(vec!["0.0.0.0".into()]).is_err());
+        assert!(origin_ips("ip", vec!["0.0.0.0".into()]).is_err());
     }
 
     #[test]

@@ -62,7 +62,17 @@ pub struct Pending {
     /// certificate the website holds now (a partner's, until the switch to ACME).
     #[serde(default)]
     pub issue_certificate: bool,
+    /// The partner created the website in `setup` and has not yet asked for `online`:
+    /// the end of the work leaves it in `setup`.
+    #[serde(default)]
+    pub held: bool,
+    /// The DNS and certificate work is done; only the partner's hold remains.
+    #[serde(default)]
+    pub work_done: bool,
 }
+
+/// Why a website waits in `setup` once its work is done.
+const HELD: &str = "held in `setup` until the partner asks for `online`";
 
 /// The fields of a create or an update as the partner sent them, already split into
 /// lists (from JSON arrays or comma-separated form values) but not yet checked.
@@ -72,32 +82,87 @@ pub struct WebsiteInput {
     pub subdomain: Option<Vec<String>>,
     pub user_id: Option<String>,
     pub ip: Option<Vec<String>>,
+    /// IPv6 origin addresses sent apart from `ip`, as GateKeeper clients do.
+    pub ipv6: Option<Vec<String>>,
     pub tag: Option<Vec<String>>,
     pub status: Option<String>,
     pub certificate: Option<Certificate>,
     pub settings: Option<serde_json::Value>,
 }
 
-/// The status a partner may ask for; `setup` and `error` are the gateway's to set.
+/// The status a partner may ask for: `online`, `paused`, or (on create) `setup`;
+/// `error` is the gateway's to set.
 fn requested_status(input: &Option<String>) -> Result<Option<Status>, Invalid> {
     match input.as_deref().map(str::trim) {
         None => Ok(None),
         Some("online") => Ok(Some(Status::Online)),
         Some("paused") => Ok(Some(Status::Paused)),
+        Some("setup") => Ok(Some(Status::Setup)),
         Some(other) => Err(Invalid::unacceptable(
             "status",
             format!(
-                "a website can be asked to be `online` or `paused`, not `{}`",
+                "a website can be asked to be `online` or `paused` (or `setup` when it is \
+                 created), not `{}`",
                 names::shorten(other)
             ),
         )),
     }
 }
 
+/// The origin list after `ip` and `ipv6` are sent: `ip` replaces the list, `ipv6`
+/// replaces its IPv6 addresses (and adds to `ip`'s when both are sent).
+fn origins(
+    current: &[IpAddr],
+    ip: Option<Vec<String>>,
+    ipv6: Option<Vec<String>>,
+) -> Result<Vec<IpAddr>, Invalid> {
+    let ip_sent = ip.is_some();
+    let mut list = match ip {
+        Some(ip) => names::origin_ips("ip", ip)?,
+        None => current.to_vec(),
+    };
+    if let Some(ipv6) = ipv6 {
+        let ipv6 = names::origin_ips("ipv6", ipv6)?;
+        if let Some(v4) = ipv6.iter().find(|address| address.is_ipv4()) {
+            return Err(Invalid::malformed(
+                "ipv6",
+                format!("`{v4}` is an IPv4 address; send it in `ip`"),
+            ));
+        }
+        if !ip_sent {
+            list.retain(IpAddr::is_ipv4);
+        }
+        for address in ipv6 {
+            if !list.contains(&address) {
+                list.push(address);
+            }
+        }
+        if list.len() > names::MAX_ORIGINS {
+            return Err(Invalid::unacceptable(
+                "ipv6",
+                format!(
+                    "`ip` and `ipv6` name {} origin addresses; at most {} are allowed",
+                    list.len(),
+                    names::MAX_ORIGINS
+                ),
+            ));
+        }
+    }
+    if list.is_empty() {
+        return Err(Invalid::malformed(
+            "ip",
+            "at least one origin address (IPv4 or IPv6) is required",
+        ));
+    }
+    Ok(list)
+}
+
 impl Website {
     /// Checks a create and builds the website: `domain`, `user_id` and at least one
-    /// `ip` are required; every other field takes its default. A website asked to be
-    /// `paused` is paused; otherwise it is online as soon as nothing is pending.
+    /// origin address (`ip`, `ipv6`) are required; every other field takes its default.
+    /// A website asked to be `paused` is paused; one asked to be `setup` stays in
+    /// `setup` until asked to be `online`; otherwise it is online as soon as nothing is
+    /// pending.
     pub fn create(input: WebsiteInput) -> Result<Website, Invalid> {
         let domain = Domain::parse(input.domain.as_deref().ok_or(Invalid::missing("domain"))?)?;
         if domain.is_public_suffix() {
@@ -117,13 +182,8 @@ impl Website {
                 .ok_or(Invalid::missing("user_id"))?,
         )
         .map_err(|e| e.at("user_id"))?;
-        let ip = names::origin_ips(input.ip.clone().unwrap_or_default())?;
-        if ip.is_empty() {
-            return Err(Invalid::malformed(
-                "ip",
-                "at least one origin address (IPv4 or IPv6) is required",
-            ));
-        }
+        let ip = origins(&[], input.ip.clone(), input.ipv6.clone())?;
+        let hold = requested_status(&input.status)? == Some(Status::Setup);
         let mut website = Website {
             domain,
             subdomain: Vec::new(),
@@ -144,8 +204,23 @@ impl Website {
             domain: None,
             user_id: None,
             ip: None,
+            ipv6: None,
+            status: if hold { None } else { input.status },
             ..input
         })?;
+        if hold {
+            website.status = Status::Setup;
+            website.status_reason = Some(HELD.to_owned());
+            website.pending = Some(Pending {
+                since_ms: SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |since| since.as_millis() as u64),
+                callbacks: Vec::new(),
+                issue_certificate: false,
+                held: true,
+                work_done: true,
+            });
+        }
         Ok(website)
     }
 
@@ -184,14 +259,8 @@ impl Website {
                 ));
             }
         }
-        if let Some(ip) = input.ip {
-            next.ip = names::origin_ips(ip)?;
-            if next.ip.is_empty() {
-                return Err(Invalid::malformed(
-                    "ip",
-                    "at least one origin address (IPv4 or IPv6) is required",
-                ));
-            }
+        if input.ip.is_some() || input.ipv6.is_some() {
+            next.ip = origins(&self.ip, input.ip, input.ipv6)?;
         }
         if let Some(tag) = input.tag {
             next.tag = names::tags("tag", tag)?;
@@ -221,7 +290,20 @@ impl Website {
         {
             certificate::check(certificate, &next.host_names(), SystemTime::now())?;
         }
-        match requested_status(&input.status)? {
+        let requested = requested_status(&input.status)?;
+        if requested == Some(Status::Online)
+            && let Some(pending) = &mut next.pending
+        {
+            pending.held = false;
+        }
+        match requested {
+            Some(Status::Setup) => {
+                return Err(Invalid::unacceptable(
+                    "status",
+                    "a website can be asked to be `setup` only when it is created; it then \
+                     waits in `setup` until asked to be `online`",
+                ));
+            }
             Some(Status::Paused) => {
                 next.status = Status::Paused;
                 next.status_reason = None;
@@ -243,10 +325,10 @@ impl Website {
     /// Starts (or restarts) asynchronous work: status `setup` with `reason`, from
     /// `now_ms`; callbacks already waiting keep waiting.
     pub fn begin_setup(&mut self, now_ms: u64, reason: String) {
-        let (callbacks, issue_certificate) = self
+        let (callbacks, issue_certificate, held) = self
             .pending
             .take()
-            .map(|pending| (pending.callbacks, pending.issue_certificate))
+            .map(|pending| (pending.callbacks, pending.issue_certificate, pending.held))
             .unwrap_or_default();
         self.status = Status::Setup;
         self.status_reason = Some(reason);
@@ -254,12 +336,27 @@ impl Website {
             since_ms: now_ms,
             callbacks,
             issue_certificate,
+            held,
+            work_done: false,
         });
     }
 
+    /// Whether the website waits for DNS or a certificate (the provisioner's work).
+    pub fn awaits_work(&self) -> bool {
+        self.status == Status::Setup && self.pending.as_ref().is_some_and(|p| !p.work_done)
+    }
+
     /// Ends asynchronous work: `online`, or `error` with the reason; the callbacks
-    /// that waited for it.
+    /// that waited for it. Work done on a website the partner holds in `setup` leaves
+    /// it there, its callbacks still waiting.
     pub fn finish_setup(&mut self, outcome: Result<(), String>) -> Vec<String> {
+        if outcome.is_ok()
+            && let Some(pending) = self.pending.as_mut().filter(|pending| pending.held)
+        {
+            pending.work_done = true;
+            self.status_reason = Some(HELD.to_owned());
+            return Vec::new();
+        }
         match outcome {
             Ok(()) => {
                 self.status = Status::Online;
@@ -274,6 +371,21 @@ impl Website {
             .take()
             .map(|pending| pending.callbacks)
             .unwrap_or_default()
+    }
+
+    /// Ends a setup whose work is done once the partner's hold is released (asked to be
+    /// `online`): the callbacks that waited for it.
+    pub fn settle(&mut self) -> Vec<String> {
+        let done = self.status == Status::Setup
+            && self
+                .pending
+                .as_ref()
+                .is_some_and(|pending| pending.work_done && !pending.held);
+        if done {
+            self.finish_setup(Ok(()))
+        } else {
+            Vec::new()
+        }
     }
 
     /// Whether the website needs a certificate now: it has none that covers its names
@@ -517,5 +629,124 @@ mod tests {
             })
             .unwrap_err();
         assert_eq!(err.field, "status");
+    }
+
+    #[test]
+    fn a_website_created_in_setup_waits_for_the_partner_and_its_work() {
+        let mut site = Website::create(WebsiteInput {
+            status: Some("setup".into()),
+            ..input("example.com")
+        })
+        .unwrap();
+        assert_eq!(site.status, Status::Setup);
+        assert!(
+            !site.awaits_work(),
+            "no DNS or certificate work was asked for"
+        );
+        assert!(site.settle().is_empty(), "held");
+        // The gateway's work begins (DNS check) and ends: still held.
+        site.begin_setup(1, "checking DNS".into());
+        site.pending
+            .as_mut()
+            .unwrap()
+            .callbacks
+            .push("https://hooks.example/a".into());
+        assert!(site.awaits_work());
+        assert!(site.finish_setup(Ok(())).is_empty());
+        assert_eq!(site.status, Status::Setup);
+        assert!(!site.awaits_work());
+        assert!(site.settle().is_empty());
+        // Asked to be online: the setup ends, and the waiting callback is due.
+        site.apply(WebsiteInput {
+            status: Some("online".into()),
+            ..WebsiteInput::default()
+        })
+        .unwrap();
+        assert_eq!(site.settle(), ["https://hooks.example/a"]);
+        assert_eq!(
+            (site.status, site.pending.is_none()),
+            (Status::Online, true)
+        );
+        // `setup` is asked for only on create.
+        let refused = site
+            .apply(WebsiteInput {
+                status: Some("setup".into()),
+                ..WebsiteInput::default()
+            })
+            .unwrap_err();
+        assert_eq!(refused.field, "status");
+    }
+
+    #[test]
+    fn released_before_its_work_ends_a_held_website_goes_online_with_the_work() {
+        let mut site = Website::create(WebsiteInput {
+            status: Some("setup".into()),
+            ..input("example.com")
+        })
+        .unwrap();
+        site.begin_setup(1, "checking DNS".into());
+        site.apply(WebsiteInput {
+            status: Some("online".into()),
+            ..WebsiteInput::default()
+        })
+        .unwrap();
+        assert!(site.settle().is_empty(), "the work is not done");
+        assert_eq!(site.status, Status::Setup);
+        site.finish_setup(Ok(()));
+        assert_eq!(site.status, Status::Online);
+    }
+
+    #[test]
+    fn ipv6_addresses_come_apart_from_ip_and_show_in_ip() {
+        let mut site = Website::create(WebsiteInput {
+            ip: Some(vec!["192.0.2.10".into()]),
+            ipv6: Some(vec!["2001:db8::10".into(), "2001:db8::11".into()]),
+            ..input("example.com")
+        })
+        .unwrap();
+        let shown = |site: &Website| site.view().ip;
+        assert_eq!(shown(&site), ["192.0.2.10", "2001:db8::10", "2001:db8::11"]);
+        // `ipv6` alone replaces the IPv6 addresses and keeps the IPv4 ones.
+        site.apply(WebsiteInput {
+            ipv6: Some(vec!["2001:db8::12".into()]),
+            ..WebsiteInput::default()
+        })
+        .unwrap();
+        assert_eq!(shown(&site), ["192.0.2.10", "2001:db8::12"]);
+        // `ip` alone replaces the list; an empty `ipv6` drops the IPv6 addresses.
+        site.apply(WebsiteInput {
+            ip: Some(vec!["192.0.2.20".into(), "2001:db8::20".into()]),
+            ..WebsiteInput::default()
+        })
+        .unwrap();
+        assert_eq!(shown(&site), ["192.0.2.20", "2001:db8::20"]);
+        site.apply(WebsiteInput {
+            ipv6: Some(vec![]),
+            ..WebsiteInput::default()
+        })
+        .unwrap();
+        assert_eq!(shown(&site), ["192.0.2.20"]);
+        // An IPv6 list of IPv4 addresses, or no address at all, is refused.
+        let refused = site
+            .apply(WebsiteInput {
+                ipv6: Some(vec!["192.0.2.30".into()]),
+                ..WebsiteInput::default()
+            })
+            .unwrap_err();
+        assert_eq!(refused.field, "ipv6");
+        let only_v6 = Website::create(WebsiteInput {
+            ip: None,
+            ipv6: Some(vec!["2001:db8::1".into()]),
+            ..input("example.org")
+        })
+        .unwrap();
+        assert_eq!(shown(&only_v6), ["2001:db8::1"]);
+        let none = Website::create(WebsiteInput {
+            ip: None,
+            ipv6: Some(vec![]),
+            ..input("example.net")
+        })
+        .unwrap_err();
+        assert_eq!(none.field, "ip");
     }
 }

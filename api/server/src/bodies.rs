@@ -78,10 +78,11 @@ impl ToSchema for List {
 fn requested_status() -> ObjectBuilder {
     ObjectBuilder::new()
         .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
-        .enum_values(Some([Some("online"), Some("paused"), None]))
+        .enum_values(Some([Some("online"), Some("paused"), Some("setup"), None]))
         .description(Some(
-            "online, or paused (protection off, traffic passes); `setup` and `error` are \
-             the gateway's to set.",
+            "online; paused (protection off, traffic passes); or, on create only, setup: \
+             the website waits in `setup` until asked to be `online` (and until its DNS \
+             check and certificate are done). `error` is the gateway's to set.",
         ))
 }
 
@@ -120,8 +121,13 @@ pub struct WebsiteBody {
     /// The owning user's id. Required to create; on update it may be sent but cannot
     /// change.
     pub user_id: Option<String>,
-    /// Origin addresses, IPv4 or IPv6; at least one. Required to create.
+    /// Origin addresses, IPv4 or IPv6; at least one (here or in `ipv6`) is required to
+    /// create. Sent, it replaces the list.
     pub ip: Option<List>,
+    /// IPv6 origin addresses, apart from `ip` (as GateKeeper clients send them): they
+    /// replace the website's IPv6 addresses, or add to `ip`'s when both are sent. The
+    /// website shows every origin address in `ip`.
+    pub ipv6: Option<List>,
     /// Free labels.
     pub tag: Option<List>,
     #[schema(schema_with = requested_status)]
@@ -138,16 +144,16 @@ pub struct WebsiteBody {
 }
 
 impl RequestBody for WebsiteBody {
-    const LISTS: &'static [&'static str] = &["subdomain", "ip", "tag"];
+    const LISTS: &'static [&'static str] = &["subdomain", "ip", "ipv6", "tag"];
 }
 
 /// A website create as the document shows it: a [`WebsiteBody`] with the fields a
-/// create needs.
+/// create needs (an origin address may come in `ipv6` instead of `ip`).
 pub struct WebsiteCreate;
 
 impl WebsiteCreate {
     /// The fields a create must send.
-    pub const REQUIRED: [&str; 3] = ["domain", "user_id", "ip"];
+    pub const REQUIRED: [&str; 2] = ["domain", "user_id"];
 }
 
 impl PartialSchema for WebsiteCreate {
@@ -187,6 +193,7 @@ impl WebsiteBody {
                 subdomain: list(self.subdomain),
                 user_id: self.user_id,
                 ip: list(self.ip),
+                ipv6: list(self.ipv6),
                 tag: list(self.tag),
                 status: self.status,
                 certificate: self.certificate,
@@ -205,6 +212,7 @@ impl WebsiteRequest {
             ("subdomain", i.subdomain.is_some()),
             ("user_id", i.user_id.is_some()),
             ("ip", i.ip.is_some()),
+            ("ipv6", i.ipv6.is_some()),
             ("tag", i.tag.is_some()),
             ("status", i.status.is_some()),
             ("certificate", i.certificate.is_some()),

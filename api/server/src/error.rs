@@ -105,7 +105,10 @@ impl ApiError {
             StoreError::NotFound(what) => ApiError::not_found(format!("{what} does not exist")),
             StoreError::Stale(what) => ApiError::new(
                 StatusCode::CONFLICT,
-                format!("{what} was changed by another request at the same time; retry"),
+                format!(
+                    "a newer version of {what} already exists: another request changed it \
+                     at the same time; retry"
+                ),
             ),
             StoreError::Backend { .. } => {
                 let reason = Report(&error);
@@ -166,5 +169,37 @@ impl IntoResponse for ApiError {
             );
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use botgate_store::{HostClash, HostField};
+
+    /// Clients written for GateKeeper recognise a duplicate by "already exists" in a
+    /// 409's message: every 409 the store causes says it.
+    #[test]
+    fn every_conflict_says_already_exists() {
+        let mut conflicts = vec![
+            StoreError::Conflict("user `ann`".into()),
+            StoreError::Stale("website example.com".into()),
+        ];
+        for clash in [HostClash::Taken, HostClash::Under, HostClash::Above] {
+            conflicts.push(StoreError::HostTaken {
+                field: HostField::Subdomain,
+                host: "www.example.com".into(),
+                clash,
+            });
+        }
+        for conflict in conflicts {
+            let error = ApiError::from_store(conflict, "domain");
+            assert_eq!(error.status, StatusCode::CONFLICT);
+            assert!(
+                error.message.contains("already exists"),
+                "{}",
+                error.message
+            );
+        }
     }
 }

@@ -153,6 +153,7 @@ mod tests {
             "subdomain",
             "user_id",
             "ip",
+            "ipv6",
             "tag",
             "status",
             "callbackUrl",

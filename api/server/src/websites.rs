@@ -266,7 +266,7 @@ pub async fn update_website(
         let record = reachable(&api, &caller, &domain).await?;
         let mut website = record.website.clone();
         website.apply(request.input.clone())?;
-        if request.input.ip.is_some() {
+        if request.input.ip.is_some() || request.input.ipv6.is_some() {
             check_origins(&api, &website)?;
         }
         // New names wait for DNS again; so does a website in error asked to be online.
@@ -294,6 +294,8 @@ pub async fn update_website(
         if issues {
             check_issuance(&api, &record.partner, &website.domain).await?;
         }
+        // A website held in `setup`, asked to be online with its work done, is online.
+        let released = website.settle();
         if let Some(pending) = &mut website.pending {
             pending.issue_certificate |= needs_certificate;
             if let Some(url) = &request.callback_url {
@@ -316,6 +318,11 @@ pub async fn update_website(
             }
         };
         let view = stored.website.view();
+        for url in &released {
+            if let Ok(url) = url::Url::parse(url) {
+                webhooks::queue(&api, &stored.partner, &url, &view).await?;
+            }
+        }
         if let (None, Some(url)) = (&stored.website.pending, &request.callback_url) {
             webhooks::queue(&api, &stored.partner, url, &view).await?;
         }

@@ -138,7 +138,7 @@ impl<S: Store> Provisioner<S> {
         let mut renewals = Vec::new();
         for record in index.websites() {
             let website = &record.website;
-            if website.status == Status::Setup && website.pending.is_some() {
+            if website.awaits_work() {
                 waiting.push(record.clone());
             } else if self.acme.is_some()
                 && matches!(website.status, Status::Online | Status::Paused)

@@ -5,6 +5,7 @@
 mod acme;
 mod errors;
 mod fuzz;
+mod gatekeeper;
 mod provisioning;
 mod seed_flows;
 mod tenants;
@@ -12,7 +13,7 @@ mod webhooks;
 
 use anyhow::Result;
 use botgate_tests::http::Client;
-use botgate_tests::servers::{Gateway, GatewayStore, RedisServer};
+use botgate_tests::servers::{Dnsmasq, Gateway, GatewayStore, RedisServer};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -41,6 +42,26 @@ fn on_both_backends(extra: &[&str], test: impl Fn(&Gateway) -> Result<()>) {
     )
     .expect("starting botgate on Redis");
     test(&clustered).expect("on Redis");
+}
+
+/// A gateway on the embedded store with partner `hoster` that checks DNS against `dns`
+/// (its public address is 127.0.0.1) every 100 ms, without ACME, with `extra` serve
+/// arguments.
+fn dns_checking_gateway(dns: &Dnsmasq, extra: &[&str]) -> Result<Gateway> {
+    let dns_server = dns.address.to_string();
+    let mut arguments = vec![
+        "--public-address",
+        "127.0.0.1",
+        "--dns-server",
+        &dns_server,
+        "--setup-check-ms",
+        "100",
+        "--no-acme",
+        ALLOW_LOOPBACK[0],
+        ALLOW_LOOPBACK[1],
+    ];
+    arguments.extend_from_slice(extra);
+    Gateway::start(binary(), GatewayStore::Embedded, &["hoster"], &arguments)
 }
 
 /// Clients of the two partners.

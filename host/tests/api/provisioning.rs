@@ -3,11 +3,11 @@
 //! dnsmasq), then goes `online`; one whose names point elsewhere ends in `error` with
 //! the reason; either way the change's webhook carries the final status.
 
-use crate::{ALLOW_LOOPBACK, binary, create_user, post_website, wait_for_status};
+use crate::{create_user, dns_checking_gateway, post_website, wait_for_status};
 use anyhow::{Result, ensure};
 use botgate_tests::http::Client;
 use botgate_tests::receiver::Receiver;
-use botgate_tests::servers::{Dnsmasq, Gateway, GatewayStore};
+use botgate_tests::servers::Dnsmasq;
 use serde_json::{Value, json};
 use std::net::IpAddr;
 use std::time::Duration;
@@ -26,25 +26,7 @@ fn websites_wait_in_setup_until_their_names_resolve_to_the_gateway() -> Result<(
         &[],
     )?;
     let receiver = Receiver::start(0)?;
-    let dns_server = dns.address.to_string();
-    let gateway = Gateway::start(
-        binary(),
-        GatewayStore::Embedded,
-        &["hoster"],
-        &[
-            "--public-address",
-            "127.0.0.1",
-            "--dns-server",
-            &dns_server,
-            "--setup-check-ms",
-            "200",
-            "--dns-wait-seconds",
-            "3",
-            "--no-acme",
-            ALLOW_LOOPBACK[0],
-            ALLOW_LOOPBACK[1],
-        ],
-    )?;
+    let gateway = dns_checking_gateway(&dns, &["--dns-wait-seconds", "3"])?;
     let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
     create_user(&partner, "ann")?;
 
