@@ -3,6 +3,7 @@
 //! The rule engine is the `botgate-rules` crate, re-exported as [`rules`]; [`server`]
 //! starts the whole gateway from one configuration.
 
+pub mod api_host;
 pub mod gateway;
 pub mod log_writer;
 pub mod provisioning;

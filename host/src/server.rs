@@ -4,14 +4,15 @@
 //! one [`ServerConfig`]; `botgate serve` parses its options into one and calls
 //! [`serve`], and tests start gateways in process with [`Server::start`].
 
+use crate::api_host::{ApiCertificateSource, ApiCertificates, ApiHostError};
 use crate::gateway::challenge::{SECRET_NAME, StoreLedger};
 use crate::gateway::connection::Shutdown;
 use crate::gateway::crawlers::reverse_dns::ResolverError;
 use crate::gateway::http3::{self, Http3};
 use crate::gateway::listener::{self, AlpnChallenges, Listening};
-use crate::gateway::service::{MountError, MountedService, Services};
+use crate::gateway::service::{self, MountError, MountedService, Services};
 use crate::gateway::{AcmeAnswers, Gateway, GatewayConfig, StartError, admin, tls};
-use crate::provisioning::acme::{AcmeConfig, StoreAnswers};
+use crate::provisioning::acme::{Acme, AcmeConfig, StoreAnswers};
 use crate::provisioning::{Provisioner, ProvisioningConfig};
 use crate::report::Report;
 use crate::rules::{DirectorySource, Registry, RulesetSource, Watcher};
@@ -36,8 +37,15 @@ pub struct ServerConfig {
     pub http_listen: SocketAddr,
     /// Visitors' HTTPS, and HTTP/3 on the same port over UDP.
     pub https_listen: SocketAddr,
-    /// The management API.
-    pub api_listen: SocketAddr,
+    /// The management API over plain HTTP (loopback, for local administration); off
+    /// when `None`.
+    pub api_listen: Option<SocketAddr>,
+    /// Host names the management API answers on the HTTPS listener (plain HTTP sends
+    /// them to HTTPS).
+    pub api_hosts: Vec<String>,
+    /// Their certificate: PEM files (chain, key), read again when they change; from
+    /// ACME when `None`.
+    pub api_certificate_files: Option<(PathBuf, PathBuf)>,
     /// Metrics and `/health`.
     pub admin_listen: SocketAddr,
     /// Data-plane threads; one per core when `None`.
@@ -69,7 +77,8 @@ pub struct Addresses {
     pub https: SocketAddr,
     /// HTTP/3's UDP address, when served.
     pub http3: Option<SocketAddr>,
-    pub api: SocketAddr,
+    /// The management API's plain-HTTP listener, when it is on.
+    pub api: Option<SocketAddr>,
     pub admin: SocketAddr,
 }
 
@@ -113,6 +122,8 @@ pub enum ServeError {
     FirstLoad(#[source] tokio::task::JoinError),
     #[error("mounting a service")]
     Mount(#[from] MountError),
+    #[error("the management API's host names")]
+    ApiHost(#[source] ApiHostError),
     #[error("starting the data plane")]
     Gateway(#[from] StartError),
     #[error("the DNS resolver of the provisioner")]
@@ -200,12 +211,18 @@ impl Server {
         let http = bind_shared(config.http_listen, "HTTP", threads)?;
         let https = bind_shared(config.https_listen, "HTTPS", threads)?;
         let admin_listener = bind(config.admin_listen, "admin").await?;
-        let api_listener = bind(config.api_listen, "management API").await?;
+        let api_listener = match config.api_listen {
+            Some(address) => Some(bind(address, "management API").await?),
+            None => None,
+        };
         let addresses = Addresses {
             http: bound_address(&http, config.http_listen, "HTTP")?,
             https: bound_address(&https, config.https_listen, "HTTPS")?,
             http3: None,
-            api: api_listener.local_addr().unwrap_or(config.api_listen),
+            api: api_listener
+                .as_ref()
+                .and_then(|listener| listener.local_addr().ok())
+                .or(config.api_listen),
             admin: admin_listener.local_addr().unwrap_or(config.admin_listen),
         };
 
@@ -217,13 +234,14 @@ impl Server {
         policy.listeners.extend([
             config.http_listen,
             config.https_listen,
-            config.api_listen,
             config.admin_listen,
             addresses.http,
             addresses.https,
-            addresses.api,
             addresses.admin,
         ]);
+        policy
+            .listeners
+            .extend(config.api_listen.into_iter().chain(addresses.api));
         config.api.origins = policy.clone();
         config.api.dns_check = !config.provisioning.public_addresses.is_empty();
         config.api.acme = config.acme.is_some();
@@ -280,7 +298,26 @@ impl Server {
         // those names to HTTPS.
         let mut services = Services::new(gateway.clone());
         let mut redirecting = Services::redirecting(gateway.clone());
-        for (host, service) in config.mounted {
+        let mut api_hosts = Vec::new();
+        for host in &config.api_hosts {
+            api_hosts.push(service::host_name(host)?);
+        }
+        config.api.reserved_hosts = config
+            .mounted
+            .iter()
+            .map(|(host, _)| service::host_name(host))
+            .chain(api_hosts.iter().cloned().map(Ok))
+            .collect::<Result<_, _>>()?;
+        let api = Api::new(store.clone(), config.api);
+        // The client's address: failed key look-ups are limited per address.
+        let api_router = botgate_api::router(api);
+        let api_service: Arc<dyn MountedService> = Arc::new(api_router.clone());
+        let mounted = config.mounted.into_iter().chain(
+            api_hosts
+                .iter()
+                .map(|host| (host.clone(), api_service.clone())),
+        );
+        for (host, service) in mounted {
             services.mount(&host, service.clone())?;
             redirecting.mount(&host, service)?;
         }
@@ -292,7 +329,6 @@ impl Server {
             }
         }
         drop(index);
-        config.api.reserved_hosts = services.hosts().map(str::to_owned).collect();
         let services = Arc::new(services);
         let plain = Arc::new(Listening {
             handler: redirecting,
@@ -306,7 +342,32 @@ impl Server {
             trusted_proxies: config.gateway.trusted_proxies.clone(),
             alpn_challenges: alpn,
         });
-        // Built before anything is spawned: its failure leaves nothing running.
+        // Built before anything is spawned: their failure leaves nothing running.
+        let api_certificates = match api_hosts.is_empty() {
+            true => None,
+            false => {
+                let source = match config.api_certificate_files.clone() {
+                    Some((certificate, key)) => ApiCertificateSource::Files { certificate, key },
+                    None => ApiCertificateSource::Acme,
+                };
+                let acme = config
+                    .acme
+                    .clone()
+                    .map(|acme| Acme::new(store.clone(), acme));
+                let keeper = ApiCertificates::start(
+                    api_hosts.clone(),
+                    source,
+                    gateway.host_certificates.clone(),
+                    store.clone(),
+                    acme,
+                    config.provisioning.check_every,
+                )
+                .await
+                .map_err(ServeError::ApiHost)?;
+                tracing::info!(names = ?api_hosts, "the management API answers on the HTTPS listener");
+                Some(keeper)
+            }
+        };
         let provisioner = Provisioner::new(
             store.clone(),
             websites,
@@ -410,20 +471,23 @@ impl Server {
         ));
         let outbox = Arc::new(Outbox::new(store.clone(), config.webhooks));
         tasks.push(tokio::spawn(outbox.run(shutdown.clone().stopped())));
-        let api = Api::new(store.clone(), config.api);
-        let api_shutdown = shutdown.clone();
-        tasks.push(tokio::spawn(async move {
-            let served = axum::serve(
-                api_listener,
-                // The client's address: failed key look-ups are limited per address.
-                botgate_api::router(api).into_make_service_with_connect_info::<SocketAddr>(),
-            )
-            .with_graceful_shutdown(api_shutdown.stopped())
-            .await;
-            if let Err(err) = served {
-                tracing::warn!(reason = %Report(&err), "the management API listener failed");
-            }
-        }));
+        if let Some(keeper) = api_certificates {
+            tasks.push(tokio::spawn(keeper.run(shutdown.clone().stopped())));
+        }
+        if let Some(api_listener) = api_listener {
+            let api_shutdown = shutdown.clone();
+            tasks.push(tokio::spawn(async move {
+                let served = axum::serve(
+                    api_listener,
+                    api_router.into_make_service_with_connect_info::<SocketAddr>(),
+                )
+                .with_graceful_shutdown(api_shutdown.stopped())
+                .await;
+                if let Err(err) = served {
+                    tracing::warn!(reason = %Report(&err), "the management API listener failed");
+                }
+            }));
+        }
 
         Ok(Server {
             addresses,

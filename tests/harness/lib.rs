@@ -1,6 +1,7 @@
 //! The test harness: builds the guest components once per process, locates them, and
 //! sets up registries that share the on-disk compiled-component cache.
 
+pub mod ca;
 pub mod http;
 pub mod mix;
 pub mod origin;

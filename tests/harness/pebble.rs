@@ -5,9 +5,9 @@
 //! Its own HTTPS listener uses a certificate from a CA the harness makes, written to
 //! `directory_root` for the ACME client to trust.
 
+use crate::ca::TestCa;
 use crate::servers::{ServerGuard, free_port};
 use anyhow::{Context, Result, bail};
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::PathBuf;
@@ -33,25 +33,13 @@ impl Pebble {
     pub fn start(http_port: u16, tls_port: u16, dns: SocketAddr) -> Result<Pebble> {
         let dir = tempfile::tempdir().context("temporary directory for pebble")?;
         // Pebble's own listener certificate, for 127.0.0.1, under a CA of our own.
-        let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, "botgate test: pebble's listener CA");
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca_key = KeyPair::generate()?;
-        let ca = ca_params.self_signed(&ca_key)?;
-        let issuer = Issuer::new(ca_params, ca_key);
-        let mut listener_params = CertificateParams::new(vec!["localhost".to_owned()])?;
-        listener_params
-            .subject_alt_names
-            .push(SanType::IpAddress(Ipv4Addr::LOCALHOST.into()));
-        let listener_key = KeyPair::generate()?;
-        let listener_cert = listener_params.signed_by(&listener_key, &issuer)?;
+        let ca = TestCa::new("botgate test: pebble's listener CA")?;
+        let (listener_cert, listener_key) = ca.issue(&["localhost", "127.0.0.1"])?;
         let (cert_path, key_path) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
         let directory_root = dir.path().join("ca.pem");
-        std::fs::write(&cert_path, listener_cert.pem())?;
-        std::fs::write(&key_path, listener_key.serialize_pem())?;
-        std::fs::write(&directory_root, ca.pem())?;
+        std::fs::write(&cert_path, listener_cert)?;
+        std::fs::write(&key_path, listener_key)?;
+        std::fs::write(&directory_root, ca.root_pem())?;
 
         let (port, management_port) = (free_port(), free_port());
         let config = serde_json::json!({"pebble": {
@@ -88,7 +76,7 @@ impl Pebble {
             directory: format!("https://127.0.0.1:{port}/dir"),
             management: SocketAddr::from((Ipv4Addr::LOCALHOST, management_port)),
             directory_root,
-            root_pem: ca.pem(),
+            root_pem: ca.root_pem().to_owned(),
         };
         let deadline = Instant::now() + Duration::from_secs(20);
         for address in [

@@ -29,6 +29,9 @@ pub struct Visit {
     pub preamble: Vec<u8>,
     /// The local address to connect from (another loopback address, say).
     pub source: Option<std::net::IpAddr>,
+    /// Verify the server's certificate against these roots (DER) and the TLS name;
+    /// any certificate is taken when `None`.
+    pub trusted_roots: Option<Vec<Vec<u8>>>,
 }
 
 /// What came back.
@@ -160,7 +163,11 @@ async fn send_async(listener: SocketAddr, visit: &Visit, request: Outgoing<'_>) 
     let Some(name) = &visit.tls_name else {
         return exchange(tcp, visit.http2, request, None, None).await;
     };
-    let config = client_tls(if visit.http2 { b"h2" } else { b"http/1.1" })?;
+    let alpn: &[u8] = if visit.http2 { b"h2" } else { b"http/1.1" };
+    let config = match &visit.trusted_roots {
+        None => client_tls(alpn)?,
+        Some(roots) => verifying_tls(alpn, roots)?,
+    };
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let server_name = ServerName::try_from(name.clone())?;
     let tls = connector
@@ -189,6 +196,22 @@ fn client_tls(alpn: &[u8]) -> Result<rustls::ClientConfig> {
     .with_safe_default_protocol_versions()?
     .dangerous()
     .with_custom_certificate_verifier(Arc::new(AnyCertificate))
+    .with_no_client_auth();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    Ok(config)
+}
+
+/// A client configuration that verifies the server's certificate against `roots`.
+fn verifying_tls(alpn: &[u8], roots: &[Vec<u8>]) -> Result<rustls::ClientConfig> {
+    let mut store = rustls::RootCertStore::empty();
+    for root in roots {
+        store.add(CertificateDer::from(root.clone()))?;
+    }
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_root_certificates(store)
     .with_no_client_auth();
     config.alpn_protocols = vec![alpn.to_vec()];
     Ok(config)

@@ -68,6 +68,19 @@ pub fn leaf_summary(public_pem: &str) -> Option<(i64, i64, Vec<String>)> {
     ))
 }
 
+/// Whether a certificate for `hosts` is due at `now_s`: `public_pem` does not cover
+/// every host or cannot be read, or a third or less of its lifetime remains.
+pub fn renewal_due(public_pem: &str, hosts: &[String], now_s: i64) -> bool {
+    let Some((not_before, not_after, names)) = leaf_summary(public_pem) else {
+        return true;
+    };
+    let covered = hosts
+        .iter()
+        .all(|host| names.iter().any(|name| name_covers(name, host)));
+    let renew_from = not_after - (not_after - not_before) / 3;
+    !covered || now_s >= renew_from
+}
+
 /// The DNS names in a certificate's subjectAltName (none without the extension).
 fn dns_names(
     certificate: &X509Certificate<'_>,

@@ -391,20 +391,9 @@ impl Website {
     /// Whether the website needs a certificate now: it has none that covers its names
     /// and is readable, or (for renewal) a third or less of its lifetime remains.
     pub fn certificate_due(&self, now_s: i64) -> bool {
-        let Some(certificate) = &self.certificate else {
-            return true;
-        };
-        let Some((not_before, not_after, names)) = certificate::leaf_summary(&certificate.public)
-        else {
-            return true;
-        };
-        let covered = self.host_names().iter().all(|host| {
-            names
-                .iter()
-                .any(|name| certificate::name_covers(name, host))
-        });
-        let renew_from = not_after - (not_after - not_before) / 3;
-        !covered || now_s >= renew_from
+        self.certificate.as_ref().is_none_or(|certificate| {
+            certificate::renewal_due(&certificate.public, &self.host_names(), now_s)
+        })
     }
 
     /// Whether an ACME issuance for the website is due or under way (so a CA may come

@@ -47,6 +47,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Where an ACME CA asks for HTTP-01 answers (RFC 8555 §8.3).
+pub const ACME_HTTP01_PREFIX: &str = "/.well-known/acme-challenge/";
+
 /// Everything the data plane is configured with.
 #[derive(Debug, Clone, Default)]
 pub struct GatewayConfig {
@@ -91,6 +94,8 @@ pub struct Gateway {
     /// The `Via` entry forwarded requests carry, and by which a request that comes
     /// back (an origin that leads to the gateway) is known.
     pub via: forwarding::Via,
+    /// The certificates of the host names mounted services answer (the API's).
+    pub host_certificates: Arc<tls::HostCertificates>,
 }
 
 /// Where the data plane finds the answers to ACME challenges while an issuance (by
@@ -123,11 +128,12 @@ pub trait ChallengeLedger: Send + Sync + 'static {
     ) -> BoxFuture<'a, u64>;
 }
 
-/// The CA's TLS-ALPN-01 handshakes are answered for websites' names only, and only
-/// with ACME on.
+/// The CA's TLS-ALPN-01 handshakes are answered for websites' names and mounted names
+/// awaiting a certificate only, and only with ACME on.
 impl listener::AlpnChallenges for Gateway {
     fn may_wait(&self, name: &str) -> bool {
-        self.acme_answers.is_some() && self.is_website(name)
+        self.acme_answers.is_some()
+            && (self.is_website(name) || self.host_certificates.awaits(name))
     }
 
     fn certificate<'a>(
@@ -186,6 +192,7 @@ impl Gateway {
             rulesets,
             acme_answers,
             ledger,
+            host_certificates: Arc::default(),
         };
         Ok(Arc::new(gateway))
     }
@@ -203,6 +210,7 @@ impl Gateway {
             .map(|(c, k)| (c.as_path(), k.as_path()));
         let fallback = tls::fallback_key(files, &provider)?;
         let resolver = Arc::new(tls::SniResolver::new(
+            self.host_certificates.clone(),
             self.websites.clone(),
             provider.clone(),
             fallback,

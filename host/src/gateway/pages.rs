@@ -197,17 +197,8 @@ pub fn trace_refused() -> Response<Body> {
 
 /// A redirect (301) to `location`.
 pub fn moved_permanently(location: &str) -> Response<Body> {
-    redirect(StatusCode::MOVED_PERMANENTLY, location)
-}
-
-/// A redirect (308: the method and body are kept) to `location`.
-pub fn permanent_redirect(location: &str) -> Response<Body> {
-    redirect(StatusCode::PERMANENT_REDIRECT, location)
-}
-
-fn redirect(status: StatusCode, location: &str) -> Response<Body> {
     let mut response = Response::new(empty());
-    *response.status_mut() = status;
+    *response.status_mut() = StatusCode::MOVED_PERMANENTLY;
     if let Ok(value) = HeaderValue::from_str(location) {
         response.headers_mut().insert(header::LOCATION, value);
     }

@@ -26,9 +26,6 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-/// Where an ACME CA asks for HTTP-01 answers (RFC 8555 §8.3).
-const ACME_HTTP01_PREFIX: &str = "/.well-known/acme-challenge/";
-
 /// What the access log and the metrics say of one request.
 struct Record {
     /// When the request's head had been read.
@@ -158,6 +155,14 @@ impl Gateway {
         }
         let index = self.websites.current();
         let Some(website) = index.by_host(&host).cloned() else {
+            // A mounted name (the API's) awaiting its ACME certificate: the HTTPS
+            // redirect lets the CA's HTTP-01 request through to here.
+            if let Some(token) = request.uri().path().strip_prefix(super::ACME_HTTP01_PREFIX)
+                && self.host_certificates.awaits(&host)
+            {
+                record.action = Outcome::AcmeChallenge;
+                return self.acme_http01(token, true).await;
+            }
             record.action = Outcome::UnknownHost;
             return pages::unknown_host(&host);
         };
@@ -169,32 +174,13 @@ impl Gateway {
         // asked only for a website whose issuance is due or under way (as every
         // gateway's snapshot says): a name that is no website's got its 404 above, and
         // another website's challenge path costs no store read either.
-        if let Some(token) = request.uri().path().strip_prefix(ACME_HTTP01_PREFIX)
+        if let Some(token) = request.uri().path().strip_prefix(super::ACME_HTTP01_PREFIX)
             && matches!(*request.method(), Method::GET | Method::HEAD)
-            && let Some(answers) = &self.acme_answers
+            && self.acme_answers.is_some()
         {
             record.action = Outcome::AcmeChallenge;
             let awaited = website.website.awaits_acme_certificate(unix_now() as i64);
-            let answer = if awaited {
-                answers.http01(token).await
-            } else {
-                None
-            };
-            return match answer {
-                Some(answer) => {
-                    let mut response = Response::new(pages::full(answer));
-                    response.headers_mut().insert(
-                        http::header::CONTENT_TYPE,
-                        http::HeaderValue::from_static("application/octet-stream"),
-                    );
-                    response
-                }
-                None => pages::page(
-                    StatusCode::NOT_FOUND,
-                    "No such challenge",
-                    "No certificate issuance is waiting for this token.",
-                ),
-            };
+            return self.acme_http01(token, awaited).await;
         }
         let lb = &website.website.settings.loadbalancer;
         let paused = website.website.status == Status::Paused;
@@ -291,6 +277,30 @@ impl Gateway {
         // Phase 5: the origin.
         self.forward(request, &host, &website, connection, record)
             .await
+    }
+
+    /// The answer to an ACME HTTP-01 request for `token`: the key authorization when
+    /// an issuance is `awaited` for the name and the store has one, else 404.
+    async fn acme_http01(&self, token: &str, awaited: bool) -> Response<Body> {
+        let answer = match (&self.acme_answers, awaited) {
+            (Some(answers), true) => answers.http01(token).await,
+            _ => None,
+        };
+        match answer {
+            Some(answer) => {
+                let mut response = Response::new(pages::full(answer));
+                response.headers_mut().insert(
+                    http::header::CONTENT_TYPE,
+                    http::HeaderValue::from_static("application/octet-stream"),
+                );
+                response
+            }
+            None => pages::page(
+                StatusCode::NOT_FOUND,
+                "No such challenge",
+                "No certificate issuance is waiting for this token.",
+            ),
+        }
     }
 
     /// Whether the request carries a valid pass for `domain` and `client`.

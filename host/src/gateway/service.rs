@@ -79,6 +79,14 @@ impl MountedService for axum::Router {
     }
 }
 
+/// `host` as a mounted name is kept: any host name a website's could be (the model's
+/// check), in its canonical ASCII form.
+pub fn host_name(host: &str) -> Result<String, MountError> {
+    botgate_model::Subdomain::parse(&canonical_host(host))
+        .map(|name| name.as_str().to_owned())
+        .map_err(|_| MountError::NotAHostName(host.to_owned()))
+}
+
 /// Services by host name in front of a fallback handler (the data plane): a request
 /// whose host (canonical, as [`request_host`] reads it) is mounted goes to that service,
 /// any other to the fallback. With nothing mounted a request costs one length check.
@@ -110,7 +118,8 @@ impl<H: RequestHandler> Services<H> {
     }
 
     /// Services for a plain-HTTP listener: a mounted name answers a permanent redirect
-    /// (308, method and body kept) to the same target over HTTPS.
+    /// (301) to the same target over HTTPS, except an ACME CA's HTTP-01 request, which
+    /// goes to the fallback (it answers for mounted names awaiting a certificate).
     pub fn redirecting(fallback: H) -> Services<H> {
         Services {
             redirect_to_https: true,
@@ -125,11 +134,7 @@ impl<H: RequestHandler> Services<H> {
         host: &str,
         service: Arc<dyn MountedService>,
     ) -> Result<(), MountError> {
-        // Any host name a website's could be, in its ASCII form (the model's check).
-        let name = botgate_model::Subdomain::parse(&canonical_host(host))
-            .map_err(|_| MountError::NotAHostName(host.to_owned()))?
-            .as_str()
-            .to_owned();
+        let name = host_name(host)?;
         if self.mounted.contains_key(&name) {
             return Err(MountError::Taken(name));
         }
@@ -163,12 +168,18 @@ impl<H: RequestHandler> RequestHandler for Services<H> {
         // request to the data plane costs no copy of its (large) future.
         match self.mounted_for(&request) {
             None => Either::Left(self.fallback.handle(request, connection)),
+            Some(_)
+                if self.redirect_to_https
+                    && request.uri().path().starts_with(super::ACME_HTTP01_PREFIX) =>
+            {
+                Either::Left(self.fallback.handle(request, connection))
+            }
             Some((host, _)) if self.redirect_to_https => {
                 let target = request
                     .uri()
                     .path_and_query()
                     .map_or("/", |target| target.as_str());
-                let redirect = pages::permanent_redirect(&format!("https://{host}{target}"));
+                let redirect = pages::moved_permanently(&format!("https://{host}{target}"));
                 Either::Right(Box::pin(std::future::ready(redirect)) as BoxFuture<'static, _>)
             }
             Some((_, service)) => {
@@ -259,11 +270,19 @@ mod tests {
             .unwrap();
         let connection = ConnectionInfo::new("192.0.2.9:5000".parse().unwrap(), false, false, None);
         let response = plain.handle(request, &connection).await;
-        assert_eq!(response.status(), StatusCode::PERMANENT_REDIRECT);
+        assert_eq!(response.status(), StatusCode::MOVED_PERMANENTLY);
         assert_eq!(
             response.headers()[http::header::LOCATION],
             "https://api.example/v1.0/user?x=1"
         );
+        // Except what an ACME CA asks for: the data plane answers it.
+        let request = Request::builder()
+            .uri("/.well-known/acme-challenge/token")
+            .header(http::header::HOST, "api.example")
+            .body(Empty::<bytes::Bytes>::new())
+            .unwrap();
+        let response = plain.handle(request, &connection).await;
+        assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(
             answer(&plain, "shop.example").await,
             (StatusCode::OK, "data plane".to_owned())

@@ -1,8 +1,10 @@
 //! TLS termination: the certificate for each handshake is chosen by SNI from the
+//! mounted services' certificates ([`HostCertificates`], the API's host names), then the
 //! websites' stored certificates (parsed once per certificate and cached, so a changed
 //! certificate is served from the next handshake on, without a restart), with a
 //! fallback certificate for names no website covers.
 
+use arc_swap::ArcSwap;
 use botgate_store::Follower;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
@@ -74,6 +76,52 @@ pub fn fallback_key(
     certified_key(&public, &private, provider)
 }
 
+/// The certificates of host names the gateway answers for itself (the management
+/// API's), by name; one is swapped whole when it is renewed. Names whose certificate
+/// is due are awaiting one: the CA's challenges for them are answered.
+#[derive(Default)]
+pub struct HostCertificates {
+    keys: ArcSwap<HashMap<String, Arc<CertifiedKey>>>,
+    awaiting: Mutex<Vec<String>>,
+}
+
+impl HostCertificates {
+    /// Marks `names` as awaiting an ACME certificate, or not.
+    pub fn set_awaiting(&self, names: &[String], awaiting: bool) {
+        let mut list = self.awaiting.lock().unwrap_or_else(|e| e.into_inner());
+        list.retain(|name| !names.contains(name));
+        if awaiting {
+            list.extend_from_slice(names);
+        }
+    }
+
+    /// Whether `name` awaits an ACME certificate.
+    pub fn awaits(&self, name: &str) -> bool {
+        let list = self.awaiting.lock().unwrap_or_else(|e| e.into_inner());
+        list.iter().any(|awaiting| awaiting == name)
+    }
+
+    /// Serves `key` for every name of `names` from the next handshake on.
+    pub fn install(&self, names: &[String], key: Arc<CertifiedKey>) {
+        self.keys.rcu(|keys| {
+            let mut keys = HashMap::clone(keys);
+            for name in names {
+                keys.insert(name.clone(), key.clone());
+            }
+            keys
+        });
+    }
+
+    /// The certificate for `name`, if it is one of these names and has one.
+    pub fn get(&self, name: &str) -> Option<Arc<CertifiedKey>> {
+        let keys = self.keys.load();
+        if keys.is_empty() {
+            return None;
+        }
+        keys.get(name).cloned()
+    }
+}
+
 /// A parsed website certificate, and the fingerprint of the PEM it came from.
 struct Cached {
     fingerprint: u64,
@@ -82,6 +130,7 @@ struct Cached {
 
 /// Picks the certificate of each handshake by SNI.
 pub struct SniResolver {
+    hosts: Arc<HostCertificates>,
     websites: Arc<Follower>,
     provider: Arc<CryptoProvider>,
     fallback: Arc<CertifiedKey>,
@@ -103,11 +152,13 @@ fn fingerprint(public: &str, private: &str) -> u64 {
 
 impl SniResolver {
     pub fn new(
+        hosts: Arc<HostCertificates>,
         websites: Arc<Follower>,
         provider: Arc<CryptoProvider>,
         fallback: CertifiedKey,
     ) -> SniResolver {
         SniResolver {
+            hosts,
             websites,
             provider,
             fallback: Arc::new(fallback),
@@ -150,9 +201,10 @@ impl SniResolver {
 
 impl ResolvesServerCert for SniResolver {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        let key = hello
-            .server_name()
-            .and_then(|name| self.website_key(&name.to_ascii_lowercase()));
+        let key = hello.server_name().and_then(|name| {
+            let name = name.to_ascii_lowercase();
+            self.hosts.get(&name).or_else(|| self.website_key(&name))
+        });
         Some(key.unwrap_or_else(|| self.fallback.clone()))
     }
 }

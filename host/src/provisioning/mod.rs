@@ -90,7 +90,7 @@ enum Issuing {
 
 /// The wait after `failures` failed issuances in a row: a minute, doubling, at most
 /// six hours (a CA's rate limits are counted in hours).
-fn issuance_backoff(failures: u32) -> Duration {
+pub(crate) fn issuance_backoff(failures: u32) -> Duration {
     Duration::from_secs(60)
         .saturating_mul(1u32 << failures.saturating_sub(1).min(16))
         .min(Duration::from_secs(6 * 3600))

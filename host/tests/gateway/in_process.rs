@@ -29,7 +29,9 @@ fn config(data: &Path, origin_port: u16, rulesets: &Path) -> ServerConfig {
         store: StoreConfig::Embedded(data.to_owned()),
         http_listen: any,
         https_listen: any,
-        api_listen: any,
+        api_listen: Some(any),
+        api_hosts: Vec::new(),
+        api_certificate_files: None,
         admin_listen: any,
         threads: std::num::NonZeroUsize::new(2),
         http3: true,
@@ -75,7 +77,7 @@ fn a_gateway_started_in_process_serves_websites_and_mounted_services_then_stops(
     for bound in [
         addresses.http,
         addresses.https,
-        addresses.api,
+        addresses.api.expect("the API listener is on"),
         addresses.admin,
     ] {
         assert_ne!(bound.port(), 0, "{addresses:?}");
@@ -97,7 +99,10 @@ fn a_gateway_started_in_process_serves_websites_and_mounted_services_then_stops(
             webhook_secret: "whsec_aW4tcHJvY2Vzcw==".into(),
         }))
         .unwrap();
-    let api = Client::new(&format!("http://{}", addresses.api), Some(PARTNER_KEY));
+    let api = Client::new(
+        &format!("http://{}", addresses.api.expect("the API listener")),
+        Some(PARTNER_KEY),
+    );
     assert_eq!(
         api.post_form("/v1.0/user", &[("id", "owner")])
             .unwrap()
@@ -184,9 +189,9 @@ fn a_gateway_started_in_process_serves_websites_and_mounted_services_then_stops(
             "{protocol}"
         );
     }
-    // Plain HTTP sends the mounted name to HTTPS, method and body kept.
+    // Plain HTTP sends the mounted name to HTTPS (301).
     let plain = get(addresses.http, "console.in-process.test", "/who?x=1").unwrap();
-    assert_eq!(plain.status, 308, "{}", plain.text());
+    assert_eq!(plain.status, 301, "{}", plain.text());
     assert_eq!(
         plain.header("location"),
         Some("https://console.in-process.test/who?x=1")
@@ -205,7 +210,7 @@ fn a_gateway_started_in_process_serves_websites_and_mounted_services_then_stops(
     for closed in [
         addresses.http,
         addresses.https,
-        addresses.api,
+        addresses.api.expect("the API listener is on"),
         addresses.admin,
     ] {
         assert!(

@@ -2,6 +2,7 @@
 //! real origins started by the test, and visitors over real sockets (plain HTTP, TLS,
 //! HTTP/2, PROXY protocol, a real HAProxy in front).
 
+mod api_host;
 mod caching;
 mod http1;
 mod in_process;

@@ -39,9 +39,38 @@ pub struct ServeArgs {
     /// Where visitors' HTTPS arrives (the cluster's HAProxy forwards :443 here).
     #[arg(long, env = "BOTGATE_HTTPS_LISTEN", default_value = "127.0.0.1:8443")]
     https_listen: SocketAddr,
-    /// Where the management API listens.
+    /// Where the management API listens over plain HTTP, for local administration.
     #[arg(long, env = "BOTGATE_API_LISTEN", default_value = "127.0.0.1:8280")]
     api_listen: SocketAddr,
+    /// No plain-HTTP API listener (the API is then reached on its --api-host names).
+    #[arg(long, env = "BOTGATE_NO_API_LISTENER")]
+    no_api_listener: bool,
+    /// A host name the management API answers on the HTTPS listener (repeatable, or
+    /// comma-separated); on plain HTTP it answers 301 to HTTPS. No website may take it.
+    #[arg(
+        long = "api-host",
+        value_name = "NAME",
+        env = "BOTGATE_API_HOSTS",
+        value_delimiter = ','
+    )]
+    api_hosts: Vec<String>,
+    /// The --api-host names' certificate chain (PEM, leaf first), read again when it
+    /// changes; without it, and with ACME on, the certificate comes from ACME.
+    #[arg(
+        long,
+        env = "BOTGATE_API_CERT",
+        value_name = "FILE",
+        requires = "api_key"
+    )]
+    api_cert: Option<PathBuf>,
+    /// The private key (PEM) of --api-cert.
+    #[arg(
+        long,
+        env = "BOTGATE_API_KEY",
+        value_name = "FILE",
+        requires = "api_cert"
+    )]
+    api_key: Option<PathBuf>,
     /// Where Prometheus metrics (/metrics) and the health check (/health) are served.
     #[arg(long, env = "BOTGATE_ADMIN_LISTEN", default_value = "127.0.0.1:9180")]
     admin_listen: SocketAddr,
@@ -477,7 +506,9 @@ impl ServeArgs {
             store: self.store.config(),
             http_listen: self.http_listen,
             https_listen: self.https_listen,
-            api_listen: self.api_listen,
+            api_listen: (!self.no_api_listener).then_some(self.api_listen),
+            api_hosts: self.api_hosts.clone(),
+            api_certificate_files: self.api_cert.clone().zip(self.api_key.clone()),
             admin_listen: self.admin_listen,
             threads: self.data_plane.threads,
             http3: !self.data_plane.no_http3,

@@ -1,0 +1,278 @@
+//! The certificate of the management API's own host names (`--api-host`), served on
+//! the HTTPS listener: the operator's PEM files, read again when they change, or one
+//! from ACME, issued by one gateway of a cluster under a lease, shared through the
+//! store and renewed when a third of its lifetime is left. A certificate that cannot
+//! serve the names is refused with the reason logged; the one in use stays.
+
+use crate::gateway::tls::{HostCertificates, certified_key, provider};
+use crate::provisioning::acme::Acme;
+use crate::provisioning::issuance_backoff;
+use crate::report::Report;
+use botgate_model::Certificate;
+use botgate_model::certificate::{check, leaf_summary, renewal_due};
+use botgate_store::Store;
+use rustls::sign::CertifiedKey;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// Where the certificate of the API's host names comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiCertificateSource {
+    /// A PEM certificate chain (leaf first) and its private key.
+    Files { certificate: PathBuf, key: PathBuf },
+    /// The gateway's ACME directory.
+    Acme,
+}
+
+/// Why the API's host names cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiHostError {
+    #[error("reading {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the certificate in {path} cannot serve {names}: {reason}")]
+    Unusable {
+        path: PathBuf,
+        names: String,
+        reason: String,
+    },
+    #[error("--api-host needs a certificate: --api-cert and --api-key, or ACME")]
+    NoCertificate,
+}
+
+/// Keeps the certificate of the API's host names current in [`HostCertificates`].
+pub struct ApiCertificates<S> {
+    names: Vec<String>,
+    source: ApiCertificateSource,
+    certificates: Arc<HostCertificates>,
+    store: Arc<S>,
+    acme: Option<Acme<S>>,
+    check_every: Duration,
+    /// The lease holder this gateway is when it issues.
+    holder: String,
+    /// The PEM served now, and the last PEM read (a file read again unchanged is not
+    /// checked again, nor its refusal logged again).
+    current: Option<Certificate>,
+    last_read: Option<Certificate>,
+    failures: u32,
+    retry_at_ms: u64,
+}
+
+/// How long one gateway holds the API names' issuance.
+const ISSUE_LEASE_MS: u64 = 15 * 60_000;
+
+fn now_ms() -> u64 {
+    botgate_webhooks::now_ms()
+}
+
+/// `certificate` as a key for `names`, after the checks a partner's certificate gets
+/// (the key matches, the chain is in order, the names are covered, it is valid now).
+fn usable(certificate: &Certificate, names: &[String]) -> Result<Arc<CertifiedKey>, String> {
+    check(certificate, names, SystemTime::now()).map_err(|invalid| invalid.message)?;
+    certified_key(&certificate.public, &certificate.private, &provider())
+        .map(Arc::new)
+        .map_err(|err| err.to_string())
+}
+
+impl<S: Store> ApiCertificates<S> {
+    /// The certificate keeper for `names`. From files, the certificate is read and
+    /// installed now, and its failure is the error; from ACME, a certificate the store
+    /// holds already is installed now.
+    pub async fn start(
+        names: Vec<String>,
+        source: ApiCertificateSource,
+        certificates: Arc<HostCertificates>,
+        store: Arc<S>,
+        acme: Option<Acme<S>>,
+        check_every: Duration,
+    ) -> Result<ApiCertificates<S>, ApiHostError> {
+        if source == ApiCertificateSource::Acme && acme.is_none() {
+            return Err(ApiHostError::NoCertificate);
+        }
+        let mut random = [0u8; 8];
+        let _ = getrandom::fill(&mut random);
+        let mut keeper = ApiCertificates {
+            names,
+            source,
+            certificates,
+            store,
+            acme,
+            check_every,
+            holder: format!("gateway-{}", u64::from_le_bytes(random)),
+            current: None,
+            last_read: None,
+            failures: 0,
+            retry_at_ms: 0,
+        };
+        match keeper.source.clone() {
+            ApiCertificateSource::Files { certificate, key } => {
+                let read = read_files(&certificate, &key)?;
+                let key =
+                    usable(&read, &keeper.names).map_err(|reason| ApiHostError::Unusable {
+                        path: certificate.clone(),
+                        names: keeper.names.join(", "),
+                        reason,
+                    })?;
+                keeper.install(read, key);
+            }
+            ApiCertificateSource::Acme => keeper.load_stored().await,
+        }
+        Ok(keeper)
+    }
+
+    /// Checks every `check_every` until `stop` resolves.
+    pub async fn run(mut self, stop: impl std::future::Future<Output = ()>) {
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                _ = &mut stop => break,
+                _ = tokio::time::sleep(self.check_every) => {}
+            }
+            match self.source.clone() {
+                ApiCertificateSource::Files { certificate, key } => {
+                    self.reload_files(&certificate, &key)
+                }
+                ApiCertificateSource::Acme => {
+                    self.load_stored().await;
+                    self.renew().await;
+                }
+            }
+        }
+    }
+
+    fn install(&mut self, certificate: Certificate, key: Arc<CertifiedKey>) {
+        self.certificates.install(&self.names, key);
+        self.last_read = Some(certificate.clone());
+        self.current = Some(certificate);
+    }
+
+    /// Reads the files again; installs what they hold when it changed and is usable.
+    fn reload_files(&mut self, certificate: &PathBuf, key: &PathBuf) {
+        let read = match read_files(certificate, key) {
+            Ok(read) => read,
+            Err(err) => {
+                tracing::warn!(error = %Report(&err), "the API certificate could not be read again; the one in use stays");
+                return;
+            }
+        };
+        self.offer(read, "files");
+    }
+
+    /// Serves `certificate` (from `source`, for the log) when it is new and usable; a
+    /// refused one is not checked or logged again.
+    fn offer(&mut self, certificate: Certificate, source: &'static str) {
+        if self.last_read.as_ref() == Some(&certificate) {
+            return;
+        }
+        match usable(&certificate, &self.names) {
+            Ok(key) => {
+                tracing::info!(names = ?self.names, source, "serving a new API certificate");
+                self.install(certificate, key);
+            }
+            Err(reason) => {
+                tracing::warn!(names = ?self.names, source, %reason, "the API certificate is refused; the one in use stays");
+                self.last_read = Some(certificate);
+            }
+        }
+    }
+
+    /// The store's key of the names' ACME certificate.
+    fn store_key(&self) -> String {
+        format!("api-certificate:{}", self.names.join(","))
+    }
+
+    /// Installs the certificate the store holds (issued by any gateway), when it is
+    /// new here and usable.
+    async fn load_stored(&mut self) {
+        let stored = match self.store.ephemeral(&self.store_key(), now_ms()).await {
+            Ok(stored) => stored,
+            Err(err) => {
+                tracing::warn!(error = %Report(&err), "reading the API certificate from the store");
+                return;
+            }
+        };
+        let Some(certificate) = stored.and_then(|json| serde_json::from_str(&json).ok()) else {
+            return;
+        };
+        self.offer(certificate, "store");
+    }
+
+    /// Whether the names need a certificate: none is served, or a third or less of its
+    /// lifetime remains.
+    fn due(&self) -> bool {
+        self.current.as_ref().is_none_or(|certificate| {
+            renewal_due(&certificate.public, &self.names, (now_ms() / 1000) as i64)
+        })
+    }
+
+    /// Issues a certificate when the one in use is missing or due, unless another
+    /// gateway is at it or the last attempt failed a moment ago.
+    async fn renew(&mut self) {
+        let now = now_ms();
+        let due = self.due();
+        // Every gateway answers the CA's challenges while the names wait.
+        self.certificates.set_awaiting(&self.names, due);
+        let Some(acme) = &self.acme else { return };
+        if !due || now < self.retry_at_ms {
+            return;
+        }
+        let lease = format!("acme-issue:api:{}", self.names[0]);
+        match self
+            .store
+            .lease(&lease, &self.holder, now, now + ISSUE_LEASE_MS)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(err) => {
+                tracing::warn!(error = %Report(&err), "taking the API certificate's issuance lease");
+                return;
+            }
+        }
+        tracing::info!(names = ?self.names, "issuing a certificate for the API host names");
+        let issued = acme.issue(&self.names).await;
+        let _ = self.store.remove_ephemeral(&lease).await;
+        let certificate = match issued {
+            Ok(certificate) => certificate,
+            Err(err) => {
+                self.failures += 1;
+                let wait = issuance_backoff(self.failures);
+                self.retry_at_ms = now_ms() + wait.as_millis() as u64;
+                tracing::warn!(error = %Report(&err), failures = self.failures, retry_in_s = wait.as_secs(), "the API certificate was not issued");
+                return;
+            }
+        };
+        self.failures = 0;
+        let until_ms = leaf_summary(&certificate.public)
+            .map_or(now + ISSUE_LEASE_MS, |(_, not_after, _)| {
+                (not_after.max(0) as u64) * 1000
+            });
+        if let Ok(json) = serde_json::to_string(&certificate)
+            && let Err(err) = self
+                .store
+                .put_ephemeral(&self.store_key(), &json, until_ms)
+                .await
+        {
+            tracing::warn!(error = %Report(&err), "storing the API certificate; other gateways issue their own");
+        }
+        self.offer(certificate, "ACME");
+        self.certificates.set_awaiting(&self.names, self.due());
+    }
+}
+
+fn read_files(certificate: &PathBuf, key: &PathBuf) -> Result<Certificate, ApiHostError> {
+    let read = |path: &PathBuf| {
+        std::fs::read_to_string(path).map_err(|source| ApiHostError::Read {
+            path: path.clone(),
+            source,
+        })
+    };
+    Ok(Certificate {
+        public: read(certificate)?,
+        private: read(key)?,
+    })
+}
