@@ -335,3 +335,79 @@ fn challenge_answers_are_looked_up_only_for_websites_awaiting_a_certificate() ->
     );
     Ok(())
 }
+
+/// The API's own host name gets its certificate from ACME (both challenge types): two
+/// gateways share one Redis, one of them issues, the store carries the certificate to
+/// the other, and a client that trusts only Pebble's root reaches the API on either.
+#[test]
+fn the_api_host_name_gets_its_certificate_from_acme_for_every_gateway() -> Result<()> {
+    use botgate_tests::servers::RedisServer;
+    use botgate_tests::visitor::{self, Outgoing, Visit};
+    for challenge in ["http-01", "tls-alpn-01"] {
+        let here = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let dns = Dnsmasq::start(&[("api.hoster.example", here)], &[])?;
+        let local = |port| SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        let (http, https) = (local(free_port()), local(free_port()));
+        let pebble = Pebble::start(http.port(), https.port(), dns.address)?;
+        let redis = RedisServer::start()?;
+        let (dns_server, root) = (
+            dns.address.to_string(),
+            pebble.directory_root.display().to_string(),
+        );
+        let options = [
+            "--api-host",
+            "api.hoster.example",
+            "--acme-directory",
+            &pebble.directory,
+            "--acme-directory-root",
+            &root,
+            "--acme-challenge",
+            challenge,
+            "--dns-server",
+            &dns_server,
+            "--setup-check-ms",
+            "200",
+        ];
+        // The second gateway starts first: whichever takes the lease issues, and the CA
+        // reaches the first (Pebble checks its ports), which answers from the store.
+        let second = Gateway::start(binary(), GatewayStore::Redis(&redis), &["hoster"], &options)?;
+        let first = Gateway::start_on(
+            binary(),
+            GatewayStore::Redis(&redis),
+            &[],
+            &options,
+            http,
+            https,
+        )?;
+        let pebble_root = pebble.issuing_root()?;
+        let logs = || format!("{}\n{}\n{}", first.log(), second.log(), pebble.log());
+        let leaf = verified_leaf(https, "api.hoster.example", &pebble_root)
+            .or_else(|_| verified_leaf(https, "api.hoster.example", &pebble_root))
+            .with_context(logs)?;
+        assert_eq!(
+            verified_leaf(second.https, "api.hoster.example", &pebble_root).with_context(logs)?,
+            leaf,
+            "{challenge}: one certificate, shared through the store"
+        );
+        let root_der = CertificateDer::from_pem_slice(pebble_root.as_bytes())?.to_vec();
+        let key = second.partner_keys[0].clone();
+        let visit = Visit {
+            tls_name: Some("api.hoster.example".to_owned()),
+            trusted_roots: Some(vec![root_der]),
+            ..Visit::default()
+        };
+        let answer = visitor::send(
+            https,
+            &visit,
+            Outgoing::get("api.hoster.example", "/v1.0/user")
+                .header("authorization", format!("Bearer {key}")),
+        )?;
+        assert_eq!(answer.status, 200, "{challenge}: {}", answer.text());
+        let issued = [first.log(), second.log()]
+            .iter()
+            .filter(|log| log.contains("issuing a certificate for the API host names"))
+            .count();
+        assert_eq!(issued, 1, "{challenge}: one gateway issues\n{}", logs());
+    }
+    Ok(())
+}

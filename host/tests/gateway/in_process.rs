@@ -57,13 +57,18 @@ fn config(data: &Path, origin_port: u16, rulesets: &Path) -> ServerConfig {
     }
 }
 
-#[test]
-fn a_gateway_started_in_process_serves_websites_and_mounted_services_then_stops() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+/// A runtime for a gateway started in process.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn a_gateway_started_in_process_serves_websites_and_mounted_services_then_stops() {
+    let runtime = runtime();
     let data = tempfile::tempdir().unwrap();
     let rulesets = botgate_tests::shipped_dir();
     let origin = origin("in-process");
@@ -218,4 +223,61 @@ fn a_gateway_started_in_process_serves_websites_and_mounted_services_then_stops(
             "{closed} still accepts after the stop"
         );
     }
+}
+
+/// Without the loopback listener the API answers on its host name only, over HTTPS
+/// with the operator's certificate; a mounted name that a website could not have is
+/// refused at start with the reason.
+#[test]
+fn the_api_can_answer_on_its_host_name_only() {
+    let runtime = runtime();
+    let data = tempfile::tempdir().unwrap();
+    let ca = botgate_tests::ca::TestCa::new("botgate test: in-process API").unwrap();
+    let (certificate, key) = ca.issue(&["api.in-process.test"]).unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let (certificate_path, key_path) = (files.path().join("c.pem"), files.path().join("k.pem"));
+    std::fs::write(&certificate_path, certificate).unwrap();
+    std::fs::write(&key_path, key).unwrap();
+    let configured = || ServerConfig {
+        api_listen: None,
+        api_hosts: vec!["api.in-process.test".to_owned()],
+        api_certificate_files: Some((certificate_path.clone(), key_path.clone())),
+        rulesets_dir: None,
+        ..config(data.path(), 9, data.path())
+    };
+    let registry = || botgate_tests::registry();
+    let server = runtime
+        .block_on(Server::start(configured(), registry()))
+        .expect("starting the gateway in process");
+    assert!(server.addresses().api.is_none());
+    let visit = Visit {
+        tls_name: Some("api.in-process.test".to_owned()),
+        trusted_roots: Some(vec![ca.root_der().to_vec()]),
+        ..Visit::default()
+    };
+    let answer = visitor::send(
+        server.addresses().https,
+        &visit,
+        Outgoing::get("api.in-process.test", "/v1.0/user"),
+    )
+    .unwrap();
+    assert_eq!(answer.status, 401, "{}", answer.text());
+    assert_eq!(answer.json()["field"], "Authorization");
+    runtime.block_on(server.stop());
+
+    let refused = runtime.block_on(Server::start(
+        ServerConfig {
+            api_hosts: vec!["not a name".to_owned()],
+            ..configured()
+        },
+        registry(),
+    ));
+    let error = refused.err().expect("a bad API host name is refused");
+    assert!(
+        botgate_model::report::Report(&error)
+            .to_string()
+            .contains("`not a name` is not a host name"),
+        "{}",
+        botgate_model::report::Report(&error)
+    );
 }
