@@ -1,5 +1,6 @@
 //! The `botgate` command: the operator's and rule author's entry point.
 
+mod config;
 #[cfg(test)]
 mod options;
 mod partner;
@@ -9,7 +10,7 @@ mod store;
 
 use anyhow::Result;
 use botgate_host::rules::{Registry, Sandbox, SandboxConfig};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -52,6 +53,25 @@ enum Command {
     /// Work with rule components (Wasm rule sets).
     #[command(subcommand)]
     Ruleset(RulesetCommand),
+    /// Check or show the configuration `serve` would run with.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Validate a configuration file against `serve`'s options without starting: every
+    /// key known, every value accepted (the file `serve` would read when none is given).
+    Check {
+        /// The file [default: $BOTGATE_CONFIG, or /etc/botgate/botgate.toml].
+        file: Option<PathBuf>,
+    },
+    /// Print the effective configuration (file, then environment, then defaults) as
+    /// TOML, each value with where it came from; secrets redacted.
+    Show {
+        /// The file [default: $BOTGATE_CONFIG, or /etc/botgate/botgate.toml when present].
+        file: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -101,7 +121,7 @@ fn main() -> Result<()> {
         .with_writer(log_writer.clone())
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let cli = Cli::parse();
+    let cli = parse()?;
     let cache_dir = cli.cache_dir.or_else(default_cache_dir);
     let deadline_ms = cli.component_deadline_ms;
     let registry = || -> Result<Arc<Registry>> {
@@ -135,7 +155,73 @@ fn main() -> Result<()> {
             &url,
         ),
         Command::Ruleset(RulesetCommand::Watch { dir }) => ruleset::watch(registry()?, dir),
+        Command::Config(command) => run_config(command),
     }
+}
+
+/// The command line, with `serve`'s options defaulting to the configuration file's
+/// values (`--config`, `BOTGATE_CONFIG`, or the default file when present).
+fn parse() -> Result<Cli> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let mut command = Cli::command();
+    if let Some(path) = config::chosen(&args) {
+        let serve = configured_serve(Some(&path))?.1;
+        command = command.mut_subcommand("serve", |_| serve);
+    }
+    let matches = command.get_matches_from(args);
+    Cli::from_arg_matches(&matches).map_err(|error| error.exit())
+}
+
+/// `serve`'s options, with `file`'s values as their defaults.
+fn configured_serve(
+    file: Option<&std::path::Path>,
+) -> Result<(Option<config::ConfigFile>, clap::Command)> {
+    let serve = Cli::command()
+        .find_subcommand("serve")
+        .cloned()
+        .expect("botgate has a serve command");
+    let Some(path) = file else {
+        return Ok((None, serve));
+    };
+    let file = config::ConfigFile::read(path)?;
+    let serve = file.apply(serve)?;
+    Ok((Some(file), serve))
+}
+
+fn run_config(command: ConfigCommand) -> Result<()> {
+    let (file, check) = match command {
+        ConfigCommand::Check { file } => (file, true),
+        ConfigCommand::Show { file } => (file, false),
+    };
+    let path = file.or_else(|| config::chosen(&["serve".into()]));
+    if check && path.is_none() {
+        anyhow::bail!(
+            "no configuration file: name one, set {}, or create {}",
+            config::ENV,
+            config::DEFAULT_PATH
+        );
+    }
+    let (file, serve) = configured_serve(path.as_deref())?;
+    // The options as `serve` would read them with no flags: the file, the environment,
+    // the defaults; what they require of each other is checked too.
+    let matches = serve
+        .clone()
+        .try_get_matches_from(["serve"])
+        .map_err(|error| anyhow::anyhow!("{}", error.render().to_string().trim()))?;
+    serve::ServeArgs::from_arg_matches(&matches)?.check()?;
+    if check {
+        if let Some(path) = path {
+            println!("{}: the configuration is valid", path.display());
+        }
+    } else {
+        // In the order `serve --help` lists the options.
+        let listed = Cli::command()
+            .find_subcommand("serve")
+            .cloned()
+            .expect("botgate has a serve command");
+        print!("{}", config::show(&listed, &matches, file.as_ref()));
+    }
+    Ok(())
 }
 
 fn default_cache_dir() -> Option<PathBuf> {

@@ -31,6 +31,11 @@ use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
+    /// A configuration file of these options under their names (`http-listen =
+    /// "0.0.0.0:8180"`); environment variables and flags override it. Without it,
+    /// /etc/botgate/botgate.toml when present.
+    #[arg(long, env = "BOTGATE_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
     #[command(flatten)]
     store: StoreArgs,
     /// Where visitors' plain HTTP arrives (the cluster's HAProxy forwards :80 here).
@@ -481,6 +486,14 @@ impl DataPlaneArgs {
 }
 
 pub fn run(args: ServeArgs, registry: Arc<Registry>, stderr: BatchedWriter) -> Result<()> {
+    let file = args
+        .config
+        .clone()
+        .or_else(|| Some(PathBuf::from(crate::config::DEFAULT_PATH)).filter(|path| path.exists()));
+    if let Some(path) = file {
+        tracing::info!(file = %path.display(), "options from the configuration file");
+    }
+    args.check()?;
     let (access_log, _flush_access_log) = args.data_plane.access_log(&stderr)?;
     let config = args.config(access_log);
     tokio::runtime::Builder::new_multi_thread()
@@ -491,6 +504,15 @@ pub fn run(args: ServeArgs, registry: Arc<Registry>, stderr: BatchedWriter) -> R
 }
 
 impl ServeArgs {
+    /// What the options require of each other beyond what the command line checks (a
+    /// configuration file's values are not checked by it).
+    pub fn check(&self) -> Result<()> {
+        if self.api_cert.is_some() != self.api_key.is_some() {
+            anyhow::bail!("--api-cert and --api-key (api-cert and api-key) go together");
+        }
+        Ok(())
+    }
+
     /// The server's configuration; what follows from the rest (the origin policy's
     /// own addresses, the API's DNS and ACME switches) the server adds itself.
     fn config(&self, access_log: AccessLog) -> ServerConfig {
