@@ -48,6 +48,8 @@ pub struct ServerConfig {
     pub api_certificate_files: Option<(PathBuf, PathBuf)>,
     /// Metrics and `/health`.
     pub admin_listen: SocketAddr,
+    /// `/health` answers 503 once the store has not answered for this long.
+    pub health_store_unreachable_after: Duration,
     /// Data-plane threads; one per core when `None`.
     pub threads: Option<NonZeroUsize>,
     /// Whether HTTP/3 is served. `gateway.http3_port`, when `None`, then becomes the
@@ -445,7 +447,14 @@ impl Server {
         }
 
         let mut tasks = Vec::new();
-        let admin_router = admin::router(gateway.clone());
+        let admin_router = admin::router(
+            gateway.clone(),
+            admin::HealthConfig {
+                backend: config.store.backend(),
+                address: config.store.address(),
+                unreachable_after: config.health_store_unreachable_after,
+            },
+        );
         let admin_shutdown = shutdown.clone();
         tasks.push(tokio::spawn(async move {
             let served = axum::serve(admin_listener, admin_router)

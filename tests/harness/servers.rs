@@ -477,7 +477,10 @@ impl Gateway {
             let health =
                 crate::http::Client::new(&format!("http://{}", gateway.admin), None).get("/health");
             if let Ok(reply) = health
-                && reply.json()["components"].as_u64() == Some(components.len() as u64)
+                && reply.json()["components"]
+                    .as_object()
+                    .map(|loaded| loaded.len())
+                    == Some(components.len())
             {
                 return Ok(gateway);
             }

@@ -23,15 +23,29 @@ pub enum StoreConfig {
     Redis(RedisConfig),
 }
 
+impl StoreConfig {
+    /// The backend's name: `embedded` or `redis`.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            StoreConfig::Embedded(_) => "embedded",
+            StoreConfig::Redis(_) => "redis",
+        }
+    }
+
+    /// Where the store is: the embedded file, or Redis's address and database (never
+    /// its password).
+    pub fn address(&self) -> String {
+        match self {
+            StoreConfig::Embedded(dir) => dir.join("botgate.redb").display().to_string(),
+            StoreConfig::Redis(config) => config.location(),
+        }
+    }
+}
+
 impl std::fmt::Display for StoreConfig {
     /// Which store, for logs; never the Redis password.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StoreConfig::Embedded(dir) => {
-                write!(f, "embedded ({})", dir.join("botgate.redb").display())
-            }
-            StoreConfig::Redis(config) => write!(f, "redis ({})", config.location()),
-        }
+        write!(f, "{} ({})", self.backend(), self.address())
     }
 }
 

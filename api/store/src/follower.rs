@@ -14,7 +14,8 @@ use botgate_model::report::Report;
 use foldhash::fast::RandomState;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
 /// Every website, by domain and by host name, at one store version.
@@ -117,7 +118,50 @@ impl WebsiteIndex {
 /// The follower: the current index, swapped atomically; stops when dropped.
 pub struct Follower {
     current: Arc<ArcSwap<WebsiteIndex>>,
+    contact: Arc<Contact>,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// When the store last answered the follower, and since when it has not.
+#[derive(Default)]
+struct Contact {
+    /// The last time (ms since the Unix epoch) the store confirmed the index current.
+    confirmed_ms: AtomicU64,
+    /// Since when (ms) every read has failed; 0 while the store answers.
+    failing_since_ms: AtomicU64,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64)
+}
+
+impl Contact {
+    fn answered(&self) {
+        self.confirmed_ms.store(now_ms(), Ordering::Relaxed);
+        self.failing_since_ms.store(0, Ordering::Relaxed);
+    }
+
+    fn failed(&self) {
+        let _ = self.failing_since_ms.compare_exchange(
+            0,
+            now_ms(),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// How fresh the follower's index is, for health checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Freshness {
+    /// The store version the index is at.
+    pub version: u64,
+    /// How long ago the store last confirmed the index current.
+    pub age: Duration,
+    /// How long every read of the store has failed; `None` while it answers.
+    pub unreachable_for: Option<Duration>,
 }
 
 impl Drop for Follower {
@@ -136,8 +180,33 @@ impl Follower {
         let feed = store.subscribe();
         let first = WebsiteIndex::from_snapshot(store.snapshot().await?);
         let current = Arc::new(ArcSwap::from_pointee(first));
-        let task = tokio::spawn(follow(store, feed, Arc::clone(&current), resync_every));
-        Ok(Follower { current, task })
+        let contact = Arc::new(Contact::default());
+        contact.answered();
+        let task = tokio::spawn(follow(
+            store,
+            feed,
+            Arc::clone(&current),
+            Arc::clone(&contact),
+            resync_every,
+        ));
+        Ok(Follower {
+            current,
+            contact,
+            task,
+        })
+    }
+
+    /// The index's version, how long ago the store confirmed it, and how long the
+    /// store has not answered.
+    pub fn freshness(&self) -> Freshness {
+        let now = now_ms();
+        let since = |ms: u64| Duration::from_millis(now.saturating_sub(ms));
+        let failing = self.contact.failing_since_ms.load(Ordering::Relaxed);
+        Freshness {
+            version: self.current.load().version,
+            age: since(self.contact.confirmed_ms.load(Ordering::Relaxed)),
+            unreachable_for: (failing != 0).then(|| since(failing)),
+        }
     }
 
     /// The index as of now; cheap, lock-free, never waits on the store.
@@ -153,9 +222,15 @@ impl Follower {
     }
 }
 
-async fn reload<S: Store>(store: &S, current: &ArcSwap<WebsiteIndex>, why: &str) {
+async fn reload<S: Store>(
+    store: &S,
+    current: &ArcSwap<WebsiteIndex>,
+    contact: &Contact,
+    why: &str,
+) {
     match store.snapshot().await {
         Ok(snapshot) => {
+            contact.answered();
             tracing::info!(
                 why,
                 version = snapshot.version,
@@ -165,6 +240,7 @@ async fn reload<S: Store>(store: &S, current: &ArcSwap<WebsiteIndex>, why: &str)
             current.store(Arc::new(WebsiteIndex::from_snapshot(snapshot)));
         }
         Err(err) => {
+            contact.failed();
             tracing::warn!(error = %Report(&err), why, "website index reload failed; keeping the last one")
         }
     }
@@ -184,6 +260,7 @@ async fn follow<S: Store>(
     store: Arc<S>,
     mut feed: tokio::sync::broadcast::Receiver<crate::Change>,
     current: Arc<ArcSwap<WebsiteIndex>>,
+    contact: Arc<Contact>,
     resync_every: Duration,
 ) {
     let mut timer = tokio::time::interval(resync_every);
@@ -193,12 +270,24 @@ async fn follow<S: Store>(
         let first = tokio::select! {
             received = feed.recv() => received,
             _ = timer.tick() => {
-                match store.version().await {
+                // A store that does not answer within a tick is as lost as one that
+                // refuses (a dead peer can leave a call waiting).
+                let answer = tokio::time::timeout(resync_every, store.version())
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(StoreError::backend_says(
+                            "no answer to the version read within the resync interval",
+                        ))
+                    });
+                match answer {
                     Ok(version) if version != current.load().version => {
-                        reload(store.as_ref(), &current, "periodic resync found a newer version").await;
+                        reload(store.as_ref(), &current, &contact, "periodic resync found a newer version").await;
                     }
-                    Ok(_) => {}
-                    Err(err) => tracing::warn!(error = %Report(&err), "website index: cannot read the store version"),
+                    Ok(_) => contact.answered(),
+                    Err(err) => {
+                        contact.failed();
+                        tracing::warn!(error = %Report(&err), "website index: cannot read the store version");
+                    }
                 }
                 continue;
             }
@@ -239,16 +328,20 @@ async fn follow<S: Store>(
         }
         match next.unwrap_or(Next::Apply { version, domains }) {
             Next::Stop => return,
-            Next::Reload(why) => reload(store.as_ref(), &current, why).await,
+            Next::Reload(why) => reload(store.as_ref(), &current, &contact, why).await,
             Next::Apply { version, domains } => {
-                if let Err(err) = apply(store.as_ref(), &current, version, domains).await {
-                    tracing::warn!(error = %Report(&err), "website index: cannot read a changed website; reloading");
-                    reload(
-                        store.as_ref(),
-                        &current,
-                        "a changed website could not be read",
-                    )
-                    .await;
+                match apply(store.as_ref(), &current, version, domains).await {
+                    Ok(()) => contact.answered(),
+                    Err(err) => {
+                        tracing::warn!(error = %Report(&err), "website index: cannot read a changed website; reloading");
+                        reload(
+                            store.as_ref(),
+                            &current,
+                            &contact,
+                            "a changed website could not be read",
+                        )
+                        .await;
+                    }
                 }
             }
         }

@@ -15,7 +15,7 @@ pub mod redis_store;
 
 pub use any::{AnyStore, StoreConfig};
 pub use embedded::EmbeddedStore;
-pub use follower::{Follower, WebsiteIndex};
+pub use follower::{Follower, Freshness, WebsiteIndex};
 pub use redis_store::{RedisConfig, RedisStore};
 
 use botgate_model::{Domain, PartnerName, User, UserId, Website};

@@ -33,6 +33,7 @@ fn config(data: &Path, origin_port: u16, rulesets: &Path) -> ServerConfig {
         api_hosts: Vec::new(),
         api_certificate_files: None,
         admin_listen: any,
+        health_store_unreachable_after: Duration::from_secs(30),
         threads: std::num::NonZeroUsize::new(2),
         http3: true,
         rulesets_dir: Some(rulesets.to_owned()),

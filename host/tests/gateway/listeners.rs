@@ -471,3 +471,53 @@ fn idle_connections_are_closed() {
         "the stalled request held its connection: {read:?}"
     );
 }
+
+/// `/health` says the store's backend and address, the snapshot's version and age and
+/// each component's version; it turns 503 once Redis has been unreachable for longer
+/// than allowed, while the gateway serves on from its last snapshot.
+#[test]
+fn health_reports_the_store_and_turns_unhealthy_when_it_is_lost() {
+    use botgate_tests::servers::RedisServer;
+    let redis = RedisServer::start().unwrap();
+    let gateway = Gateway::start_protecting(
+        binary(),
+        GatewayStore::Redis(&redis),
+        &["hoster"],
+        &["--health-store-unreachable-seconds", "1"],
+    )
+    .unwrap();
+    let admin = Client::new(&format!("http://{}", gateway.admin), None);
+    let health = admin.get("/health").unwrap();
+    assert_eq!(health.status, 200, "{health:?}");
+    let body = health.json();
+    assert_eq!(body["status"], "ok");
+    assert_eq!(body["store"]["backend"], "redis");
+    let port = redis.url().rsplit(':').next().unwrap().to_owned();
+    assert!(
+        body["store"]["address"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&port),
+        "{body}"
+    );
+    assert_eq!(body["store"]["reachable"], true);
+    assert!(body["snapshot"]["version"].is_u64(), "{body}");
+    assert!(
+        body["snapshot"]["age_seconds"].as_u64().unwrap_or(99) < 10,
+        "{body}"
+    );
+    assert_eq!(body["components"]["classifier"], "2.0.0", "{body}");
+    drop(redis);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let lost = loop {
+        let health = admin.get("/health").unwrap();
+        if health.status == 503 {
+            break health.json();
+        }
+        assert!(Instant::now() < deadline, "{health:?}\n{}", gateway.log());
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(lost["status"], "store unreachable", "{lost}");
+    assert_eq!(lost["store"]["reachable"], false);
+    assert!(lost["store"]["unreachable_for_seconds"].as_u64() >= Some(1));
+}

@@ -79,6 +79,14 @@ pub struct ServeArgs {
     /// Where Prometheus metrics (/metrics) and the health check (/health) are served.
     #[arg(long, env = "BOTGATE_ADMIN_LISTEN", default_value = "127.0.0.1:9180")]
     admin_listen: SocketAddr,
+    /// Seconds the store may go unanswered before /health answers 503 (the gateway
+    /// serves on from its last snapshot meanwhile).
+    #[arg(
+        long,
+        env = "BOTGATE_HEALTH_STORE_UNREACHABLE_SECONDS",
+        default_value = "30"
+    )]
+    health_store_unreachable_seconds: u64,
     /// Networks whose connections start with a PROXY protocol v2 header (the cluster's
     /// HAProxy); repeat or separate with commas. A trusted peer without the header is
     /// disconnected.
@@ -532,6 +540,9 @@ impl ServeArgs {
             api_hosts: self.api_hosts.clone(),
             api_certificate_files: self.api_cert.clone().zip(self.api_key.clone()),
             admin_listen: self.admin_listen,
+            health_store_unreachable_after: Duration::from_secs(
+                self.health_store_unreachable_seconds,
+            ),
             threads: self.data_plane.threads,
             http3: !self.data_plane.no_http3,
             rulesets_dir: Some(self.rulesets_dir.clone()),
