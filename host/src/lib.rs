@@ -6,6 +6,7 @@
 pub mod api_host;
 pub mod gateway;
 pub mod log_writer;
+pub mod operator;
 pub mod provisioning;
 pub mod server;
 

@@ -50,6 +50,10 @@ pub struct ServerConfig {
     pub admin_listen: SocketAddr,
     /// `/health` answers 503 once the store has not answered for this long.
     pub health_store_unreachable_after: Duration,
+    /// Where the operator's token is written at start (readable by this user only):
+    /// with it, `botgate partner` and `botgate status` work through the admin listener
+    /// while this gateway holds the store. No operator commands when `None`.
+    pub operator_token_file: Option<PathBuf>,
     /// Data-plane threads; one per core when `None`.
     pub threads: Option<NonZeroUsize>,
     /// Whether HTTP/3 is served. `gateway.http3_port`, when `None`, then becomes the
@@ -126,6 +130,12 @@ pub enum ServeError {
     Mount(#[from] MountError),
     #[error("the management API's host names")]
     ApiHost(#[source] ApiHostError),
+    #[error("writing the operator token to {path}")]
+    OperatorToken {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("starting the data plane")]
     Gateway(#[from] StartError),
     #[error("the DNS resolver of the provisioner")]
@@ -345,6 +355,16 @@ impl Server {
             alpn_challenges: alpn,
         });
         // Built before anything is spawned: their failure leaves nothing running.
+        let operator_token =
+            match &config.operator_token_file {
+                None => None,
+                Some(path) => Some(write_operator_token(path).map_err(|source| {
+                    ServeError::OperatorToken {
+                        path: path.clone(),
+                        source,
+                    }
+                })?),
+            };
         let api_certificates = match api_hosts.is_empty() {
             true => None,
             false => {
@@ -453,6 +473,10 @@ impl Server {
                 backend: config.store.backend(),
                 address: config.store.address(),
                 unreachable_after: config.health_store_unreachable_after,
+            },
+            admin::OperatorAccess {
+                store: store.clone(),
+                token: operator_token,
             },
         );
         let admin_shutdown = shutdown.clone();
@@ -667,4 +691,19 @@ async fn challenge_secret(store: &impl Store) -> Result<Vec<u8>, ServeError> {
         .await
         .map_err(ServeError::Secret)?;
     Ok(stored.into_bytes())
+}
+
+/// A new operator token, written to `path` for this user only.
+fn write_operator_token(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Write;
+    let mut random = [0u8; 32];
+    getrandom::fill(&mut random).map_err(std::io::Error::other)?;
+    let token: String = random.iter().map(|byte| format!("{byte:02x}")).collect();
+    let _ = std::fs::remove_file(path);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)?.write_all(token.as_bytes())?;
+    Ok(token)
 }

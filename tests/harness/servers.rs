@@ -494,6 +494,11 @@ impl Gateway {
         }
     }
 
+    /// The data directory (the embedded store and the operator token are there).
+    pub fn data_dir(&self) -> PathBuf {
+        self.guard.dir().join("data")
+    }
+
     /// [`Gateway::start`] with the visitors' HTTP and HTTPS listeners on the given
     /// addresses (for a CA that must be told where to check challenges).
     pub fn start_on(

@@ -99,6 +99,10 @@ impl AccountStore for AnyStore {
         delegate!(self.partner(name))
     }
 
+    async fn partners(&self) -> Result<Vec<PartnerRecord>, StoreError> {
+        delegate!(self.partners())
+    }
+
     async fn create_user(&self, user: &User) -> Result<(), StoreError> {
         delegate!(self.create_user(user))
     }

@@ -558,6 +558,16 @@ async fn partners<S: Store>(store: &S) {
         Some(rotated.clone())
     );
     store.put_partner(&acme).await.unwrap();
+    // The operator's list: every partner once, in name order, with its current key.
+    store.put_partner(&partner("beta-hosting")).await.unwrap();
+    let listed = store.partners().await.unwrap();
+    let names: Vec<&str> = listed.iter().map(|p| p.name.as_str()).collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(names, sorted, "in name order, once each");
+    assert!(names.contains(&"beta-hosting"), "{names:?}");
+    assert!(listed.contains(&acme), "{listed:?}");
 }
 
 async fn users_and_tenants<S: Store>(store: &S) {

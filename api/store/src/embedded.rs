@@ -615,6 +615,19 @@ impl AccountStore for EmbeddedStore {
         .await
     }
 
+    async fn partners(&self) -> Result<Vec<PartnerRecord>, StoreError> {
+        self.read(move |txn| {
+            let partners = txn.open_table(PARTNERS).map_err(backend)?;
+            let mut all = Vec::new();
+            for entry in partners.iter().map_err(backend)? {
+                let (name, value) = entry.map_err(backend)?;
+                all.push(decode::<PartnerRecord>(name.value(), value.value())?);
+            }
+            Ok(all)
+        })
+        .await
+    }
+
     async fn create_user(&self, user: &User) -> Result<(), StoreError> {
         let user = user.clone();
         self.write(move |txn| {

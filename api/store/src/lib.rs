@@ -319,6 +319,9 @@ pub trait AccountStore: Send + Sync + 'static {
         name: &PartnerName,
     ) -> impl Future<Output = Result<Option<PartnerRecord>, StoreError>> + Send;
 
+    /// Every partner, in name order (an operator's list: partners are few).
+    fn partners(&self) -> impl Future<Output = Result<Vec<PartnerRecord>, StoreError>> + Send;
+
     /// Creates a user; [`StoreError::Conflict`] when the partner has a user with that
     /// id, [`StoreError::NotFound`] when the partner does not exist.
     fn create_user(&self, user: &User) -> impl Future<Output = Result<(), StoreError>> + Send;

@@ -687,6 +687,44 @@ impl AccountStore for RedisStore {
             .await
     }
 
+    async fn partners(&self) -> Result<Vec<PartnerRecord>, StoreError> {
+        let pattern = self.key("partner:*");
+        let keys: Vec<String> = self
+            .run(move |c| {
+                let pattern = pattern.clone();
+                Box::pin(async move {
+                    let mut keys = Vec::new();
+                    let mut cursor: u64 = 0;
+                    loop {
+                        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                            .arg(cursor)
+                            .arg("MATCH")
+                            .arg(&pattern)
+                            .arg("COUNT")
+                            .arg(500)
+                            .query_async(c)
+                            .await?;
+                        keys.extend(batch);
+                        if next == 0 {
+                            return Ok(keys);
+                        }
+                        cursor = next;
+                    }
+                })
+            })
+            .await
+            .map_err(backend)?;
+        let mut all = Vec::with_capacity(keys.len());
+        for key in keys {
+            if let Some(partner) = self.get_json::<PartnerRecord>(key).await? {
+                all.push(partner);
+            }
+        }
+        all.sort_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
+        all.dedup_by(|a, b| a.name == b.name);
+        Ok(all)
+    }
+
     async fn create_user(&self, user: &User) -> Result<(), StoreError> {
         const LUA: &str = include_str!("lua/create_user.lua");
         let partner = user.partner.as_str();

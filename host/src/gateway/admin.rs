@@ -1,12 +1,17 @@
 //! The admin listener: Prometheus metrics and a health endpoint, for operators only
-//! (it listens on loopback by default).
+//! (it listens on loopback by default); and, with the operator's token (a file only the
+//! gateway's user can read), the operator's commands on a running gateway: partners
+//! and status.
 
 use super::Gateway;
+use crate::operator::{self, OperatorError};
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
+use botgate_store::AnyStore;
+use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,17 +27,34 @@ pub struct HealthConfig {
     pub unreachable_after: Duration,
 }
 
+/// The operator's side of the admin listener: the store, and the token its requests
+/// carry (`Authorization: Bearer …`); without a token the operator's routes answer 404.
+pub struct OperatorAccess {
+    pub store: Arc<AnyStore>,
+    pub token: Option<String>,
+}
+
 struct Admin {
     gateway: Arc<Gateway>,
     health: HealthConfig,
+    operator: OperatorAccess,
 }
 
-/// `/metrics` (OpenMetrics text) and `/health` (JSON).
-pub fn router(gateway: Arc<Gateway>, health: HealthConfig) -> Router {
+/// `/metrics` (OpenMetrics text), `/health` (JSON), and the operator's routes:
+/// `GET /operator/status`, `GET /operator/partners`, `POST
+/// /operator/partners/{name}/{create|rotate|revoke}`.
+pub fn router(gateway: Arc<Gateway>, health: HealthConfig, operator: OperatorAccess) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/health", get(self::health))
-        .with_state(Arc::new(Admin { gateway, health }))
+        .route("/operator/status", get(status))
+        .route("/operator/partners", get(partners))
+        .route("/operator/partners/{name}/{action}", post(partner_action))
+        .with_state(Arc::new(Admin {
+            gateway,
+            health,
+            operator,
+        }))
 }
 
 async fn metrics(State(admin): State<Arc<Admin>>) -> Response {
@@ -50,6 +72,11 @@ async fn metrics(State(admin): State<Arc<Admin>>) -> Response {
 /// store's backend and address, the website snapshot's version and age (since the
 /// store last confirmed it), and each loaded component's version.
 async fn health(State(admin): State<Arc<Admin>>) -> Response {
+    let (status, body) = health_body(&admin);
+    (status, axum::Json(body)).into_response()
+}
+
+fn health_body(admin: &Admin) -> (StatusCode, serde_json::Value) {
     let gateway = &admin.gateway;
     let freshness = gateway.websites.freshness();
     let websites = gateway.websites.current().len();
@@ -83,5 +110,99 @@ async fn health(State(admin): State<Arc<Admin>>) -> Response {
         "components": versions,
         "classifier_loaded": classifier,
     });
-    (status, axum::Json(body)).into_response()
+    (status, body)
+}
+
+/// A JSON error for the operator.
+fn refused(status: StatusCode, message: impl std::fmt::Display) -> Response {
+    (
+        status,
+        axum::Json(serde_json::json!({ "error": message.to_string() })),
+    )
+        .into_response()
+}
+
+/// The refusal of a request without the operator's token; `None` when it has it.
+fn unauthorized(admin: &Admin, headers: &axum::http::HeaderMap) -> Option<Response> {
+    let Some(token) = &admin.operator.token else {
+        return Some(refused(
+            StatusCode::NOT_FOUND,
+            "this gateway takes no operator commands (no operator token)",
+        ));
+    };
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    // Digests compared, not the token: the comparison's time says nothing of it.
+    (Sha256::digest(presented.as_bytes()) != Sha256::digest(token.as_bytes())).then(|| {
+        refused(
+            StatusCode::UNAUTHORIZED,
+            "the operator token is missing or wrong",
+        )
+    })
+}
+
+fn operator_error(error: OperatorError) -> Response {
+    let status = match &error {
+        OperatorError::InvalidName(_) => StatusCode::BAD_REQUEST,
+        OperatorError::Exists(_) => StatusCode::CONFLICT,
+        OperatorError::NoSuchPartner(_) => StatusCode::NOT_FOUND,
+        OperatorError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+        OperatorError::Random(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    refused(status, crate::report::Report(&error))
+}
+
+/// `/health`'s body and the certificates that expire within 14 days.
+async fn status(State(admin): State<Arc<Admin>>, headers: axum::http::HeaderMap) -> Response {
+    if let Some(refusal) = unauthorized(&admin, &headers) {
+        return refusal;
+    }
+    let (_, mut body) = health_body(&admin);
+    let now_s = (botgate_webhooks::now_ms() / 1000) as i64;
+    let index = admin.gateway.websites.index();
+    let websites = index.websites().map(|record| record.as_ref());
+    let expiring = operator::expiring_certificates(websites, now_s, operator::EXPIRING_WITHIN);
+    body["expiring_certificates"] = serde_json::json!(expiring);
+    axum::Json(body).into_response()
+}
+
+async fn partners(State(admin): State<Arc<Admin>>, headers: axum::http::HeaderMap) -> Response {
+    if let Some(refusal) = unauthorized(&admin, &headers) {
+        return refusal;
+    }
+    match operator::partner_names(admin.operator.store.as_ref()).await {
+        Ok(names) => axum::Json(serde_json::json!({ "partners": names })).into_response(),
+        Err(error) => operator_error(error),
+    }
+}
+
+async fn partner_action(
+    State(admin): State<Arc<Admin>>,
+    Path((name, action)): Path<(String, String)>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    if let Some(refusal) = unauthorized(&admin, &headers) {
+        return refusal;
+    }
+    let store = admin.operator.store.as_ref();
+    let key = match action.as_str() {
+        "create" => operator::create_partner(store, &name).await.map(Some),
+        "rotate" => operator::rotate_partner_key(store, &name).await.map(Some),
+        "revoke" => operator::revoke_partner_key(store, &name)
+            .await
+            .map(|()| None),
+        _ => {
+            return refused(
+                StatusCode::NOT_FOUND,
+                "the actions are create, rotate and revoke",
+            );
+        }
+    };
+    match key {
+        Ok(key) => axum::Json(serde_json::json!({ "partner": name, "key": key })).into_response(),
+        Err(error) => operator_error(error),
+    }
 }

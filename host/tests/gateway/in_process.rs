@@ -34,6 +34,7 @@ fn config(data: &Path, origin_port: u16, rulesets: &Path) -> ServerConfig {
         api_certificate_files: None,
         admin_listen: any,
         health_store_unreachable_after: Duration::from_secs(30),
+        operator_token_file: None,
         threads: std::num::NonZeroUsize::new(2),
         http3: true,
         rulesets_dir: Some(rulesets.to_owned()),

@@ -8,6 +8,7 @@ mod http1;
 mod in_process;
 mod listeners;
 mod loadbalancer;
+mod operator;
 mod origin_policy;
 mod origins;
 mod protection;

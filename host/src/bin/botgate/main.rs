@@ -56,6 +56,9 @@ enum Command {
     /// Check or show the configuration `serve` would run with.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// The store (reachable or not), the website snapshot, the loaded components and
+    /// the certificates expiring within 14 days, of a running gateway when one answers.
+    Status(partner::Target),
 }
 
 #[derive(Subcommand)]
@@ -156,6 +159,7 @@ fn main() -> Result<()> {
         ),
         Command::Ruleset(RulesetCommand::Watch { dir }) => ruleset::watch(registry()?, dir),
         Command::Config(command) => run_config(command),
+        Command::Status(target) => partner::status(target),
     }
 }
 

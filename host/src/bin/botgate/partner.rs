@@ -1,11 +1,13 @@
-//! `botgate partner`: issue partner keys (shown once, stored as their SHA-256).
+//! `botgate partner` and `botgate status`: the operator's commands, carried out through
+//! a running gateway's admin listener when it holds the embedded store (it wrote its
+//! token into the data directory), and on the store directly otherwise (Redis, or an
+//! embedded store no gateway holds).
 
-use crate::store::StoreArgs;
-use anyhow::{Result, bail};
-use botgate_api::keys::{new_partner_key, new_webhook_secret};
-use botgate_model::PartnerName;
-use botgate_store::{AccountStore, PartnerChange, PartnerRecord, key_digest};
-use clap::Subcommand;
+use crate::store::{OPERATOR_TOKEN_FILE, StoreArgs};
+use anyhow::{Context, Result, bail};
+use botgate_host::operator::{self, Expiring};
+use botgate_store::{AnyStore, WebsiteStore};
+use clap::{Args, Subcommand};
 
 #[derive(Subcommand)]
 pub enum PartnerCommand {
@@ -14,12 +16,101 @@ pub enum PartnerCommand {
     Create {
         /// The partner's name: 1 to 64 characters of a-z, 0-9, `_` and `-`.
         name: String,
-        /// Give an existing partner a new key (the old key stops working).
+        /// Give an existing partner a new key instead (as `rotate`).
         #[arg(long)]
         new_key: bool,
         #[command(flatten)]
-        store: StoreArgs,
+        target: Target,
     },
+    /// List the partners.
+    List {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Give a partner a new key, printed once; the old one stops working at once.
+    Rotate {
+        name: String,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Revoke a partner's key: it stops working at once, and none works until a
+    /// rotation. The partner's users and websites stay.
+    Revoke {
+        name: String,
+        #[command(flatten)]
+        target: Target,
+    },
+}
+
+/// Which gateway or store a command acts on.
+#[derive(Args, Debug, Clone)]
+pub struct Target {
+    #[command(flatten)]
+    store: StoreArgs,
+    /// The admin listener of a gateway running on the embedded store (its token is
+    /// read from the data directory).
+    #[arg(
+        long,
+        env = "BOTGATE_ADMIN_URL",
+        default_value = "http://127.0.0.1:9180"
+    )]
+    admin_url: String,
+}
+
+/// How a command reaches its store.
+enum Via {
+    /// A running gateway's admin listener, with its operator token.
+    Admin {
+        url: String,
+        token: String,
+    },
+    Store(AnyStore),
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(std::time::Duration::from_secs(30)))
+        .build()
+        .into()
+}
+
+/// The JSON answer of a request to the admin listener; its `error` as the error.
+fn admin_answer(
+    answer: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    url: &str,
+) -> Result<serde_json::Value> {
+    let mut answer = answer.with_context(|| format!("reaching the gateway at {url}"))?;
+    let status = answer.status();
+    let text = answer.body_mut().read_to_string().unwrap_or_default();
+    let body: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    if !status.is_success() {
+        match body["error"].as_str() {
+            Some(error) => bail!("{error}"),
+            None => bail!("the gateway at {url} answered {status}"),
+        }
+    }
+    Ok(body)
+}
+
+impl Target {
+    /// The admin listener, when a gateway that wrote its token there answers at it;
+    /// the store otherwise.
+    async fn via(&self) -> Result<Via> {
+        if self.store.redis_url.is_none() {
+            let path = self.store.data_dir.join(OPERATOR_TOKEN_FILE);
+            if let Ok(token) = std::fs::read_to_string(&path) {
+                let url = self.admin_url.trim_end_matches('/').to_owned();
+                if agent().get(format!("{url}/health")).call().is_ok() {
+                    return Ok(Via::Admin {
+                        url,
+                        token: token.trim().to_owned(),
+                    });
+                }
+            }
+        }
+        Ok(Via::Store(self.store.open().await?))
+    }
 }
 
 pub fn run(command: PartnerCommand) -> Result<()> {
@@ -27,54 +118,164 @@ pub fn run(command: PartnerCommand) -> Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        match command {
+        let (target, name, action) = match command {
             PartnerCommand::Create {
                 name,
                 new_key,
-                store,
-            } => create(&name, new_key, &store).await,
+                target,
+            } => (target, name, if new_key { "rotate" } else { "create" }),
+            PartnerCommand::Rotate { name, target } => (target, name, "rotate"),
+            PartnerCommand::Revoke { name, target } => (target, name, "revoke"),
+            PartnerCommand::List { target } => {
+                for name in list(&target).await? {
+                    println!("{name}");
+                }
+                return Ok(());
+            }
+        };
+        let key = act(&target, &name, action).await?;
+        let place = format!("the {} store", target.store.config());
+        match key {
+            Some(key) => {
+                eprintln!(
+                    "partner `{name}` in {place}; its API key follows (shown once, keep it secret):"
+                );
+                println!("{key}");
+            }
+            None => eprintln!("partner `{name}` in {place}: its key is revoked"),
         }
+        Ok(())
     })
 }
 
-async fn create(name: &str, new_key: bool, args: &StoreArgs) -> Result<()> {
-    let name = PartnerName::parse(name).map_err(|invalid| anyhow::anyhow!(invalid.message))?;
-    let store = args.open().await?;
-    let existing = store.partner(&name).await?;
-    if existing.is_some() && !new_key {
-        bail!(
-            "partner `{}` exists; pass --new-key to replace its key",
-            name.as_str()
-        );
-    }
-    let key = new_partner_key()?;
-    match existing {
-        // Only the key is written: a webhook secret rotated meanwhile stays.
-        Some(_) => {
-            store
-                .update_partner(
-                    &name,
-                    PartnerChange::Key {
-                        key_sha256: key_digest(&key),
-                    },
-                )
-                .await?;
+async fn list(target: &Target) -> Result<Vec<String>> {
+    match target.via().await? {
+        Via::Admin { url, token } => {
+            let answer = agent()
+                .get(format!("{url}/operator/partners"))
+                .header("authorization", format!("Bearer {token}"))
+                .call();
+            let body = admin_answer(answer, &url)?;
+            Ok(serde_json::from_value(body["partners"].clone())?)
         }
-        None => {
-            store
-                .put_partner(&PartnerRecord {
-                    name: name.clone(),
-                    key_sha256: key_digest(&key),
-                    webhook_secret: new_webhook_secret()?,
-                })
-                .await?;
-        }
+        Via::Store(store) => Ok(operator::partner_names(&store).await?),
     }
-    eprintln!(
-        "partner `{}` in the {} store; its API key follows (shown once, keep it secret):",
-        name.as_str(),
-        args.config()
-    );
-    println!("{key}");
+}
+
+/// Creates, rotates or revokes; the key to show, if any.
+async fn act(target: &Target, name: &str, action: &str) -> Result<Option<String>> {
+    match target.via().await? {
+        Via::Admin { url, token } => {
+            let answer = agent()
+                .post(format!("{url}/operator/partners/{name}/{action}"))
+                .header("authorization", format!("Bearer {token}"))
+                .send_empty();
+            let body = admin_answer(answer, &url)?;
+            Ok(body["key"].as_str().map(str::to_owned))
+        }
+        Via::Store(store) => Ok(match action {
+            "create" => Some(operator::create_partner(&store, name).await?),
+            "rotate" => Some(operator::rotate_partner_key(&store, name).await?),
+            _ => {
+                operator::revoke_partner_key(&store, name).await?;
+                None
+            }
+        }),
+    }
+}
+
+/// `botgate status`: the store, the snapshot, the components, expiring certificates.
+pub fn status(target: Target) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let status = runtime.block_on(async {
+        match target.via().await? {
+            Via::Admin { url, token } => {
+                let answer = agent()
+                    .get(format!("{url}/operator/status"))
+                    .header("authorization", format!("Bearer {token}"))
+                    .call();
+                admin_answer(answer, &url)
+            }
+            Via::Store(store) => direct_status(&target, &store).await,
+        }
+    })?;
+    print!("{}", describe(&status));
     Ok(())
+}
+
+/// The status read from the store itself, with the components of a gateway answering
+/// at the admin URL (on Redis, any gateway of the cluster).
+async fn direct_status(target: &Target, store: &AnyStore) -> Result<serde_json::Value> {
+    let config = target.store.config();
+    let snapshot = store.snapshot().await?;
+    let now_s = (botgate_webhooks::now_ms() / 1000) as i64;
+    let expiring =
+        operator::expiring_certificates(snapshot.websites.iter(), now_s, operator::EXPIRING_WITHIN);
+    let url = target.admin_url.trim_end_matches('/');
+    let components = admin_answer(agent().get(format!("{url}/health")).call(), url)
+        .map(|health| health["components"].clone())
+        .unwrap_or(serde_json::Value::Null);
+    Ok(serde_json::json!({
+        "store": {"backend": config.backend(), "address": config.address(), "reachable": true},
+        "snapshot": {"version": snapshot.version, "websites": snapshot.websites.len()},
+        "components": components,
+        "expiring_certificates": expiring,
+    }))
+}
+
+/// The status as lines for a person.
+fn describe(status: &serde_json::Value) -> String {
+    let store = &status["store"];
+    let mut out = format!(
+        "store: {} ({}), {}\n",
+        store["backend"].as_str().unwrap_or("?"),
+        store["address"].as_str().unwrap_or("?"),
+        match store["reachable"].as_bool() {
+            Some(true) => "reachable".to_owned(),
+            _ => format!(
+                "UNREACHABLE for {} s",
+                store["unreachable_for_seconds"].as_u64().unwrap_or(0)
+            ),
+        }
+    );
+    let snapshot = &status["snapshot"];
+    out.push_str(&format!(
+        "snapshot: version {}, {} websites{}\n",
+        snapshot["version"],
+        snapshot["websites"],
+        snapshot["age_seconds"]
+            .as_u64()
+            .map(|age| format!(", confirmed {age} s ago"))
+            .unwrap_or_default()
+    ));
+    match status["components"].as_object() {
+        Some(components) => out.push_str(&format!(
+            "components: {}\n",
+            components
+                .iter()
+                .map(|(name, version)| format!("{name} {}", version.as_str().unwrap_or("?")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        None => out.push_str("components: no gateway answers at the admin URL\n"),
+    }
+    let expiring: Vec<Expiring> =
+        serde_json::from_value(status["expiring_certificates"].clone()).unwrap_or_default();
+    if expiring.is_empty() {
+        out.push_str("certificates expiring within 14 days: none\n");
+    }
+    for certificate in expiring {
+        out.push_str(&format!(
+            "certificate of {} expires in {} days (at {})\n",
+            certificate.domain,
+            certificate.days_left,
+            httpdate::fmt_http_date(
+                std::time::UNIX_EPOCH
+                    + std::time::Duration::from_secs(certificate.not_after.max(0) as u64)
+            )
+        ));
+    }
+    out
 }

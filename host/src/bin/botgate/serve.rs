@@ -543,6 +543,10 @@ impl ServeArgs {
             health_store_unreachable_after: Duration::from_secs(
                 self.health_store_unreachable_seconds,
             ),
+            // On the embedded store (one process at a time), operator commands go
+            // through the admin listener while this gateway runs.
+            operator_token_file: (self.store.redis_url.is_none())
+                .then(|| self.store.data_dir.join(crate::store::OPERATOR_TOKEN_FILE)),
             threads: self.data_plane.threads,
             http3: !self.data_plane.no_http3,
             rulesets_dir: Some(self.rulesets_dir.clone()),

@@ -6,6 +6,9 @@ use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The operator token's file in the data directory, written by `serve`.
+pub const OPERATOR_TOKEN_FILE: &str = "operator.token";
+
 /// Where the store is: the embedded file under `--data-dir` (the default), or Redis.
 #[derive(Args, Debug, Clone)]
 pub struct StoreArgs {
