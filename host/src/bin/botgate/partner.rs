@@ -93,6 +93,24 @@ fn admin_answer(
     Ok(body)
 }
 
+/// `GET` (or `POST`, with `post`) of `path` on the admin listener at `url` with the
+/// operator's `token`; the JSON answer.
+fn operator_call(url: &str, token: &str, path: &str, post: bool) -> Result<serde_json::Value> {
+    let target = format!("{url}{path}");
+    let authorization = format!("Bearer {token}");
+    let answer = match post {
+        true => agent()
+            .post(target)
+            .header("authorization", authorization)
+            .send_empty(),
+        false => agent()
+            .get(target)
+            .header("authorization", authorization)
+            .call(),
+    };
+    admin_answer(answer, url)
+}
+
 impl Target {
     /// The admin listener, when a gateway that wrote its token there answers at it;
     /// the store otherwise.
@@ -151,11 +169,7 @@ pub fn run(command: PartnerCommand) -> Result<()> {
 async fn list(target: &Target) -> Result<Vec<String>> {
     match target.via().await? {
         Via::Admin { url, token } => {
-            let answer = agent()
-                .get(format!("{url}/operator/partners"))
-                .header("authorization", format!("Bearer {token}"))
-                .call();
-            let body = admin_answer(answer, &url)?;
+            let body = operator_call(&url, &token, "/operator/partners", false)?;
             Ok(serde_json::from_value(body["partners"].clone())?)
         }
         Via::Store(store) => Ok(operator::partner_names(&store).await?),
@@ -166,11 +180,8 @@ async fn list(target: &Target) -> Result<Vec<String>> {
 async fn act(target: &Target, name: &str, action: &str) -> Result<Option<String>> {
     match target.via().await? {
         Via::Admin { url, token } => {
-            let answer = agent()
-                .post(format!("{url}/operator/partners/{name}/{action}"))
-                .header("authorization", format!("Bearer {token}"))
-                .send_empty();
-            let body = admin_answer(answer, &url)?;
+            let path = format!("/operator/partners/{name}/{action}");
+            let body = operator_call(&url, &token, &path, true)?;
             Ok(body["key"].as_str().map(str::to_owned))
         }
         Via::Store(store) => Ok(match action {
@@ -191,13 +202,7 @@ pub fn status(target: Target) -> Result<()> {
         .build()?;
     let status = runtime.block_on(async {
         match target.via().await? {
-            Via::Admin { url, token } => {
-                let answer = agent()
-                    .get(format!("{url}/operator/status"))
-                    .header("authorization", format!("Bearer {token}"))
-                    .call();
-                admin_answer(answer, &url)
-            }
+            Via::Admin { url, token } => operator_call(&url, &token, "/operator/status", false),
             Via::Store(store) => direct_status(&target, &store).await,
         }
     })?;
