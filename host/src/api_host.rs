@@ -201,6 +201,14 @@ impl<S: Store> ApiCertificates<S> {
         self.offer(certificate, "store");
     }
 
+    /// Counts a failed issuance and waits longer before the next.
+    fn back_off(&mut self, reason: &str) {
+        self.failures += 1;
+        let wait = issuance_backoff(self.failures);
+        self.retry_at_ms = now_ms() + wait.as_millis() as u64;
+        tracing::warn!(%reason, failures = self.failures, retry_in_s = wait.as_secs(), "the API certificate was not issued");
+    }
+
     /// Whether the names need a certificate: none is served, or a third or less of its
     /// lifetime remains.
     fn due(&self) -> bool {
@@ -234,19 +242,14 @@ impl<S: Store> ApiCertificates<S> {
             }
         }
         tracing::info!(names = ?self.names, "issuing a certificate for the API host names");
-        let issued = acme.issue(&self.names).await;
-        let _ = self.store.remove_ephemeral(&lease).await;
-        let certificate = match issued {
+        let certificate = match acme.issue(&self.names).await {
             Ok(certificate) => certificate,
             Err(err) => {
-                self.failures += 1;
-                let wait = issuance_backoff(self.failures);
-                self.retry_at_ms = now_ms() + wait.as_millis() as u64;
-                tracing::warn!(error = %Report(&err), failures = self.failures, retry_in_s = wait.as_secs(), "the API certificate was not issued");
+                let _ = self.store.remove_ephemeral(&lease).await;
+                self.back_off(&Report(&err).to_string());
                 return;
             }
         };
-        self.failures = 0;
         let until_ms = leaf_summary(&certificate.public)
             .map_or(now + ISSUE_LEASE_MS, |(_, not_after, _)| {
                 (not_after.max(0) as u64) * 1000
@@ -259,7 +262,15 @@ impl<S: Store> ApiCertificates<S> {
         {
             tracing::warn!(error = %Report(&err), "storing the API certificate; other gateways issue their own");
         }
+        // Released once the certificate is stored: a gateway that takes the lease
+        // next finds it there.
+        let _ = self.store.remove_ephemeral(&lease).await;
         self.offer(certificate, "ACME");
+        match self.due() {
+            // Refused (or still due): not issued again before the back-off.
+            true => self.back_off("the issued certificate cannot serve the names"),
+            false => self.failures = 0,
+        }
         self.certificates.set_awaiting(&self.names, self.due());
     }
 }

@@ -162,6 +162,8 @@ pub struct Server {
     threads: Vec<std::thread::JoinHandle<()>>,
     services: Vec<JoinHandle<()>>,
     watcher: Option<Watcher>,
+    /// Removed at stop: a stale token sends no command to another process.
+    operator_token_file: Option<PathBuf>,
 }
 
 /// Starts a gateway with `config`, deciding with `rulesets`, and serves until
@@ -481,9 +483,12 @@ impl Server {
         );
         let admin_shutdown = shutdown.clone();
         tasks.push(tokio::spawn(async move {
-            let served = axum::serve(admin_listener, admin_router)
-                .with_graceful_shutdown(admin_shutdown.stopped())
-                .await;
+            let served = axum::serve(
+                admin_listener,
+                admin_router.into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .with_graceful_shutdown(admin_shutdown.stopped())
+            .await;
             if let Err(err) = served {
                 tracing::warn!(reason = %Report(&err), "the admin listener failed");
             }
@@ -535,6 +540,7 @@ impl Server {
             threads: thread_handles,
             services: tasks,
             watcher,
+            operator_token_file: config.operator_token_file.clone(),
         })
     }
 
@@ -556,6 +562,9 @@ impl Server {
     /// Stops accepting, lets open connections finish for at most the drain timeout,
     /// then closes the rest and stops every task and thread the gateway started.
     pub async fn stop(self) {
+        if let Some(path) = &self.operator_token_file {
+            let _ = std::fs::remove_file(path);
+        }
         tracing::info!(
             drain_seconds = self.drain.as_secs(),
             "shutting down: draining connections"

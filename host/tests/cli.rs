@@ -124,7 +124,14 @@ fn config_check_names_the_key_and_the_line_of_what_is_wrong() {
         ),
         ("[serve]\napi-rate = 3\n", ":1: `serve` must be a string"),
         ("api-rate = [1\n", ":1: not valid TOML"),
-        ("api-cert = \"/tmp/cert.pem\"\n", "api-cert and api-key"),
+        (
+            "api-cert = \"/tmp/cert.pem\"\n",
+            "--api-cert and --api-key go together",
+        ),
+        (
+            "fallback-key = \"/tmp/key.pem\"\n",
+            "--fallback-cert and --fallback-key go together",
+        ),
     ] {
         let file = config_file(&dir, text);
         let output = botgate(&["config", "check", &file]);

@@ -353,7 +353,9 @@ impl Website {
         if outcome.is_ok()
             && let Some(pending) = self.pending.as_mut().filter(|pending| pending.held)
         {
+            // The work (and any issuance) is over; only the hold remains.
             pending.work_done = true;
+            pending.issue_certificate = false;
             self.status_reason = Some(HELD.to_owned());
             return Vec::new();
         }
@@ -635,13 +637,15 @@ mod tests {
         assert!(site.settle().is_empty(), "held");
         // The gateway's work begins (DNS check) and ends: still held.
         site.begin_setup(1, "checking DNS".into());
-        site.pending
-            .as_mut()
-            .unwrap()
-            .callbacks
-            .push("https://hooks.example/a".into());
+        let pending = site.pending.as_mut().unwrap();
+        pending.callbacks.push("https://hooks.example/a".into());
+        pending.issue_certificate = true;
         assert!(site.awaits_work());
         assert!(site.finish_setup(Ok(())).is_empty());
+        assert!(
+            !site.pending.as_ref().unwrap().issue_certificate,
+            "an issuance that ended is not waited for again"
+        );
         assert_eq!(site.status, Status::Setup);
         assert!(!site.awaits_work());
         assert!(site.settle().is_empty());

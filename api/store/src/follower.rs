@@ -160,7 +160,8 @@ pub struct Freshness {
     pub version: u64,
     /// How long ago the store last confirmed the index current.
     pub age: Duration,
-    /// How long every read of the store has failed; `None` while it answers.
+    /// Since the store last answered, while every read of it fails; `None` while it
+    /// answers.
     pub unreachable_for: Option<Duration>,
 }
 
@@ -201,11 +202,13 @@ impl Follower {
     pub fn freshness(&self) -> Freshness {
         let now = now_ms();
         let since = |ms: u64| Duration::from_millis(now.saturating_sub(ms));
-        let failing = self.contact.failing_since_ms.load(Ordering::Relaxed);
+        let failing = self.contact.failing_since_ms.load(Ordering::Relaxed) != 0;
+        let age = since(self.contact.confirmed_ms.load(Ordering::Relaxed));
         Freshness {
             version: self.current.load().version,
-            age: since(self.contact.confirmed_ms.load(Ordering::Relaxed)),
-            unreachable_for: (failing != 0).then(|| since(failing)),
+            age,
+            // Lost since it last answered, not since the failure was noticed.
+            unreachable_for: failing.then_some(age),
         }
     }
 

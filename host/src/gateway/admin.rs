@@ -6,7 +6,7 @@
 use super::Gateway;
 use crate::operator::{self, OperatorError};
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -122,8 +122,22 @@ fn refused(status: StatusCode, message: impl std::fmt::Display) -> Response {
         .into_response()
 }
 
-/// The refusal of a request without the operator's token; `None` when it has it.
-fn unauthorized(admin: &Admin, headers: &axum::http::HeaderMap) -> Option<Response> {
+/// The refusal of a request without the operator's token, or from another machine (a
+/// token and partner keys never cross the network in clear); `None` when it may go.
+fn unauthorized(
+    admin: &Admin,
+    peer: std::net::SocketAddr,
+    headers: &axum::http::HeaderMap,
+) -> Option<Response> {
+    if !crate::gateway::connection::canonical_address(peer)
+        .ip()
+        .is_loopback()
+    {
+        return Some(refused(
+            StatusCode::FORBIDDEN,
+            "operator commands are taken from this machine only",
+        ));
+    }
     let Some(token) = &admin.operator.token else {
         return Some(refused(
             StatusCode::NOT_FOUND,
@@ -156,8 +170,12 @@ fn operator_error(error: OperatorError) -> Response {
 }
 
 /// `/health`'s body and the certificates that expire within 14 days.
-async fn status(State(admin): State<Arc<Admin>>, headers: axum::http::HeaderMap) -> Response {
-    if let Some(refusal) = unauthorized(&admin, &headers) {
+async fn status(
+    State(admin): State<Arc<Admin>>,
+    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    if let Some(refusal) = unauthorized(&admin, peer, &headers) {
         return refusal;
     }
     let (_, mut body) = health_body(&admin);
@@ -169,8 +187,12 @@ async fn status(State(admin): State<Arc<Admin>>, headers: axum::http::HeaderMap)
     axum::Json(body).into_response()
 }
 
-async fn partners(State(admin): State<Arc<Admin>>, headers: axum::http::HeaderMap) -> Response {
-    if let Some(refusal) = unauthorized(&admin, &headers) {
+async fn partners(
+    State(admin): State<Arc<Admin>>,
+    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    if let Some(refusal) = unauthorized(&admin, peer, &headers) {
         return refusal;
     }
     match operator::partner_names(admin.operator.store.as_ref()).await {
@@ -181,10 +203,11 @@ async fn partners(State(admin): State<Arc<Admin>>, headers: axum::http::HeaderMa
 
 async fn partner_action(
     State(admin): State<Arc<Admin>>,
+    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
     Path((name, action)): Path<(String, String)>,
     headers: axum::http::HeaderMap,
 ) -> Response {
-    if let Some(refusal) = unauthorized(&admin, &headers) {
+    if let Some(refusal) = unauthorized(&admin, peer, &headers) {
         return refusal;
     }
     let store = admin.operator.store.as_ref();

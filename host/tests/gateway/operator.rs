@@ -138,3 +138,33 @@ fn on_redis_the_commands_go_to_the_store_while_gateways_run() {
     assert!(!status.contains(&redis.password), "{status}");
     assert!(status.contains("classifier 2.0.0"), "{status}");
 }
+
+/// The operator's commands take the store and the admin listener from the configuration
+/// file `serve` runs with.
+#[test]
+fn the_commands_read_the_configuration_file_of_the_gateway() {
+    let gateway = Gateway::start(binary(), GatewayStore::Embedded, &["hoster"], &[]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("botgate.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "data-dir = \"{}\"\nadmin-listen = \"{}\"\nhttp-listen = \"127.0.0.1:1\"\n",
+            gateway.data_dir().display(),
+            gateway.admin
+        ),
+    )
+    .unwrap();
+    let output = Command::new(binary())
+        .args(["partner", "list"])
+        .env("BOTGATE_CONFIG", &file)
+        .current_dir(dir.path())
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .unwrap();
+    assert_eq!(printed(&output), "hoster");
+    assert!(
+        !dir.path().join("data").exists(),
+        "no store was made where the file does not point"
+    );
+}

@@ -105,10 +105,35 @@ impl ConfigFile {
 
     /// `serve` with the file's values as its options' defaults. An unknown key, or a
     /// value its option refuses, is an error naming the key and its line.
-    pub fn apply(&self, mut serve: Command) -> Result<Command> {
+    pub fn apply(&self, serve: Command) -> Result<Command> {
+        self.apply_to(serve, true)
+    }
+
+    /// An operator's command (`partner …`, `status`) with the file's store options as
+    /// defaults, and the admin listener's address as `--admin-url`: it acts on the
+    /// store and the gateway the file configures. Other keys are `serve`'s alone.
+    pub fn apply_to_operator(&self, command: Command) -> Result<Command> {
+        let mut command = self.apply_to(command, false)?;
+        let admin = self
+            .settings
+            .iter()
+            .find(|setting| setting.key == "admin-listen");
+        if let Some(admin) = admin
+            && option(&command, "admin-url").is_some()
+        {
+            let url = format!("http://{}", admin.values.join(""));
+            command = command.mut_arg("admin_url", |arg| arg.default_value(url));
+        }
+        Ok(command)
+    }
+
+    fn apply_to(&self, mut serve: Command, strict: bool) -> Result<Command> {
         for setting in &self.settings {
             let at = format!("{}:{}", self.path.display(), setting.line);
             let Some(arg) = option(&serve, &setting.key) else {
+                if !strict {
+                    continue;
+                }
                 bail!(
                     "{at}: unknown key `{}`; the keys are `botgate serve`'s options without \
                      the leading dashes (see `botgate serve --help`)",
@@ -165,11 +190,17 @@ fn option<'a>(serve: &'a Command, key: &str) -> Option<&'a Arg> {
         .find(|arg| arg.get_long() == Some(key))
 }
 
-/// The file `serve` reads: `--config FILE` on the command line (after `serve`), else
-/// `BOTGATE_CONFIG`, else [`DEFAULT_PATH`] when it exists.
+/// The commands that read the configuration file.
+pub const READERS: [&str; 3] = ["serve", "partner", "status"];
+
+/// The file a command of [`READERS`] reads: `--config FILE` on the command line (after
+/// the command), else `BOTGATE_CONFIG`, else [`DEFAULT_PATH`] when it exists.
 pub fn chosen(args: &[OsString]) -> Option<PathBuf> {
-    let serve = args.iter().position(|arg| arg == "serve")?;
-    let mut rest = args[serve + 1..].iter();
+    let command = args
+        .iter()
+        .skip(1)
+        .position(|arg| READERS.iter().any(|reader| arg == reader))?;
+    let mut rest = args[command + 2..].iter();
     while let Some(arg) = rest.next() {
         let arg = arg.to_string_lossy();
         if arg == "--config" {

@@ -171,6 +171,24 @@ fn parse() -> Result<Cli> {
     if let Some(path) = config::chosen(&args) {
         let serve = configured_serve(Some(&path))?.1;
         command = command.mut_subcommand("serve", |_| serve);
+        // The operator's commands act on the store and gateway the file configures.
+        let file = config::ConfigFile::read(&path)?;
+        let status = command.find_subcommand("status").cloned().expect("status");
+        let status = file.apply_to_operator(status)?;
+        command = command.mut_subcommand("status", |_| status);
+        let mut partner = command
+            .find_subcommand("partner")
+            .cloned()
+            .expect("partner");
+        for name in ["create", "list", "rotate", "revoke"] {
+            let sub = partner
+                .find_subcommand(name)
+                .cloned()
+                .expect("partner subcommand");
+            let sub = file.apply_to_operator(sub)?;
+            partner = partner.mut_subcommand(name, |_| sub);
+        }
+        command = command.mut_subcommand("partner", |_| partner);
     }
     let matches = command.get_matches_from(args);
     Cli::from_arg_matches(&matches).map_err(|error| error.exit())

@@ -45,6 +45,10 @@ pub enum PartnerCommand {
 /// Which gateway or store a command acts on.
 #[derive(Args, Debug, Clone)]
 pub struct Target {
+    /// The configuration file whose store and admin listener to use (as `serve`'s;
+    /// without it, /etc/botgate/botgate.toml when present).
+    #[arg(long, env = "BOTGATE_CONFIG", value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
     #[command(flatten)]
     store: StoreArgs,
     /// The admin listener of a gateway running on the embedded store (its token is
@@ -70,6 +74,7 @@ enum Via {
 fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
+        .timeout_connect(Some(std::time::Duration::from_secs(2)))
         .timeout_global(Some(std::time::Duration::from_secs(30)))
         .build()
         .into()
@@ -151,6 +156,9 @@ pub fn run(command: PartnerCommand) -> Result<()> {
                 return Ok(());
             }
         };
+        // Checked here too: the name goes into the admin listener's path.
+        botgate_model::PartnerName::parse(&name)
+            .map_err(|invalid| anyhow::anyhow!(invalid.message))?;
         let key = act(&target, &name, action).await?;
         let place = format!("the {} store", target.store.config());
         match key {

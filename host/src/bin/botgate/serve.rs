@@ -61,20 +61,10 @@ pub struct ServeArgs {
     api_hosts: Vec<String>,
     /// The --api-host names' certificate chain (PEM, leaf first), read again when it
     /// changes; without it, and with ACME on, the certificate comes from ACME.
-    #[arg(
-        long,
-        env = "BOTGATE_API_CERT",
-        value_name = "FILE",
-        requires = "api_key"
-    )]
+    #[arg(long, env = "BOTGATE_API_CERT", value_name = "FILE")]
     api_cert: Option<PathBuf>,
     /// The private key (PEM) of --api-cert.
-    #[arg(
-        long,
-        env = "BOTGATE_API_KEY",
-        value_name = "FILE",
-        requires = "api_cert"
-    )]
+    #[arg(long, env = "BOTGATE_API_KEY", value_name = "FILE")]
     api_key: Option<PathBuf>,
     /// Where Prometheus metrics (/metrics) and the health check (/health) are served.
     #[arg(long, env = "BOTGATE_ADMIN_LISTEN", default_value = "127.0.0.1:9180")]
@@ -390,10 +380,10 @@ pub struct DataPlaneArgs {
     #[arg(long, env = "BOTGATE_HTTP3_ADVERTISED_PORT")]
     http3_advertised_port: Option<u16>,
     /// The certificate (PEM) for names no website covers; self-signed when not given.
-    #[arg(long, env = "BOTGATE_FALLBACK_CERT", requires = "fallback_key")]
+    #[arg(long, env = "BOTGATE_FALLBACK_CERT")]
     fallback_cert: Option<PathBuf>,
     /// The fallback certificate's private key (PEM).
-    #[arg(long, env = "BOTGATE_FALLBACK_KEY", requires = "fallback_cert")]
+    #[arg(long, env = "BOTGATE_FALLBACK_KEY")]
     fallback_key: Option<PathBuf>,
     /// Where the access log (one line per request) goes: `stderr` (with the diagnostic
     /// log), `off`, or a file, appended to.
@@ -515,8 +505,27 @@ impl ServeArgs {
     /// What the options require of each other beyond what the command line checks (a
     /// configuration file's values are not checked by it).
     pub fn check(&self) -> Result<()> {
-        if self.api_cert.is_some() != self.api_key.is_some() {
-            anyhow::bail!("--api-cert and --api-key (api-cert and api-key) go together");
+        let pairs = [
+            (
+                "api-cert",
+                "api-key",
+                self.api_cert.is_some(),
+                self.api_key.is_some(),
+            ),
+            (
+                "fallback-cert",
+                "fallback-key",
+                self.data_plane.fallback_cert.is_some(),
+                self.data_plane.fallback_key.is_some(),
+            ),
+        ];
+        for (first, second, has_first, has_second) in pairs {
+            if has_first != has_second {
+                anyhow::bail!("--{first} and --{second} go together: give both or neither");
+            }
+        }
+        if self.no_api_listener && self.api_hosts.is_empty() {
+            anyhow::bail!("--no-api-listener without --api-host leaves the API unreachable");
         }
         Ok(())
     }
