@@ -95,6 +95,7 @@ impl<S: Store> ApiCertificates<S> {
         }
         let mut random = [0u8; 8];
         let _ = getrandom::fill(&mut random);
+        certificates.reserve(&names);
         let mut keeper = ApiCertificates {
             names,
             source,

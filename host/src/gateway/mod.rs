@@ -132,8 +132,12 @@ pub trait ChallengeLedger: Send + Sync + 'static {
 /// awaiting a certificate only, and only with ACME on.
 impl listener::AlpnChallenges for Gateway {
     fn may_wait(&self, name: &str) -> bool {
+        // A mounted name is never a website's, whatever the store says.
         self.acme_answers.is_some()
-            && (self.is_website(name) || self.host_certificates.awaits(name))
+            && match self.host_certificates.is_reserved(name) {
+                true => self.host_certificates.awaits(name),
+                false => self.is_website(name),
+            }
     }
 
     fn certificate<'a>(

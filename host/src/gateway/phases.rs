@@ -153,16 +153,20 @@ impl Gateway {
             record.action = Outcome::BadRequest;
             return pages::path_refused(refusal);
         }
+        // A mounted name's (the API's) ACME HTTP-01 request, let through by the HTTPS
+        // redirect: answered while its certificate is awaited, whatever website the
+        // store may hold under that name.
+        let acme_token = request.uri().path().strip_prefix(super::ACME_HTTP01_PREFIX);
+        if let Some(token) = acme_token
+            && self.host_certificates.is_reserved(&host)
+        {
+            record.action = Outcome::AcmeChallenge;
+            let awaited = matches!(*request.method(), Method::GET | Method::HEAD)
+                && self.host_certificates.awaits(&host);
+            return self.acme_http01(token, awaited).await;
+        }
         let index = self.websites.current();
         let Some(website) = index.by_host(&host).cloned() else {
-            // A mounted name (the API's) awaiting its ACME certificate: the HTTPS
-            // redirect lets the CA's HTTP-01 request through to here.
-            if let Some(token) = request.uri().path().strip_prefix(super::ACME_HTTP01_PREFIX)
-                && self.host_certificates.awaits(&host)
-            {
-                record.action = Outcome::AcmeChallenge;
-                return self.acme_http01(token, true).await;
-            }
             record.action = Outcome::UnknownHost;
             return pages::unknown_host(&host);
         };
@@ -174,7 +178,7 @@ impl Gateway {
         // asked only for a website whose issuance is due or under way (as every
         // gateway's snapshot says): a name that is no website's got its 404 above, and
         // another website's challenge path costs no store read either.
-        if let Some(token) = request.uri().path().strip_prefix(super::ACME_HTTP01_PREFIX)
+        if let Some(token) = acme_token
             && matches!(*request.method(), Method::GET | Method::HEAD)
             && self.acme_answers.is_some()
         {

@@ -77,15 +77,33 @@ pub fn fallback_key(
 }
 
 /// The certificates of host names the gateway answers for itself (the management
-/// API's), by name; one is swapped whole when it is renewed. Names whose certificate
-/// is due are awaiting one: the CA's challenges for them are answered.
+/// API's), by name; one is swapped whole when it is renewed. A reserved name without
+/// a certificate yet gets the fallback, never a website's. Names whose certificate is
+/// due are awaiting one: the CA's challenges for them are answered.
 #[derive(Default)]
 pub struct HostCertificates {
-    keys: ArcSwap<HashMap<String, Arc<CertifiedKey>>>,
+    keys: ArcSwap<HashMap<String, Option<Arc<CertifiedKey>>>>,
     awaiting: Mutex<Vec<String>>,
 }
 
 impl HostCertificates {
+    /// Makes `names` this gateway's own, before any certificate of theirs is known.
+    pub fn reserve(&self, names: &[String]) {
+        self.keys.rcu(|keys| {
+            let mut keys = HashMap::clone(keys);
+            for name in names {
+                keys.entry(name.clone()).or_insert(None);
+            }
+            keys
+        });
+    }
+
+    /// Whether `name` is one of these names.
+    pub fn is_reserved(&self, name: &str) -> bool {
+        let keys = self.keys.load();
+        !keys.is_empty() && keys.contains_key(name)
+    }
+
     /// Marks `names` as awaiting an ACME certificate, or not.
     pub fn set_awaiting(&self, names: &[String], awaiting: bool) {
         let mut list = self.awaiting.lock().unwrap_or_else(|e| e.into_inner());
@@ -106,14 +124,15 @@ impl HostCertificates {
         self.keys.rcu(|keys| {
             let mut keys = HashMap::clone(keys);
             for name in names {
-                keys.insert(name.clone(), key.clone());
+                keys.insert(name.clone(), Some(key.clone()));
             }
             keys
         });
     }
 
-    /// The certificate for `name`, if it is one of these names and has one.
-    pub fn get(&self, name: &str) -> Option<Arc<CertifiedKey>> {
+    /// `None` when `name` is not one of these names; else its certificate, if it has
+    /// one yet.
+    pub fn get(&self, name: &str) -> Option<Option<Arc<CertifiedKey>>> {
         let keys = self.keys.load();
         if keys.is_empty() {
             return None;
@@ -203,7 +222,10 @@ impl ResolvesServerCert for SniResolver {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         let key = hello.server_name().and_then(|name| {
             let name = name.to_ascii_lowercase();
-            self.hosts.get(&name).or_else(|| self.website_key(&name))
+            match self.hosts.get(&name) {
+                Some(own) => own,
+                None => self.website_key(&name),
+            }
         });
         Some(key.unwrap_or_else(|| self.fallback.clone()))
     }
@@ -225,4 +247,38 @@ pub fn server_config(
 /// The crypto provider every TLS part of the gateway uses (ring).
 pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mounted name is the gateway's own from its start: before its certificate
+    /// exists it is still no website's (the fallback answers), and it awaits a
+    /// certificate only while told so.
+    #[test]
+    fn mounted_names_are_reserved_before_their_certificate() {
+        let hosts = HostCertificates::default();
+        let names = ["api.example".to_owned()];
+        assert_eq!(hosts.get("api.example").map(|key| key.is_some()), None);
+        hosts.reserve(&names);
+        assert!(hosts.is_reserved("api.example"));
+        assert!(!hosts.is_reserved("shop.example"));
+        assert_eq!(
+            hosts.get("api.example").map(|key| key.is_some()),
+            Some(false)
+        );
+        assert_eq!(hosts.get("shop.example").map(|key| key.is_some()), None);
+        let key = fallback_key(None, &provider()).unwrap();
+        hosts.install(&names, Arc::new(key));
+        assert_eq!(
+            hosts.get("api.example").map(|key| key.is_some()),
+            Some(true)
+        );
+        assert!(!hosts.awaits("api.example"));
+        hosts.set_awaiting(&names, true);
+        assert!(hosts.awaits("api.example"));
+        hosts.set_awaiting(&names, false);
+        assert!(!hosts.awaits("api.example"));
+    }
 }
