@@ -7,16 +7,18 @@
 use crate::api_host::{ApiCertificateSource, ApiCertificates, ApiHostError};
 use crate::gateway::challenge::{SECRET_NAME, StoreLedger};
 use crate::gateway::connection::Shutdown;
+use crate::gateway::connection::{ConnectionLimits, Live};
 use crate::gateway::crawlers::reverse_dns::ResolverError;
 use crate::gateway::http3::{self, Http3};
 use crate::gateway::listener::{self, AlpnChallenges, Listening};
 use crate::gateway::service::{self, MountError, MountedService, Services};
-use crate::gateway::{AcmeAnswers, Gateway, GatewayConfig, StartError, admin, tls};
+use crate::gateway::{AcmeAnswers, Gateway, GatewayConfig, StartError, admin, connection, tls};
 use crate::provisioning::acme::{Acme, AcmeConfig, StoreAnswers};
 use crate::provisioning::{Provisioner, ProvisioningConfig};
 use crate::report::Report;
 use crate::rules::{DirectorySource, Registry, RulesetSource, Watcher};
 use botgate_api::{Api, ApiConfig};
+use botgate_model::addresses::OriginPolicy;
 use botgate_store::{AnyStore, Follower, Store, StoreConfig, StoreError};
 use botgate_webhooks::{Outbox, WebhookConfig};
 use std::future::Future;
@@ -151,7 +153,6 @@ pub struct Server {
     gateway: Arc<Gateway>,
     store: Arc<AnyStore>,
     stop: watch::Sender<bool>,
-    drain: Duration,
     tracker: TaskTracker,
     /// Ends when every data-plane thread stopped accepting.
     listeners: Vec<JoinHandle<()>>,
@@ -164,6 +165,24 @@ pub struct Server {
     watcher: Option<Watcher>,
     /// Removed at stop: a stale token sends no command to another process.
     operator_token_file: Option<PathBuf>,
+    /// What a reload changes while connections run.
+    limits: Live<ConnectionLimits>,
+    trusted_proxies: Live<Vec<ipnet::IpNet>>,
+    /// Reloads asked for through the admin listener.
+    reload_requests: Arc<tokio::sync::Notify>,
+}
+
+/// The settings a running gateway takes without a restart.
+#[derive(Debug, Clone)]
+pub struct LiveSettings {
+    /// Connection limits, for connections that start from now on.
+    pub limits: ConnectionLimits,
+    /// The peers that send PROXY headers, for connections that start from now on.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// The operator's origin networks (`allow`, `deny`); the gateway's own addresses
+    /// stay refused.
+    pub origin_allow: Vec<ipnet::IpNet>,
+    pub origin_deny: Vec<ipnet::IpNet>,
 }
 
 /// Starts a gateway with `config`, deciding with `rulesets`, and serves until
@@ -263,7 +282,6 @@ impl Server {
             true => config.gateway.http3_port.or(Some(addresses.https.port())),
             false => None,
         };
-        let drain = config.gateway.limits.drain_timeout;
 
         let answers: Option<Arc<dyn AcmeAnswers>> = config.acme.as_ref().map(|_| {
             Arc::new(StoreAnswers::new(store.clone(), tls::provider())) as Arc<dyn AcmeAnswers>
@@ -344,16 +362,18 @@ impl Server {
         }
         drop(index);
         let services = Arc::new(services);
+        let live_limits = connection::live(limits.clone());
+        let trusted_proxies = connection::live(config.gateway.trusted_proxies.clone());
         let plain = Arc::new(Listening {
             handler: redirecting,
-            limits: limits.clone(),
-            trusted_proxies: config.gateway.trusted_proxies.clone(),
+            limits: live_limits.clone(),
+            trusted_proxies: trusted_proxies.clone(),
             alpn_challenges: None,
         });
         let secure = Arc::new(Listening {
             handler: services.clone(),
-            limits: limits.clone(),
-            trusted_proxies: config.gateway.trusted_proxies.clone(),
+            limits: live_limits.clone(),
+            trusted_proxies: trusted_proxies.clone(),
             alpn_challenges: alpn,
         });
         // Built before anything is spawned: their failure leaves nothing running.
@@ -457,7 +477,7 @@ impl Server {
         if let Some(endpoint) = quic_endpoint {
             let http3 = Arc::new(Http3 {
                 handler: services,
-                limits: limits.clone(),
+                limits: live_limits.clone(),
                 hellos: gateway.quic_hellos.clone(),
             });
             listeners.push(tokio::spawn(http3::serve(
@@ -469,6 +489,7 @@ impl Server {
         }
 
         let mut tasks = Vec::new();
+        let reload_requests = Arc::new(tokio::sync::Notify::new());
         let admin_router = admin::router(
             gateway.clone(),
             admin::HealthConfig {
@@ -479,6 +500,7 @@ impl Server {
             admin::OperatorAccess {
                 store: store.clone(),
                 token: operator_token,
+                reload: reload_requests.clone(),
             },
         );
         let admin_shutdown = shutdown.clone();
@@ -532,7 +554,6 @@ impl Server {
             gateway,
             store,
             stop,
-            drain,
             tracker,
             listeners,
             abandon,
@@ -541,6 +562,9 @@ impl Server {
             services: tasks,
             watcher,
             operator_token_file: config.operator_token_file.clone(),
+            limits: live_limits,
+            trusted_proxies,
+            reload_requests,
         })
     }
 
@@ -561,17 +585,35 @@ impl Server {
 
     /// Stops accepting, lets open connections finish for at most the drain timeout,
     /// then closes the rest and stops every task and thread the gateway started.
+    /// Applies `settings`: new connections take the new limits and proxies, new origin
+    /// connections the new policy.
+    pub fn reload(&self, settings: LiveSettings) {
+        self.limits.store(Arc::new(settings.limits));
+        self.trusted_proxies
+            .store(Arc::new(settings.trusted_proxies));
+        let mut policy = OriginPolicy::clone(&self.gateway.origins.policy());
+        policy.allow = settings.origin_allow;
+        policy.deny = settings.origin_deny;
+        self.gateway.origins.set_policy(policy);
+    }
+
+    /// Notified when a reload is asked for through the admin listener.
+    pub fn reload_requests(&self) -> Arc<tokio::sync::Notify> {
+        self.reload_requests.clone()
+    }
+
     pub async fn stop(self) {
         if let Some(path) = &self.operator_token_file {
             let _ = std::fs::remove_file(path);
         }
+        let drain = self.limits.load().drain_timeout;
         tracing::info!(
-            drain_seconds = self.drain.as_secs(),
+            drain_seconds = drain.as_secs(),
             "shutting down: draining connections"
         );
         let _ = self.stop.send(true);
         let tracker = self.tracker.clone();
-        let drained = tokio::time::timeout(self.drain, async {
+        let drained = tokio::time::timeout(drain, async {
             for listener in self.listeners {
                 let _ = listener.await;
             }
@@ -602,11 +644,11 @@ impl Server {
                 let _ = thread.join();
             }
         });
-        if tokio::time::timeout(self.drain, joined).await.is_err() {
+        if tokio::time::timeout(drain, joined).await.is_err() {
             tracing::warn!("a data-plane thread did not stop within the drain timeout");
         }
         let mut services = self.services;
-        let finished = tokio::time::timeout(self.drain, async {
+        let finished = tokio::time::timeout(drain, async {
             for service in services.iter_mut() {
                 let _ = service.await;
             }

@@ -32,6 +32,8 @@ pub struct HealthConfig {
 pub struct OperatorAccess {
     pub store: Arc<AnyStore>,
     pub token: Option<String>,
+    /// Told when the operator asks for a configuration reload.
+    pub reload: Arc<tokio::sync::Notify>,
 }
 
 struct Admin {
@@ -42,13 +44,14 @@ struct Admin {
 
 /// `/metrics` (OpenMetrics text), `/health` (JSON), and the operator's routes:
 /// `GET /operator/status`, `GET /operator/partners`, `POST
-/// /operator/partners/{name}/{create|rotate|revoke}`.
+/// /operator/partners/{name}/{create|rotate|revoke}`, `POST /operator/reload`.
 pub fn router(gateway: Arc<Gateway>, health: HealthConfig, operator: OperatorAccess) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/health", get(self::health))
         .route("/operator/status", get(status))
         .route("/operator/partners", get(partners))
+        .route("/operator/reload", post(reload))
         .route("/operator/partners/{name}/{action}", post(partner_action))
         .with_state(Arc::new(Admin {
             gateway,
@@ -122,40 +125,49 @@ fn refused(status: StatusCode, message: impl std::fmt::Display) -> Response {
         .into_response()
 }
 
-/// The refusal of a request without the operator's token, or from another machine (a
-/// token and partner keys never cross the network in clear); `None` when it may go.
-fn unauthorized(
-    admin: &Admin,
-    peer: std::net::SocketAddr,
-    headers: &axum::http::HeaderMap,
-) -> Option<Response> {
-    if !crate::gateway::connection::canonical_address(peer)
-        .ip()
-        .is_loopback()
-    {
-        return Some(refused(
-            StatusCode::FORBIDDEN,
-            "operator commands are taken from this machine only",
-        ));
+/// An operator's request: from this machine (a token and partner keys never cross the
+/// network in clear) with the operator's token. Anything else is refused before the
+/// handler runs.
+struct Operator;
+
+impl axum::extract::FromRequestParts<Arc<Admin>> for Operator {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        admin: &Arc<Admin>,
+    ) -> Result<Operator, Response> {
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<std::net::SocketAddr>>()
+            .map(|ConnectInfo(peer)| crate::gateway::connection::canonical_address(*peer));
+        if !peer.is_some_and(|peer| peer.ip().is_loopback()) {
+            return Err(refused(
+                StatusCode::FORBIDDEN,
+                "operator commands are taken from this machine only",
+            ));
+        }
+        let Some(token) = &admin.operator.token else {
+            return Err(refused(
+                StatusCode::NOT_FOUND,
+                "this gateway takes no operator commands (no operator token)",
+            ));
+        };
+        let presented = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        // Digests compared, not the token: the comparison's time says nothing of it.
+        if Sha256::digest(presented.as_bytes()) != Sha256::digest(token.as_bytes()) {
+            return Err(refused(
+                StatusCode::UNAUTHORIZED,
+                "the operator token is missing or wrong",
+            ));
+        }
+        Ok(Operator)
     }
-    let Some(token) = &admin.operator.token else {
-        return Some(refused(
-            StatusCode::NOT_FOUND,
-            "this gateway takes no operator commands (no operator token)",
-        ));
-    };
-    let presented = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .unwrap_or_default();
-    // Digests compared, not the token: the comparison's time says nothing of it.
-    (Sha256::digest(presented.as_bytes()) != Sha256::digest(token.as_bytes())).then(|| {
-        refused(
-            StatusCode::UNAUTHORIZED,
-            "the operator token is missing or wrong",
-        )
-    })
 }
 
 fn operator_error(error: OperatorError) -> Response {
@@ -170,14 +182,7 @@ fn operator_error(error: OperatorError) -> Response {
 }
 
 /// `/health`'s body and the certificates that expire within 14 days.
-async fn status(
-    State(admin): State<Arc<Admin>>,
-    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
-    headers: axum::http::HeaderMap,
-) -> Response {
-    if let Some(refusal) = unauthorized(&admin, peer, &headers) {
-        return refusal;
-    }
+async fn status(State(admin): State<Arc<Admin>>, _: Operator) -> Response {
     let (_, mut body) = health_body(&admin);
     let now_s = (botgate_webhooks::now_ms() / 1000) as i64;
     let index = admin.gateway.websites.index();
@@ -187,14 +192,17 @@ async fn status(
     axum::Json(body).into_response()
 }
 
-async fn partners(
-    State(admin): State<Arc<Admin>>,
-    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
-    headers: axum::http::HeaderMap,
-) -> Response {
-    if let Some(refusal) = unauthorized(&admin, peer, &headers) {
-        return refusal;
-    }
+/// Asks the gateway to read its configuration file again (as SIGHUP does).
+async fn reload(State(admin): State<Arc<Admin>>, _: Operator) -> Response {
+    admin.operator.reload.notify_one();
+    (
+        StatusCode::ACCEPTED,
+        axum::Json(serde_json::json!({ "reload": "asked; the gateway's log says what changed" })),
+    )
+        .into_response()
+}
+
+async fn partners(State(admin): State<Arc<Admin>>, _: Operator) -> Response {
     match operator::partner_names(admin.operator.store.as_ref()).await {
         Ok(names) => axum::Json(serde_json::json!({ "partners": names })).into_response(),
         Err(error) => operator_error(error),
@@ -203,13 +211,9 @@ async fn partners(
 
 async fn partner_action(
     State(admin): State<Arc<Admin>>,
-    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
+    _: Operator,
     Path((name, action)): Path<(String, String)>,
-    headers: axum::http::HeaderMap,
 ) -> Response {
-    if let Some(refusal) = unauthorized(&admin, peer, &headers) {
-        return refusal;
-    }
     let store = admin.operator.store.as_ref();
     let key = match action.as_str() {
         "create" => operator::create_partner(store, &name).await.map(Some),

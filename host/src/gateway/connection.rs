@@ -53,6 +53,15 @@ pub struct ConnectionLimits {
     pub drain_timeout: Duration,
 }
 
+/// A setting the operator may change while the gateway runs (a configuration reload):
+/// read once per connection, swapped whole.
+pub type Live<T> = std::sync::Arc<arc_swap::ArcSwap<T>>;
+
+/// `value` as a [`Live`] setting.
+pub fn live<T>(value: T) -> Live<T> {
+    std::sync::Arc::new(arc_swap::ArcSwap::from_pointee(value))
+}
+
 impl ConnectionLimits {
     /// What the HTTP/1.1 loop allows a request head.
     pub fn head(&self) -> botgate_http1::server::HeadLimits {

@@ -7,7 +7,7 @@
 //! The components get TLS 1.3, ALPN `h3` and the JA4 (`q…`) that [`super::quic_hello`]
 //! took from the client's Initial packets.
 
-use super::connection::{ConnectionInfo, ConnectionLimits, Shutdown, canonical_address};
+use super::connection::{ConnectionInfo, ConnectionLimits, Live, Shutdown, canonical_address};
 use super::pages::BoxError;
 use super::quic_hello::ClientHellos;
 use super::service::RequestHandler;
@@ -72,7 +72,8 @@ pub fn server_config(
 /// JA4 fingerprints of the clients' Initial packets.
 pub struct Http3<H> {
     pub handler: H,
-    pub limits: ConnectionLimits,
+    /// Read when a connection starts (see [`Live`]).
+    pub limits: Live<ConnectionLimits>,
     pub hellos: Arc<ClientHellos>,
 }
 
@@ -126,7 +127,7 @@ async fn connection<H: RequestHandler>(
     incoming: quinn::Incoming,
     mut shutdown: Shutdown,
 ) -> Result<(), QuicConnectionError> {
-    let limits = &http3.limits;
+    let limits = &*http3.limits.load_full();
     let peer = incoming.remote_address();
     let client = canonical_address(peer);
     let original_cid = incoming.orig_dst_cid();

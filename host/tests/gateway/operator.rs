@@ -168,3 +168,59 @@ fn the_commands_read_the_configuration_file_of_the_gateway() {
         "no store was made where the file does not point"
     );
 }
+
+/// A reload (SIGHUP, or `botgate reload`) applies the limits the file now says to new
+/// connections, names what needs a restart, and refuses a bad file, which changes
+/// nothing.
+#[test]
+fn a_reload_applies_the_live_settings_and_refuses_a_bad_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("botgate.toml");
+    std::fs::write(&file, "max-header-bytes = 65536\n").unwrap();
+    let config = file.display().to_string();
+    let gateway = Gateway::start(
+        binary(),
+        GatewayStore::Embedded,
+        &["hoster"],
+        &["--config", &config],
+    )
+    .unwrap();
+    let big = || {
+        send(
+            gateway.http,
+            Outgoing::get("nobody.example", "/").header("x-big", "b".repeat(20_000)),
+        )
+        .map(|answer| answer.status)
+    };
+    assert_ne!(big().unwrap(), 431);
+    std::fs::write(
+        &file,
+        "max-header-bytes = 16384\ncache-memory-bytes = 1000000\n",
+    )
+    .unwrap();
+    let hangup = Command::new("kill")
+        .args(["-HUP", &gateway.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(hangup.success());
+    let line = log_line(&gateway, |line| line.contains("configuration reloaded"));
+    assert!(line.contains("max-header-bytes"), "{line}");
+    let restart = log_line(&gateway, |line| {
+        line.contains("not applied until a restart")
+    });
+    assert!(restart.contains("cache-memory-bytes"), "{restart}");
+    assert_eq!(big().unwrap(), 431, "{}", gateway.log());
+
+    // A file that no longer parses is refused whole; the running limits stay.
+    std::fs::write(&file, "max-header-bytes = \"big\"\n").unwrap();
+    let asked = botgate(&gateway, &["reload"]);
+    assert!(asked.status.success(), "{asked:?}");
+    let refused = log_line(&gateway, |line| line.contains("configuration is refused"));
+    assert!(refused.contains("max-header-bytes"), "{refused}");
+    assert_eq!(big().unwrap(), 431);
+    assert_eq!(
+        get(gateway.http, "nobody.example", "/").unwrap().status,
+        404,
+        "still serving"
+    );
+}

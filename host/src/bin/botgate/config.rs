@@ -191,7 +191,7 @@ fn option<'a>(serve: &'a Command, key: &str) -> Option<&'a Arg> {
 }
 
 /// The commands that read the configuration file.
-pub const READERS: [&str; 3] = ["serve", "partner", "status"];
+pub const READERS: [&str; 4] = ["serve", "partner", "status", "reload"];
 
 /// The file a command of [`READERS`] reads: `--config FILE` on the command line (after
 /// the command), else `BOTGATE_CONFIG`, else [`DEFAULT_PATH`] when it exists.
@@ -280,4 +280,24 @@ pub fn show(serve: &Command, matches: &ArgMatches, file: Option<&ConfigFile>) ->
         out.push_str(&format!("{long} = {} # {source}\n", value.trim()));
     }
     out
+}
+
+/// Every option's effective values (as text), by name: what a reload compares.
+pub fn effective(
+    serve: &Command,
+    matches: &ArgMatches,
+) -> std::collections::BTreeMap<String, Vec<String>> {
+    serve
+        .get_arguments()
+        .filter_map(|arg| {
+            let long = arg.get_long()?;
+            let values = matches.get_raw(arg.get_id().as_str())?;
+            Some((
+                long.to_owned(),
+                values
+                    .map(|value| value.to_string_lossy().into_owned())
+                    .collect(),
+            ))
+        })
+        .collect()
 }

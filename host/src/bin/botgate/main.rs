@@ -8,7 +8,7 @@ mod ruleset;
 mod serve;
 mod store;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use botgate_host::rules::{Registry, Sandbox, SandboxConfig};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::net::IpAddr;
@@ -59,6 +59,9 @@ enum Command {
     /// The store (reachable or not), the website snapshot, the loaded components and
     /// the certificates expiring within 14 days, of a running gateway when one answers.
     Status(partner::Target),
+    /// Make a running gateway read its configuration again (as SIGHUP does); its log
+    /// says what changed and what needs a restart.
+    Reload(partner::Target),
 }
 
 #[derive(Subcommand)]
@@ -160,6 +163,7 @@ fn main() -> Result<()> {
         Command::Ruleset(RulesetCommand::Watch { dir }) => ruleset::watch(registry()?, dir),
         Command::Config(command) => run_config(command),
         Command::Status(target) => partner::status(target),
+        Command::Reload(target) => partner::reload(target),
     }
 }
 
@@ -173,9 +177,14 @@ fn parse() -> Result<Cli> {
         command = command.mut_subcommand("serve", |_| serve);
         // The operator's commands act on the store and gateway the file configures.
         let file = config::ConfigFile::read(&path)?;
-        let status = command.find_subcommand("status").cloned().expect("status");
-        let status = file.apply_to_operator(status)?;
-        command = command.mut_subcommand("status", |_| status);
+        for name in ["status", "reload"] {
+            let operator = command
+                .find_subcommand(name)
+                .cloned()
+                .expect("operator command");
+            let operator = file.apply_to_operator(operator)?;
+            command = command.mut_subcommand(name, |_| operator);
+        }
         let mut partner = command
             .find_subcommand("partner")
             .cloned()
@@ -208,6 +217,27 @@ fn configured_serve(
     let file = config::ConfigFile::read(path)?;
     let serve = file.apply(serve)?;
     Ok((Some(file), serve))
+}
+
+/// `serve`'s options as they are now: this process's command line and environment, and
+/// the configuration file read again; with each option's effective values by name.
+pub fn serve_options_now() -> Result<(
+    serve::ServeArgs,
+    std::collections::BTreeMap<String, Vec<String>>,
+)> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let path = config::chosen(&args);
+    let serve = configured_serve(path.as_deref())?.1;
+    let all = Cli::command()
+        .mut_subcommand("serve", |_| serve.clone())
+        .try_get_matches_from(&args)
+        .map_err(|error| anyhow::anyhow!("{}", error.render().to_string().trim()))?;
+    let matches = all
+        .subcommand_matches("serve")
+        .context("this process is no `botgate serve`")?;
+    let parsed = serve::ServeArgs::from_arg_matches(matches)?;
+    parsed.check()?;
+    Ok((parsed, config::effective(&serve, matches)))
 }
 
 fn run_config(command: ConfigCommand) -> Result<()> {

@@ -1,4 +1,4 @@
-//! `botgate partner` and `botgate status`: the operator's commands, carried out through
+//! `botgate partner`, `botgate status` and `botgate reload`: the operator's commands, carried out through
 //! a running gateway's admin listener when it holds the embedded store (it wrote its
 //! token into the data directory), and on the store directly otherwise (Redis, or an
 //! embedded store no gateway holds).
@@ -201,6 +201,30 @@ async fn act(target: &Target, name: &str, action: &str) -> Result<Option<String>
             }
         }),
     }
+}
+
+/// `botgate reload`: asks the gateway answering at the admin URL to read its
+/// configuration again.
+pub fn reload(target: Target) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        match target.via().await? {
+            Via::Admin { url, token } => {
+                operator_call(&url, &token, "/operator/reload", true)?;
+                eprintln!(
+                    "the gateway at {url} reads its configuration again; its log says what changed"
+                );
+                Ok(())
+            }
+            Via::Store(_) => bail!(
+                "no gateway that wrote its operator token into this data directory answers at \
+                 {}; send the serve process SIGHUP instead (systemctl reload botgate)",
+                target.admin_url
+            ),
+        }
+    })
 }
 
 /// `botgate status`: the store, the snapshot, the components, expiring certificates.

@@ -23,6 +23,7 @@ use botgate_host::server::{self, ServerConfig};
 use botgate_model::addresses::OriginPolicy;
 use botgate_webhooks::{AddressPolicy, WebhookConfig};
 use clap::Args;
+use futures_util::StreamExt;
 use std::net::SocketAddr;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
@@ -497,11 +498,43 @@ pub fn run(args: ServeArgs, registry: Arc<Registry>, stderr: BatchedWriter) -> R
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
-        .block_on(server::serve(config, registry, shutdown_signal()))?;
+        .block_on(async {
+            let server = server::Server::start(config, registry).await?;
+            // The options as they are now, to tell a reload what changed.
+            let mut running = crate::serve_options_now()
+                .map(|(_, values)| values)
+                .unwrap_or_default();
+            let reloads = server.reload_requests();
+            let mut hangups = Box::pin(hangups());
+            let shutdown = shutdown_signal();
+            tokio::pin!(shutdown);
+            loop {
+                tokio::select! {
+                    _ = &mut shutdown => break,
+                    Some(()) = hangups.next() => reload(&server, &mut running),
+                    _ = reloads.notified() => reload(&server, &mut running),
+                }
+            }
+            server.stop().await;
+            anyhow::Ok(())
+        })?;
     Ok(())
 }
 
 impl ServeArgs {
+    /// The settings a running gateway takes on a reload.
+    pub fn live_settings(&self) -> server::LiveSettings {
+        let gateway = self
+            .data_plane
+            .config(self.trusted_proxies.clone(), AccessLog::off());
+        server::LiveSettings {
+            limits: gateway.limits,
+            trusted_proxies: gateway.trusted_proxies,
+            origin_allow: self.data_plane.origin_allow_networks.clone(),
+            origin_deny: self.data_plane.origin_deny_networks.clone(),
+        }
+    }
+
     /// What the options require of each other beyond what the command line checks (a
     /// configuration file's values are not checked by it).
     pub fn check(&self) -> Result<()> {
@@ -582,6 +615,68 @@ impl ServeArgs {
             mounted: Vec::new(),
         }
     }
+}
+
+/// The options a reload applies to a running gateway; any other changed option is
+/// named in the log as needing a restart.
+const LIVE_OPTIONS: [&str; 8] = [
+    "header-read-timeout",
+    "idle-timeout",
+    "max-header-bytes",
+    "max-headers",
+    "drain-timeout",
+    "trusted-proxy",
+    "origin-allow-network",
+    "origin-deny-network",
+];
+
+/// Reads the configuration again (the file, and this process's flags and environment)
+/// and applies what may change while running; a refused configuration changes nothing.
+fn reload(server: &server::Server, running: &mut std::collections::BTreeMap<String, Vec<String>>) {
+    let (args, values) = match crate::serve_options_now() {
+        Ok(now) => now,
+        Err(error) => {
+            tracing::warn!(reason = %format!("{error:#}"), "the configuration is refused; the running configuration stays");
+            return;
+        }
+    };
+    let changed: Vec<String> = values
+        .keys()
+        .chain(running.keys())
+        .filter(|key| values.get(*key) != running.get(*key))
+        .cloned()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let (live, restart): (Vec<String>, Vec<String>) = changed
+        .into_iter()
+        .partition(|key| LIVE_OPTIONS.contains(&key.as_str()));
+    server.reload(args.live_settings());
+    if !restart.is_empty() {
+        tracing::warn!(options = ?restart, "changed, but not applied until a restart");
+    }
+    tracing::info!(changed = ?live, "configuration reloaded");
+    // What needs a restart keeps its running value, so the next reload names it again.
+    for (key, value) in values {
+        if !restart.contains(&key) {
+            running.insert(key, value);
+        }
+    }
+}
+
+/// SIGHUP, each time it comes (never, where there is no such signal).
+fn hangups() -> impl futures_util::Stream<Item = ()> {
+    #[cfg(unix)]
+    {
+        let signal = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+        futures_util::stream::unfold(signal, |signal| async move {
+            let mut signal = signal?;
+            signal.recv().await?;
+            Some(((), Some(signal)))
+        })
+    }
+    #[cfg(not(unix))]
+    futures_util::stream::pending()
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -2,7 +2,7 @@
 //! the ClientHello and terminate TLS, then serve HTTP/1.1 and HTTP/2 within the
 //! connection limits until the client leaves, goes idle or the gateway drains.
 
-use super::connection::{ConnectionInfo, ConnectionLimits, Shutdown, canonical_address};
+use super::connection::{ConnectionInfo, ConnectionLimits, Live, Shutdown, canonical_address};
 use super::host_name::canonical_host;
 use super::io::{Activity, ActivityCount};
 use super::service::{BoxFuture, RequestHandler};
@@ -25,9 +25,10 @@ use tokio_util::task::TaskTracker;
 /// the peers that send PROXY headers, and the TLS-ALPN-01 answers.
 pub struct Listening<H> {
     pub handler: H,
-    pub limits: ConnectionLimits,
+    /// Read when a connection starts; a reload changes them for later connections.
+    pub limits: Live<ConnectionLimits>,
     /// Peers whose connections start with a PROXY v2 header (the cluster's HAProxy).
-    pub trusted_proxies: Vec<ipnet::IpNet>,
+    pub trusted_proxies: Live<Vec<ipnet::IpNet>>,
     /// ACME's TLS-ALPN-01 challenges, when certificates come from ACME.
     pub alpn_challenges: Option<Arc<dyn AlpnChallenges>>,
 }
@@ -131,11 +132,12 @@ async fn connection<H: RequestHandler>(
     tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: Shutdown,
 ) -> Result<(), ConnectionError> {
-    let deadline = listening.limits.header_read_timeout;
+    let deadline = listening.limits.load().header_read_timeout;
     let peer = canonical_address(peer);
     let mut client = peer;
     let trusted = listening
         .trusted_proxies
+        .load()
         .iter()
         .any(|net| net.contains(&peer.ip()));
     if trusted {
@@ -270,7 +272,7 @@ async fn serve_http<S, H: RequestHandler>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let limits = listening.limits.clone();
+    let limits = ConnectionLimits::clone(&listening.limits.load());
     let activity = ActivityCount::new();
     let io = Activity::new(stream, activity.clone());
     let h2 = info.tls.as_ref().is_some_and(|tls| tls.alpn == Alpn::H2);

@@ -166,6 +166,8 @@ type IdleConnections = RefCell<HashMap<PoolKey, Vec<IdleConnection>, RandomState
 /// The origins of every website, their health and their idle connections.
 pub struct Origins {
     config: OriginConfig,
+    /// The origin policy in force: `config.policy` at start, replaced by a reload.
+    policy: arc_swap::ArcSwap<OriginPolicy>,
     /// Each data-plane thread keeps its own idle connections (driven by its own event
     /// loop), so a request and its origin connection never wake another core, and
     /// taking one takes no lock.
@@ -191,6 +193,16 @@ pub struct OriginResponse {
 }
 
 impl Origins {
+    /// The origin policy in force.
+    pub fn policy(&self) -> Arc<OriginPolicy> {
+        self.policy.load_full()
+    }
+
+    /// Replaces the origin policy for every later origin connection.
+    pub fn set_policy(&self, policy: OriginPolicy) {
+        self.policy.store(Arc::new(policy));
+    }
+
     pub fn new(
         config: OriginConfig,
         provider: Arc<CryptoProvider>,
@@ -202,6 +214,7 @@ impl Origins {
             .with_no_client_auth();
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Arc::new(Origins {
+            policy: arc_swap::ArcSwap::from_pointee(config.policy.clone()),
             config,
             idle: thread_local::ThreadLocal::new(),
             down_until: RwLock::new(HashMap::new()),
@@ -375,7 +388,7 @@ impl Origins {
                 let mut connection = match pooled.take() {
                     Some(connection) => connection,
                     None => {
-                        if let Err(refusal) = self.config.policy.check_connect(address) {
+                        if let Err(refusal) = self.policy.load().check_connect(address) {
                             refused.get_or_insert((address, refusal));
                             break;
                         }
