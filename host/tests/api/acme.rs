@@ -403,9 +403,16 @@ fn the_api_host_name_gets_its_certificate_from_acme_for_every_gateway() -> Resul
                 .header("authorization", format!("Bearer {key}")),
         )?;
         assert_eq!(answer.status, 200, "{challenge}: {}", answer.text());
+        // One certificate is issued; the other gateway takes it from the store. (A
+        // gateway may try first and fail while the one the CA checks is not up yet.)
         let issued = [first.log(), second.log()]
             .iter()
-            .filter(|log| log.contains("issuing a certificate for the API host names"))
+            .filter(|log| {
+                log.lines().any(|line| {
+                    line.contains("serving a new API certificate")
+                        && line.contains("source=\"ACME\"")
+                })
+            })
             .count();
         assert_eq!(issued, 1, "{challenge}: one gateway issues\n{}", logs());
     }
