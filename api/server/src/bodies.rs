@@ -2,11 +2,12 @@
 //! the OpenAPI document from the same derive; and the answer to a user deletion.
 
 use crate::error::ApiError;
-use crate::payload::RequestBody;
+use crate::payload::{RequestBody, fields};
 use botgate_model::{Certificate, SettingsPatch, WebsiteInput};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::OnceLock;
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, SchemaType, Type};
 use utoipa::openapi::{AllOfBuilder, Ref, RefOr, Schema};
 use utoipa::{PartialSchema, ToSchema};
@@ -98,6 +99,11 @@ pub struct UserCreate {
 
 impl RequestBody for UserCreate {
     const LISTS: &'static [&'static str] = &["tag"];
+
+    fn known_fields() -> &'static [String] {
+        static FIELDS: OnceLock<Vec<String>> = OnceLock::new();
+        FIELDS.get_or_init(fields::<Self>)
+    }
 }
 
 /// The answer to a user deletion.
@@ -145,6 +151,11 @@ pub struct WebsiteBody {
 
 impl RequestBody for WebsiteBody {
     const LISTS: &'static [&'static str] = &["subdomain", "ip", "ipv6", "tag"];
+
+    fn known_fields() -> &'static [String] {
+        static FIELDS: OnceLock<Vec<String>> = OnceLock::new();
+        FIELDS.get_or_init(fields::<Self>)
+    }
 }
 
 /// A website create as the document shows it: a [`WebsiteBody`] with the fields a

@@ -25,6 +25,9 @@ const JSON_ONLY_FIELDS: [&str; 2] = ["settings", "certificate"];
 pub trait RequestBody: DeserializeOwned + utoipa::ToSchema {
     /// The list fields: repeated in a form, their values join as one list.
     const LISTS: &'static [&'static str];
+
+    /// [`fields`] of this body, made once (its schema is built only then).
+    fn known_fields() -> &'static [String];
 }
 
 /// A request body, parsed by its content type.
@@ -163,13 +166,13 @@ impl Payload {
             Payload::Form(pairs) => form_object(pairs, T::LISTS)?,
             Payload::Json(object) => object,
         };
-        let known = fields::<T>();
+        let known = T::known_fields();
         let mut sent = Map::new();
         for (key, value) in object {
             if known.contains(&key) {
                 sent.insert(key, value);
             } else if !(value.is_null() && READ_ONLY_FIELDS.contains(&key.as_str())) {
-                return Err(unknown_field(&key, &known));
+                return Err(unknown_field(&key, known));
             }
         }
         serde_path_to_error::deserialize(Value::Object(sent)).map_err(|error| {
