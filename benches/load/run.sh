@@ -10,6 +10,10 @@
 # and each of the first three with one thread instead of one per core (a1, b1: a second
 # botgate with `--threads 1`, on a copy of the store; c1: nginx with one worker), since
 # the generator and the origin share the cores with the front end.
+# Over TLS, botgate (full protection, as (a)) against nginx proxy_pass (2 workers) with
+# the same ECDSA P-256 certificate and TLS 1.3: (as, cs) HTTPS keep-alive; (an, cn) a
+# new TLS connection, handshake included, for every request (wrk with `Connection:
+# close`); (a2, c2) HTTP/2 (h2load, 10 streams at once per connection).
 # Three reference proxies can run beside them (FRONTENDS="... r h x"), the floor under
 # botgate's proxy core (benches/load/reference): (r) tokio + httparse and nothing else,
 # (h) hyper's server and client with botgate's timeouts and nothing else, (x) as (h) with
@@ -20,7 +24,8 @@
 #   benches/load/run.sh                      # 3 rounds of 10 s per front end
 #   ROUNDS=5 DURATION=20 benches/load/run.sh
 #   PROFILE=1 benches/load/run.sh             # also `perf record` botgate in round 1
-#   FRONTENDS="a c" benches/load/run.sh       # only some front ends (a a1 b b1 c c1 d r h x)
+#   FRONTENDS="a c" benches/load/run.sh       # only some front ends (a a1 b b1 c c1 d
+#                                             # as cs an cn a2 c2 r h x)
 #   HOLD=1 benches/load/run.sh                # set up, print the wrk commands, and wait
 #                                             # (for perf, strace, ...) until Ctrl-C
 #   AB="OLD NEW" benches/load/run.sh          # compare two botgate binaries (below)
@@ -43,8 +48,8 @@
 # Prints one table (medians over the rounds; the CPU each front end, the origin and wrk
 # spent per request) and leaves the logs (and profiles, with
 # PROFILE=1: `perf report -i target/load-bench/perf-a.data`) in target/load-bench/.
-# Installs nginx-light, libnginx-mod-http-modsecurity, modsecurity-crs and wrk with
-# apt-get when missing. Not run by CI.
+# Installs nginx-light, libnginx-mod-http-modsecurity, modsecurity-crs, wrk and
+# nghttp2-client (h2load) with apt-get when missing. Not run by CI.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # The benchmark's origin is on loopback, which botgate's origin policy refuses unless
@@ -60,6 +65,7 @@ THREADS=${THREADS:-1}
 sudo_if_needed=(); [[ $(id -u) -eq 0 ]] || sudo_if_needed=(sudo)
 missing=()
 command -v wrk >/dev/null || missing+=(wrk)
+command -v h2load >/dev/null || missing+=(nghttp2-client)
 [[ -x /usr/sbin/nginx ]] || missing+=(nginx-light)
 [[ -e /usr/lib/nginx/modules/ngx_http_modsecurity_module.so ]] || missing+=(libnginx-mod-http-modsecurity)
 [[ -d /usr/share/modsecurity-crs/rules ]] || missing+=(modsecurity-crs)
@@ -88,6 +94,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_port() { for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; echo "nothing listens on $1" >&2; return 1; }
 
 origin_port=$(free_port); proxy_port=$(free_port); proxy1_port=$(free_port); modsec_port=$(free_port)
+tls_port=$(free_port)
 http_port=$(free_port); https_port=$(free_port); api_port=$(free_port); admin_port=$(free_port)
 
 head -c 1024 /dev/zero | tr '\0' 'x' | sed '1s/^/<!doctype html><title>bench<\/title>/' | head -c 1024 > "$work/site/index.html"
@@ -121,6 +128,12 @@ nginx_conf origin 1 "" "" "listen 127.0.0.1:$origin_port; root $work/site; locat
 proxy_location="location / { proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection \"\"; proxy_set_header Host \$host; proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for; }"
 nginx_conf proxy 2 "" "" "listen 127.0.0.1:$proxy_port; $proxy_location"
 nginx_conf proxy1 1 "" "" "listen 127.0.0.1:$proxy1_port; $proxy_location"
+# One certificate for both TLS front ends: ECDSA P-256, the names of every website.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -keyout "$work/tls.key" -out "$work/tls.pem" -subj /CN=bench.example \
+    -addext "subjectAltName=DNS:bench.example,DNS:protected.example,DNS:open.example" 2>/dev/null
+nginx_conf proxytls 2 "" "" "listen 127.0.0.1:$tls_port ssl http2; ssl_protocols TLSv1.3;
+        ssl_certificate $work/tls.pem; ssl_certificate_key $work/tls.key; $proxy_location"
 
 # ModSecurity: Debian's recommended configuration with the engine on, then the CRS as
 # owasp-crs.load lists it (libmodsecurity3 has no IncludeOptional).
@@ -149,7 +162,8 @@ key=$("$botgate" partner create --data-dir "$work/data" bench | grep -o 'bgp_[A-
 "$botgate" serve --data-dir "$work/data" --rulesets-dir "$work/rulesets" \
     --http-listen "127.0.0.1:$http_port" --https-listen "127.0.0.1:$https_port" \
     --api-listen "127.0.0.1:$api_port" --admin-listen "127.0.0.1:$admin_port" \
-    --origin-http-port "$origin_port" > "$work/botgate.log" 2>&1 &
+    --origin-http-port "$origin_port" --fallback-cert "$work/tls.pem" --fallback-key "$work/tls.key" \
+    > "$work/botgate.log" 2>&1 &
 botgate_pid=$!
 pids+=($botgate_pid)
 for port in $origin_port $proxy_port $modsec_port $http_port $api_port; do wait_port "$port"; done
@@ -172,8 +186,23 @@ browser=(-H 'User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHT
 declare -A target=(
     [a]="$http_port protected.example" [b]="$http_port open.example"
     [c]="$proxy_port bench.example" [c1]="$proxy1_port bench.example"
-    [d]="$modsec_port bench.example")
-declare -A front_pid=([a]=$botgate_pid [b]=$botgate_pid [c]=$proxy_pid [c1]=$proxy1_pid [d]=$modsec_pid)
+    [d]="$modsec_port bench.example"
+    [as]="$https_port protected.example" [cs]="$tls_port bench.example"
+    [an]="$https_port protected.example" [cn]="$tls_port bench.example"
+    [a2]="$https_port protected.example" [c2]="$tls_port bench.example")
+declare -A front_pid=([a]=$botgate_pid [b]=$botgate_pid [c]=$proxy_pid [c1]=$proxy1_pid [d]=$modsec_pid
+    [as]=$botgate_pid [an]=$botgate_pid [a2]=$botgate_pid
+    [cs]=$proxytls_pid [cn]=$proxytls_pid [c2]=$proxytls_pid)
+# How each front end is loaded: plain HTTP/1.1 unless named here.
+declare -A mode=([as]=https [cs]=https [an]=handshake [cn]=handshake [a2]=h2 [c2]=h2)
+# The address wrk or h2load is given for front end $1 (port $2, host $3).
+url_of() {
+    case ${mode[$1]:-http} in
+        http) echo "http://127.0.0.1:$2/" ;;
+        h2) echo "https://$3:$2/" ;;
+        *) echo "https://127.0.0.1:$2/" ;;
+    esac
+}
 # The same websites on one data-plane thread (not for AB or TRAIN): a second botgate on
 # a copy of the store (the same challenge secret, so the same pass holds).
 if [[ -z ${AB:-} && ${TRAIN:-} != 1 ]]; then
@@ -206,6 +235,10 @@ declare -A label=(
     [a1]="(a) botgate, full protection, 1 thread" [b1]="(b) botgate, protection off, 1 thread"
     [c]="(c) nginx proxy_pass, 2 workers" [c1]="(c) nginx proxy_pass, 1 worker"
     [d]="(d) nginx + ModSecurity + CRS, 2 workers"
+    [as]="(as) botgate, full protection, HTTPS keep-alive" [cs]="(cs) nginx proxy_pass, HTTPS keep-alive"
+    [an]="(an) botgate, full protection, a TLS handshake per request"
+    [cn]="(cn) nginx proxy_pass, a TLS handshake per request"
+    [a2]="(a2) botgate, full protection, HTTP/2" [c2]="(c2) nginx proxy_pass, HTTP/2"
     [r]="(r) reference: tokio + httparse only, $cores threads"
     [h]="(h) reference: hyper + botgate's timeouts only, $cores threads"
     [x]="(x) reference: hyper server, origin driven inline, $cores threads")
@@ -220,7 +253,8 @@ browser+=(-H "Cookie: $pass_cookie")
 for run in "${!target[@]}"; do
     read -r port host <<<"${target[$run]}"
     for _ in $(seq 100); do
-        status=$(curl -s -o /dev/null -w '%{http_code}' "${browser[@]}" -H "Host: $host" "http://127.0.0.1:$port/")
+        status=$(curl -sk -o /dev/null -w '%{http_code}' "${browser[@]}" -H "Host: $host" \
+            --connect-to "$host:$port:127.0.0.1:$port" "$(url_of "$run" "$port" "$host")")
         [[ $status == 200 ]] && break
         sleep 0.1
     done
@@ -377,19 +411,30 @@ if [[ -n ${AB:-} ]]; then
     exit 0
 fi
 
-FRONTENDS=${FRONTENDS:-a a1 b b1 c c1 d}
+FRONTENDS=${FRONTENDS:-a a1 b b1 c c1 d as cs an cn a2 c2}
 if [[ ${HOLD:-} == 1 ]]; then
     echo "botgate pid $botgate_pid; logs in $work. Each front end:" >&2
     for run in $FRONTENDS; do
         read -r port host <<<"${target[$run]}"
         printf '%s:\n  wrk -t%s -c%s -d10s --latency' "${label[$run]}" "$THREADS" "$CONNECTIONS" >&2
-        printf " %q" "${browser[@]}" -H "Host: $host" "http://127.0.0.1:$port/" >&2
+        printf " %q" "${browser[@]}" -H "Host: $host" "$(url_of "$run" "$port" "$host")" >&2
         echo >&2
     done
     echo "Ctrl-C stops everything." >&2
     while sleep 3600; do :; done
 fi
 
+# Loads front end $1 (host $2, port $3, address $4) for DURATION seconds with wrk, or
+# h2load for HTTP/2, with the browser's headers.
+generate() {
+    case ${mode[$1]:-http} in
+        h2) h2load -t"$THREADS" -c"$CONNECTIONS" -m10 -D"$DURATION" --warm-up-time=1 \
+                --connect-to="127.0.0.1:$3" "${browser[@]}" "$4" ;;
+        handshake) wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency \
+                "${browser[@]}" -H "Host: $2" -H 'Connection: close' "$4" ;;
+        *) wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "${browser[@]}" -H "Host: $2" "$4" ;;
+    esac
+}
 # wrk's latency in ms.
 to_ms() { awk '{ v=$1; if (v ~ /us$/) { sub(/us$/,"",v); v/=1000 } else if (v ~ /ms$/) { sub(/ms$/,"",v) } else if (v ~ /s$/) { sub(/s$/,"",v); v*=1000 } printf "%.3f", v }'; }
 for round in $(seq "$ROUNDS"); do
@@ -403,20 +448,30 @@ for round in $(seq "$ROUNDS"); do
         cpu_before=$(cpu_ticks "${front_pid[$run]}")
         user_before=$(cpu_ticks "${front_pid[$run]}" user)
         origin_before=$(cpu_ticks "$origin_pid")
-        # `time` gives wrk's own CPU time (user and system seconds).
-        wrk_cpu=$({ TIMEFORMAT='%U %S'; time wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency \
-            "${browser[@]}" -H "Host: $host" "http://127.0.0.1:$port/" > "$work/wrk.out"; } 2>&1)
+        url=$(url_of "$run" "$port" "$host")
+        # `time` gives the generator's own CPU time (user and system seconds).
+        wrk_cpu=$({ TIMEFORMAT='%U %S'; time generate "$run" "$host" "$port" "$url" > "$work/wrk.out"; } 2>&1)
         out=$(cat "$work/wrk.out")
         cpu_after=$(cpu_ticks "${front_pid[$run]}")
         user_after=$(cpu_ticks "${front_pid[$run]}" user)
         origin_after=$(cpu_ticks "$origin_pid")
         if [[ -n $profiler ]]; then kill -INT "$profiler"; wait "$profiler" || true; fi
         echo "$out" > "$work/wrk-$run-$round.txt"
-        rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
-        p50=$(awk '$1=="50%" {print $2}' <<<"$out" | to_ms)
-        p99=$(awk '$1=="99%" {print $2}' <<<"$out" | to_ms)
-        errors=$(awk '/Non-2xx or 3xx responses:/ {print $5}' <<<"$out")
-        requests=$(awk '/requests in/ {print $1}' <<<"$out")
+        if [[ ${mode[$run]:-} == h2 ]]; then
+            # h2load: no percentiles; the mean time for a request stands in the p50
+            # column, and p99 is left out.
+            rps=$(awk '/^finished in/ {print $4}' <<<"$out")
+            p50=$(awk '/^time for request:/ {print $6}' <<<"$out" | to_ms)
+            p99=-
+            errors=$(awk '/^status codes:/ { print $5 + $7 + $9 }' <<<"$out")
+            requests=$(awk '/^requests:/ {print $8}' <<<"$out")
+        else
+            rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+            p50=$(awk '$1=="50%" {print $2}' <<<"$out" | to_ms)
+            p99=$(awk '$1=="99%" {print $2}' <<<"$out" | to_ms)
+            errors=$(awk '/Non-2xx or 3xx responses:/ {print $5}' <<<"$out")
+            requests=$(awk '/requests in/ {print $1}' <<<"$out")
+        fi
         # The front end's CPU time per request, in µs: less at the mercy of the other
         # processes on the machine than requests/s.
         cpu_us=$(awk -v t=$((cpu_after - cpu_before)) -v hz="$ticks_per_second" -v n="$requests" \
@@ -442,6 +497,7 @@ for run in $FRONTENDS; do
     rps[$run]=$(awk -v r="$run" '$1==r {print $2}' "$work/results.txt" | median)
     p50[$run]=$(awk -v r="$run" '$1==r {print $3}' "$work/results.txt" | median)
     p99[$run]=$(awk -v r="$run" '$1==r {print $4}' "$work/results.txt" | median)
+    [[ ${mode[$run]:-} != h2 ]] || p99[$run]=-
 done
 echo
 echo "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s, medians of $ROUNDS interleaved rounds, $(nproc) cores"
@@ -449,11 +505,19 @@ echo
 echo "| front end | requests/s | p50 ms | p99 ms | CPU µs/request: front end | of which user space | origin | wrk |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for run in $FRONTENDS; do
-    printf '| %s | %.0f | %.2f | %.2f | %.1f | %.1f | %.1f | %.1f |\n' "${label[$run]}" "${rps[$run]}" "${p50[$run]}" \
-        "${p99[$run]}" "${cpu[$run]}" "${user_cpu[$run]}" "${origin_cpu[$run]}" "${wrk_cpu[$run]}"
+    p99_text=–; [[ ${p99[$run]} == - ]] || printf -v p99_text '%.2f' "${p99[$run]}"
+    printf '| %s | %.0f | %.2f | %s | %.1f | %.1f | %.1f | %.1f |\n' "${label[$run]}" "${rps[$run]}" "${p50[$run]}" \
+        "$p99_text" "${cpu[$run]}" "${user_cpu[$run]}" "${origin_cpu[$run]}" "${wrk_cpu[$run]}"
 done
 echo
-[[ $FRONTENDS == "a a1 b b1 c c1 d" ]] || exit 0
+# Over TLS: botgate, full protection, against nginx proxy_pass, each pair side by side.
+for pair in "as cs HTTPS keep-alive" "an cn a TLS handshake per request" "a2 c2 HTTP/2"; do
+    read -r mine theirs what <<<"$pair"
+    [[ -n ${rps[$mine]:-} && -n ${rps[$theirs]:-} ]] || continue
+    awk -v a="${rps[$mine]}" -v c="${rps[$theirs]}" -v w="$what" \
+        'BEGIN { printf "%s: botgate (full protection) / nginx throughput %.2f× (target ≥ 1.0×)\n", w, a/c }'
+done
+[[ " $FRONTENDS " == *" a a1 b b1 c c1 d "* ]] || exit 0
 # The targets compare each product at its faster thread count on this machine, and
 # also at one thread per core each.
 best() { if awk -v x="${rps[$1]}" -v y="${rps[$2]}" 'BEGIN { exit !(x >= y) }'; then echo "$1"; else echo "$2"; fi; }

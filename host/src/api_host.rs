@@ -4,10 +4,13 @@
 //! store and renewed when a third of its lifetime is left. A certificate that cannot
 //! serve the names is refused with the reason logged; the one in use stays.
 
+use crate::gateway::connection::Shutdown;
+use crate::gateway::service::{MountError, MountedService, Mounts};
 use crate::gateway::tls::{HostCertificates, certified_key, provider};
-use crate::provisioning::acme::Acme;
+use crate::provisioning::acme::{Acme, AcmeConfig};
 use crate::provisioning::issuance_backoff;
 use crate::report::Report;
+use botgate_api::ReservedHosts;
 use botgate_model::Certificate;
 use botgate_model::certificate::{check, leaf_summary, renewal_due};
 use botgate_store::Store;
@@ -42,6 +45,147 @@ pub enum ApiHostError {
     },
     #[error("--api-host needs a certificate: --api-cert and --api-key, or ACME")]
     NoCertificate,
+    #[error(transparent)]
+    Mount(#[from] MountError),
+}
+
+/// The management API's host names on the HTTPS listener: mounted, reserved from
+/// websites, and their certificate kept; a reload changes the names or the
+/// certificate's source without a restart.
+pub struct ApiHosts<S> {
+    service: Arc<dyn MountedService>,
+    mounts: Mounts,
+    reserved: ReservedHosts,
+    /// Other mounted names, reserved whatever the API's are.
+    fixed: Vec<String>,
+    certificates: Arc<HostCertificates>,
+    store: Arc<S>,
+    acme: Option<AcmeConfig>,
+    check_every: Duration,
+    shutdown: Shutdown,
+    running: tokio::sync::Mutex<Running>,
+}
+
+/// The names served now, their certificate's source and its keeper.
+#[derive(Default)]
+struct Running {
+    names: Vec<String>,
+    files: Option<(PathBuf, PathBuf)>,
+    /// Stops the keeper (which stops on shutdown too).
+    stop_keeper: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+/// What [`ApiHosts`] is made of.
+pub struct ApiHostsParts<S> {
+    pub service: Arc<dyn MountedService>,
+    pub mounts: Mounts,
+    pub reserved: ReservedHosts,
+    pub fixed: Vec<String>,
+    pub certificates: Arc<HostCertificates>,
+    pub store: Arc<S>,
+    pub acme: Option<AcmeConfig>,
+    pub check_every: Duration,
+    pub shutdown: Shutdown,
+}
+
+impl<S: Store> ApiHosts<S> {
+    /// No API names yet: [`ApiHosts::set`] gives them.
+    pub fn new(parts: ApiHostsParts<S>) -> ApiHosts<S> {
+        parts.reserved.set(parts.fixed.clone());
+        ApiHosts {
+            service: parts.service,
+            mounts: parts.mounts,
+            reserved: parts.reserved,
+            fixed: parts.fixed,
+            certificates: parts.certificates,
+            store: parts.store,
+            acme: parts.acme,
+            check_every: parts.check_every,
+            shutdown: parts.shutdown,
+            running: tokio::sync::Mutex::default(),
+        }
+    }
+
+    /// Serves the API on `names` (canonical host names) with a certificate from
+    /// `files`, or from ACME without them; nothing changes when that is what runs, or
+    /// when the names cannot be served (the error says why). Whether anything changed.
+    pub async fn set(
+        &self,
+        names: Vec<String>,
+        files: Option<(PathBuf, PathBuf)>,
+    ) -> Result<bool, ApiHostError> {
+        let mut running = self.running.lock().await;
+        if running.names == names && (names.is_empty() || running.files == files) {
+            return Ok(false);
+        }
+        for name in &names {
+            if self.fixed.contains(name) {
+                return Err(ApiHostError::Mount(MountError::Taken(name.clone())));
+            }
+        }
+        let keeper = match names.is_empty() {
+            true => None,
+            false => {
+                let source = match files.clone() {
+                    Some((certificate, key)) => ApiCertificateSource::Files { certificate, key },
+                    None => ApiCertificateSource::Acme,
+                };
+                let acme = self
+                    .acme
+                    .clone()
+                    .map(|acme| Acme::new(self.store.clone(), acme));
+                Some(
+                    ApiCertificates::start(
+                        names.clone(),
+                        source,
+                        self.certificates.clone(),
+                        self.store.clone(),
+                        acme,
+                        self.check_every,
+                    )
+                    .await?,
+                )
+            }
+        };
+        // From here nothing fails.
+        if let Some(stop) = running.stop_keeper.take() {
+            let _ = stop.send(());
+        }
+        let gone: Vec<String> = running
+            .names
+            .iter()
+            .filter(|name| !names.contains(name))
+            .cloned()
+            .collect();
+        self.certificates.release(&gone);
+        for name in &gone {
+            self.mounts.unmount(name);
+        }
+        for name in names.iter().filter(|name| !running.names.contains(name)) {
+            self.mounts.mount(name, self.service.clone())?;
+        }
+        self.reserved
+            .set(self.fixed.iter().chain(&names).cloned().collect());
+        if let Some(keeper) = keeper {
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let shutdown = self.shutdown.clone();
+            tokio::spawn(keeper.run(async move {
+                tokio::select! {
+                    _ = shutdown.stopped() => {}
+                    _ = stopped => {}
+                }
+            }));
+            running.stop_keeper = Some(stop);
+        }
+        running.names = names;
+        running.files = files;
+        Ok(true)
+    }
+
+    /// The API's names served now.
+    pub async fn names(&self) -> Vec<String> {
+        self.running.lock().await.names.clone()
+    }
 }
 
 /// Keeps the certificate of the API's host names current in [`HostCertificates`].
@@ -95,7 +239,6 @@ impl<S: Store> ApiCertificates<S> {
         }
         let mut random = [0u8; 8];
         let _ = getrandom::fill(&mut random);
-        certificates.reserve(&names);
         let mut keeper = ApiCertificates {
             names,
             source,
@@ -118,9 +261,14 @@ impl<S: Store> ApiCertificates<S> {
                         names: keeper.names.join(", "),
                         reason,
                     })?;
+                // Reserved only once usable: a refused start changes nothing.
+                keeper.certificates.reserve(&keeper.names);
                 keeper.install(read, key);
             }
-            ApiCertificateSource::Acme => keeper.load_stored().await,
+            ApiCertificateSource::Acme => {
+                keeper.certificates.reserve(&keeper.names);
+                keeper.load_stored().await
+            }
         }
         Ok(keeper)
     }

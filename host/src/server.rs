@@ -4,16 +4,20 @@
 //! one [`ServerConfig`]; `botgate serve` parses its options into one and calls
 //! [`serve`], and tests start gateways in process with [`Server::start`].
 
-use crate::api_host::{ApiCertificateSource, ApiCertificates, ApiHostError};
+use crate::api_host::{ApiHostError, ApiHosts, ApiHostsParts};
+use crate::gateway::access_log::AccessLog;
+use crate::gateway::challenge::ChallengeConfig;
 use crate::gateway::challenge::{SECRET_NAME, StoreLedger};
 use crate::gateway::connection::Shutdown;
 use crate::gateway::connection::{ConnectionLimits, Live};
 use crate::gateway::crawlers::reverse_dns::ResolverError;
+use crate::gateway::crawlers::{CrawlerConfig, CrawlerListError, Crawlers};
 use crate::gateway::http3::{self, Http3};
+use crate::gateway::limits::DdosConfig;
 use crate::gateway::listener::{self, AlpnChallenges, Listening};
-use crate::gateway::service::{self, MountError, MountedService, Services};
+use crate::gateway::service::{self, MountError, MountedService, Mounts, Services};
 use crate::gateway::{AcmeAnswers, Gateway, GatewayConfig, StartError, admin, connection, tls};
-use crate::provisioning::acme::{Acme, AcmeConfig, StoreAnswers};
+use crate::provisioning::acme::{AcmeConfig, StoreAnswers};
 use crate::provisioning::{Provisioner, ProvisioningConfig};
 use crate::report::Report;
 use crate::rules::{DirectorySource, Registry, RulesetSource, Watcher};
@@ -168,6 +172,8 @@ pub struct Server {
     /// What a reload changes while connections run.
     limits: Live<ConnectionLimits>,
     trusted_proxies: Live<Vec<ipnet::IpNet>>,
+    api_hosts: ApiHosts<AnyStore>,
+    mounts: Mounts,
     /// Reloads asked for through the admin listener.
     reload_requests: Arc<tokio::sync::Notify>,
 }
@@ -183,6 +189,41 @@ pub struct LiveSettings {
     /// stay refused.
     pub origin_allow: Vec<ipnet::IpNet>,
     pub origin_deny: Vec<ipnet::IpNet>,
+    /// For challenges issued and passes earned from now on.
+    pub challenge: ChallengeConfig,
+    /// The `ddos_protection` limits; when they change, the counts start afresh.
+    pub ddos: DdosConfig,
+    /// Read again when changed; the reverse-DNS servers need a restart.
+    pub crawlers: CrawlerConfig,
+    /// Where the next access lines go.
+    pub access_log: AccessLog,
+    /// The management API's host names on the HTTPS listener, and their certificate
+    /// files (from ACME when `None`).
+    pub api_hosts: Vec<String>,
+    pub api_certificate_files: Option<(PathBuf, PathBuf)>,
+}
+
+/// Why a reload was refused; nothing of it was applied.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    #[error(transparent)]
+    Crawlers(#[from] CrawlerListError),
+    #[error("reading the crawler lists stopped")]
+    CrawlersRead(#[source] tokio::task::JoinError),
+    #[error("the management API's host names")]
+    ApiHost(#[from] ApiHostError),
+    #[error(transparent)]
+    Mount(#[from] MountError),
+}
+
+/// Warns of a website that claims a mounted name (the mounted service answers it).
+fn warn_of_claimed_mounts(mounts: &Mounts, gateway: &Gateway) {
+    let index = gateway.websites.current();
+    for host in mounts.hosts() {
+        if index.by_host(&host).is_some() {
+            tracing::warn!(%host, "a website claims a mounted host name; the mounted service answers it");
+        }
+    }
 }
 
 /// Starts a gateway with `config`, deciding with `rulesets`, and serves until
@@ -328,39 +369,23 @@ impl Server {
             .map(|_| gateway.clone() as Arc<dyn AlpnChallenges>);
         // Mounted services answer their names over HTTPS and HTTP/3; plain HTTP sends
         // those names to HTTPS.
-        let mut services = Services::new(gateway.clone());
-        let mut redirecting = Services::redirecting(gateway.clone());
+        let mounts = Mounts::default();
+        let services = Services::new(gateway.clone(), mounts.clone());
+        let redirecting = Services::redirecting(gateway.clone(), mounts.clone());
         let mut api_hosts = Vec::new();
         for host in &config.api_hosts {
             api_hosts.push(service::host_name(host)?);
         }
-        config.api.reserved_hosts = config
-            .mounted
-            .iter()
-            .map(|(host, _)| service::host_name(host))
-            .chain(api_hosts.iter().cloned().map(Ok))
-            .collect::<Result<_, _>>()?;
+        let mut fixed = Vec::new();
+        for (host, service) in config.mounted {
+            fixed.push(service::host_name(&host)?);
+            mounts.mount(&host, service)?;
+        }
+        let reserved = config.api.reserved_hosts.clone();
         let api = Api::new(store.clone(), config.api);
         // The client's address: failed key look-ups are limited per address.
         let api_router = botgate_api::router(api);
         let api_service: Arc<dyn MountedService> = Arc::new(api_router.clone());
-        let mounted = config.mounted.into_iter().chain(
-            api_hosts
-                .iter()
-                .map(|host| (host.clone(), api_service.clone())),
-        );
-        for (host, service) in mounted {
-            services.mount(&host, service.clone())?;
-            redirecting.mount(&host, service)?;
-        }
-        let index = websites.current();
-        for host in services.hosts() {
-            tracing::info!(%host, "serving a mounted service on the HTTPS listener");
-            if index.by_host(host).is_some() {
-                tracing::warn!(%host, "a website claims a mounted host name; the mounted service answers it");
-            }
-        }
-        drop(index);
         let services = Arc::new(services);
         let live_limits = connection::live(limits.clone());
         let trusted_proxies = connection::live(config.gateway.trusted_proxies.clone());
@@ -387,31 +412,25 @@ impl Server {
                     }
                 })?),
             };
-        let api_certificates = match api_hosts.is_empty() {
-            true => None,
-            false => {
-                let source = match config.api_certificate_files.clone() {
-                    Some((certificate, key)) => ApiCertificateSource::Files { certificate, key },
-                    None => ApiCertificateSource::Acme,
-                };
-                let acme = config
-                    .acme
-                    .clone()
-                    .map(|acme| Acme::new(store.clone(), acme));
-                let keeper = ApiCertificates::start(
-                    api_hosts.clone(),
-                    source,
-                    gateway.host_certificates.clone(),
-                    store.clone(),
-                    acme,
-                    config.provisioning.check_every,
-                )
+        let api_host_names = ApiHosts::new(ApiHostsParts {
+            service: api_service,
+            mounts: mounts.clone(),
+            reserved,
+            fixed,
+            certificates: gateway.host_certificates.clone(),
+            store: store.clone(),
+            acme: config.acme.clone(),
+            check_every: config.provisioning.check_every,
+            shutdown: shutdown.clone(),
+        });
+        if !api_hosts.is_empty() {
+            api_host_names
+                .set(api_hosts.clone(), config.api_certificate_files.clone())
                 .await
                 .map_err(ServeError::ApiHost)?;
-                tracing::info!(names = ?api_hosts, "the management API answers on the HTTPS listener");
-                Some(keeper)
-            }
-        };
+            tracing::info!(names = ?api_hosts, "the management API answers on the HTTPS listener");
+        }
+        warn_of_claimed_mounts(&mounts, &gateway);
         let provisioner = Provisioner::new(
             store.clone(),
             websites,
@@ -531,9 +550,6 @@ impl Server {
         ));
         let outbox = Arc::new(Outbox::new(store.clone(), config.webhooks));
         tasks.push(tokio::spawn(outbox.run(shutdown.clone().stopped())));
-        if let Some(keeper) = api_certificates {
-            tasks.push(tokio::spawn(keeper.run(shutdown.clone().stopped())));
-        }
         if let Some(api_listener) = api_listener {
             let api_shutdown = shutdown.clone();
             tasks.push(tokio::spawn(async move {
@@ -564,6 +580,8 @@ impl Server {
             operator_token_file: config.operator_token_file.clone(),
             limits: live_limits,
             trusted_proxies,
+            api_hosts: api_host_names,
+            mounts,
             reload_requests,
         })
     }
@@ -583,18 +601,49 @@ impl Server {
         &self.store
     }
 
-    /// Stops accepting, lets open connections finish for at most the drain timeout,
-    /// then closes the rest and stops every task and thread the gateway started.
     /// Applies `settings`: new connections take the new limits and proxies, new origin
-    /// connections the new policy.
-    pub fn reload(&self, settings: LiveSettings) {
+    /// connections the new policy, new challenges and requests the rest. What can fail
+    /// (reading crawler lists, the API names' certificate) is done first: a refused
+    /// reload changes nothing.
+    pub async fn reload(&self, settings: LiveSettings) -> Result<(), ReloadError> {
+        let gateway = &self.gateway;
+        let crawlers = match gateway.crawlers.configured_with(&settings.crawlers) {
+            true => None,
+            false => {
+                let config = settings.crawlers.clone();
+                let read = tokio::task::spawn_blocking(move || Crawlers::read(config))
+                    .await
+                    .map_err(ReloadError::CrawlersRead)??;
+                Some(read)
+            }
+        };
+        let mut api_hosts = Vec::new();
+        for host in &settings.api_hosts {
+            api_hosts.push(service::host_name(host)?);
+        }
+        let api_changed = self
+            .api_hosts
+            .set(api_hosts.clone(), settings.api_certificate_files)
+            .await?;
+        // From here nothing fails.
+        if api_changed {
+            tracing::info!(names = ?api_hosts, "the management API's host names changed");
+            warn_of_claimed_mounts(&self.mounts, gateway);
+        }
+        if let Some(read) = crawlers {
+            gateway.crawlers.install(read);
+        }
         self.limits.store(Arc::new(settings.limits));
         self.trusted_proxies
             .store(Arc::new(settings.trusted_proxies));
-        let mut policy = OriginPolicy::clone(&self.gateway.origins.policy());
+        let mut policy = OriginPolicy::clone(&gateway.origins.policy());
         policy.allow = settings.origin_allow;
         policy.deny = settings.origin_deny;
-        self.gateway.origins.set_policy(policy);
+        gateway.origins.set_policy(policy);
+        gateway.challenges.set_config(settings.challenge);
+        gateway.ddos.set_config(settings.ddos);
+        gateway.config.access_log.replace(&settings.access_log);
+        Ok(())
     }
 
     /// Notified when a reload is asked for through the admin listener.
@@ -602,6 +651,8 @@ impl Server {
         self.reload_requests.clone()
     }
 
+    /// Stops accepting, lets open connections finish for at most the drain timeout,
+    /// then closes the rest and stops every task and thread the gateway started.
     pub async fn stop(self) {
         if let Some(path) = &self.operator_token_file {
             let _ = std::fs::remove_file(path);
@@ -750,6 +801,9 @@ fn write_operator_token(path: &std::path::Path) -> std::io::Result<String> {
     let mut random = [0u8; 32];
     getrandom::fill(&mut random).map_err(std::io::Error::other)?;
     let token: String = random.iter().map(|byte| format!("{byte:02x}")).collect();
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
     let _ = std::fs::remove_file(path);
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);

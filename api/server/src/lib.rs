@@ -61,7 +61,25 @@ pub struct ApiConfig {
     pub failed_keys_burst: NonZeroU32,
     /// Host names the gateway serves itself (mounted services, canonical): no website
     /// may claim one.
-    pub reserved_hosts: Vec<String>,
+    pub reserved_hosts: ReservedHosts,
+}
+
+/// The host names no website may claim, shared with the server that mounts them and
+/// changed while it runs.
+#[derive(Debug, Clone, Default)]
+pub struct ReservedHosts(std::sync::Arc<std::sync::RwLock<Vec<String>>>);
+
+impl ReservedHosts {
+    /// Reserves exactly `hosts` (canonical names) from now on.
+    pub fn set(&self, hosts: Vec<String>) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = hosts;
+    }
+
+    /// Whether `host` (canonical) is reserved.
+    pub fn contains(&self, host: &str) -> bool {
+        let hosts = self.0.read().unwrap_or_else(|e| e.into_inner());
+        hosts.iter().any(|reserved| reserved == host)
+    }
 }
 
 /// The most ACME issuances the API starts, so that flipping `certs_issuer` or the
@@ -97,7 +115,7 @@ impl Default for ApiConfig {
             issuance: IssuanceLimits::default(),
             failed_keys_per_minute: NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN),
             failed_keys_burst: NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN),
-            reserved_hosts: Vec::new(),
+            reserved_hosts: ReservedHosts::default(),
         }
     }
 }

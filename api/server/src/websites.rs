@@ -42,9 +42,6 @@ fn domain(domain: &str) -> Result<Domain, ApiError> {
 /// Refuses a website that names a host the gateway serves itself (a mounted service),
 /// as if another website held it.
 fn check_reserved(api: &Api, website: &Website) -> Result<(), ApiError> {
-    if api.config.reserved_hosts.is_empty() {
-        return Ok(());
-    }
     let domain = website.domain.as_str();
     for host in website.host_names() {
         if api.config.reserved_hosts.contains(&host) {

@@ -24,10 +24,11 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Where access lines go.
+/// Where access lines go; clones write to the same place, which
+/// [`AccessLog::replace`] changes for all of them.
 #[derive(Debug, Clone, Default)]
 pub struct AccessLog {
-    sink: Option<BatchedWriter>,
+    sink: std::sync::Arc<arc_swap::ArcSwapOption<BatchedWriter>>,
 }
 
 /// What the access log says of one request.
@@ -67,17 +68,25 @@ thread_local! {
 impl AccessLog {
     /// No access log.
     pub fn off() -> AccessLog {
-        AccessLog { sink: None }
+        AccessLog::default()
     }
 
     /// Access lines into `sink`.
     pub fn to(sink: BatchedWriter) -> AccessLog {
-        AccessLog { sink: Some(sink) }
+        let log = AccessLog::default();
+        log.sink.store(Some(std::sync::Arc::new(sink)));
+        log
+    }
+
+    /// Sends the next lines where `with` sends its own (this and every clone).
+    pub fn replace(&self, with: &AccessLog) {
+        self.sink.store(with.sink.load_full());
     }
 
     /// Writes `entry`'s line, stamped now.
     pub fn record(&self, entry: &AccessEntry<'_>) {
-        let Some(sink) = &self.sink else {
+        let sink = self.sink.load();
+        let Some(sink) = sink.as_deref() else {
             return;
         };
         let now = SystemTime::now()

@@ -28,6 +28,7 @@
 
 use crate::client::PassState;
 use crate::recent::PerThread;
+use arc_swap::ArcSwap;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use botgate_model::report::Report;
@@ -197,7 +198,8 @@ pub struct Challenges {
     /// The HMAC keyed with the secret, its inner and outer key blocks already hashed:
     /// each MAC starts from a copy (two SHA-256 blocks fewer per pass checked).
     keyed: HmacSha256,
-    config: ChallengeConfig,
+    /// Swapped whole by a reload; a challenge or pass carries what it was made with.
+    config: ArcSwap<ChallengeConfig>,
     /// Each thread's passes verified lately, by cookie value: a hit stands for a
     /// successful check of the MAC over exactly its domain and client (the expiry is
     /// compared again on every hit), so a client's next requests skip the HMAC.
@@ -249,13 +251,18 @@ impl Challenges {
     pub fn new(secret: Vec<u8>, config: ChallengeConfig) -> Challenges {
         Challenges {
             keyed: HmacSha256::new_from_slice(&secret).expect("HMAC takes any key"),
-            config,
+            config: ArcSwap::from_pointee(config),
             verified: PerThread::new(VERIFIED_PASSES, MAX_PASS_VALUE),
         }
     }
 
-    pub fn config(&self) -> &ChallengeConfig {
-        &self.config
+    pub fn config(&self) -> arc_swap::Guard<std::sync::Arc<ChallengeConfig>> {
+        self.config.load()
+    }
+
+    /// Takes `config` for challenges and passes from now on.
+    pub fn set_config(&self, config: ChallengeConfig) {
+        self.config.store(std::sync::Arc::new(config));
     }
 
     /// The name every gateway sharing this secret (one cluster) goes by in `Via`
@@ -291,27 +298,26 @@ impl Challenges {
     /// The difficulty of a new challenge: the configured one, raised while the website
     /// is under attack.
     pub fn difficulty(&self, under_attack: bool) -> u8 {
+        let config = self.config.load();
         let extra = if under_attack {
-            self.config.attack_extra_bits
+            config.attack_extra_bits
         } else {
             0
         };
-        self.config
-            .difficulty
-            .saturating_add(extra)
-            .min(MAX_DIFFICULTY)
+        config.difficulty.saturating_add(extra).min(MAX_DIFFICULTY)
     }
 
     /// How long a client without JavaScript waits on a token of `difficulty` bits: the
     /// configured wait, doubled for each bit above the configured difficulty (at most
     /// half the time a token may take).
     pub fn wait_for(&self, difficulty: u32) -> Duration {
-        let extra = difficulty.saturating_sub(u32::from(self.config.difficulty));
+        let config = self.config.load();
+        let extra = difficulty.saturating_sub(u32::from(config.difficulty));
         let factor = 1u32.checked_shl(extra.min(16)).unwrap_or(u32::MAX);
-        self.config
+        config
             .wait
             .saturating_mul(factor)
-            .min(self.config.solve_within / 2)
+            .min(config.solve_within / 2)
     }
 
     /// A new challenge token of `difficulty` bits for `domain` and `client`, issued at
@@ -385,7 +391,7 @@ impl Challenges {
         let issued_at: u64 = issued.parse().map_err(|_| Refusal::Malformed)?;
         let bits: u32 = difficulty.parse().map_err(|_| Refusal::Malformed)?;
         let wait: u64 = wait.parse().map_err(|_| Refusal::Malformed)?;
-        let expires = issued_at.saturating_add(self.config.solve_within.as_secs());
+        let expires = issued_at.saturating_add(self.config.load().solve_within.as_secs());
         if now > expires || issued_at > now.saturating_add(60) {
             return Err(Refusal::Expired);
         }
@@ -417,8 +423,8 @@ impl Challenges {
     /// How long a pass of `kind` lasts.
     pub fn lifetime(&self, kind: PassKind) -> Duration {
         match kind {
-            PassKind::Work => self.config.pass_lifetime,
-            PassKind::Waited => self.config.waited_pass_lifetime,
+            PassKind::Work => self.config.load().pass_lifetime,
+            PassKind::Waited => self.config.load().waited_pass_lifetime,
         }
     }
 

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The limits. The advanced ones are the plain ones divided by `strict_divisor`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DdosConfig {
     /// Requests a second one client may make to one website, sustained.
     pub client_rate: NonZeroU32,
@@ -80,6 +80,13 @@ pub fn client_network(ip: IpAddr) -> IpAddr {
 
 /// The rate-limit state of every website and client.
 pub struct DdosLimits {
+    /// Swapped whole when the limits change: the counts start afresh.
+    limiters: ArcSwap<Limiters>,
+    under_attack: Mutex<HashMap<u64, Instant>>,
+}
+
+/// The limiters of one configuration.
+struct Limiters {
     config: DdosConfig,
     client: ArcSwap<DefaultKeyedRateLimiter<(u64, IpAddr)>>,
     strict_client: ArcSwap<DefaultKeyedRateLimiter<(u64, IpAddr)>>,
@@ -89,7 +96,6 @@ pub struct DdosLimits {
     strict_website: DefaultKeyedRateLimiter<u64>,
     /// The share of each website's rate kept for clients with a pass.
     reserved: DefaultKeyedRateLimiter<u64>,
-    under_attack: Mutex<HashMap<u64, Instant>>,
 }
 
 fn quota(rate: NonZeroU32, burst: NonZeroU32, divisor: NonZeroU32) -> Quota {
@@ -98,13 +104,13 @@ fn quota(rate: NonZeroU32, burst: NonZeroU32, divisor: NonZeroU32) -> Quota {
     Quota::per_second(strict(rate)).allow_burst(strict(burst))
 }
 
-impl DdosLimits {
-    pub fn new(config: DdosConfig) -> DdosLimits {
+impl Limiters {
+    fn new(config: DdosConfig) -> Limiters {
         let one = NonZeroU32::MIN;
         let div = config.strict_divisor;
         let client_quota = quota(config.client_rate, config.client_burst, one);
         let strict_client_quota = quota(config.client_rate, config.client_burst, div);
-        DdosLimits {
+        Limiters {
             client: ArcSwap::from_pointee(RateLimiter::keyed(client_quota)),
             strict_client: ArcSwap::from_pointee(RateLimiter::keyed(strict_client_quota)),
             client_quota,
@@ -120,25 +126,43 @@ impl DdosLimits {
                 share(config.website_burst, config.reserved_percent),
                 one,
             )),
-            under_attack: Mutex::new(HashMap::new()),
             config,
+        }
+    }
+}
+
+impl DdosLimits {
+    pub fn new(config: DdosConfig) -> DdosLimits {
+        DdosLimits {
+            limiters: ArcSwap::from_pointee(Limiters::new(config)),
+            under_attack: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Takes `config` from the next request on; when it differs from the limits in
+    /// force, every count starts afresh.
+    pub fn set_config(&self, config: DdosConfig) {
+        if self.limiters.load().config != config {
+            self.limiters
+                .store(std::sync::Arc::new(Limiters::new(config)));
         }
     }
 
     /// Counts one request of `client` (by [`client_network`]) to the website `site` (a
     /// hash of its domain).
     pub fn check(&self, site: u64, client: IpAddr, advanced: bool) -> Verdict {
+        let limits = self.limiters.load();
         let limiter = if advanced {
-            &self.strict_client
+            &limits.strict_client
         } else {
-            &self.client
+            &limits.client
         };
         if let Err(not_until) = limiter.load().check_key(&(site, client_network(client))) {
             return limited(not_until.wait_time_from(DefaultClock::default().now()));
         }
-        if self.website.check_key(&site).is_err() {
+        if limits.website.check_key(&site).is_err() {
             self.attacks()
-                .insert(site, Instant::now() + self.config.attack_cooldown);
+                .insert(site, Instant::now() + limits.config.attack_cooldown);
             return Verdict::WebsiteBusy;
         }
         if !advanced {
@@ -146,11 +170,11 @@ impl DdosLimits {
         }
         let now = Instant::now();
         let mut attacks = self.attacks();
-        if self.strict_website.check_key(&site).is_err() {
+        if limits.strict_website.check_key(&site).is_err() {
             if !attacks.contains_key(&site) {
                 tracing::warn!(site, "website under attack: challenging every new client");
             }
-            attacks.insert(site, now + self.config.attack_cooldown);
+            attacks.insert(site, now + limits.config.attack_cooldown);
         }
         match attacks.get(&site) {
             Some(until) if *until > now => Verdict::UnderAttack,
@@ -176,7 +200,8 @@ impl DdosLimits {
     /// Counts one request of a client with a pass to `site` while the website is over
     /// its rate: whether the share reserved for such clients has room; 503 otherwise.
     pub fn reserved(&self, site: u64) -> Result<(), u64> {
-        self.reserved.check_key(&site).map_err(|not_until| {
+        let limits = self.limiters.load();
+        limits.reserved.check_key(&site).map_err(|not_until| {
             whole_seconds(not_until.wait_time_from(DefaultClock::default().now()))
         })
     }
@@ -185,13 +210,14 @@ impl DdosLimits {
     /// everything when more clients than allowed are tracked (a flood of spoofed
     /// sources); run now and then.
     pub fn housekeeping(&self) {
+        let limits = self.limiters.load();
         for (limiter, quota) in [
-            (&self.client, self.client_quota),
-            (&self.strict_client, self.strict_client_quota),
+            (&limits.client, limits.client_quota),
+            (&limits.strict_client, limits.strict_client_quota),
         ] {
             let current = limiter.load();
             current.retain_recent();
-            if current.len() > self.config.max_tracked_clients {
+            if current.len() > limits.config.max_tracked_clients {
                 tracing::warn!(
                     tracked = current.len(),
                     "too many clients tracked by the rate limits; starting afresh"
@@ -201,7 +227,7 @@ impl DdosLimits {
                 current.shrink_to_fit();
             }
         }
-        for limiter in [&self.website, &self.strict_website, &self.reserved] {
+        for limiter in [&limits.website, &limits.strict_website, &limits.reserved] {
             limiter.retain_recent();
             limiter.shrink_to_fit();
         }

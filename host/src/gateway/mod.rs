@@ -224,26 +224,36 @@ impl Gateway {
         Ok((Arc::new(tls), quic))
     }
 
-    /// Periodic upkeep: forget idle rate-limit state, read the crawler lists again. Runs
-    /// until the gateway is dropped.
+    /// Periodic upkeep: forget idle rate-limit state, read the crawler lists again (at
+    /// the period in force, which a reload may change). Runs until the gateway is
+    /// dropped.
     pub fn spawn_housekeeping(self: &Arc<Self>) {
-        let refresh = self.crawlers.refresh_every();
-        if !refresh.is_zero() {
-            let weak = Arc::downgrade(self);
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(refresh);
-                tick.tick().await;
-                loop {
-                    tick.tick().await;
-                    let Some(gateway) = weak.upgrade() else { break };
-                    let refreshed =
-                        tokio::task::spawn_blocking(move || gateway.crawlers.refresh()).await;
-                    if let Err(err) = refreshed {
-                        tracing::warn!(%err, "refreshing the crawler lists failed");
-                    }
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                let refresh = match weak.upgrade() {
+                    Some(gateway) => gateway.crawlers.refresh_every(),
+                    None => break,
+                };
+                // Never refreshed: look again a minute later whether that changed.
+                let refreshing = !refresh.is_zero();
+                let wait = if refreshing {
+                    refresh
+                } else {
+                    Duration::from_secs(60)
+                };
+                tokio::time::sleep(wait).await;
+                let Some(gateway) = weak.upgrade() else { break };
+                if !refreshing || gateway.crawlers.refresh_every().is_zero() {
+                    continue;
                 }
-            });
-        }
+                let refreshed =
+                    tokio::task::spawn_blocking(move || gateway.crawlers.refresh()).await;
+                if let Err(err) = refreshed {
+                    tracing::warn!(%err, "refreshing the crawler lists failed");
+                }
+            }
+        });
         let weak = Arc::downgrade(self);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(10));

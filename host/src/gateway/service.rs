@@ -6,6 +6,7 @@
 use super::connection::ConnectionInfo;
 use super::host_name::{canonical_host, request_host};
 use super::pages::{self, Body, BoxError};
+use arc_swap::ArcSwap;
 use futures_util::future::Either;
 use http::{Request, Response};
 use http_body_util::BodyExt;
@@ -87,6 +88,46 @@ pub fn host_name(host: &str) -> Result<String, MountError> {
         .map_err(|_| MountError::NotAHostName(host.to_owned()))
 }
 
+/// The services mounted by host name, shared by the listeners that serve them and
+/// changed while they run (a reload's `--api-host`).
+#[derive(Clone, Default)]
+pub struct Mounts {
+    by_host: Arc<ArcSwap<HashMap<String, Arc<dyn MountedService>>>>,
+}
+
+impl Mounts {
+    /// Mounts `service` on the host name `host`. It takes the name from the fallback:
+    /// a website of that name is not reached through these services.
+    pub fn mount(&self, host: &str, service: Arc<dyn MountedService>) -> Result<(), MountError> {
+        let name = host_name(host)?;
+        if self.by_host.load().contains_key(&name) {
+            return Err(MountError::Taken(name));
+        }
+        self.by_host.rcu(|mounted| {
+            let mut mounted = HashMap::clone(mounted);
+            mounted.insert(name.clone(), service.clone());
+            mounted
+        });
+        Ok(())
+    }
+
+    /// Gives `host` back to the fallback, from the next request on.
+    pub fn unmount(&self, host: &str) {
+        self.by_host.rcu(|mounted| {
+            let mut mounted = HashMap::clone(mounted);
+            mounted.remove(host);
+            mounted
+        });
+    }
+
+    /// The host names mounted, sorted.
+    pub fn hosts(&self) -> Vec<String> {
+        let mut hosts: Vec<String> = self.by_host.load().keys().cloned().collect();
+        hosts.sort();
+        hosts
+    }
+}
+
 /// Services by host name in front of a fallback handler (the data plane): a request
 /// whose host (canonical, as [`request_host`] reads it) is mounted goes to that service,
 /// any other to the fallback. With nothing mounted a request costs one length check.
@@ -95,7 +136,7 @@ pub fn host_name(host: &str) -> Result<String, MountError> {
 /// data plane's. The API refuses websites with a mounted name (`ApiConfig::reserved_hosts`).
 pub struct Services<H> {
     fallback: H,
-    mounted: HashMap<String, Arc<dyn MountedService>>,
+    mounted: Mounts,
     redirect_to_https: bool,
 }
 
@@ -109,10 +150,10 @@ pub enum MountError {
 }
 
 impl<H: RequestHandler> Services<H> {
-    pub fn new(fallback: H) -> Services<H> {
+    pub fn new(fallback: H, mounted: Mounts) -> Services<H> {
         Services {
             fallback,
-            mounted: HashMap::new(),
+            mounted,
             redirect_to_https: false,
         }
     }
@@ -120,40 +161,21 @@ impl<H: RequestHandler> Services<H> {
     /// Services for a plain-HTTP listener: a mounted name answers a permanent redirect
     /// (301) to the same target over HTTPS, except an ACME CA's HTTP-01 request, which
     /// goes to the fallback (it answers for mounted names awaiting a certificate).
-    pub fn redirecting(fallback: H) -> Services<H> {
+    pub fn redirecting(fallback: H, mounted: Mounts) -> Services<H> {
         Services {
             redirect_to_https: true,
-            ..Services::new(fallback)
+            ..Services::new(fallback, mounted)
         }
-    }
-
-    /// Mounts `service` on the host name `host`. It takes the name from the fallback:
-    /// a website of that name is not reached through these services.
-    pub fn mount(
-        &mut self,
-        host: &str,
-        service: Arc<dyn MountedService>,
-    ) -> Result<(), MountError> {
-        let name = host_name(host)?;
-        if self.mounted.contains_key(&name) {
-            return Err(MountError::Taken(name));
-        }
-        self.mounted.insert(name, service);
-        Ok(())
-    }
-
-    /// The host names mounted.
-    pub fn hosts(&self) -> impl Iterator<Item = &str> {
-        self.mounted.keys().map(String::as_str)
     }
 
     /// The mounted service a request's host names, and that host.
-    fn mounted_for<B>(&self, request: &Request<B>) -> Option<(String, &Arc<dyn MountedService>)> {
-        if self.mounted.is_empty() {
+    fn mounted_for<B>(&self, request: &Request<B>) -> Option<(String, Arc<dyn MountedService>)> {
+        let mounted = self.mounted.by_host.load();
+        if mounted.is_empty() {
             return None;
         }
         let host = request_host(request)?;
-        let service = self.mounted.get(&host)?;
+        let service = mounted.get(&host)?.clone();
         Some((host, service))
     }
 }
@@ -232,14 +254,15 @@ mod tests {
                 >| async move { format!("api for {client}") },
             ),
         );
-        let mut services = Services::new(Fallback);
-        services
+        let mounts = Mounts::default();
+        let services = Services::new(Fallback, mounts.clone());
+        mounts
             .mount("API.Example.", Arc::new(router.clone()))
             .unwrap();
-        assert_eq!(services.hosts().collect::<Vec<_>>(), ["api.example"]);
+        assert_eq!(mounts.hosts(), ["api.example"]);
         for refused in ["api.example", "api.example:8443", "", "a..b", "a/b", "-"] {
             assert!(
-                services.mount(refused, Arc::new(router.clone())).is_err(),
+                mounts.mount(refused, Arc::new(router.clone())).is_err(),
                 "{refused:?}"
             );
         }
@@ -260,8 +283,7 @@ mod tests {
         }
 
         // On plain HTTP the mounted name goes to HTTPS; every other to the fallback.
-        let mut plain = Services::redirecting(Fallback);
-        plain.mount("api.example", Arc::new(router)).unwrap();
+        let plain = Services::redirecting(Fallback, mounts.clone());
         let request = Request::builder()
             .method("POST")
             .uri("/v1.0/user?x=1")
@@ -287,5 +309,15 @@ mod tests {
             answer(&plain, "shop.example").await,
             (StatusCode::OK, "data plane".to_owned())
         );
+
+        // Unmounted, the name is the fallback's again on both listeners at once.
+        mounts.unmount("api.example");
+        assert!(mounts.hosts().is_empty());
+        for listener in [&services, &plain] {
+            assert_eq!(
+                answer(listener, "api.example").await,
+                (StatusCode::OK, "data plane".to_owned())
+            );
+        }
     }
 }

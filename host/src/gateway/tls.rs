@@ -98,6 +98,21 @@ impl HostCertificates {
         });
     }
 
+    /// Gives `names` back: from the next handshake on they are websites' names again.
+    pub fn release(&self, names: &[String]) {
+        if names.is_empty() {
+            return;
+        }
+        self.keys.rcu(|keys| {
+            let mut keys = HashMap::clone(keys);
+            for name in names {
+                keys.remove(name);
+            }
+            keys
+        });
+        self.set_awaiting(names, false);
+    }
+
     /// Whether `name` is one of these names.
     pub fn is_reserved(&self, name: &str) -> bool {
         let keys = self.keys.load();
@@ -119,12 +134,15 @@ impl HostCertificates {
         list.iter().any(|awaiting| awaiting == name)
     }
 
-    /// Serves `key` for every name of `names` from the next handshake on.
+    /// Serves `key` for every reserved name of `names` from the next handshake on (a
+    /// name released meanwhile stays a website's).
     pub fn install(&self, names: &[String], key: Arc<CertifiedKey>) {
         self.keys.rcu(|keys| {
             let mut keys = HashMap::clone(keys);
             for name in names {
-                keys.insert(name.clone(), Some(key.clone()));
+                if let Some(slot) = keys.get_mut(name) {
+                    *slot = Some(key.clone());
+                }
             }
             keys
         });
@@ -280,5 +298,14 @@ mod tests {
         assert!(hosts.awaits("api.example"));
         hosts.set_awaiting(&names, false);
         assert!(!hosts.awaits("api.example"));
+
+        // Released, the name is no longer the gateway's, and a late certificate for it
+        // (a keeper stopped mid-issuance) does not take it back.
+        hosts.set_awaiting(&names, true);
+        hosts.release(&names);
+        assert!(!hosts.is_reserved("api.example"));
+        assert!(!hosts.awaits("api.example"));
+        hosts.install(&names, Arc::new(fallback_key(None, &provider()).unwrap()));
+        assert_eq!(hosts.get("api.example").map(|key| key.is_some()), None);
     }
 }

@@ -198,11 +198,7 @@ fn a_reload_applies_the_live_settings_and_refuses_a_bad_file() {
         "max-header-bytes = 16384\ncache-memory-bytes = 1000000\n",
     )
     .unwrap();
-    let hangup = Command::new("kill")
-        .args(["-HUP", &gateway.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(hangup.success());
+    sighup(&gateway);
     let line = log_line(&gateway, |line| line.contains("configuration reloaded"));
     assert!(line.contains("max-header-bytes"), "{line}");
     let restart = log_line(&gateway, |line| {
@@ -223,4 +219,265 @@ fn a_reload_applies_the_live_settings_and_refuses_a_bad_file() {
         404,
         "still serving"
     );
+}
+
+/// On Redis too, `botgate reload` reaches the gateway through its admin listener with
+/// the token it wrote into its data directory.
+#[test]
+fn botgate_reload_reaches_a_gateway_on_redis() {
+    let redis = botgate_tests::servers::RedisServer::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("botgate.toml");
+    std::fs::write(&file, "challenge-difficulty = 12\n").unwrap();
+    let config = file.display().to_string();
+    let gateway = Gateway::start(
+        binary(),
+        GatewayStore::Redis(&redis),
+        &["hoster"],
+        &["--config", &config],
+    )
+    .unwrap();
+    std::fs::write(&file, "challenge-difficulty = 13\n").unwrap();
+    let asked = botgate(&gateway, &["reload"]);
+    assert!(asked.status.success(), "{asked:?}\n{}", gateway.log());
+    let line = log_line(&gateway, |line| line.contains("configuration reloaded"));
+    assert!(line.contains("challenge-difficulty"), "{line}");
+}
+
+/// Waits (up to 5 s) for a line of the file at `path` that `matches`.
+fn file_line(path: &Path, matches: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if let Some(line) = text.lines().find(|line| matches(line)) {
+            return line.to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no such line in {}:\n{text}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn sighup(gateway: &Gateway) {
+    let hangup = Command::new("kill")
+        .args(["-HUP", &gateway.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(hangup.success());
+}
+
+/// Sends SIGHUP to `gateway` and waits for the `count`th "configuration reloaded" line
+/// (or refusal); answers that line.
+fn hang_up(gateway: &Gateway, count: usize) -> String {
+    sighup(gateway);
+    let done = |line: &str| {
+        line.contains("configuration reloaded") || line.contains("configuration is refused")
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let log = gateway.log();
+        let lines: Vec<&str> = log.lines().filter(|line| done(line)).collect();
+        if lines.len() >= count {
+            return lines[count - 1].to_owned();
+        }
+        assert!(Instant::now() < deadline, "no reload:\n{log}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A reload changes, on a running gateway and without a restart: the challenge's
+/// difficulty, the `ddos_protection` limits, the crawler lists, where the access log
+/// goes (a file is opened again, as after `logrotate`), the log level, and the API's
+/// host names with their certificate; a file whose API certificate cannot serve the
+/// names is refused whole.
+#[test]
+fn a_reload_changes_challenges_limits_crawlers_logs_and_the_api_names() {
+    use super::protection::{GOOGLEBOT, challenging_humans, loopback_crawlers};
+    use botgate_tests::ca::TestCa;
+    let origin = origin("site");
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let file = dir.path().join("botgate.toml");
+    let api_name = "api.reload.test";
+    let ca = TestCa::new("botgate test: reload").unwrap();
+    let (certificate, key) = ca.issue(&[api_name]).unwrap();
+    std::fs::write(path("api.pem"), certificate).unwrap();
+    std::fs::write(path("api.key"), key).unwrap();
+    let (other, other_key) = ca.issue(&["other.reload.test"]).unwrap();
+    std::fs::write(path("other.pem"), other).unwrap();
+    std::fs::write(path("other.key"), other_key).unwrap();
+    let crawlers = loopback_crawlers(dir.path());
+    std::fs::write(
+        &file,
+        format!(
+            "challenge-difficulty = 12\naccess-log = {:?}\n",
+            path("first.log")
+        ),
+    )
+    .unwrap();
+    let config = file.display().to_string();
+    let gateway = gateway(origin.address.port(), &["--config", &config]);
+    let mut settings = challenging_humans();
+    settings["loadbalancer"]["ddos_protection"] = json!(true);
+    add_website(
+        &gateway,
+        json!({"domain": "reload.example", "ip": ["127.0.0.1"], "settings": settings}),
+    )
+    .unwrap();
+    let from = |last: u8, request: Outgoing<'_>| {
+        let visit = Visit {
+            source: Some(std::net::IpAddr::from([127, 0, 0, last])),
+            ..Visit::default()
+        };
+        visitor::send(gateway.http, &visit, request).unwrap()
+    };
+    let page = |target: &str| from(1, Outgoing::get("reload.example", target).browser());
+    let api_over_https = || {
+        let visit = Visit {
+            tls_name: Some(api_name.to_owned()),
+            trusted_roots: Some(vec![ca.root_der().to_vec()]),
+            ..Visit::default()
+        };
+        visitor::send(
+            gateway.https,
+            &visit,
+            Outgoing::get(api_name, "/v1.0/user").header(
+                "authorization",
+                format!("Bearer {}", gateway.partner_keys[0]),
+            ),
+        )
+    };
+
+    // Before: difficulty 12, lines into first.log, Googlebot from loopback unverified,
+    // no API name, a client's many requests all answered.
+    let before = page("/before");
+    assert!(
+        before.text().contains("data-difficulty=\"12\""),
+        "{}",
+        before.text()
+    );
+    file_line(dir.path().join("first.log").as_path(), |line| {
+        line.contains("target=/before ")
+    });
+    let fake = from(
+        2,
+        Outgoing::get("reload.example", "/crawl-1").header("user-agent", GOOGLEBOT),
+    );
+    assert_ne!(fake.status, 200);
+    assert!(!api_over_https().is_ok_and(|answer| answer.status == 200));
+    let answered: Vec<u16> = (0..8)
+        .map(|_| from(3, Outgoing::get("reload.example", "/many").browser()).status)
+        .collect();
+    assert!(!answered.contains(&429), "{answered:?}");
+
+    std::fs::write(
+        &file,
+        format!(
+            "challenge-difficulty = 14\naccess-log = {:?}\nddos-client-rate = 1\n\
+             ddos-client-burst = 3\ncrawler-list = [{crawlers:?}]\napi-host = [{api_name:?}]\n\
+             api-cert = {:?}\napi-key = {:?}\nlog-level = \"info,botgate=debug\"\n",
+            path("second.log"),
+            path("api.pem"),
+            path("api.key"),
+        ),
+    )
+    .unwrap();
+    let reloaded = hang_up(&gateway, 1);
+    assert!(
+        reloaded.contains("configuration reloaded"),
+        "{reloaded}\n{}",
+        gateway.log()
+    );
+    for option in [
+        "challenge-difficulty",
+        "ddos-client-burst",
+        "crawler-list",
+        "api-host",
+        "log-level",
+        "access-log",
+    ] {
+        assert!(reloaded.contains(option), "{option}: {reloaded}");
+    }
+    assert!(
+        !gateway.log().contains("not applied until a restart"),
+        "{}",
+        gateway.log()
+    );
+
+    let after = page("/after");
+    assert!(
+        after.text().contains("data-difficulty=\"14\""),
+        "{}",
+        after.text()
+    );
+    file_line(dir.path().join("second.log").as_path(), |line| {
+        line.contains("target=/after ")
+    });
+    let first = std::fs::read_to_string(dir.path().join("first.log")).unwrap();
+    assert!(!first.contains("target=/after "), "{first}");
+    let verified = from(
+        2,
+        Outgoing::get("reload.example", "/crawl-2").header("user-agent", GOOGLEBOT),
+    );
+    assert_eq!(verified.status, 200, "{}", verified.text());
+    let answered: Vec<u16> = (0..8)
+        .map(|_| from(3, Outgoing::get("reload.example", "/many").browser()).status)
+        .collect();
+    assert!(answered.contains(&429), "{answered:?}");
+    let api = api_over_https().unwrap();
+    assert_eq!(api.status, 200, "{}\n{}", api.text(), gateway.log());
+    let redirect = send(gateway.http, Outgoing::get(api_name, "/v1.0/user")).unwrap();
+    assert_eq!(redirect.status, 301);
+    // No website may take the API's name now.
+    let taken = partner(&gateway)
+        .post_json(
+            "/v1.0/website",
+            &json!({"domain": api_name, "user_id": "owner", "ip": ["127.0.0.1"]}),
+        )
+        .unwrap();
+    assert_eq!(taken.status, 409, "{taken:?}");
+    // Debug lines are on.
+    log_line(&gateway, |line| line.contains("the options in force"));
+
+    // A certificate that does not cover the API's name: the whole file is refused,
+    // and the API, the difficulty and the limits stay.
+    let refused_file = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("challenge-difficulty = 14", "challenge-difficulty = 16")
+        .replace(&path("api.pem"), &path("other.pem"))
+        .replace(&path("api.key"), &path("other.key"));
+    std::fs::write(&file, refused_file).unwrap();
+    let refused = hang_up(&gateway, 2);
+    assert!(refused.contains("configuration is refused"), "{refused}");
+    assert!(refused.contains("other.pem"), "{refused}");
+    assert!(page("/refused").text().contains("data-difficulty=\"14\""));
+    assert_eq!(api_over_https().unwrap().status, 200);
+
+    // The name dropped: a website's again, the API no longer answers on it.
+    std::fs::write(&file, "challenge-difficulty = 14\nlog-level = \"warn\"\n").unwrap();
+    let warned = {
+        sighup(&gateway);
+        // At `warn`, the reload's own info line is no longer written.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if !api_over_https().is_ok_and(|answer| answer.status == 200) {
+                break true;
+            }
+            if Instant::now() > deadline {
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    assert!(warned, "the API name is still served\n{}", gateway.log());
+    std::thread::sleep(Duration::from_millis(300));
+    let reloads = gateway
+        .log()
+        .lines()
+        .filter(|line| line.contains("configuration reloaded"))
+        .count();
+    assert_eq!(reloads, 1, "{}", gateway.log());
 }

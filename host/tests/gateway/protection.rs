@@ -6,10 +6,11 @@
 use super::*;
 use botgate_host::gateway::challenge::{PASS_COOKIE, PLAIN_PASS_COOKIE, VERIFY_PATH, solve};
 
-const GOOGLEBOT: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+pub(crate) const GOOGLEBOT: &str =
+    "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
 
 /// A crawler list that makes loopback Google's and Facebook's.
-fn loopback_crawlers(dir: &Path) -> String {
+pub(crate) fn loopback_crawlers(dir: &Path) -> String {
     let path = dir.join("crawlers.json");
     std::fs::write(
         &path,
@@ -22,7 +23,7 @@ fn loopback_crawlers(dir: &Path) -> String {
 }
 
 /// Settings that challenge every human (and protect).
-fn challenging_humans() -> Value {
+pub(crate) fn challenging_humans() -> Value {
     let mut settings = loadbalancer(&["bot_protection"]);
     settings["rules"] = json!({"humans": "captcha"});
     settings

@@ -1,6 +1,7 @@
 //! The `botgate` command: the operator's and rule author's entry point.
 
 mod config;
+mod log_level;
 #[cfg(test)]
 mod options;
 mod partner;
@@ -119,14 +120,7 @@ enum RulesetCommand {
 fn main() -> Result<()> {
     // Log lines (one access line per request) are batched: see `log_writer`.
     let (log_writer, _flush_on_exit) = botgate_host::log_writer::BatchedWriter::stderr();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,wasmtime=warn,cranelift=warn".into()),
-        )
-        .with_writer(log_writer.clone())
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    log_level::init(log_writer.clone());
     let cli = parse()?;
     let cache_dir = cli.cache_dir.or_else(default_cache_dir);
     let deadline_ms = cli.component_deadline_ms;

@@ -1,7 +1,8 @@
-//! `botgate partner`, `botgate status` and `botgate reload`: the operator's commands, carried out through
-//! a running gateway's admin listener when it holds the embedded store (it wrote its
-//! token into the data directory), and on the store directly otherwise (Redis, or an
-//! embedded store no gateway holds).
+//! `botgate partner`, `botgate status` and `botgate reload`: the operator's commands,
+//! carried out through a running gateway's admin listener (with the token it wrote into
+//! the data directory) when it holds the embedded store, and on the store directly
+//! otherwise (Redis, or an embedded store no gateway holds); `reload` always goes
+//! through the admin listener.
 
 use crate::store::{OPERATOR_TOKEN_FILE, StoreArgs};
 use anyhow::{Context, Result, bail};
@@ -120,19 +121,24 @@ impl Target {
     /// The admin listener, when a gateway that wrote its token there answers at it;
     /// the store otherwise.
     async fn via(&self) -> Result<Via> {
-        if self.store.redis_url.is_none() {
-            let path = self.store.data_dir.join(OPERATOR_TOKEN_FILE);
-            if let Ok(token) = std::fs::read_to_string(&path) {
-                let url = self.admin_url.trim_end_matches('/').to_owned();
-                if agent().get(format!("{url}/health")).call().is_ok() {
-                    return Ok(Via::Admin {
-                        url,
-                        token: token.trim().to_owned(),
-                    });
-                }
-            }
+        if self.store.redis_url.is_none()
+            && let Some(admin) = self.running_gateway()
+        {
+            return Ok(admin);
         }
         Ok(Via::Store(self.store.open().await?))
+    }
+
+    /// The admin listener of a gateway that answers at the admin URL and wrote its
+    /// token into the data directory (on either store).
+    fn running_gateway(&self) -> Option<Via> {
+        let token = std::fs::read_to_string(self.store.data_dir.join(OPERATOR_TOKEN_FILE)).ok()?;
+        let url = self.admin_url.trim_end_matches('/').to_owned();
+        agent().get(format!("{url}/health")).call().ok()?;
+        Some(Via::Admin {
+            url,
+            token: token.trim().to_owned(),
+        })
     }
 }
 
@@ -206,25 +212,16 @@ async fn act(target: &Target, name: &str, action: &str) -> Result<Option<String>
 /// `botgate reload`: asks the gateway answering at the admin URL to read its
 /// configuration again.
 pub fn reload(target: Target) -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        match target.via().await? {
-            Via::Admin { url, token } => {
-                operator_call(&url, &token, "/operator/reload", true)?;
-                eprintln!(
-                    "the gateway at {url} reads its configuration again; its log says what changed"
-                );
-                Ok(())
-            }
-            Via::Store(_) => bail!(
-                "no gateway that wrote its operator token into this data directory answers at \
-                 {}; send the serve process SIGHUP instead (systemctl reload botgate)",
-                target.admin_url
-            ),
-        }
-    })
+    let Some(Via::Admin { url, token }) = target.running_gateway() else {
+        bail!(
+            "no gateway that wrote its operator token into this data directory answers at {}; \
+             send the serve process SIGHUP instead (systemctl reload botgate)",
+            target.admin_url
+        );
+    };
+    operator_call(&url, &token, "/operator/reload", true)?;
+    eprintln!("the gateway at {url} reads its configuration again; its log says what changed");
+    Ok(())
 }
 
 /// `botgate status`: the store, the snapshot, the components, expiring certificates.

@@ -70,6 +70,11 @@ pub struct ServeArgs {
     /// Where Prometheus metrics (/metrics) and the health check (/health) are served.
     #[arg(long, env = "BOTGATE_ADMIN_LISTEN", default_value = "127.0.0.1:9180")]
     admin_listen: SocketAddr,
+    /// What the diagnostic log shows: a level (`error`, `warn`, `info`, `debug`,
+    /// `trace`) or a filter of them by module (`info,botgate_host::gateway=debug`);
+    /// RUST_LOG's filter when not given, else `info`.
+    #[arg(long, env = "BOTGATE_LOG_LEVEL", value_name = "FILTER")]
+    log_level: Option<String>,
     /// Seconds the store may go unanswered before /health answers 503 (the gateway
     /// serves on from its last snapshot meanwhile).
     #[arg(
@@ -493,26 +498,33 @@ pub fn run(args: ServeArgs, registry: Arc<Registry>, stderr: BatchedWriter) -> R
         tracing::info!(file = %path.display(), "options from the configuration file");
     }
     args.check()?;
-    let (access_log, _flush_access_log) = args.data_plane.access_log(&stderr)?;
+    crate::log_level::set(args.log_level.as_deref()).map_err(anyhow::Error::msg)?;
+    let (access_log, flush_access_log) = args.data_plane.access_log(&stderr)?;
     let config = args.config(access_log);
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
         .block_on(async {
+            // Taken before anything listens: a SIGHUP from then on is a reload, never
+            // the default end of the process.
+            let mut hangups = Box::pin(hangups());
             let server = server::Server::start(config, registry).await?;
             // The options as they are now, to tell a reload what changed.
-            let mut running = crate::serve_options_now()
-                .map(|(_, values)| values)
-                .unwrap_or_default();
+            let mut running = Running {
+                values: crate::serve_options_now()
+                    .map(|(_, values)| values)
+                    .unwrap_or_default(),
+                flush_access_log,
+                stderr,
+            };
             let reloads = server.reload_requests();
-            let mut hangups = Box::pin(hangups());
             let shutdown = shutdown_signal();
             tokio::pin!(shutdown);
             loop {
                 tokio::select! {
                     _ = &mut shutdown => break,
-                    Some(()) = hangups.next() => reload(&server, &mut running),
-                    _ = reloads.notified() => reload(&server, &mut running),
+                    Some(()) = hangups.next() => reload(&server, &mut running).await,
+                    _ = reloads.notified() => reload(&server, &mut running).await,
                 }
             }
             server.stop().await;
@@ -522,16 +534,22 @@ pub fn run(args: ServeArgs, registry: Arc<Registry>, stderr: BatchedWriter) -> R
 }
 
 impl ServeArgs {
-    /// The settings a running gateway takes on a reload.
-    pub fn live_settings(&self) -> server::LiveSettings {
+    /// The settings a running gateway takes on a reload, with the access log to write.
+    pub fn live_settings(&self, access_log: AccessLog) -> server::LiveSettings {
         let gateway = self
             .data_plane
-            .config(self.trusted_proxies.clone(), AccessLog::off());
+            .config(self.trusted_proxies.clone(), access_log);
         server::LiveSettings {
             limits: gateway.limits,
             trusted_proxies: gateway.trusted_proxies,
             origin_allow: self.data_plane.origin_allow_networks.clone(),
             origin_deny: self.data_plane.origin_deny_networks.clone(),
+            challenge: gateway.challenge,
+            ddos: gateway.ddos,
+            crawlers: gateway.crawlers,
+            access_log: gateway.access_log,
+            api_hosts: self.api_hosts.clone(),
+            api_certificate_files: self.api_cert.clone().zip(self.api_key.clone()),
         }
     }
 
@@ -556,6 +574,9 @@ impl ServeArgs {
             if has_first != has_second {
                 anyhow::bail!("--{first} and --{second} go together: give both or neither");
             }
+        }
+        if let Err(reason) = crate::log_level::filter(self.log_level.as_deref()) {
+            anyhow::bail!("--log-level: {reason}");
         }
         if self.no_api_listener && self.api_hosts.is_empty() {
             anyhow::bail!("--no-api-listener without --api-host leaves the API unreachable");
@@ -585,10 +606,10 @@ impl ServeArgs {
             health_store_unreachable_after: Duration::from_secs(
                 self.health_store_unreachable_seconds,
             ),
-            // On the embedded store (one process at a time), operator commands go
-            // through the admin listener while this gateway runs.
-            operator_token_file: (self.store.redis_url.is_none())
-                .then(|| self.store.data_dir.join(crate::store::OPERATOR_TOKEN_FILE)),
+            // Operator commands go through the admin listener while this gateway runs:
+            // all of them on the embedded store (one process at a time), `reload` on
+            // either.
+            operator_token_file: Some(self.store.data_dir.join(crate::store::OPERATOR_TOKEN_FILE)),
             threads: self.data_plane.threads,
             http3: !self.data_plane.no_http3,
             rulesets_dir: Some(self.rulesets_dir.clone()),
@@ -619,7 +640,7 @@ impl ServeArgs {
 
 /// The options a reload applies to a running gateway; any other changed option is
 /// named in the log as needing a restart.
-const LIVE_OPTIONS: [&str; 8] = [
+const LIVE_OPTIONS: [&str; 28] = [
     "header-read-timeout",
     "idle-timeout",
     "max-header-bytes",
@@ -628,22 +649,57 @@ const LIVE_OPTIONS: [&str; 8] = [
     "trusted-proxy",
     "origin-allow-network",
     "origin-deny-network",
+    "challenge-difficulty",
+    "challenge-pass-seconds",
+    "challenge-attack-extra-bits",
+    "challenge-wait-seconds",
+    "challenge-waited-pass-seconds",
+    "challenge-waits-per-hour",
+    "ddos-client-rate",
+    "ddos-client-burst",
+    "ddos-website-rate",
+    "ddos-website-burst",
+    "ddos-strict-divisor",
+    "ddos-reserved-percent",
+    "crawler-list",
+    "crawler-networks",
+    "crawler-refresh-seconds",
+    "log-level",
+    "access-log",
+    "api-host",
+    "api-cert",
+    "api-key",
 ];
+
+/// What `serve` keeps between reloads.
+struct Running {
+    /// The options' values in force, by name.
+    values: std::collections::BTreeMap<String, Vec<String>>,
+    /// The access log file's writer, flushed when replaced.
+    flush_access_log: Option<FlushOnDrop>,
+    /// The diagnostic log's writer (the access log's too, with `stderr`).
+    stderr: BatchedWriter,
+}
 
 /// Reads the configuration again (the file, and this process's flags and environment)
 /// and applies what may change while running; a refused configuration changes nothing.
-fn reload(server: &server::Server, running: &mut std::collections::BTreeMap<String, Vec<String>>) {
+/// An access log file is opened again (after `logrotate` moved it, say).
+async fn reload(server: &server::Server, running: &mut Running) {
+    let refused = |error: anyhow::Error| {
+        tracing::warn!(reason = %format!("{error:#}"), "the configuration is refused; the running configuration stays");
+    };
     let (args, values) = match crate::serve_options_now() {
         Ok(now) => now,
-        Err(error) => {
-            tracing::warn!(reason = %format!("{error:#}"), "the configuration is refused; the running configuration stays");
-            return;
-        }
+        Err(error) => return refused(error),
+    };
+    let (access_log, flush_access_log) = match args.data_plane.access_log(&running.stderr) {
+        Ok(opened) => opened,
+        Err(error) => return refused(error),
     };
     let changed: Vec<String> = values
         .keys()
-        .chain(running.keys())
-        .filter(|key| values.get(*key) != running.get(*key))
+        .chain(running.values.keys())
+        .filter(|key| values.get(*key) != running.values.get(*key))
         .cloned()
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
@@ -651,15 +707,24 @@ fn reload(server: &server::Server, running: &mut std::collections::BTreeMap<Stri
     let (live, restart): (Vec<String>, Vec<String>) = changed
         .into_iter()
         .partition(|key| LIVE_OPTIONS.contains(&key.as_str()));
-    server.reload(args.live_settings());
+    if let Err(error) = server.reload(args.live_settings(access_log)).await {
+        return refused(error.into());
+    }
+    // Checked with the rest of the options: it cannot fail here.
+    if let Err(reason) = crate::log_level::set(args.log_level.as_deref()) {
+        tracing::warn!(%reason, "the log filter stays");
+    }
+    // The old file's last lines are written out as its writer goes.
+    running.flush_access_log = flush_access_log;
     if !restart.is_empty() {
         tracing::warn!(options = ?restart, "changed, but not applied until a restart");
     }
     tracing::info!(changed = ?live, "configuration reloaded");
+    tracing::debug!(options = ?values, "the options in force");
     // What needs a restart keeps its running value, so the next reload names it again.
     for (key, value) in values {
         if !restart.contains(&key) {
-            running.insert(key, value);
+            running.values.insert(key, value);
         }
     }
 }

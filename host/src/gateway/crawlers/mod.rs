@@ -24,7 +24,7 @@ use std::time::Duration;
 const BUNDLED: &str = include_str!("../assets/crawlers.json");
 
 /// Where crawler lists come from besides the bundled one, and how claims are checked.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CrawlerConfig {
     /// Lists in the bundled list's shape (files or http(s) URLs); an entry with the name
     /// of a known crawler replaces it, others are added.
@@ -141,11 +141,18 @@ impl Known {
     }
 }
 
+/// A configuration's crawler list, read ahead of [`Crawlers::install`].
+pub struct CrawlersRead {
+    list: Known,
+    config: CrawlerConfig,
+}
+
 /// The crawlers the gateway knows how to verify.
 pub struct Crawlers {
     list: ArcSwap<Known>,
     dns: ReverseDns,
-    config: CrawlerConfig,
+    /// Swapped by a reload; the DNS servers are the ones the gateway started with.
+    config: ArcSwap<CrawlerConfig>,
 }
 
 fn parse(text: &str, origin: &str) -> Result<Vec<Crawler>, CrawlerListError> {
@@ -209,46 +216,76 @@ fn build(config: &CrawlerConfig, strict: bool) -> Result<Known, CrawlerListError
     Known::new(crawlers)
 }
 
+/// The list a configuration starts with: files must be readable, and so must the
+/// crawler names given be known, unless they may come from a list behind a URL; a URL
+/// that cannot be fetched now is skipped.
+fn first_build(config: &CrawlerConfig) -> Result<Known, CrawlerListError> {
+    let lists_are_files = config.lists.iter().all(Source::is_file);
+    let files = CrawlerConfig {
+        lists: config
+            .lists
+            .iter()
+            .filter(|s| s.is_file())
+            .cloned()
+            .collect(),
+        networks: config
+            .networks
+            .iter()
+            .filter(|(_, s)| s.is_file() && lists_are_files)
+            .cloned()
+            .collect(),
+        ..config.clone()
+    };
+    build(&files, true)?;
+    build(config, false)
+}
+
 impl Crawlers {
     /// The crawlers of the bundled list and `config`'s sources. Files must be readable;
     /// a URL that cannot be fetched now is skipped (and tried again at each refresh).
     pub fn new(config: CrawlerConfig) -> Result<Crawlers, CrawlerListError> {
-        // Files must be right at start, and so must the crawler names given, unless
-        // they may come from a list behind a URL.
-        let lists_are_files = config.lists.iter().all(Source::is_file);
-        let files = CrawlerConfig {
-            lists: config
-                .lists
-                .iter()
-                .filter(|s| s.is_file())
-                .cloned()
-                .collect(),
-            networks: config
-                .networks
-                .iter()
-                .filter(|(_, s)| s.is_file() && lists_are_files)
-                .cloned()
-                .collect(),
-            ..config.clone()
-        };
-        build(&files, true)?;
-        let list = build(&config, false)?;
+        let list = first_build(&config)?;
         Ok(Crawlers {
             list: ArcSwap::from_pointee(list),
             dns: ReverseDns::new(config.reverse_dns.clone())?,
+            config: ArcSwap::from_pointee(config),
+        })
+    }
+
+    /// Reads `config`'s lists and networks as [`Crawlers::new`] does, for
+    /// [`Crawlers::install`]. Blocking (files, HTTP): call it off the request threads.
+    pub fn read(config: CrawlerConfig) -> Result<CrawlersRead, CrawlerListError> {
+        Ok(CrawlersRead {
+            list: first_build(&config)?,
             config,
         })
     }
 
+    /// Whether `config` is the configuration in force.
+    pub fn configured_with(&self, config: &CrawlerConfig) -> bool {
+        **self.config.load() == *config
+    }
+
+    /// Takes the lists, networks and refresh period read (the reverse-DNS servers stay
+    /// the ones the gateway started with).
+    pub fn install(&self, read: CrawlersRead) {
+        tracing::info!(
+            crawlers = read.list.crawlers.len(),
+            "crawler lists reloaded"
+        );
+        self.list.store(Arc::new(read.list));
+        self.config.store(Arc::new(read.config));
+    }
+
     /// How often the sources are read again (zero: never).
     pub fn refresh_every(&self) -> Duration {
-        self.config.refresh
+        self.config.load().refresh
     }
 
     /// Reads every source again; keeps the current list when one cannot be read.
     /// Blocking (files, HTTP): call it off the request threads.
     pub fn refresh(&self) {
-        match build(&self.config, true) {
+        match build(&self.config.load(), true) {
             Ok(list) => {
                 tracing::info!(crawlers = list.crawlers.len(), "crawler lists refreshed");
                 self.list.store(Arc::new(list));

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Where and how long names are looked up and kept.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReverseDnsConfig {
     /// DNS servers (UDP and TCP) to ask; the system's (`/etc/resolv.conf`) when empty.
     pub servers: Vec<SocketAddr>,

@@ -1,0 +1,53 @@
+//! The diagnostic log's filter: `--log-level` when given, else `RUST_LOG`, else `info`;
+//! set again by a reload while `serve` runs.
+
+use botgate_host::log_writer::BatchedWriter;
+use std::sync::OnceLock;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Registry, reload};
+
+/// Where the filter in force is swapped.
+static FILTER: OnceLock<reload::Handle<EnvFilter, Registry>> = OnceLock::new();
+
+/// The compiler's and runtime's own lines are quiet unless asked for by name.
+const QUIET: [&str; 2] = ["wasmtime", "cranelift"];
+
+/// Starts the log into `writer`, filtered by `RUST_LOG` or `info`.
+pub fn init(writer: BatchedWriter) {
+    let (filter, handle) = reload::Layer::new(filter(None).unwrap_or_else(|_| "info".into()));
+    let _ = FILTER.set(handle);
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(writer)
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())),
+        )
+        .init();
+}
+
+/// The filter `level` (an `EnvFilter` directive list, `info` or
+/// `warn,botgate_host::gateway=debug`) names; without it, `RUST_LOG`'s or `info`.
+pub fn filter(level: Option<&str>) -> Result<EnvFilter, String> {
+    let text = match level {
+        Some(level) => level.to_owned(),
+        None => std::env::var("RUST_LOG").unwrap_or_else(|_| "info".to_owned()),
+    };
+    let mut directives = text.clone();
+    for target in QUIET {
+        if !text.contains(target) {
+            directives.push_str(&format!(",{target}=warn"));
+        }
+    }
+    EnvFilter::try_new(&directives).map_err(|err| format!("{text:?} is no log filter: {err}"))
+}
+
+/// Filters the log by `level` from the next line on.
+pub fn set(level: Option<&str>) -> Result<(), String> {
+    let filter = filter(level)?;
+    match FILTER.get() {
+        Some(handle) => handle.reload(filter).map_err(|err| err.to_string()),
+        None => Ok(()),
+    }
+}
