@@ -203,6 +203,19 @@ url_of() {
         *) echo "https://127.0.0.1:$2/" ;;
     esac
 }
+# Loads front end $1 (host $2, port $3, address $4) for DURATION seconds with wrk, or
+# h2load for HTTP/2, with the browser's headers.
+generate() {
+    case ${mode[$1]:-http} in
+        h2) h2load -t"$THREADS" -c"$CONNECTIONS" -m10 -D"$DURATION" --warm-up-time=1 \
+                --connect-to="127.0.0.1:$3" "${browser[@]}" "$4" ;;
+        handshake) wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency \
+                "${browser[@]}" -H "Host: $2" -H 'Connection: close' "$4" ;;
+        *) wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "${browser[@]}" -H "Host: $2" "$4" ;;
+    esac
+}
+# The requests a load (wrk's or h2load's output in file $1) completed.
+requests_in() { awk '/requests in/ { print $1 } /^requests:/ { print $8 }' "$1"; }
 # The same websites on one data-plane thread (not for AB or TRAIN): a second botgate on
 # a copy of the store (the same challenge secret, so the same pass holds).
 if [[ -z ${AB:-} && ${TRAIN:-} != 1 ]]; then
@@ -308,7 +321,7 @@ if [[ -n ${AB:-} || -n ${CALLGRIND:-} ]]; then
     [[ -x $old_binary && -x $new_binary ]] || { echo "AB and CALLGRIND need two botgate binaries: \"OLD NEW\"" >&2; exit 1; }
     kill "$botgate_pid"; wait "$botgate_pid" 2>/dev/null || true
     read -r _ host <<<"${target[${AB_FRONTEND:-a}]}"
-    declare -A binary=([old]=$old_binary [new]=$new_binary) pid port admin before before_user used used_user
+    declare -A binary=([old]=$old_binary [new]=$new_binary) pid port tls admin before before_user used used_user
     declare -A rulesets=([old]=$work/rulesets [new]=$work/rulesets)
     if [[ -n ${AB_RULESETS:-} ]]; then
         read -r old_rulesets new_rulesets <<<"$AB_RULESETS"
@@ -320,11 +333,12 @@ if [[ -n ${AB:-} || -n ${CALLGRIND:-} ]]; then
     # arguments given to `serve`.
     start_build() {
         rm -rf "$work/ab-$1" && cp -a "$work/data" "$work/ab-$1"
-        port[$1]=$(free_port); admin[$1]=$(free_port)
+        port[$1]=$(free_port); tls[$1]=$(free_port); admin[$1]=$(free_port)
         "${wrap[@]}" "${binary[$1]}" serve --data-dir "$work/ab-$1" --rulesets-dir "${rulesets[$1]}" \
-            --http-listen "127.0.0.1:${port[$1]}" --https-listen "127.0.0.1:$(free_port)" \
+            --http-listen "127.0.0.1:${port[$1]}" --https-listen "127.0.0.1:${tls[$1]}" \
             --api-listen "127.0.0.1:$(free_port)" --admin-listen "127.0.0.1:${admin[$1]}" \
-            --origin-http-port "$origin_port" "${@:2}" > "$work/ab-$1.log" 2>&1 &
+            --origin-http-port "$origin_port" --fallback-cert "$work/tls.pem" --fallback-key "$work/tls.key" \
+            "${@:2}" > "$work/ab-$1.log" 2>&1 &
         pid[$1]=$!
         pids+=("${pid[$1]}")
         for _ in $(seq 1200); do curl -sf "http://127.0.0.1:${admin[$1]}/health" >/dev/null && return 0; sleep 0.1; done
@@ -375,7 +389,10 @@ fi
 
 if [[ -n ${AB:-} ]]; then
     load() { # build duration
-        wrk -t1 -c$((CONNECTIONS / 2)) -d"$2" "${browser[@]}" -H "Host: $host" "http://127.0.0.1:${port[$1]}/"
+        local run=${AB_FRONTEND:-a} listener=${port[$1]}
+        [[ ${mode[$run]:-http} == http ]] || listener=${tls[$1]}
+        CONNECTIONS=$((CONNECTIONS / 2)) DURATION=${2%s} \
+            generate "$run" "$host" "$listener" "$(url_of "$run" "$listener" "$host")"
     }
     for round in $(seq "${AB_ROUNDS:-6}"); do
         order=(old new); ((round % 2)) || order=(new old)
@@ -391,11 +408,12 @@ if [[ -n ${AB:-} ]]; then
         done
         wait "${load_pids[@]}"
         for build in old new; do
+            done_requests=$(requests_in "$work/ab-$build-$round.txt")
             used[$build]=$(awk -v t=$(($(cpu_ticks "${pid[$build]}") - before[$build])) -v hz="$ticks_per_second" \
-                '/requests in/ { printf "%.1f", t / hz * 1e6 / $1 }' "$work/ab-$build-$round.txt")
+                -v n="$done_requests" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
             used_user[$build]=$(awk -v t=$(($(cpu_ticks "${pid[$build]}" user) - before_user[$build])) -v hz="$ticks_per_second" \
-                '/requests in/ { printf "%.2f", t / hz * 1e6 / $1 }' "$work/ab-$build-$round.txt")
-            if grep -q 'Non-2xx' "$work/ab-$build-$round.txt"; then
+                -v n="$done_requests" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')
+            if grep -Eq 'Non-2xx|[1-9][0-9]* (3xx|4xx|5xx)' "$work/ab-$build-$round.txt"; then
                 echo "round $round: $build answered non-2xx; see $work/ab-$build-$round.txt" >&2
             fi
             kill "${pid[$build]}"; wait "${pid[$build]}" 2>/dev/null || true
@@ -424,17 +442,6 @@ if [[ ${HOLD:-} == 1 ]]; then
     while sleep 3600; do :; done
 fi
 
-# Loads front end $1 (host $2, port $3, address $4) for DURATION seconds with wrk, or
-# h2load for HTTP/2, with the browser's headers.
-generate() {
-    case ${mode[$1]:-http} in
-        h2) h2load -t"$THREADS" -c"$CONNECTIONS" -m10 -D"$DURATION" --warm-up-time=1 \
-                --connect-to="127.0.0.1:$3" "${browser[@]}" "$4" ;;
-        handshake) wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency \
-                "${browser[@]}" -H "Host: $2" -H 'Connection: close' "$4" ;;
-        *) wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "${browser[@]}" -H "Host: $2" "$4" ;;
-    esac
-}
 # wrk's latency in ms.
 to_ms() { awk '{ v=$1; if (v ~ /us$/) { sub(/us$/,"",v); v/=1000 } else if (v ~ /ms$/) { sub(/ms$/,"",v) } else if (v ~ /s$/) { sub(/s$/,"",v); v*=1000 } printf "%.3f", v }'; }
 for round in $(seq "$ROUNDS"); do

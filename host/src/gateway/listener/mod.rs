@@ -412,10 +412,13 @@ async fn serve_hyper<I, H: RequestHandler>(
         .max_concurrent_streams(256);
     let service = service_fn(move |request| {
         let served = served.clone();
-        async move {
+        // Boxed: HTTP/2 runs each stream's future as a task of its own, and a task
+        // holding the data plane's large future is copied whole at every move (into the
+        // stream, into the task, and over it when the task ends).
+        Box::pin(async move {
             let (listening, info) = &*served;
             Ok::<_, Infallible>(listening.handler.handle(request, info).await)
-        }
+        })
     });
     let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     tokio::pin!(connection);
