@@ -207,7 +207,7 @@ url_of() {
 # h2load for HTTP/2, with the browser's headers.
 generate() {
     case ${mode[$1]:-http} in
-        h2) h2load -t"$THREADS" -c"$CONNECTIONS" -m10 -D"$DURATION" --warm-up-time=1 \
+        h2) h2load -t"$THREADS" -c"$CONNECTIONS" -m10 -D"$DURATION" \
                 --connect-to="127.0.0.1:$3" "${browser[@]}" "$4" ;;
         handshake) wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency \
                 "${browser[@]}" -H "Host: $2" -H 'Connection: close' "$4" ;;
@@ -215,7 +215,7 @@ generate() {
     esac
 }
 # The requests a load (wrk's or h2load's output in file $1) completed.
-requests_in() { awk '/requests in/ { print $1 } /^requests:/ { print $8 }' "$1"; }
+requests_in() { awk '/requests in/ { print $1 } /^requests:/ { print $6 }' "$1"; }
 # The same websites on one data-plane thread (not for AB or TRAIN): a second botgate on
 # a copy of the store (the same challenge secret, so the same pass holds).
 if [[ -z ${AB:-} && ${TRAIN:-} != 1 ]]; then
@@ -234,11 +234,11 @@ fi
 cores=$(nproc)
 # The reference proxies, one thread per core as botgate (benches/load/reference).
 for reference in r:raw h:hyper x:hyper-inline; do
-    key=${reference%%:*} mode=${reference#*:}
+    key=${reference%%:*} kind=${reference#*:}
     named "$key" || continue
     port=$(free_port)
-    benches/load/reference/target/release/botgate-load-reference "$mode" "127.0.0.1:$port" \
-        "127.0.0.1:$origin_port" "$cores" > "$work/reference-$mode.log" 2>&1 &
+    benches/load/reference/target/release/botgate-load-reference "$kind" "127.0.0.1:$port" \
+        "127.0.0.1:$origin_port" "$cores" > "$work/reference-$kind.log" 2>&1 &
     pids+=($!)
     target[$key]="$port bench.example"; front_pid[$key]=$!
     wait_port "$port"
@@ -413,7 +413,7 @@ if [[ -n ${AB:-} ]]; then
                 -v n="$done_requests" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
             used_user[$build]=$(awk -v t=$(($(cpu_ticks "${pid[$build]}" user) - before_user[$build])) -v hz="$ticks_per_second" \
                 -v n="$done_requests" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')
-            if grep -Eq 'Non-2xx|[1-9][0-9]* (3xx|4xx|5xx)' "$work/ab-$build-$round.txt"; then
+            if grep -Eq 'Non-2xx|[1-9][0-9]* (3xx|4xx|5xx|failed|errored|timeout)' "$work/ab-$build-$round.txt"; then
                 echo "round $round: $build answered non-2xx; see $work/ab-$build-$round.txt" >&2
             fi
             kill "${pid[$build]}"; wait "${pid[$build]}" 2>/dev/null || true
@@ -434,8 +434,10 @@ if [[ ${HOLD:-} == 1 ]]; then
     echo "botgate pid $botgate_pid; logs in $work. Each front end:" >&2
     for run in $FRONTENDS; do
         read -r port host <<<"${target[$run]}"
-        printf '%s:\n  wrk -t%s -c%s -d10s --latency' "${label[$run]}" "$THREADS" "$CONNECTIONS" >&2
-        printf " %q" "${browser[@]}" -H "Host: $host" "$(url_of "$run" "$port" "$host")" >&2
+        printf '%s:\n ' "${label[$run]}" >&2
+        # The command `generate` runs, printed instead.
+        (wrk() { printf ' %q' wrk "$@" >&2; }; h2load() { printf ' %q' h2load "$@" >&2; }
+         DURATION=10 generate "$run" "$host" "$port" "$(url_of "$run" "$port" "$host")")
         echo >&2
     done
     echo "Ctrl-C stops everything." >&2
@@ -470,8 +472,10 @@ for round in $(seq "$ROUNDS"); do
             rps=$(awk '/^finished in/ {print $4}' <<<"$out")
             p50=$(awk '/^time for request:/ {print $6}' <<<"$out" | to_ms)
             p99=-
-            errors=$(awk '/^status codes:/ { print $5 + $7 + $9 }' <<<"$out")
-            requests=$(awk '/^requests:/ {print $8}' <<<"$out")
+            # 3xx, 4xx and 5xx answers, and requests that failed, errored or timed out.
+            errors=$(awk '/^status codes:/ { n += $5 + $7 + $9 } /^requests:/ { n += $10 + $12 + $14 }
+                END { print n }' <<<"$out")
+            requests=$(requests_in "$work/wrk.out")
         else
             rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
             p50=$(awk '$1=="50%" {print $2}' <<<"$out" | to_ms)

@@ -1,11 +1,12 @@
-//! The certificate of the management API's own host names (`--api-host`), served on
-//! the HTTPS listener: the operator's PEM files, read again when they change, or one
+//! The management API's own host names (`--api-host`) on the HTTPS listener: mounted,
+//! reserved from websites and changed by a reload ([`ApiHosts`]), and their certificate
+//! ([`ApiCertificates`]): the operator's PEM files, read again when they change, or one
 //! from ACME, issued by one gateway of a cluster under a lease, shared through the
 //! store and renewed when a third of its lifetime is left. A certificate that cannot
 //! serve the names is refused with the reason logged; the one in use stays.
 
 use crate::gateway::connection::Shutdown;
-use crate::gateway::service::{MountError, MountedService, Mounts};
+use crate::gateway::service::{MountError, MountedService, Mounts, host_name};
 use crate::gateway::tls::{HostCertificates, certified_key, provider};
 use crate::provisioning::acme::{Acme, AcmeConfig};
 use crate::provisioning::issuance_backoff;
@@ -71,8 +72,8 @@ pub struct ApiHosts<S> {
 struct Running {
     names: Vec<String>,
     files: Option<(PathBuf, PathBuf)>,
-    /// Stops the keeper (which stops on shutdown too).
-    stop_keeper: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The keeper's task (it stops on shutdown too).
+    keeper: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// What [`ApiHosts`] is made of.
@@ -106,24 +107,31 @@ impl<S: Store> ApiHosts<S> {
         }
     }
 
-    /// Serves the API on `names` (canonical host names) with a certificate from
-    /// `files`, or from ACME without them; nothing changes when that is what runs, or
-    /// when the names cannot be served (the error says why). Whether anything changed.
+    /// Serves the API on `hosts` (host names, in any order and case) with a certificate
+    /// from `files`, or from ACME without them. Nothing changes when that is what runs,
+    /// or when the names cannot be served (the error says why). Whether anything
+    /// changed.
     pub async fn set(
         &self,
-        names: Vec<String>,
+        hosts: &[String],
         files: Option<(PathBuf, PathBuf)>,
     ) -> Result<bool, ApiHostError> {
+        let mut names = Vec::new();
+        for host in hosts {
+            names.push(host_name(host)?);
+        }
+        names.sort();
+        names.dedup();
         let mut running = self.running.lock().await;
         if running.names == names && (names.is_empty() || running.files == files) {
             return Ok(false);
         }
-        for name in &names {
-            if self.fixed.contains(name) {
-                return Err(ApiHostError::Mount(MountError::Taken(name.clone())));
-            }
+        if let Some(taken) = names.iter().find(|name| self.fixed.contains(name)) {
+            return Err(ApiHostError::Mount(MountError::Taken(taken.clone())));
         }
-        let keeper = match names.is_empty() {
+        // Started (files read and checked, or ACME's stored certificate installed)
+        // before anything else changes: a refused start leaves the running names.
+        let mut keeper = match names.is_empty() {
             true => None,
             false => {
                 let source = match files.clone() {
@@ -147,9 +155,14 @@ impl<S: Store> ApiHosts<S> {
                 )
             }
         };
-        // From here nothing fails.
-        if let Some(stop) = running.stop_keeper.take() {
-            let _ = stop.send(());
+        // The old keeper ends before the new one serves: one stopped mid-issuance
+        // installs nothing after this.
+        if let Some(old) = running.keeper.take() {
+            old.abort();
+            let _ = old.await;
+        }
+        if let Some(keeper) = &mut keeper {
+            keeper.reinstall();
         }
         let gone: Vec<String> = running
             .names
@@ -157,34 +170,35 @@ impl<S: Store> ApiHosts<S> {
             .filter(|name| !names.contains(name))
             .cloned()
             .collect();
-        self.certificates.release(&gone);
+        // Reserved from websites before they are mounted; released after unmounting.
+        self.reserved
+            .set(self.fixed.iter().chain(&names).cloned().collect());
+        for name in names.iter().filter(|name| !running.names.contains(name)) {
+            // Not mounted yet: fixed names were refused above, the API's are unmounted
+            // when dropped.
+            if let Err(err) = self.mounts.mount(name, self.service.clone()) {
+                tracing::warn!(error = %err, "mounting an API host name");
+            }
+        }
         for name in &gone {
             self.mounts.unmount(name);
         }
-        for name in names.iter().filter(|name| !running.names.contains(name)) {
-            self.mounts.mount(name, self.service.clone())?;
-        }
-        self.reserved
-            .set(self.fixed.iter().chain(&names).cloned().collect());
+        self.certificates.release(&gone);
         if let Some(keeper) = keeper {
-            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
             let shutdown = self.shutdown.clone();
-            tokio::spawn(keeper.run(async move {
-                tokio::select! {
-                    _ = shutdown.stopped() => {}
-                    _ = stopped => {}
-                }
-            }));
-            running.stop_keeper = Some(stop);
+            running.keeper = Some(tokio::spawn(keeper.run(shutdown.stopped())));
         }
         running.names = names;
         running.files = files;
         Ok(true)
     }
 
-    /// The API's names served now.
-    pub async fn names(&self) -> Vec<String> {
-        self.running.lock().await.names.clone()
+    /// Stops the certificate keeper (at shutdown).
+    pub async fn stop(&self) {
+        if let Some(keeper) = self.running.lock().await.keeper.take() {
+            keeper.abort();
+            let _ = keeper.await;
+        }
     }
 }
 
@@ -290,6 +304,19 @@ impl<S: Store> ApiCertificates<S> {
                     self.renew().await;
                 }
             }
+        }
+    }
+
+    /// Serves the certificate this keeper holds again, and marks whether its names
+    /// await one (after another keeper of some of the names stopped).
+    fn reinstall(&mut self) {
+        if let Some(current) = self.current.clone()
+            && let Ok(key) = usable(&current, &self.names)
+        {
+            self.certificates.install(&self.names, key);
+        }
+        if self.source == ApiCertificateSource::Acme {
+            self.certificates.set_awaiting(&self.names, self.due());
         }
     }
 

@@ -210,10 +210,12 @@ pub enum ReloadError {
     Crawlers(#[from] CrawlerListError),
     #[error("reading the crawler lists stopped")]
     CrawlersRead(#[source] tokio::task::JoinError),
-    #[error("the management API's host names")]
+    #[error("api-host")]
     ApiHost(#[from] ApiHostError),
-    #[error(transparent)]
-    Mount(#[from] MountError),
+    #[error(
+        "without api-host the management API is unreachable: this gateway runs with no API listener"
+    )]
+    ApiUnreachable,
 }
 
 /// Warns of a website that claims a mounted name (the mounted service answers it).
@@ -372,10 +374,6 @@ impl Server {
         let mounts = Mounts::default();
         let services = Services::new(gateway.clone(), mounts.clone());
         let redirecting = Services::redirecting(gateway.clone(), mounts.clone());
-        let mut api_hosts = Vec::new();
-        for host in &config.api_hosts {
-            api_hosts.push(service::host_name(host)?);
-        }
         let mut fixed = Vec::new();
         for (host, service) in config.mounted {
             fixed.push(service::host_name(&host)?);
@@ -402,16 +400,29 @@ impl Server {
             alpn_challenges: alpn,
         });
         // Built before anything is spawned: their failure leaves nothing running.
-        let operator_token =
-            match &config.operator_token_file {
-                None => None,
-                Some(path) => Some(write_operator_token(path).map_err(|source| {
-                    ServeError::OperatorToken {
+        // On the embedded store the token is how partners are managed while this
+        // gateway runs; on Redis only `botgate reload` needs it, and SIGHUP does as well.
+        let operator_token = match &config.operator_token_file {
+            None => None,
+            Some(path) => match write_operator_token(path) {
+                Ok(token) => Some(token),
+                Err(source) if matches!(config.store, StoreConfig::Redis(_)) => {
+                    tracing::warn!(path = %path.display(), error = %source, "no operator token: `botgate reload` cannot reach this gateway (SIGHUP can)");
+                    None
+                }
+                Err(source) => {
+                    return Err(ServeError::OperatorToken {
                         path: path.clone(),
                         source,
-                    }
-                })?),
-            };
+                    });
+                }
+            },
+        };
+        // Removed at stop only when this gateway wrote it.
+        let operator_token_file = config
+            .operator_token_file
+            .clone()
+            .filter(|_| operator_token.is_some());
         let api_host_names = ApiHosts::new(ApiHostsParts {
             service: api_service,
             mounts: mounts.clone(),
@@ -423,12 +434,12 @@ impl Server {
             check_every: config.provisioning.check_every,
             shutdown: shutdown.clone(),
         });
-        if !api_hosts.is_empty() {
+        if !config.api_hosts.is_empty() {
             api_host_names
-                .set(api_hosts.clone(), config.api_certificate_files.clone())
+                .set(&config.api_hosts, config.api_certificate_files.clone())
                 .await
                 .map_err(ServeError::ApiHost)?;
-            tracing::info!(names = ?api_hosts, "the management API answers on the HTTPS listener");
+            tracing::info!(names = ?config.api_hosts, "the management API answers on the HTTPS listener");
         }
         warn_of_claimed_mounts(&mounts, &gateway);
         let provisioner = Provisioner::new(
@@ -577,7 +588,7 @@ impl Server {
             threads: thread_handles,
             services: tasks,
             watcher,
-            operator_token_file: config.operator_token_file.clone(),
+            operator_token_file,
             limits: live_limits,
             trusted_proxies,
             api_hosts: api_host_names,
@@ -607,6 +618,12 @@ impl Server {
     /// reload changes nothing.
     pub async fn reload(&self, settings: LiveSettings) -> Result<(), ReloadError> {
         let gateway = &self.gateway;
+        if settings.api_hosts.is_empty() && self.addresses.api.is_none() {
+            return Err(ReloadError::ApiUnreachable);
+        }
+        // Changed sources are read now and must be readable; unchanged ones are read
+        // again in the background, as at each refresh (the list in use stays when one
+        // cannot be read).
         let crawlers = match gateway.crawlers.configured_with(&settings.crawlers) {
             true => None,
             false => {
@@ -617,21 +634,21 @@ impl Server {
                 Some(read)
             }
         };
-        let mut api_hosts = Vec::new();
-        for host in &settings.api_hosts {
-            api_hosts.push(service::host_name(host)?);
-        }
         let api_changed = self
             .api_hosts
-            .set(api_hosts.clone(), settings.api_certificate_files)
+            .set(&settings.api_hosts, settings.api_certificate_files)
             .await?;
         // From here nothing fails.
         if api_changed {
-            tracing::info!(names = ?api_hosts, "the management API's host names changed");
+            tracing::info!(names = ?settings.api_hosts, "the management API's host names changed");
             warn_of_claimed_mounts(&self.mounts, gateway);
         }
-        if let Some(read) = crawlers {
-            gateway.crawlers.install(read);
+        match crawlers {
+            Some(read) => gateway.crawlers.install(read),
+            None => {
+                let gateway = gateway.clone();
+                tokio::task::spawn_blocking(move || gateway.crawlers.refresh());
+            }
         }
         self.limits.store(Arc::new(settings.limits));
         self.trusted_proxies
@@ -657,6 +674,7 @@ impl Server {
         if let Some(path) = &self.operator_token_file {
             let _ = std::fs::remove_file(path);
         }
+        self.api_hosts.stop().await;
         let drain = self.limits.load().drain_timeout;
         tracing::info!(
             drain_seconds = drain.as_secs(),

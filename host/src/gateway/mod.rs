@@ -229,22 +229,26 @@ impl Gateway {
     /// dropped.
     pub fn spawn_housekeeping(self: &Arc<Self>) {
         let weak = Arc::downgrade(self);
+        let reconfigurations = self.crawlers.reconfigurations();
         tokio::spawn(async move {
             loop {
                 let refresh = match weak.upgrade() {
                     Some(gateway) => gateway.crawlers.refresh_every(),
                     None => break,
                 };
-                // Never refreshed: look again a minute later whether that changed.
+                // Zero: never refreshed (looked at again daily). A reload, which reads
+                // the lists itself, starts the wait anew at its period.
                 let refreshing = !refresh.is_zero();
-                let wait = if refreshing {
-                    refresh
-                } else {
-                    Duration::from_secs(60)
+                let wait = match refreshing {
+                    true => refresh,
+                    false => Duration::from_secs(86_400),
                 };
-                tokio::time::sleep(wait).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = reconfigurations.notified() => continue,
+                }
                 let Some(gateway) = weak.upgrade() else { break };
-                if !refreshing || gateway.crawlers.refresh_every().is_zero() {
+                if !refreshing {
                     continue;
                 }
                 let refreshed =

@@ -502,8 +502,12 @@ impl Gateway {
         now: u64,
     ) -> Result<(String, PassKind), challenge::Refusal> {
         let kind = self.challenges.verify(domain, client, submission, now)?;
-        let config = self.challenges.config();
-        let until = now + config.solve_within.as_secs() + 60;
+        // Read now, not held across the store's answers (a reload may swap it).
+        let (solve_within, waits_per_hour) = {
+            let config = self.challenges.config();
+            (config.solve_within, config.waits_per_client_per_hour)
+        };
+        let until = now + solve_within.as_secs() + 60;
         if !self
             .ledger
             .spend(&submission.token, until.saturating_mul(1000))
@@ -514,7 +518,7 @@ impl Gateway {
         if kind == PassKind::Waited {
             let hour_ends = (now + 3600).saturating_mul(1000);
             let waits = self.ledger.count_wait(domain, client, hour_ends).await;
-            if waits > u64::from(config.waits_per_client_per_hour) {
+            if waits > u64::from(waits_per_hour) {
                 return Err(challenge::Refusal::TooManyWaits);
             }
         }

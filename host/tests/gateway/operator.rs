@@ -377,7 +377,8 @@ fn a_reload_changes_challenges_limits_crawlers_logs_and_the_api_names() {
         &file,
         format!(
             "challenge-difficulty = 14\naccess-log = {:?}\nddos-client-rate = 1\n\
-             ddos-client-burst = 3\ncrawler-list = [{crawlers:?}]\napi-host = [{api_name:?}]\n\
+             ddos-client-burst = 3\ncrawler-list = [{crawlers:?}]\n\
+             api-host = [{api_name:?}, \"API.Reload.Test.\"]\n\
              api-cert = {:?}\napi-key = {:?}\nlog-level = \"info,botgate=debug\"\n",
             path("second.log"),
             path("api.pem"),
@@ -473,6 +474,15 @@ fn a_reload_changes_challenges_limits_crawlers_logs_and_the_api_names() {
         }
     };
     assert!(warned, "the API name is still served\n{}", gateway.log());
+    let plain = send(gateway.http, Outgoing::get(api_name, "/v1.0/user")).unwrap();
+    assert_ne!(plain.status, 301, "{}", plain.text());
+    let claimed = partner(&gateway)
+        .post_json(
+            "/v1.0/website",
+            &json!({"domain": api_name, "user_id": "owner", "ip": ["127.0.0.1"]}),
+        )
+        .unwrap();
+    assert_eq!(claimed.status, 201, "{claimed:?}");
     std::thread::sleep(Duration::from_millis(300));
     let reloads = gateway
         .log()

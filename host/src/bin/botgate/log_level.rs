@@ -30,9 +30,12 @@ pub fn init(writer: BatchedWriter) {
 /// The filter `level` (an `EnvFilter` directive list, `info` or
 /// `warn,botgate_host::gateway=debug`) names; without it, `RUST_LOG`'s or `info`.
 pub fn filter(level: Option<&str>) -> Result<EnvFilter, String> {
-    let text = match level {
-        Some(level) => level.to_owned(),
-        None => std::env::var("RUST_LOG").unwrap_or_else(|_| "info".to_owned()),
+    let (text, source) = match level {
+        Some(level) => (level.to_owned(), "--log-level"),
+        None => match std::env::var("RUST_LOG") {
+            Ok(text) => (text, "RUST_LOG"),
+            Err(_) => ("info".to_owned(), "the default"),
+        },
     };
     let mut directives = text.clone();
     for target in QUIET {
@@ -40,7 +43,8 @@ pub fn filter(level: Option<&str>) -> Result<EnvFilter, String> {
             directives.push_str(&format!(",{target}=warn"));
         }
     }
-    EnvFilter::try_new(&directives).map_err(|err| format!("{text:?} is no log filter: {err}"))
+    EnvFilter::try_new(&directives)
+        .map_err(|err| format!("{source} {text:?} is no log filter: {err}"))
 }
 
 /// Filters the log by `level` from the next line on.

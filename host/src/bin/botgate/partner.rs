@@ -121,24 +121,19 @@ impl Target {
     /// The admin listener, when a gateway that wrote its token there answers at it;
     /// the store otherwise.
     async fn via(&self) -> Result<Via> {
-        if self.store.redis_url.is_none()
-            && let Some(admin) = self.running_gateway()
-        {
-            return Ok(admin);
+        if self.store.redis_url.is_none() {
+            let path = self.store.data_dir.join(OPERATOR_TOKEN_FILE);
+            if let Ok(token) = std::fs::read_to_string(&path) {
+                let url = self.admin_url.trim_end_matches('/').to_owned();
+                if agent().get(format!("{url}/health")).call().is_ok() {
+                    return Ok(Via::Admin {
+                        url,
+                        token: token.trim().to_owned(),
+                    });
+                }
+            }
         }
         Ok(Via::Store(self.store.open().await?))
-    }
-
-    /// The admin listener of a gateway that answers at the admin URL and wrote its
-    /// token into the data directory (on either store).
-    fn running_gateway(&self) -> Option<Via> {
-        let token = std::fs::read_to_string(self.store.data_dir.join(OPERATOR_TOKEN_FILE)).ok()?;
-        let url = self.admin_url.trim_end_matches('/').to_owned();
-        agent().get(format!("{url}/health")).call().ok()?;
-        Some(Via::Admin {
-            url,
-            token: token.trim().to_owned(),
-        })
     }
 }
 
@@ -212,14 +207,21 @@ async fn act(target: &Target, name: &str, action: &str) -> Result<Option<String>
 /// `botgate reload`: asks the gateway answering at the admin URL to read its
 /// configuration again.
 pub fn reload(target: Target) -> Result<()> {
-    let Some(Via::Admin { url, token }) = target.running_gateway() else {
-        bail!(
-            "no gateway that wrote its operator token into this data directory answers at {}; \
-             send the serve process SIGHUP instead (systemctl reload botgate)",
-            target.admin_url
-        );
-    };
-    operator_call(&url, &token, "/operator/reload", true)?;
+    let path = target.store.data_dir.join(OPERATOR_TOKEN_FILE);
+    let token = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "reading the operator token {} (a running `botgate serve` writes it into its \
+             data directory: give --data-dir, or send the serve process SIGHUP, \
+             `systemctl reload botgate`)",
+            path.display()
+        )
+    })?;
+    let url = target.admin_url.trim_end_matches('/').to_owned();
+    agent()
+        .get(format!("{url}/health"))
+        .call()
+        .with_context(|| format!("no gateway answers at {url} (--admin-url)"))?;
+    operator_call(&url, token.trim(), "/operator/reload", true)?;
     eprintln!("the gateway at {url} reads its configuration again; its log says what changed");
     Ok(())
 }

@@ -508,8 +508,8 @@ pub fn run(args: ServeArgs, registry: Arc<Registry>, stderr: BatchedWriter) -> R
             // Taken before anything listens: a SIGHUP from then on is a reload, never
             // the default end of the process.
             let mut hangups = Box::pin(hangups());
-            let server = server::Server::start(config, registry).await?;
-            // The options as they are now, to tell a reload what changed.
+            // The options as they are before anything listens (a file changed after
+            // that is a reload's to apply), to tell a reload what changed.
             let mut running = Running {
                 values: crate::serve_options_now()
                     .map(|(_, values)| values)
@@ -517,6 +517,7 @@ pub fn run(args: ServeArgs, registry: Arc<Registry>, stderr: BatchedWriter) -> R
                 flush_access_log,
                 stderr,
             };
+            let server = server::Server::start(config, registry).await?;
             let reloads = server.reload_requests();
             let shutdown = shutdown_signal();
             tokio::pin!(shutdown);
@@ -575,9 +576,7 @@ impl ServeArgs {
                 anyhow::bail!("--{first} and --{second} go together: give both or neither");
             }
         }
-        if let Err(reason) = crate::log_level::filter(self.log_level.as_deref()) {
-            anyhow::bail!("--log-level: {reason}");
-        }
+        crate::log_level::filter(self.log_level.as_deref()).map_err(anyhow::Error::msg)?;
         if self.no_api_listener && self.api_hosts.is_empty() {
             anyhow::bail!("--no-api-listener without --api-host leaves the API unreachable");
         }

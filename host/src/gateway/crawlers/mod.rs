@@ -149,10 +149,11 @@ pub struct CrawlersRead {
 
 /// The crawlers the gateway knows how to verify.
 pub struct Crawlers {
-    list: ArcSwap<Known>,
+    /// The list in use and the configuration it was read with, swapped together.
+    current: ArcSwap<CrawlersRead>,
     dns: ReverseDns,
-    /// Swapped by a reload; the DNS servers are the ones the gateway started with.
-    config: ArcSwap<CrawlerConfig>,
+    /// Told when a reload installs a configuration (its refresh period may differ).
+    reconfigured: Arc<tokio::sync::Notify>,
 }
 
 fn parse(text: &str, origin: &str) -> Result<Vec<Crawler>, CrawlerListError> {
@@ -246,9 +247,12 @@ impl Crawlers {
     pub fn new(config: CrawlerConfig) -> Result<Crawlers, CrawlerListError> {
         let list = first_build(&config)?;
         Ok(Crawlers {
-            list: ArcSwap::from_pointee(list),
+            current: ArcSwap::from_pointee(CrawlersRead {
+                list,
+                config: config.clone(),
+            }),
             dns: ReverseDns::new(config.reverse_dns.clone())?,
-            config: ArcSwap::from_pointee(config),
+            reconfigured: Arc::default(),
         })
     }
 
@@ -263,7 +267,7 @@ impl Crawlers {
 
     /// Whether `config` is the configuration in force.
     pub fn configured_with(&self, config: &CrawlerConfig) -> bool {
-        **self.config.load() == *config
+        self.current.load().config == *config
     }
 
     /// Takes the lists, networks and refresh period read (the reverse-DNS servers stay
@@ -273,25 +277,39 @@ impl Crawlers {
             crawlers = read.list.crawlers.len(),
             "crawler lists reloaded"
         );
-        self.list.store(Arc::new(read.list));
-        self.config.store(Arc::new(read.config));
+        self.current.store(Arc::new(read));
+        self.reconfigured.notify_waiters();
     }
 
     /// How often the sources are read again (zero: never).
     pub fn refresh_every(&self) -> Duration {
-        self.config.load().refresh
+        self.current.load().config.refresh
     }
 
     /// Reads every source again; keeps the current list when one cannot be read.
     /// Blocking (files, HTTP): call it off the request threads.
     pub fn refresh(&self) {
-        match build(&self.config.load(), true) {
+        let before = self.current.load_full();
+        match build(&before.config, true) {
             Ok(list) => {
-                tracing::info!(crawlers = list.crawlers.len(), "crawler lists refreshed");
-                self.list.store(Arc::new(list));
+                let count = list.crawlers.len();
+                let refreshed = Arc::new(CrawlersRead {
+                    list,
+                    config: before.config.clone(),
+                });
+                // A reload that installed another configuration meanwhile wins.
+                let previous = self.current.compare_and_swap(&before, refreshed);
+                if Arc::ptr_eq(&*previous, &before) {
+                    tracing::info!(crawlers = count, "crawler lists refreshed");
+                }
             }
             Err(err) => tracing::warn!(%err, "crawler lists not refreshed; keeping the last ones"),
         }
+    }
+
+    /// Notified when a reload installs a configuration.
+    pub fn reconfigurations(&self) -> Arc<tokio::sync::Notify> {
+        self.reconfigured.clone()
     }
 
     /// Checks the claim `user_agent` makes for a client at `client`.
@@ -300,7 +318,8 @@ impl Crawlers {
             return CrawlerCheck::NoClaim;
         };
         let (kind, suffixes) = {
-            let list = self.list.load();
+            let current = self.current.load();
+            let list = &current.list;
             let Some(crawler) = list.claimed(user_agent) else {
                 return CrawlerCheck::NoClaim;
             };
