@@ -353,24 +353,30 @@ fn a_reload_changes_challenges_limits_crawlers_logs_and_the_api_names() {
 
     // Before: difficulty 12, lines into first.log, Googlebot from loopback unverified,
     // no API name, a client's many requests all answered.
-    let before = page("/before");
-    assert!(
-        before.text().contains("data-difficulty=\"12\""),
-        "{}",
-        before.text()
-    );
-    file_line(dir.path().join("first.log").as_path(), |line| {
-        line.contains("target=/before ")
-    });
+    // A challenge of `bits`, and its access line in the file `log`.
+    let challenged = |target: &str, bits: u8, log: &str| {
+        let answer = page(target);
+        let difficulty = format!("data-difficulty=\"{bits}\"");
+        assert!(answer.text().contains(&difficulty), "{}", answer.text());
+        let needle = format!("target={target} ");
+        file_line(dir.path().join(log).as_path(), |line| {
+            line.contains(&needle)
+        });
+    };
+    challenged("/before", 12, "first.log");
     let fake = from(
         2,
         Outgoing::get("reload.example", "/crawl-1").header("user-agent", GOOGLEBOT),
     );
     assert_ne!(fake.status, 200);
     assert!(!api_over_https().is_ok_and(|answer| answer.status == 200));
-    let answered: Vec<u16> = (0..8)
-        .map(|_| from(3, Outgoing::get("reload.example", "/many").browser()).status)
-        .collect();
+    // Eight requests of one client, one after another: their statuses.
+    let burst = || -> Vec<u16> {
+        (0..8)
+            .map(|_| from(3, Outgoing::get("reload.example", "/many").browser()).status)
+            .collect()
+    };
+    let answered = burst();
     assert!(!answered.contains(&429), "{answered:?}");
 
     std::fs::write(
@@ -408,15 +414,7 @@ fn a_reload_changes_challenges_limits_crawlers_logs_and_the_api_names() {
         gateway.log()
     );
 
-    let after = page("/after");
-    assert!(
-        after.text().contains("data-difficulty=\"14\""),
-        "{}",
-        after.text()
-    );
-    file_line(dir.path().join("second.log").as_path(), |line| {
-        line.contains("target=/after ")
-    });
+    challenged("/after", 14, "second.log");
     let first = std::fs::read_to_string(dir.path().join("first.log")).unwrap();
     assert!(!first.contains("target=/after "), "{first}");
     let verified = from(
@@ -424,9 +422,7 @@ fn a_reload_changes_challenges_limits_crawlers_logs_and_the_api_names() {
         Outgoing::get("reload.example", "/crawl-2").header("user-agent", GOOGLEBOT),
     );
     assert_eq!(verified.status, 200, "{}", verified.text());
-    let answered: Vec<u16> = (0..8)
-        .map(|_| from(3, Outgoing::get("reload.example", "/many").browser()).status)
-        .collect();
+    let answered = burst();
     assert!(answered.contains(&429), "{answered:?}");
     let api = api_over_https().unwrap();
     assert_eq!(api.status, 200, "{}\n{}", api.text(), gateway.log());
