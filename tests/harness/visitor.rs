@@ -120,16 +120,54 @@ pub fn send(listener: SocketAddr, visit: &Visit, request: Outgoing<'_>) -> Resul
 /// `host` over it, then leaves it quiet: whether the gateway closes it within `within`.
 /// hyper's client answers the server's pings, as a browser does.
 pub fn http2_closed_when_quiet(listener: SocketAddr, host: &str, within: Duration) -> Result<bool> {
+    quiet_http2_closed(listener, host, None, within)
+}
+
+/// As [`http2_closed_when_quiet`], over TLS with `h2` agreed by ALPN (SNI `host`, any
+/// certificate accepted).
+pub fn https2_closed_when_quiet(
+    listener: SocketAddr,
+    host: &str,
+    within: Duration,
+) -> Result<bool> {
+    quiet_http2_closed(listener, host, Some(host), within)
+}
+
+fn quiet_http2_closed(
+    listener: SocketAddr,
+    host: &str,
+    tls_name: Option<&str>,
+    within: Duration,
+) -> Result<bool> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async {
         let tcp = tokio::net::TcpStream::connect(listener).await?;
-        let (mut sender, connection) =
-            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp)).await?;
-        let connection = tokio::spawn(connection);
+        let (mut sender, connection) = match tls_name {
+            None => {
+                let (sender, connection) =
+                    hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+                        .await?;
+                (sender, tokio::spawn(connection))
+            }
+            Some(name) => {
+                let connector = tokio_rustls::TlsConnector::from(Arc::new(client_tls(b"h2")?));
+                let tls = connector
+                    .connect(ServerName::try_from(name.to_string())?, tcp)
+                    .await?;
+                if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+                    bail!("the gateway did not agree to h2");
+                }
+                let (sender, connection) =
+                    hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+                        .await?;
+                (sender, tokio::spawn(connection))
+            }
+        };
+        let scheme = if tls_name.is_some() { "https" } else { "http" };
         let request = Request::builder()
-            .uri(format!("http://{host}/"))
+            .uri(format!("{scheme}://{host}/"))
             .version(Version::HTTP_2)
             .body(Full::new(Bytes::new()))?;
         let response = sender.send_request(request).await?;

@@ -454,6 +454,11 @@ fn idle_connections_are_closed() {
             .unwrap(),
         "a quiet HTTP/2 connection stayed open"
     );
+    assert!(
+        visitor::https2_closed_when_quiet(gateway.https, "idle.example", Duration::from_secs(15))
+            .unwrap(),
+        "a quiet HTTP/2 connection over TLS stayed open"
+    );
 
     // A request in flight that moves no byte (here a body that stops coming, on its
     // way to the origin) does not hold the connection either: once the connection has

@@ -281,7 +281,7 @@ async fn serve_http<S, H: RequestHandler>(
     let served = Arc::new((listening, info));
     let mut idle = IdleCheck::new(&limits, activity);
     if h2 {
-        return serve_hyper(served, io, &limits, shutdown, idle).await;
+        return serve_hyper(served, io, &limits, shutdown, idle, true).await;
     }
     let flags = http1::Flags::default();
     let ended = {
@@ -307,7 +307,7 @@ async fn serve_http<S, H: RequestHandler>(
         }
     };
     if let http1::Ended::Handoff(io) = ended {
-        serve_hyper(served, io, &limits, shutdown, idle).await;
+        serve_hyper(served, io, &limits, shutdown, idle, false).await;
     }
 }
 
@@ -383,17 +383,39 @@ impl IdleCheck {
     }
 }
 
-/// Serves the connection with hyper (HTTP/1.1 or HTTP/2) until it ends, idles out or
-/// drains.
+/// Serves the connection with hyper until it ends, idles out or drains: HTTP/1.1 or
+/// HTTP/2 by what the client sends, or, when ALPN chose `h2`, HTTP/2 straight away
+/// (no look at the preface, no rewind layer under every read).
 async fn serve_hyper<I, H: RequestHandler>(
     served: Arc<(Arc<Listening<H>>, ConnectionInfo)>,
     io: I,
     limits: &ConnectionLimits,
-    mut shutdown: Shutdown,
-    mut idle: IdleCheck,
+    shutdown: Shutdown,
+    idle: IdleCheck,
+    alpn_h2: bool,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let service = service_fn(move |request| {
+        let served = served.clone();
+        // Boxed: HTTP/2 runs each stream's future as a task of its own, and a task
+        // holding the data plane's large future is copied whole at every move (into the
+        // stream, into the task, and over it when the task ends).
+        Box::pin(async move {
+            let (listening, info) = &*served;
+            Ok::<_, Infallible>(listening.handler.handle(request, info).await)
+        })
+    });
+    let io = TokioIo::new(io);
+    if alpn_h2 {
+        let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+        builder
+            .timer(TokioTimer::new())
+            .max_header_list_size(limits.max_header_bytes as u32)
+            .max_concurrent_streams(MAX_CONCURRENT_STREAMS);
+        let connection = builder.serve_connection(io, service);
+        return drive(connection, |c| c.graceful_shutdown(), shutdown, idle).await;
+    }
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -405,25 +427,31 @@ async fn serve_hyper<I, H: RequestHandler>(
         .http2()
         .timer(TokioTimer::new())
         .max_header_list_size(limits.max_header_bytes as u32)
-        // No keep-alive pings: a client answering them would never be quiet, so the
-        // idle check would keep every HTTP/2 connection (and any stream stuck on it)
-        // open for good. A quiet connection is closed after the idle timeout instead,
-        // as HTTP/1.1's are.
-        .max_concurrent_streams(256);
-    let service = service_fn(move |request| {
-        let served = served.clone();
-        // Boxed: HTTP/2 runs each stream's future as a task of its own, and a task
-        // holding the data plane's large future is copied whole at every move (into the
-        // stream, into the task, and over it when the task ends).
-        Box::pin(async move {
-            let (listening, info) = &*served;
-            Ok::<_, Infallible>(listening.handler.handle(request, info).await)
-        })
-    });
-    let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+        .max_concurrent_streams(MAX_CONCURRENT_STREAMS);
+    let connection = builder.serve_connection_with_upgrades(io, service);
+    drive(connection, |c| c.graceful_shutdown(), shutdown, idle).await
+}
+
+/// The streams an HTTP/2 client may have open at once on one connection. There are
+/// no keep-alive pings: a client answering them would never be quiet, so the idle
+/// check would keep every HTTP/2 connection (and any stream stuck on it) open for good.
+/// A quiet connection is closed after the idle timeout instead, as HTTP/1.1's are.
+const MAX_CONCURRENT_STREAMS: u32 = 256;
+
+/// Runs a hyper connection to its end, closing it gracefully (with `close`) when the
+/// gateway drains or the idle check asks, and dropping it when the check says so.
+async fn drive<C, E>(
+    connection: C,
+    close: impl Fn(std::pin::Pin<&mut C>),
+    mut shutdown: Shutdown,
+    mut idle: IdleCheck,
+) where
+    C: std::future::Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+{
     tokio::pin!(connection);
     if idle.closing {
-        connection.as_mut().graceful_shutdown();
+        close(connection.as_mut());
     }
     loop {
         tokio::select! {
@@ -435,10 +463,10 @@ async fn serve_hyper<I, H: RequestHandler>(
             }
             _ = shutdown.wait(), if !idle.closing => {
                 idle.closing = true;
-                connection.as_mut().graceful_shutdown();
+                close(connection.as_mut());
             }
             verdict = idle.next() => match verdict {
-                IdleVerdict::Close => connection.as_mut().graceful_shutdown(),
+                IdleVerdict::Close => close(connection.as_mut()),
                 IdleVerdict::Drop => return,
             },
         }
