@@ -4,6 +4,7 @@
 //! starts the whole gateway from one configuration.
 
 pub mod api_host;
+pub mod cluster;
 pub mod gateway;
 pub mod log_writer;
 pub mod operator;

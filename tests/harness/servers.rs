@@ -37,6 +37,36 @@ pub struct ServerGuard {
 }
 
 impl ServerGuard {
+    /// Starts `command` under a guard named `name`: stdin closed, stdout and stderr into
+    /// a file in `dir`, which is also the log shown on failure unless the program keeps
+    /// its own (`own_log`, as redis-server does with `logfile`).
+    pub fn spawn(
+        name: &'static str,
+        command: &mut Command,
+        dir: tempfile::TempDir,
+        own_log: Option<PathBuf>,
+    ) -> Result<ServerGuard> {
+        let output = dir.path().join(format!("{name}.out"));
+        let output_file = std::fs::File::create(&output)?;
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(output_file.try_clone()?)
+            .stderr(output_file)
+            .spawn()
+            .with_context(|| format!("starting {name}"))?;
+        Ok(ServerGuard::new(
+            name,
+            child,
+            dir,
+            own_log.unwrap_or(output),
+        ))
+    }
+
+    /// The log so far.
+    pub fn log(&self) -> String {
+        self.log_text()
+    }
+
     /// A guard over a started `child` whose log goes to `log` in `dir`.
     pub(crate) fn new(
         name: &'static str,
@@ -225,7 +255,15 @@ pub enum Resp {
 /// Sends one command (after `AUTH` when a password is given) to a Redis or Sentinel
 /// on loopback and reads its reply.
 pub fn resp_command(port: u16, password: Option<&str>, args: &[&str]) -> Result<Resp> {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    resp_at(
+        SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+        password,
+        args,
+    )
+}
+
+/// As [`resp_command`], to a server at `addr`.
+pub fn resp_at(addr: SocketAddr, password: Option<&str>, args: &[&str]) -> Result<Resp> {
     let stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     let mut reader = std::io::BufReader::new(stream.try_clone()?);
@@ -683,12 +721,8 @@ impl Gateway {
     }
 }
 
-/// Checks `config` with `haproxy -c`, then starts haproxy on it.
-fn run_haproxy(
-    dir: tempfile::TempDir,
-    log: PathBuf,
-    config: &std::path::Path,
-) -> Result<ServerGuard> {
+/// `haproxy -c`: whether haproxy accepts `config`.
+pub fn check_haproxy(config: &std::path::Path) -> Result<()> {
     let check = Command::new("haproxy")
         .arg("-c")
         .arg("-f")
@@ -697,11 +731,22 @@ fn run_haproxy(
         .context("running haproxy -c (Debian package haproxy; scripts/test.sh installs it)")?;
     if !check.status.success() {
         bail!(
-            "haproxy refused its configuration:\n{}\n{}",
+            "haproxy refused {}:\n{}\n{}",
+            config.display(),
             String::from_utf8_lossy(&check.stdout),
             String::from_utf8_lossy(&check.stderr)
         );
     }
+    Ok(())
+}
+
+/// Checks `config` with `haproxy -c`, then starts haproxy on it.
+fn run_haproxy(
+    dir: tempfile::TempDir,
+    log: PathBuf,
+    config: &std::path::Path,
+) -> Result<ServerGuard> {
+    check_haproxy(config)?;
     let log_file = std::fs::File::create(&log)?;
     let child = Command::new("haproxy")
         .arg("-db")

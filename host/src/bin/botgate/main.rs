@@ -1,5 +1,6 @@
 //! The `botgate` command: the operator's and rule author's entry point.
 
+mod cluster;
 mod config;
 mod log_level;
 #[cfg(test)]
@@ -60,6 +61,9 @@ enum Command {
     /// The store (reachable or not), the website snapshot, the loaded components and
     /// the certificates expiring within 14 days, of a running gateway when one answers.
     Status(partner::Target),
+    /// Render a cluster's configuration files from its description.
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
     /// Make a running gateway read its configuration again (as SIGHUP does); its log
     /// says what changed and what needs a restart.
     Reload(partner::Target),
@@ -158,6 +162,7 @@ fn main() -> Result<()> {
         Command::Config(command) => run_config(command),
         Command::Status(target) => partner::status(target),
         Command::Reload(target) => partner::reload(target),
+        Command::Cluster(command) => cluster::run(command),
     }
 }
 
@@ -268,6 +273,15 @@ fn run_config(command: ConfigCommand) -> Result<()> {
         print!("{}", config::show(&listed, &matches, file.as_ref()));
     }
     Ok(())
+}
+
+/// Checks a configuration file as `botgate config check` does.
+pub fn check_config_file(path: &std::path::Path) -> Result<()> {
+    let serve = configured_serve(Some(path))?.1;
+    let matches = serve
+        .try_get_matches_from(["serve"])
+        .map_err(|error| anyhow::anyhow!("{}", error.render().to_string().trim()))?;
+    serve::ServeArgs::from_arg_matches(&matches)?.check()
 }
 
 fn default_cache_dir() -> Option<PathBuf> {

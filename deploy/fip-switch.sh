@@ -1,0 +1,208 @@
+#!/bin/sh
+# fip-switch.sh: Sentinel's client-reconfig-script. After a failover it assigns the
+# floating IP to the server whose store node became the master.
+#
+#   fip-switch.sh <master-name> <role> <state> <from-ip> <from-port> <to-ip> <to-port>
+#
+# Sentinel calls it with role `leader` or `observer` and state `failover`; the
+# specification's reading is role `master` and state `switch`. It acts on either: every
+# sentinel calls it, and each call first reads where the floating IP points, so only the
+# first call that finds it elsewhere moves it (the others log that nothing is to do).
+# It acts only while <to-ip> is still the master the local Sentinel knows, so a late
+# call from an earlier failover never moves the IP back.
+#
+# Settings: $FIP_SWITCH_CONFIG, else /etc/botgate/fip-switch.conf (rendered by
+# `botgate cluster render`): `key=value` lines (provider, api, floating_ip,
+# floating_ip_id, token_file, log_file, sentinel_port; url, body and method for
+# `generic`) and one `instance <private-ip> <instance-id>` line per server.
+#
+# Exit status: 0 done (or nothing to do); 1 the new master's IP has no instance id
+# (Sentinel retries); 2 a permanent error (bad settings, the provider refused); 3
+# transient errors until the deadline (50 s, inside Sentinel's 60 s limit).
+# Needs curl and jq.
+set -u
+
+config=${FIP_SWITCH_CONFIG:-/etc/botgate/fip-switch.conf}
+log_file=
+deadline=$(($(date +%s) + 50))
+
+log() {
+    line="$(date -u +%Y-%m-%dT%H:%M:%SZ) fip-switch[$$]: $*"
+    echo "$line" >&2
+    if [ -n "$log_file" ]; then echo "$line" >>"$log_file" 2>/dev/null || true; fi
+    command -v logger >/dev/null 2>&1 && logger -t fip-switch -- "$*" 2>/dev/null
+    return 0
+}
+
+if [ $# -ne 7 ]; then
+    log "expected 7 arguments (master-name role state from-ip from-port to-ip to-port), got $#: $*"
+    exit 2
+fi
+master_name=$1 role=$2 state=$3 from_ip=$4 to_ip=$6 to_port=$7
+
+# Settings.
+provider= api= floating_ip= floating_ip_id= token_file= url= body= method=POST
+sentinel_port=26379
+instances=
+if [ ! -r "$config" ]; then
+    log "cannot read the settings $config"
+    exit 2
+fi
+while IFS= read -r line || [ -n "$line" ]; do
+    case $line in
+    '#'* | '') continue ;;
+    'instance '*)
+        instances="$instances
+${line#instance }"
+        ;;
+    *=*)
+        key=${line%%=*} value=${line#*=}
+        case $key in
+        provider) provider=$value ;;
+        api) api=${value%/} ;;
+        floating_ip) floating_ip=$value ;;
+        floating_ip_id) floating_ip_id=$value ;;
+        token_file) token_file=$value ;;
+        log_file) log_file=$value ;;
+        sentinel_port) sentinel_port=$value ;;
+        url) url=$value ;;
+        body) body=$value ;;
+        method) method=$value ;;
+        *) log "$config: unknown setting '$key'"; exit 2 ;;
+        esac
+        ;;
+    *) log "$config: cannot read the line '$line'"; exit 2 ;;
+    esac
+done <"$config"
+
+log "called: $master_name $role $state from $from_ip to $to_ip:$to_port"
+case "$role/$state" in
+leader/failover | observer/failover | master/switch | leader/switch | observer/switch) ;;
+*)
+    log "role '$role', state '$state': nothing to do"
+    exit 0
+    ;;
+esac
+
+# The new master's instance.
+instance=$(printf '%s\n' "$instances" | awk -v ip="$to_ip" '$1 == ip { print $2; exit }')
+if [ -z "$instance" ]; then
+    log "no instance id for the new master's IP $to_ip in $config"
+    exit 1
+fi
+
+if ! token=$(head -n 1 "$token_file" 2>/dev/null) || [ -z "$token" ]; then
+    log "cannot read the provider token from '$token_file'"
+    exit 2
+fi
+for tool in curl jq; do
+    command -v $tool >/dev/null 2>&1 || { log "$tool is missing (apt-get install $tool)"; exit 2; }
+done
+
+# Still the master? A late call from an earlier failover must not move the IP back.
+if command -v redis-cli >/dev/null 2>&1; then
+    current=$(redis-cli -h 127.0.0.1 -p "$sentinel_port" --raw SENTINEL get-master-addr-by-name "$master_name" 2>/dev/null | head -n 1)
+    if [ -n "$current" ] && [ "$current" != "$to_ip" ]; then
+        log "the local Sentinel's master is now $current, not $to_ip: nothing to do"
+        exit 0
+    fi
+fi
+
+# A JSON value for the instance id: a number as a number, anything else as a string.
+case $instance in
+*[!0-9]*) instance_json=$(jq -cn --arg v "$instance" '$v') ;;
+*) instance_json=$instance ;;
+esac
+
+# One call to the provider: sets $status and $response; returns 0 on 2xx, 1 on a
+# transient failure (network, 429, 5xx), 2 on a permanent one.
+call() {
+    call_method=$1 call_url=$2 call_body=${3:-}
+    if [ -n "$call_body" ]; then
+        output=$(curl -sS --connect-timeout 5 --max-time 10 -X "$call_method" \
+            -H "Authorization: Bearer $token" -H "Content-Type: application/json" \
+            --data "$call_body" -w '\n%{http_code}' "$call_url" 2>&1)
+    else
+        output=$(curl -sS --connect-timeout 5 --max-time 10 -X "$call_method" \
+            -H "Authorization: Bearer $token" -w '\n%{http_code}' "$call_url" 2>&1)
+    fi
+    code=$?
+    status=$(printf '%s\n' "$output" | tail -n 1)
+    response=$(printf '%s\n' "$output" | sed '$d')
+    if [ $code -ne 0 ]; then
+        response=$output status=000
+        return 1
+    fi
+    case $status in
+    2??) return 0 ;;
+    429 | 5?? | 000) return 1 ;;
+    *) return 2 ;;
+    esac
+}
+
+# Calls until done, a permanent error or the deadline; exits on failure.
+call_until_done() {
+    wait_for=1
+    while :; do
+        call "$@"
+        result=$?
+        [ $result -eq 0 ] && return 0
+        log "$1 $2: HTTP $status: $response"
+        if [ $result -eq 2 ]; then
+            exit 2
+        fi
+        if [ $(($(date +%s) + wait_for)) -ge "$deadline" ]; then
+            log "giving up: the provider did not answer in time"
+            exit 3
+        fi
+        sleep $wait_for
+        wait_for=$((wait_for * 2))
+        [ $wait_for -gt 8 ] && wait_for=8
+    done
+}
+
+case $provider in
+hetzner)
+    read_url="$api/v1/floating_ips/$floating_ip_id"
+    assigned='.floating_ip.server // empty'
+    assign_url="$api/v1/floating_ips/$floating_ip_id/actions/assign"
+    assign_body="{\"server\":$instance_json}"
+    ;;
+digitalocean)
+    read_url="$api/v2/reserved_ips/$floating_ip"
+    assigned='.reserved_ip.droplet.id // empty'
+    assign_url="$api/v2/reserved_ips/$floating_ip/actions"
+    assign_body="{\"type\":\"assign\",\"droplet_id\":$instance_json}"
+    ;;
+vultr)
+    read_url="$api/v2/reserved-ips/$floating_ip_id"
+    assigned='.reserved_ip.instance_id // empty'
+    assign_url="$api/v2/reserved-ips/$floating_ip_id/attach"
+    assign_body="{\"instance_id\":$(jq -cn --arg v "$instance" '$v')}"
+    ;;
+generic)
+    read_url=
+    assign_url=$(printf '%s' "$url" | sed -e "s|{floating_ip}|$floating_ip|g" -e "s|{instance_id}|$instance|g")
+    assign_body=$(printf '%s' "$body" | sed -e "s|{floating_ip}|$floating_ip|g" -e "s|{instance_id}|$instance|g")
+    ;;
+*)
+    log "unknown provider '$provider' in $config"
+    exit 2
+    ;;
+esac
+
+if [ -n "$read_url" ]; then
+    call_until_done GET "$read_url"
+    now=$(printf '%s' "$response" | jq -r "$assigned" 2>/dev/null)
+    if [ "$now" = "$instance" ]; then
+        log "the floating IP $floating_ip already points to instance $instance: nothing to do"
+        exit 0
+    fi
+    log "the floating IP $floating_ip points to '${now:-nothing}'; assigning it to instance $instance ($to_ip)"
+    call_until_done POST "$assign_url" "$assign_body"
+else
+    log "assigning the floating IP $floating_ip to instance $instance ($to_ip)"
+    call_until_done "$method" "$assign_url" "$assign_body"
+fi
+log "assigned: HTTP $status: $response"
+exit 0

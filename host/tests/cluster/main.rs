@@ -1,0 +1,383 @@
+//! The cluster deployment with the real programs: `botgate cluster render` writes each
+//! server's files, and redis-server, redis-sentinel and haproxy run with them as they
+//! are. Three servers share the machine on the loopback addresses 127.0.0.2–4; the
+//! description moves the ports and places that one machine cannot share, and shortens
+//! HAProxy's check (3 s in production) to 200 ms.
+
+use anyhow::{Context, Result, bail};
+use botgate_tests::servers::{
+    Resp, ServerGuard, check_haproxy, free_port, info_field, resp_at, wait_until,
+};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+fn botgate() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_botgate"))
+}
+
+/// Ports every server of the test cluster uses (each on its own address).
+struct Ports {
+    redis: u16,
+    sentinel: u16,
+    store_proxy: u16,
+    http: u16,
+    https: u16,
+}
+
+/// A cluster description for servers `gw1`..`gwN` on 127.0.0.2.., with each server's
+/// files under its own folder (`root(i)`), and each server's files rendered and put in
+/// place there.
+struct LoopbackCluster {
+    dir: tempfile::TempDir,
+    ports: Ports,
+    servers: usize,
+    password: String,
+}
+
+impl LoopbackCluster {
+    fn new(servers: usize) -> Result<LoopbackCluster> {
+        let dir = tempfile::tempdir()?;
+        let password = format!("cluster-test-{}-{}", std::process::id(), free_port());
+        std::fs::write(dir.path().join("redis-password"), format!("{password}\n"))?;
+        std::fs::write(dir.path().join("provider-token"), "test-token-0123456789\n")?;
+        let ports = Ports {
+            redis: free_port(),
+            sentinel: free_port(),
+            store_proxy: free_port(),
+            http: free_port(),
+            https: free_port(),
+        };
+        Ok(LoopbackCluster {
+            dir,
+            ports,
+            servers,
+            password,
+        })
+    }
+
+    fn private_ip(&self, server: usize) -> IpAddr {
+        IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1 + server as u8))
+    }
+
+    /// Server `server`'s file system root.
+    fn root(&self, server: usize) -> PathBuf {
+        self.dir.path().join(format!("gw{server}"))
+    }
+
+    /// The description as server `server`'s operator renders it (only `[paths]` differ
+    /// from one server to the next).
+    fn description(&self, server: usize) -> String {
+        let mut text = String::from(
+            "floating-ip = \"127.0.0.100\"\n\
+             redis-password-file = \"redis-password\"\n\
+             [provider]\n\
+             kind = \"hetzner\"\n\
+             token-file = \"provider-token\"\n\
+             floating-ip-id = \"4711\"\n\
+             api = \"http://127.0.0.1:9\"\n",
+        );
+        for i in 1..=self.servers {
+            text += &format!(
+                "[[server]]\nname = \"gw{i}\"\npublic-ip = \"127.0.1.{}\"\n\
+                 private-ip = \"{}\"\ninstance-id = \"{}\"\n",
+                1 + i,
+                self.private_ip(i),
+                1000 + i
+            );
+        }
+        let p = &self.ports;
+        text += &format!(
+            "[ports]\nredis = {}\nsentinel = {}\nstore-proxy = {}\nhttp = {}\nhttps = {}\n\
+             [timers]\nstore-check-ms = 200\n",
+            p.redis, p.sentinel, p.store_proxy, p.http, p.https
+        );
+        let root = self.root(server);
+        text += "[paths]\n";
+        for (key, place) in [
+            ("redis-data", "var/lib/redis"),
+            ("redis-logs", "var/log/redis"),
+            ("redis-run", "run/redis"),
+            ("sentinel-run", "run/sentinel"),
+            ("redis-config", "etc/redis"),
+            ("haproxy-config", "etc/haproxy"),
+            ("botgate-config", "etc/botgate"),
+            ("botgate-data", "var/lib/botgate"),
+            ("botgate-logs", "var/log/botgate"),
+            ("botgate-cache", "var/cache/botgate"),
+            ("botgate-binary", "usr/local/bin/botgate"),
+            ("failover-script", "usr/local/bin/fip-switch.sh"),
+            ("systemd", "etc/systemd/system"),
+            ("sysctl", "etc/sysctl.d"),
+        ] {
+            text += &format!("{key} = \"{}\"\n", root.join(place).display());
+        }
+        text
+    }
+
+    /// Renders server `server`'s files with `botgate cluster render` and puts them in
+    /// place under its root as `install.sh` would (without owners: the test is one user).
+    fn render_and_install(&self, server: usize) -> Result<()> {
+        let description = self.dir.path().join(format!("cluster-gw{server}.toml"));
+        std::fs::write(&description, self.description(server))?;
+        let out = self.dir.path().join(format!("out-gw{server}"));
+        let rendered = botgate()
+            .args(["cluster", "render"])
+            .arg(&description)
+            .args(["--server", &format!("gw{server}"), "--out"])
+            .arg(&out)
+            .output()?;
+        if !rendered.status.success() {
+            bail!(
+                "cluster render failed: {}",
+                String::from_utf8_lossy(&rendered.stderr)
+            );
+        }
+        copy_into_place(&out, &out)?;
+        for place in [
+            "var/lib/redis",
+            "var/log/redis",
+            "run/redis",
+            "run/sentinel",
+        ] {
+            std::fs::create_dir_all(self.root(server).join(place))?;
+        }
+        Ok(())
+    }
+
+    fn file(&self, server: usize, path: &str) -> PathBuf {
+        self.root(server).join(path)
+    }
+
+    fn redis_address(&self, server: usize) -> SocketAddr {
+        SocketAddr::new(self.private_ip(server), self.ports.redis)
+    }
+
+    fn redis(&self, server: usize, args: &[&str]) -> Result<Resp> {
+        resp_at(self.redis_address(server), Some(&self.password), args)
+    }
+
+    fn sentinel(&self, server: usize, args: &[&str]) -> Result<Resp> {
+        resp_at(
+            SocketAddr::new(self.private_ip(server), self.ports.sentinel),
+            None,
+            args,
+        )
+    }
+
+    /// redis-server with server `server`'s rendered redis.conf, answering `PING`.
+    fn start_redis(&self, server: usize) -> Result<ServerGuard> {
+        let guard = ServerGuard::spawn(
+            "redis-server",
+            Command::new("redis-server").arg(self.file(server, "etc/redis/redis.conf")),
+            tempfile::tempdir()?,
+            Some(self.file(server, "var/log/redis/redis-server.log")),
+        )?;
+        wait_until(
+            Duration::from_secs(10),
+            || matches!(self.redis(server, &["PING"]), Ok(Resp::Simple(s)) if s == "PONG"),
+            || {
+                format!(
+                    "gw{server}'s redis-server never answered; log:\n{}",
+                    guard.log()
+                )
+            },
+        )?;
+        Ok(guard)
+    }
+
+    /// redis-sentinel with server `server`'s rendered sentinel.conf.
+    fn start_sentinel(&self, server: usize) -> Result<ServerGuard> {
+        let guard = ServerGuard::spawn(
+            "redis-sentinel",
+            Command::new("redis-sentinel").arg(self.file(server, "etc/redis/sentinel.conf")),
+            tempfile::tempdir()?,
+            Some(self.file(server, "var/log/redis/redis-sentinel.log")),
+        )?;
+        wait_until(
+            Duration::from_secs(10),
+            || matches!(self.sentinel(server, &["PING"]), Ok(Resp::Simple(s)) if s == "PONG"),
+            || {
+                format!(
+                    "gw{server}'s redis-sentinel never answered; log:\n{}",
+                    guard.log()
+                )
+            },
+        )?;
+        Ok(guard)
+    }
+
+    /// haproxy with server `server`'s rendered haproxy.cfg, after `haproxy -c`.
+    fn start_haproxy(&self, server: usize) -> Result<ServerGuard> {
+        let config = self.file(server, "etc/haproxy/haproxy.cfg");
+        check_haproxy(&config)?;
+        let guard = ServerGuard::spawn(
+            "haproxy",
+            Command::new("haproxy").arg("-db").arg("-f").arg(&config),
+            tempfile::tempdir()?,
+            None,
+        )?;
+        let store = SocketAddr::from((Ipv4Addr::LOCALHOST, self.ports.store_proxy));
+        wait_until(
+            Duration::from_secs(10),
+            || std::net::TcpStream::connect(store).is_ok(),
+            || format!("haproxy never listened; log:\n{}", guard.log()),
+        )?;
+        Ok(guard)
+    }
+
+    /// The run id of the node a connection through HAProxy's store port reaches.
+    fn through_proxy(&self) -> Result<String> {
+        let store = SocketAddr::from((Ipv4Addr::LOCALHOST, self.ports.store_proxy));
+        info_field(
+            &resp_at(store, Some(&self.password), &["INFO", "server"])?,
+            "run_id",
+        )
+    }
+
+    fn run_id(&self, server: usize) -> Result<String> {
+        info_field(&self.redis(server, &["INFO", "server"])?, "run_id")
+    }
+}
+
+/// Copies every file under `out` (except `install.sh`) to the absolute path it stands
+/// for: `out/tmp/x/etc/redis/redis.conf` goes to `/tmp/x/etc/redis/redis.conf`.
+fn copy_into_place(out: &Path, folder: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(folder)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            copy_into_place(out, &path)?;
+        } else if path != out.join("install.sh") {
+            let target = Path::new("/").join(path.strip_prefix(out)?);
+            std::fs::create_dir_all(target.parent().context("a folder")?)?;
+            std::fs::copy(&path, &target)
+                .with_context(|| format!("copying to {}", target.display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn connected_replicas(cluster: &LoopbackCluster, server: usize) -> Option<String> {
+    let reply = cluster.redis(server, &["INFO", "replication"]).ok()?;
+    info_field(&reply, "connected_slaves").ok()
+}
+
+#[test]
+fn rendered_files_run_with_redis_sentinel_and_haproxy() {
+    let cluster = LoopbackCluster::new(3).unwrap();
+    for server in 1..=3 {
+        cluster.render_and_install(server).unwrap();
+        check_haproxy(&cluster.file(server, "etc/haproxy/haproxy.cfg")).unwrap();
+        let checked = botgate()
+            .args(["config", "check"])
+            .arg(cluster.file(server, "etc/botgate/botgate.toml"))
+            .output()
+            .unwrap();
+        assert!(
+            checked.status.success(),
+            "botgate.toml: {}",
+            String::from_utf8_lossy(&checked.stderr)
+        );
+    }
+
+    // The store: gw1 the master, gw2 and gw3 its replicas, as rendered.
+    let redis1 = cluster.start_redis(1).unwrap();
+    let mut replicas = vec![
+        cluster.start_redis(2).unwrap(),
+        cluster.start_redis(3).unwrap(),
+    ];
+    wait_until(
+        Duration::from_secs(20),
+        || connected_replicas(&cluster, 1).as_deref() == Some("2"),
+        || {
+            format!(
+                "the replicas never connected; master's log:\n{}",
+                redis1.log()
+            )
+        },
+    )
+    .unwrap();
+    for server in 2..=3 {
+        let reply = cluster.redis(server, &["INFO", "replication"]).unwrap();
+        assert_eq!(info_field(&reply, "role").unwrap(), "slave");
+        assert_eq!(
+            info_field(&reply, "master_host").unwrap(),
+            cluster.private_ip(1).to_string()
+        );
+    }
+    // Append-only persistence, and writes confirmed by a replica.
+    let appendonly = cluster.redis(1, &["CONFIG", "GET", "appendonly"]).unwrap();
+    assert_eq!(
+        appendonly,
+        Resp::Array(vec![
+            Resp::Bulk(Some("appendonly".into())),
+            Resp::Bulk(Some("yes".into()))
+        ])
+    );
+    // (Once the replicas' first acknowledgements arrive: until then the master counts
+    // no good replica, and refuses.)
+    wait_until(
+        Duration::from_secs(10),
+        || matches!(cluster.redis(1, &["SET", "cluster-test", "1"]), Ok(Resp::Simple(s)) if s == "OK"),
+        || format!("the master never took a write: {:?}", cluster.redis(1, &["SET", "cluster-test", "1"])),
+    )
+    .unwrap();
+
+    // The coordinators: three sentinels that find each other and can reach the quorum.
+    let _sentinels: Vec<ServerGuard> = (1..=3)
+        .map(|server| cluster.start_sentinel(server).unwrap())
+        .collect();
+    for server in 1..=3 {
+        wait_until(
+            Duration::from_secs(30),
+            || {
+                matches!(cluster.sentinel(server, &["SENTINEL", "ckquorum", "mymaster"]),
+                    Ok(Resp::Simple(s)) if s.contains("3 usable Sentinels"))
+            },
+            || {
+                format!(
+                    "gw{server}'s sentinel never saw the other two: {:?}",
+                    cluster.sentinel(server, &["SENTINEL", "ckquorum", "mymaster"])
+                )
+            },
+        )
+        .unwrap();
+    }
+
+    // The TCP proxy: the store port reaches the master only.
+    let haproxy = cluster.start_haproxy(2).unwrap();
+    let master = cluster.run_id(1).unwrap();
+    wait_until(
+        Duration::from_secs(10),
+        || (0..5).all(|_| cluster.through_proxy().ok().as_deref() == Some(master.as_str())),
+        || {
+            format!(
+                "haproxy never settled on the master; log:\n{}",
+                haproxy.log()
+            )
+        },
+    )
+    .unwrap();
+
+    // The guard: a master with no replica gets no traffic (as an old master restarted
+    // after a failover), and takes no writes (`min-replicas-to-write 1`).
+    replicas.clear();
+    wait_until(
+        Duration::from_secs(10),
+        || cluster.through_proxy().is_err(),
+        || {
+            format!(
+                "haproxy still routes to a master with no replica; log:\n{}",
+                haproxy.log()
+            )
+        },
+    )
+    .unwrap();
+    wait_until(
+        Duration::from_secs(20),
+        || matches!(cluster.redis(1, &["SET", "cluster-test", "2"]), Ok(Resp::Error(e)) if e.starts_with("NOREPLICAS")),
+        || "the master went on taking writes with no replica".into(),
+    )
+    .unwrap();
+}
