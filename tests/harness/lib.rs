@@ -6,6 +6,7 @@ pub mod http;
 pub mod mix;
 pub mod origin;
 pub mod pebble;
+pub mod provider;
 pub mod receiver;
 pub mod scripted_origin;
 pub mod servers;

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+mod failover_script;
+
 fn botgate() -> Command {
     Command::new(env!("CARGO_BIN_EXE_botgate"))
 }
@@ -31,12 +33,23 @@ struct Ports {
 /// place there.
 struct LoopbackCluster {
     dir: tempfile::TempDir,
+    /// The `[provider]` table's keys.
+    provider: String,
     ports: Ports,
     servers: usize,
     password: String,
 }
 
 impl LoopbackCluster {
+    /// A cluster whose floating IP the provider described by `provider` (the keys of
+    /// the `[provider]` table but the token file) moves.
+    fn with_provider(servers: usize, provider: &str) -> Result<LoopbackCluster> {
+        Ok(LoopbackCluster {
+            provider: provider.to_owned(),
+            ..LoopbackCluster::new(servers)?
+        })
+    }
+
     fn new(servers: usize) -> Result<LoopbackCluster> {
         let dir = tempfile::tempdir()?;
         let password = format!("cluster-test-{}-{}", std::process::id(), free_port());
@@ -51,6 +64,9 @@ impl LoopbackCluster {
         };
         Ok(LoopbackCluster {
             dir,
+            provider:
+                "kind = \"hetzner\"\nfloating-ip-id = \"4711\"\napi = \"http://127.0.0.1:9\"\n"
+                    .into(),
             ports,
             servers,
             password,
@@ -69,14 +85,12 @@ impl LoopbackCluster {
     /// The description as server `server`'s operator renders it (only `[paths]` differ
     /// from one server to the next).
     fn description(&self, server: usize) -> String {
-        let mut text = String::from(
+        let mut text = format!(
             "floating-ip = \"127.0.0.100\"\n\
              redis-password-file = \"redis-password\"\n\
              [provider]\n\
-             kind = \"hetzner\"\n\
-             token-file = \"provider-token\"\n\
-             floating-ip-id = \"4711\"\n\
-             api = \"http://127.0.0.1:9\"\n",
+             token-file = \"provider-token\"\n{}",
+            self.provider
         );
         for i in 1..=self.servers {
             text += &format!(

@@ -1,0 +1,161 @@
+//! `fip-switch.sh`, as `cluster render` installs it with its settings, against a fake
+//! provider API: Sentinel's calls and the specification's, idempotence when every
+//! sentinel calls it, an unknown master, transient and permanent provider errors, and
+//! each provider's request.
+
+use super::LoopbackCluster;
+use botgate_tests::provider::FakeProvider;
+use std::process::{Command, Output};
+
+const TOKEN: &str = "test-token-0123456789";
+
+/// Server 1 of a rendered three-server cluster whose provider (`kind` and its keys,
+/// with `api` or `url` pointing at `provider`) moves the floating IP.
+fn rendered(provider: &FakeProvider, keys: &str) -> LoopbackCluster {
+    let keys = keys.replace("{fake}", &provider.url());
+    let cluster = LoopbackCluster::with_provider(3, &keys).unwrap();
+    cluster.render_and_install(1).unwrap();
+    cluster
+}
+
+/// Runs the installed script as Sentinel would, with `role` and `state`, the master
+/// moving from server 1 to the node at `to_ip`.
+fn call(cluster: &LoopbackCluster, role: &str, state: &str, to_ip: &str) -> Output {
+    let settings = cluster.file(1, "etc/botgate/fip-switch.conf");
+    // Nothing listens on the settings' Sentinel port here: the script cannot ask
+    // whether the new master is still the master, and goes on.
+    let from = cluster.private_ip(1).to_string();
+    Command::new(cluster.file(1, "usr/local/bin/fip-switch.sh"))
+        .args(["mymaster", role, state, &from, "6379", to_ip, "6379"])
+        .env("FIP_SWITCH_CONFIG", settings)
+        .output()
+        .unwrap()
+}
+
+fn log_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+const HETZNER: &str = "kind = \"hetzner\"\nfloating-ip-id = \"4711\"\napi = \"{fake}\"\n";
+
+#[test]
+fn sentinel_s_call_moves_the_floating_ip_once_however_many_sentinels_call() {
+    let provider = FakeProvider::start(TOKEN, Some("1001")).unwrap();
+    let cluster = rendered(&provider, HETZNER);
+    let gw2 = cluster.private_ip(2).to_string();
+
+    // The leader's call, as real Sentinel makes it: read, then assign.
+    let leader = call(&cluster, "leader", "failover", &gw2);
+    assert_eq!(leader.status.code(), Some(0), "{}", log_of(&leader));
+    assert_eq!(provider.assigned().as_deref(), Some("1002"));
+    let assignments = provider.assignments();
+    assert_eq!(assignments.len(), 1);
+    assert_eq!(assignments[0].path, "/v1/floating_ips/4711/actions/assign");
+    assert_eq!(assignments[0].body, r#"{"server":1002}"#);
+    assert_eq!(
+        assignments[0]
+            .headers
+            .get("content-type")
+            .map(String::as_str),
+        Some("application/json")
+    );
+    assert!(
+        log_of(&leader).contains("assigned: HTTP 201"),
+        "{}",
+        log_of(&leader)
+    );
+    let logged = std::fs::read_to_string(cluster.file(1, "var/log/redis/fip-switch.log")).unwrap();
+    assert!(logged.contains("assigning it to instance 1002"), "{logged}");
+
+    // The observers' calls find it done.
+    for _ in 0..2 {
+        let observer = call(&cluster, "observer", "failover", &gw2);
+        assert_eq!(observer.status.code(), Some(0), "{}", log_of(&observer));
+        assert!(log_of(&observer).contains("nothing to do"));
+    }
+    assert_eq!(provider.assignments().len(), 1);
+
+    // The specification's reading of the arguments acts too.
+    let gw3 = cluster.private_ip(3).to_string();
+    let spec = call(&cluster, "master", "switch", &gw3);
+    assert_eq!(spec.status.code(), Some(0), "{}", log_of(&spec));
+    assert_eq!(provider.assigned().as_deref(), Some("1003"));
+
+    // Other roles and states do nothing.
+    let calls = provider.calls().len();
+    let other = call(&cluster, "leader", "start", &gw2);
+    assert_eq!(other.status.code(), Some(0));
+    assert_eq!(provider.calls().len(), calls);
+}
+
+#[test]
+fn an_unknown_master_and_provider_errors_end_with_their_status() {
+    let provider = FakeProvider::start(TOKEN, Some("1001")).unwrap();
+    let cluster = rendered(&provider, HETZNER);
+    let gw2 = cluster.private_ip(2).to_string();
+
+    // A master with no instance id: logged, status 1, no call.
+    let unknown = call(&cluster, "leader", "failover", "10.9.9.9");
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(log_of(&unknown).contains("no instance id for the new master's IP 10.9.9.9"));
+    assert!(provider.calls().is_empty());
+
+    // Transient errors are retried.
+    provider.unavailable_for(2);
+    let retried = call(&cluster, "leader", "failover", &gw2);
+    assert_eq!(retried.status.code(), Some(0), "{}", log_of(&retried));
+    assert_eq!(provider.assigned().as_deref(), Some("1002"));
+    assert!(log_of(&retried).contains("HTTP 503"));
+
+    // A refusal is permanent: status 2, the answer logged.
+    provider.refuse_with(403);
+    let gw3 = cluster.private_ip(3).to_string();
+    let refused = call(&cluster, "leader", "failover", &gw3);
+    assert_eq!(refused.status.code(), Some(2), "{}", log_of(&refused));
+    assert!(log_of(&refused).contains("HTTP 403"));
+    assert_eq!(provider.assigned().as_deref(), Some("1002"));
+}
+
+#[test]
+fn each_provider_gets_its_own_request() {
+    for (keys, path, body) in [
+        (
+            "kind = \"digitalocean\"\napi = \"{fake}\"\n",
+            "/v2/reserved_ips/127.0.0.100/actions",
+            r#"{"type":"assign","droplet_id":1002}"#,
+        ),
+        (
+            "kind = \"vultr\"\nreserved-ip-id = \"r-1\"\napi = \"{fake}\"\n",
+            "/v2/reserved-ips/r-1/attach",
+            r#"{"instance_id":"1002"}"#,
+        ),
+        (
+            "kind = \"generic\"\nurl = \"{fake}/generic/{floating_ip}/{instance_id}\"\n\
+             body = '{\"ip\": \"{floating_ip}\"}'\n",
+            "/generic/127.0.0.100/1002",
+            r#"{"ip": "127.0.0.100"}"#,
+        ),
+    ] {
+        let provider = FakeProvider::start(TOKEN, Some("1001")).unwrap();
+        let cluster = rendered(&provider, keys);
+        let moved = call(
+            &cluster,
+            "leader",
+            "failover",
+            &cluster.private_ip(2).to_string(),
+        );
+        assert_eq!(moved.status.code(), Some(0), "{keys}: {}", log_of(&moved));
+        let assignments = provider.assignments();
+        assert_eq!(assignments.len(), 1, "{keys}");
+        assert_eq!(assignments[0].path, path);
+        assert_eq!(assignments[0].body, body);
+        assert_eq!(provider.assigned().as_deref(), Some("1002"), "{keys}");
+        assert_eq!(
+            assignments[0]
+                .headers
+                .get("authorization")
+                .map(String::as_str),
+            Some(format!("Bearer {}", provider.token()).as_str())
+        );
+    }
+}

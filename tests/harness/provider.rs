@@ -1,0 +1,203 @@
+//! A fake infrastructure provider for the failover script: the floating-IP endpoints of
+//! Hetzner Cloud, DigitalOcean and Vultr (and a generic one, `/generic/...`) on a
+//! loopback port, keeping where the IP points, recording every call, checking the
+//! Bearer token, and failing on demand.
+
+use crate::receiver::{Received, serve_recording};
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use http_body_util::Full;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+/// What the fake provider holds.
+#[derive(Debug, Default)]
+struct State {
+    /// The instance the floating IP points to.
+    assigned: Option<String>,
+    /// Calls still to answer with 503.
+    unavailable: u32,
+    /// Answer every call with this status instead (a permanent refusal).
+    refuse: Option<u16>,
+}
+
+/// A running fake provider; stops when dropped.
+pub struct FakeProvider {
+    pub address: SocketAddr,
+    token: String,
+    state: Arc<Mutex<State>>,
+    received: Arc<Mutex<Vec<Received>>>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl FakeProvider {
+    /// A provider that accepts `token`, with the floating IP assigned to `assigned`.
+    pub fn start(token: &str, assigned: Option<&str>) -> anyhow::Result<FakeProvider> {
+        let state = Arc::new(Mutex::new(State {
+            assigned: assigned.map(str::to_owned),
+            ..State::default()
+        }));
+        let (shared, bearer) = (state.clone(), format!("Bearer {token}"));
+        let respond = move |request: &Received| {
+            let mut state = shared.lock().unwrap_or_else(|e| e.into_inner());
+            answer(&mut state, &bearer, request)
+        };
+        let (address, received, runtime) = serve_recording(0, Arc::new(respond))?;
+        Ok(FakeProvider {
+            address,
+            token: token.to_owned(),
+            state,
+            received,
+            _runtime: runtime,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`, the API base the script is given.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// The instance the floating IP points to now.
+    pub fn assigned(&self) -> Option<String> {
+        self.lock().assigned.clone()
+    }
+
+    /// Answers the next `calls` calls with 503.
+    pub fn unavailable_for(&self, calls: u32) {
+        self.lock().unavailable = calls;
+    }
+
+    /// Answers every later call with `status`.
+    pub fn refuse_with(&self, status: u16) {
+        self.lock().refuse = Some(status);
+    }
+
+    /// Every call so far.
+    pub fn calls(&self) -> Vec<Received> {
+        self.received
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The calls that changed the assignment (every method but GET).
+    pub fn assignments(&self) -> Vec<Received> {
+        self.calls()
+            .into_iter()
+            .filter(|call| call.method != "GET")
+            .collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn json(status: u16, body: serde_json::Value) -> Response<Full<Bytes>> {
+    let body = match status {
+        204 => Bytes::new(),
+        _ => Bytes::from(body.to_string()),
+    };
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// An instance id as the provider's JSON has it: a number when it is one.
+fn id_value(id: &Option<String>) -> serde_json::Value {
+    match id {
+        None => serde_json::Value::Null,
+        Some(id) => id
+            .parse::<u64>()
+            .map(serde_json::Value::from)
+            .unwrap_or_else(|_| serde_json::Value::from(id.clone())),
+    }
+}
+
+/// The id in a request body's `field`, as text.
+fn body_id(request: &Received, field: &str) -> Option<String> {
+    let body: serde_json::Value = serde_json::from_str(&request.body).ok()?;
+    match &body[field] {
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        serde_json::Value::String(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+fn answer(state: &mut State, bearer: &str, request: &Received) -> Response<Full<Bytes>> {
+    use serde_json::json;
+    if request.headers.get("authorization").map(String::as_str) != Some(bearer) {
+        return json(401, json!({"error": "unauthorized"}));
+    }
+    if let Some(status) = state.refuse {
+        return json(status, json!({"error": "refused"}));
+    }
+    if state.unavailable > 0 {
+        state.unavailable -= 1;
+        return json(503, json!({"error": "unavailable"}));
+    }
+    let path = request.path.as_str();
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let get = request.method == "GET";
+    let post = request.method == "POST";
+    match segments.as_slice() {
+        ["v1", "floating_ips", _] if get => json(
+            200,
+            json!({"floating_ip": {"server": id_value(&state.assigned)}}),
+        ),
+        ["v1", "floating_ips", _, "actions", "assign"] if post => {
+            match body_id(request, "server") {
+                Some(id) => {
+                    state.assigned = Some(id);
+                    json(201, json!({"action": {"command": "assign_floating_ip"}}))
+                }
+                None => json(422, json!({"error": "server missing"})),
+            }
+        }
+        ["v2", "reserved_ips", _] if get => {
+            let droplet = state
+                .assigned
+                .as_ref()
+                .map(|_| json!({"id": id_value(&state.assigned)}));
+            json(200, json!({"reserved_ip": {"droplet": droplet}}))
+        }
+        ["v2", "reserved_ips", _, "actions"] if post => {
+            let assign = serde_json::from_str::<serde_json::Value>(&request.body)
+                .is_ok_and(|body| body["type"] == "assign");
+            match body_id(request, "droplet_id") {
+                Some(id) if assign => {
+                    state.assigned = Some(id);
+                    json(201, json!({"action": {"type": "assign_ip"}}))
+                }
+                _ => json(422, json!({"error": "type assign and droplet_id wanted"})),
+            }
+        }
+        ["v2", "reserved-ips", _] if get => json(
+            200,
+            json!({"reserved_ip": {"instance_id": state.assigned.clone().unwrap_or_default()}}),
+        ),
+        ["v2", "reserved-ips", _, "attach"] if post => match body_id(request, "instance_id") {
+            Some(id) => {
+                state.assigned = Some(id);
+                json(204, json!({}))
+            }
+            None => json(422, json!({"error": "instance_id missing"})),
+        },
+        ["generic", .., instance] if !get => {
+            state.assigned = Some((*instance).to_owned());
+            json(200, json!({"ok": true}))
+        }
+        _ => json(
+            404,
+            json!({"error": format!("no {} {path}", request.method)}),
+        ),
+    }
+}
