@@ -185,3 +185,147 @@ async fn a_follower_heals_a_missed_change_message_by_its_periodic_resync() {
     )
     .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_sees_through_a_promoted_replica_that_reuses_version_numbers() {
+    let master = RedisServer::start().unwrap();
+    let replica = RedisServer::start_replica_of(&master).unwrap();
+    wait_until(
+        Duration::from_secs(15),
+        || connected_replicas(&master) == 1,
+        || "the replica never finished its sync".into(),
+    )
+    .unwrap();
+    let sentinel = Sentinel::start(&master).unwrap();
+    let proxy = HaproxyForRedis::start(&[&master, &replica]).unwrap();
+    wait_until(
+        Duration::from_secs(15),
+        || (0..5).all(|_| routes_to(&proxy, &master)),
+        || format!("haproxy never settled on the master; log:\n{}", proxy.log()),
+    )
+    .unwrap();
+    let config = RedisConfig {
+        password: Some(master.password.clone()),
+        ..RedisConfig::new(proxy.url())
+    };
+    let store = Arc::new(RedisStore::connect(config).await.unwrap());
+    // The production resync period: only a follower that knows the store's history
+    // notices what follows.
+    let follower = Follower::start(store.clone(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    let (acme, alice) = partner_and_user(store.as_ref(), "acme", "alice").await;
+    store
+        .create_website(&acme.name, &website("kept.example", &alice))
+        .await
+        .unwrap();
+    wait_until(
+        Duration::from_secs(10),
+        || {
+            replica
+                .command(&["EXISTS", "botgate:website:kept.example"])
+                .is_ok_and(|r| r == Resp::Integer(1))
+        },
+        || "the replica never got the first website".into(),
+    )
+    .unwrap();
+
+    // The replica loses its link (it cannot authenticate any more), and the master
+    // takes two writes the replica never gets; the follower applies them.
+    replica
+        .command(&["CONFIG", "SET", "masterauth", "not-the-password"])
+        .unwrap();
+    replica
+        .command(&["CLIENT", "KILL", "TYPE", "master"])
+        .unwrap();
+    wait_until(
+        Duration::from_secs(10),
+        || connected_replicas(&master) == 0,
+        || "the replica stayed connected".into(),
+    )
+    .unwrap();
+    for lost in ["lost-one.example", "lost-two.example"] {
+        store
+            .create_website(&acme.name, &website(lost, &alice))
+            .await
+            .unwrap();
+    }
+    wait_until(
+        Duration::from_secs(10),
+        || follower.index().website("lost-two.example").is_some(),
+        || "the follower never applied the unreplicated writes".into(),
+    )
+    .unwrap();
+    let applied = follower.index().version;
+
+    // The replica is promoted without them; its next two changes take the same
+    // version numbers for other websites.
+    wait_until(
+        Duration::from_secs(30),
+        || {
+            matches!(
+                sentinel.command(&["SENTINEL", "FAILOVER", "mymaster"]),
+                Ok(Resp::Simple(_))
+            )
+        },
+        || format!("sentinel would not fail over; log:\n{}", sentinel.log()),
+    )
+    .unwrap();
+    wait_until(
+        Duration::from_secs(30),
+        || replica.role().is_ok_and(|r| r == "master"),
+        || {
+            format!(
+                "the replica was never promoted; sentinel log:\n{}",
+                sentinel.log()
+            )
+        },
+    )
+    .unwrap();
+    wait_until(
+        Duration::from_secs(15),
+        || (0..5).all(|_| routes_to(&proxy, &replica)),
+        || {
+            format!(
+                "haproxy never forwarded to the new master; log:\n{}",
+                proxy.log()
+            )
+        },
+    )
+    .unwrap();
+    for new in ["new-one.example", "new-two.example"] {
+        store
+            .create_website(&acme.name, &website(new, &alice))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        store.version().await.unwrap(),
+        applied,
+        "the numbers repeat"
+    );
+
+    // The follower ends with the new master's websites, and not the lost ones.
+    wait_until(
+        Duration::from_secs(20),
+        || {
+            let index = follower.index();
+            index.website("new-one.example").is_some()
+                && index.website("new-two.example").is_some()
+                && index.website("lost-one.example").is_none()
+                && index.website("lost-two.example").is_none()
+                && index.website("kept.example").is_some()
+        },
+        || {
+            let index = follower.index();
+            format!(
+                "the follower kept another history: new {} {}, lost {} {}",
+                index.website("new-one.example").is_some(),
+                index.website("new-two.example").is_some(),
+                index.website("lost-one.example").is_some(),
+                index.website("lost-two.example").is_some(),
+            )
+        },
+    )
+    .unwrap();
+}

@@ -3,8 +3,8 @@
 
 use crate::RedisConfig;
 use crate::{
-    AccountStore, Change, Delivery, EmbeddedStore, OutboxStore, Page, PartnerRecord, RedisStore,
-    SharedState, Snapshot, StoreError, WebsiteRecord, WebsiteStore,
+    AccountStore, Change, Delivery, EmbeddedStore, OutboxStore, Page, PartnerRecord, Position,
+    RedisStore, SharedState, Snapshot, StoreError, WebsiteRecord, WebsiteStore,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use std::path::PathBuf;
@@ -174,6 +174,10 @@ impl WebsiteStore for AnyStore {
 
     async fn version(&self) -> Result<u64, StoreError> {
         delegate!(self.version())
+    }
+
+    async fn position(&self) -> Result<Position, StoreError> {
+        delegate!(self.position())
     }
 
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Change> {

@@ -806,6 +806,12 @@ async fn change_feed<S: Store>(store: &S) {
     let snapshot = store.snapshot().await.unwrap();
     assert_eq!(snapshot.version, before + 3);
     assert_eq!(store.version().await.unwrap(), before + 3);
+    // The position agrees with the snapshot: the same version, in the same history.
+    let position = store.position().await.unwrap();
+    assert_eq!(
+        (position.version, position.history.as_str()),
+        (snapshot.version, snapshot.history.as_str())
+    );
     let names: Vec<&str> = snapshot
         .websites
         .iter()

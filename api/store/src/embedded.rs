@@ -3,8 +3,8 @@
 
 use crate::{
     AccountStore, Change, Changed, Delivery, HostClash, HostField, OutboxStore, Page,
-    PartnerRecord, SharedState, Snapshot, StoreError, WebsiteRecord, WebsiteStore, host_claims,
-    key_digest,
+    PartnerRecord, Position, SharedState, Snapshot, StoreError, WebsiteRecord, WebsiteStore,
+    host_claims, key_digest,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -930,6 +930,7 @@ impl WebsiteStore for EmbeddedStore {
             }
             Ok(Snapshot {
                 version,
+                history: String::new(),
                 websites: out,
             })
         })
@@ -939,6 +940,13 @@ impl WebsiteStore for EmbeddedStore {
     async fn version(&self) -> Result<u64, StoreError> {
         self.read(|txn| version_in(&txn.open_table(META).map_err(backend)?))
             .await
+    }
+
+    async fn position(&self) -> Result<Position, StoreError> {
+        Ok(Position {
+            version: self.version().await?,
+            history: String::new(),
+        })
     }
 
     fn subscribe(&self) -> broadcast::Receiver<Change> {

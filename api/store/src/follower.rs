@@ -23,6 +23,9 @@ use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 pub struct WebsiteIndex {
     /// The store version the index is current at.
     pub version: u64,
+    /// The history that version counts in, as of the last full read
+    /// ([`crate::Position::history`]).
+    pub history: Arc<str>,
     /// Shared between indexes until one of them changes (a change that touches no
     /// website only moves the version, and copies nothing). (foldhash: the keys are
     /// the partners' names, not a client's, and SipHash cost the data plane more than
@@ -37,6 +40,7 @@ impl WebsiteIndex {
     fn from_snapshot(snapshot: Snapshot) -> WebsiteIndex {
         let mut index = WebsiteIndex {
             version: snapshot.version,
+            history: snapshot.history.into(),
             by_domain: Arc::new(HashMap::with_capacity_and_hasher(
                 snapshot.websites.len(),
                 RandomState::default(),
@@ -275,16 +279,23 @@ async fn follow<S: Store>(
             _ = timer.tick() => {
                 // A store that does not answer within a tick is as lost as one that
                 // refuses (a dead peer can leave a call waiting).
-                let answer = tokio::time::timeout(resync_every, store.version())
+                let answer = tokio::time::timeout(resync_every, store.position())
                     .await
                     .unwrap_or_else(|_| {
                         Err(StoreError::backend_says(
                             "no answer to the version read within the resync interval",
                         ))
                     });
+                let index = current.load();
                 match answer {
-                    Ok(version) if version != current.load().version => {
-                        reload(store.as_ref(), &current, &contact, "periodic resync found a newer version").await;
+                    Ok(position) if *position.history != *index.history => {
+                        // A promoted replica: its numbers may repeat ones applied here
+                        // for other changes, so nothing applied since the last full
+                        // read is trusted.
+                        reload(store.as_ref(), &current, &contact, "the store's history changed (a failover)").await;
+                    }
+                    Ok(position) if position.version != index.version => {
+                        reload(store.as_ref(), &current, &contact, "periodic resync found another version").await;
                     }
                     Ok(_) => contact.answered(),
                     Err(err) => {

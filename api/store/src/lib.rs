@@ -247,11 +247,24 @@ pub enum Changed {
     Website { domain: Domain },
 }
 
-/// Every website, and the version they are current at.
+/// Every website, and the position they are current at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
     pub version: u64,
+    /// The history `version` counts in ([`Position::history`]).
+    pub history: String,
     pub websites: Vec<WebsiteRecord>,
+}
+
+/// Where the store stands: its version, and the history the version counts in.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Position {
+    pub version: u64,
+    /// Which history the versions count in. On Redis, the master's replication id:
+    /// a promoted replica starts a new one, and may give numbers a follower already
+    /// applied to other changes (the old master's last writes that never reached it).
+    /// Empty for the embedded store, which has one history.
+    pub history: String,
 }
 
 /// A page of a listing.
@@ -402,6 +415,9 @@ pub trait WebsiteStore: Send + Sync + 'static {
 
     /// The current version.
     fn version(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// The current version and the history it counts in.
+    fn position(&self) -> impl Future<Output = Result<Position, StoreError>> + Send;
 
     /// A receiver of every change from now on, in version order.
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Change>;

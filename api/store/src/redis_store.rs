@@ -28,8 +28,8 @@
 
 use crate::{
     AccountStore, Change, Changed, Delivery, HostClash, HostField, OutboxStore, Page,
-    PartnerChange, PartnerRecord, SharedState, Snapshot, StoreError, WebsiteRecord, WebsiteStore,
-    host_claims, key_digest,
+    PartnerChange, PartnerRecord, Position, SharedState, Snapshot, StoreError, WebsiteRecord,
+    WebsiteStore, host_claims, key_digest,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redis::AsyncCommands;
@@ -961,7 +961,7 @@ impl WebsiteStore for RedisStore {
     async fn snapshot(&self) -> Result<Snapshot, StoreError> {
         // The version first: a change after it is either in the listing already or
         // arrives on the feed with a later version, so nothing is missed.
-        let version = self.version().await?;
+        let Position { version, history } = self.position().await?;
         let (domains, _) = self
             .lex_page(self.key("websites"), None, usize::MAX - 1)
             .await?;
@@ -970,7 +970,11 @@ impl WebsiteStore for RedisStore {
         for chunk in domains.chunks(SNAPSHOT_CHUNK) {
             websites.extend(self.website_records(chunk.to_vec()).await?);
         }
-        Ok(Snapshot { version, websites })
+        Ok(Snapshot {
+            version,
+            history,
+            websites,
+        })
     }
 
     async fn version(&self) -> Result<u64, StoreError> {
@@ -979,6 +983,34 @@ impl WebsiteStore for RedisStore {
             .await?
             .and_then(|v| v.parse().ok())
             .unwrap_or(0))
+    }
+
+    async fn position(&self) -> Result<Position, StoreError> {
+        let key = self.key("version");
+        let (version, info): (Option<String>, String) = self
+            .run(move |c| {
+                let key = key.clone();
+                Box::pin(async move {
+                    redis::pipe()
+                        .get(key)
+                        .cmd("INFO")
+                        .arg("replication")
+                        .query_async(c)
+                        .await
+                })
+            })
+            .await
+            .map_err(backend)?;
+        let history = info
+            .lines()
+            .find_map(|line| line.strip_prefix("master_replid:"))
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        Ok(Position {
+            version: version.and_then(|v| v.parse().ok()).unwrap_or(0),
+            history,
+        })
     }
 
     fn subscribe(&self) -> broadcast::Receiver<Change> {
