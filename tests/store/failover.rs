@@ -27,25 +27,88 @@ fn connected_replicas(node: &RedisServer) -> usize {
         .map_or(0, |replica| usize::from(replica.contains("state=online")))
 }
 
+/// A master and its replica, a sentinel watching them, and haproxy in front, settled
+/// on the master.
+struct Pair {
+    master: RedisServer,
+    replica: RedisServer,
+    sentinel: Sentinel,
+    proxy: HaproxyForRedis,
+}
+
+impl Pair {
+    fn start() -> Pair {
+        let master = RedisServer::start().unwrap();
+        let replica = RedisServer::start_replica_of(&master).unwrap();
+        wait_until(
+            Duration::from_secs(15),
+            || connected_replicas(&master) == 1,
+            || "the replica never finished its sync".into(),
+        )
+        .unwrap();
+        let sentinel = Sentinel::start(&master).unwrap();
+        let proxy = HaproxyForRedis::start(&[&master, &replica]).unwrap();
+        // Until its first checks ran, haproxy may forward to either node.
+        wait_until(
+            Duration::from_secs(15),
+            || (0..5).all(|_| routes_to(&proxy, &master)),
+            || format!("haproxy never settled on the master; log:\n{}", proxy.log()),
+        )
+        .unwrap();
+        Pair {
+            master,
+            replica,
+            sentinel,
+            proxy,
+        }
+    }
+}
+
+/// Has `sentinel` fail over to `replica`, and waits until haproxy forwards to it.
+fn fail_over(sentinel: &Sentinel, replica: &RedisServer, proxy: &HaproxyForRedis) {
+    wait_until(
+        Duration::from_secs(30),
+        || {
+            matches!(
+                sentinel.command(&["SENTINEL", "FAILOVER", "mymaster"]),
+                Ok(Resp::Simple(_))
+            )
+        },
+        || format!("sentinel would not fail over; log:\n{}", sentinel.log()),
+    )
+    .unwrap();
+    wait_until(
+        Duration::from_secs(30),
+        || replica.role().is_ok_and(|r| r == "master"),
+        || {
+            format!(
+                "the replica was never promoted; sentinel log:\n{}",
+                sentinel.log()
+            )
+        },
+    )
+    .unwrap();
+    wait_until(
+        Duration::from_secs(15),
+        || (0..5).all(|_| routes_to(proxy, replica)),
+        || {
+            format!(
+                "haproxy never forwarded to the new master; log:\n{}",
+                proxy.log()
+            )
+        },
+    )
+    .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confirmed_writes_survive_a_failover_and_the_store_reconnects_by_itself() {
-    let master = RedisServer::start().unwrap();
-    let replica = RedisServer::start_replica_of(&master).unwrap();
-    wait_until(
-        Duration::from_secs(15),
-        || connected_replicas(&master) == 1,
-        || "the replica never finished its sync".into(),
-    )
-    .unwrap();
-    let sentinel = Sentinel::start(&master).unwrap();
-    let proxy = HaproxyForRedis::start(&[&master, &replica]).unwrap();
-    // Until its first checks ran, haproxy may forward to either node.
-    wait_until(
-        Duration::from_secs(15),
-        || (0..5).all(|_| routes_to(&proxy, &master)),
-        || format!("haproxy never settled on the master; log:\n{}", proxy.log()),
-    )
-    .unwrap();
+    let Pair {
+        master,
+        replica,
+        sentinel,
+        proxy,
+    } = Pair::start();
 
     let config = RedisConfig {
         password: Some(master.password.clone()),
@@ -90,30 +153,14 @@ async fn confirmed_writes_survive_a_failover_and_the_store_reconnects_by_itself(
         sentinel.command(&["SENTINEL", "REPLICAS", "mymaster"]),
         Ok(Resp::Array(_))
     ));
+    fail_over(&sentinel, &replica, &proxy);
     wait_until(
         Duration::from_secs(30),
-        || {
-            matches!(
-                sentinel.command(&["SENTINEL", "FAILOVER", "mymaster"]),
-                Ok(Resp::Simple(_))
-            )
-        },
-        || format!("sentinel would not fail over; log:\n{}", sentinel.log()),
-    )
-    .unwrap();
-    wait_until(
-        Duration::from_secs(30),
-        || replica.role().is_ok_and(|r| r == "master") && master.role().is_ok_and(|r| r == "slave"),
-        || format!("the roles never swapped; sentinel log:\n{}", sentinel.log()),
-    )
-    .unwrap();
-    wait_until(
-        Duration::from_secs(15),
-        || (0..5).all(|_| routes_to(&proxy, &replica)),
+        || master.role().is_ok_and(|r| r == "slave"),
         || {
             format!(
-                "haproxy never forwarded to the new master; log:\n{}",
-                proxy.log()
+                "the old master never became a replica; sentinel log:\n{}",
+                sentinel.log()
             )
         },
     )
@@ -188,22 +235,12 @@ async fn a_follower_heals_a_missed_change_message_by_its_periodic_resync() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follower_sees_through_a_promoted_replica_that_reuses_version_numbers() {
-    let master = RedisServer::start().unwrap();
-    let replica = RedisServer::start_replica_of(&master).unwrap();
-    wait_until(
-        Duration::from_secs(15),
-        || connected_replicas(&master) == 1,
-        || "the replica never finished its sync".into(),
-    )
-    .unwrap();
-    let sentinel = Sentinel::start(&master).unwrap();
-    let proxy = HaproxyForRedis::start(&[&master, &replica]).unwrap();
-    wait_until(
-        Duration::from_secs(15),
-        || (0..5).all(|_| routes_to(&proxy, &master)),
-        || format!("haproxy never settled on the master; log:\n{}", proxy.log()),
-    )
-    .unwrap();
+    let Pair {
+        master,
+        replica,
+        sentinel,
+        proxy,
+    } = Pair::start();
     let config = RedisConfig {
         password: Some(master.password.clone()),
         ..RedisConfig::new(proxy.url())
@@ -260,39 +297,7 @@ async fn a_follower_sees_through_a_promoted_replica_that_reuses_version_numbers(
 
     // The replica is promoted without them; its next two changes take the same
     // version numbers for other websites.
-    wait_until(
-        Duration::from_secs(30),
-        || {
-            matches!(
-                sentinel.command(&["SENTINEL", "FAILOVER", "mymaster"]),
-                Ok(Resp::Simple(_))
-            )
-        },
-        || format!("sentinel would not fail over; log:\n{}", sentinel.log()),
-    )
-    .unwrap();
-    wait_until(
-        Duration::from_secs(30),
-        || replica.role().is_ok_and(|r| r == "master"),
-        || {
-            format!(
-                "the replica was never promoted; sentinel log:\n{}",
-                sentinel.log()
-            )
-        },
-    )
-    .unwrap();
-    wait_until(
-        Duration::from_secs(15),
-        || (0..5).all(|_| routes_to(&proxy, &replica)),
-        || {
-            format!(
-                "haproxy never forwarded to the new master; log:\n{}",
-                proxy.log()
-            )
-        },
-    )
-    .unwrap();
+    fail_over(&sentinel, &replica, &proxy);
     for new in ["new-one.example", "new-two.example"] {
         store
             .create_website(&acme.name, &website(new, &alice))
