@@ -7,6 +7,7 @@ use botgate_store::{
 use botgate_tests::servers::RedisServer;
 
 mod failover;
+mod retries;
 
 fn config(server: &RedisServer) -> RedisConfig {
     RedisConfig {

@@ -104,8 +104,6 @@ pub struct RedisStore {
     /// connection it is sent on and counts only that connection's writes; connected
     /// when first needed.
     confirming: Arc<[Mutex<Option<ConnectionManager>>]>,
-    /// Where the next confirmed write looks for a free connection first.
-    next_confirming: Arc<std::sync::atomic::AtomicUsize>,
     /// Held while the shared connection is replaced: after a failover, one caller
     /// reconnects and the others take its connection.
     reconnecting: Arc<Mutex<()>>,
@@ -113,6 +111,18 @@ pub struct RedisStore {
     feed: broadcast::Sender<Change>,
     /// Dropped with the last clone; the feed relay stops then.
     alive: Arc<()>,
+    counters: Arc<Counters>,
+}
+
+/// What a store's clones count together.
+#[derive(Default)]
+struct Counters {
+    /// Where the next confirmed write looks for a free connection first.
+    next_confirming: std::sync::atomic::AtomicUsize,
+    /// This process's write operations are named `op:{prefix}:{number}`: a random
+    /// prefix, and the next number.
+    operation_prefix: String,
+    next_operation: std::sync::atomic::AtomicU64,
 }
 
 /// The connection's timeouts: a reply may take as long as `WAIT` is allowed to, and a
@@ -192,7 +202,7 @@ fn script_error(err: redis::RedisError) -> StoreError {
         ("STALE", StoreError::Stale),
     ] {
         if let Some(at) = text.find(word) {
-            let rest = text[at + word.len()..].trim();
+            let rest = text[at + word.len()..].trim_start_matches(['"', ':', ' ']);
             let rest = rest.trim_end_matches(['"', ')', '.']);
             return make(rest.trim().to_owned());
         }
@@ -214,12 +224,41 @@ fn script(body: &str) -> redis::Script {
     redis::Script::new(&format!("{PUBLISH_LUA}\n{HOSTS_LUA}\n{body}"))
 }
 
+/// Runs a write once per operation (the last key names it): see `lua/once.lua`.
+const ONCE_LUA: &str = include_str!("lua/once.lua");
+
+/// How long an operation's reply is kept for a retry of it.
+const OPERATION_KEPT: Duration = Duration::from_secs(600);
+
+/// [`script`] for a write: `body` runs once per operation ([`ONCE_LUA`]).
+fn write_once_script(body: &str) -> redis::Script {
+    redis::Script::new(&format!(
+        "{PUBLISH_LUA}\n{HOSTS_LUA}\n{ONCE_LUA}\nreturn once(function()\n{body}\nend, {})",
+        OPERATION_KEPT.as_millis()
+    ))
+}
+
 /// `website`'s host claims as the scripts take them: a JSON list of `[host, field]`.
 fn claims_json(website: &Website) -> String {
     let claims: Vec<(String, &str)> = host_claims(website)
         .map(|(host, field)| (host, field.as_str()))
         .collect();
     json(&claims)
+}
+
+/// A random name for this process's operations: 64 bits from the OS (through std's
+/// randomly keyed hasher), with the process id and the time.
+fn operation_prefix() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos(),
+    );
+    format!("{:016x}", hasher.finish())
 }
 
 impl RedisStore {
@@ -246,11 +285,14 @@ impl RedisStore {
             confirming: (0..CONFIRMING_CONNECTIONS)
                 .map(|_| Mutex::new(None))
                 .collect(),
-            next_confirming: Arc::default(),
             reconnecting: Arc::default(),
             config: Arc::new(config),
             feed,
             alive: Arc::new(()),
+            counters: Arc::new(Counters {
+                operation_prefix: operation_prefix(),
+                ..Counters::default()
+            }),
         };
         let subscribed = store.start_listener();
         // Changes published from now on reach subscribers: wait until the relay listens.
@@ -400,6 +442,7 @@ impl RedisStore {
         op: impl for<'c> Fn(&'c mut ConnectionManager) -> OperationFuture<'c, T>,
     ) -> Result<T, redis::RedisError> {
         let start = self
+            .counters
             .next_confirming
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let slots = self.confirming.len();
@@ -435,11 +478,18 @@ impl RedisStore {
         keys: Vec<String>,
         args: Vec<String>,
     ) -> Result<T, StoreError> {
+        // The operation's name, the same for its retries.
+        let counters = &self.counters;
+        let number = counters
+            .next_operation
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = self.key(&format!("op:{}:{number}", counters.operation_prefix));
         let keys: Vec<String> = [self.key("version"), self.key("changes")]
             .into_iter()
             .chain(keys)
+            .chain([name])
             .collect();
-        let script = Arc::new(script(body));
+        let script = Arc::new(write_once_script(body));
         let replicas = self.config.wait_replicas;
         let timeout = self.config.wait_timeout.as_millis() as u64;
         let op = operation(move |connection| {

@@ -1,0 +1,141 @@
+//! A write whose reply is lost with its connection is retried on a new one; the retry
+//! gets the first run's answer instead of running again (no "already exists" for a
+//! website it created itself, no version bumped twice).
+
+use super::config;
+use botgate_store::conformance::{partner_and_user, website};
+use botgate_store::{RedisConfig, RedisStore, StoreError, WebsiteStore};
+use botgate_tests::servers::RedisServer;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A TCP proxy in front of Redis that, once armed, forwards the next script call
+/// (`EVALSHA`) to Redis and then closes the connection without its reply.
+struct ReplyDropper {
+    address: std::net::SocketAddr,
+    armed: Arc<AtomicBool>,
+    dropped: Arc<AtomicBool>,
+}
+
+impl ReplyDropper {
+    async fn start(redis_port: u16) -> ReplyDropper {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let armed = Arc::new(AtomicBool::new(false));
+        let dropped = Arc::new(AtomicBool::new(false));
+        let (arm, drop_flag) = (armed.clone(), dropped.clone());
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let server = TcpStream::connect(("127.0.0.1", redis_port)).await.unwrap();
+                tokio::spawn(pump(client, server, arm.clone(), drop_flag.clone()));
+            }
+        });
+        ReplyDropper {
+            address,
+            armed,
+            dropped,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://{}", self.address)
+    }
+}
+
+async fn pump(
+    client: TcpStream,
+    server: TcpStream,
+    armed: Arc<AtomicBool>,
+    dropped: Arc<AtomicBool>,
+) {
+    let (mut client_read, mut client_write) = client.into_split();
+    let (mut server_read, mut server_write) = server.into_split();
+    // Set before the script call reaches Redis, so its reply is never passed on.
+    let cut = Arc::new(AtomicBool::new(false));
+    let cut_here = cut.clone();
+    let upstream = async move {
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            let n = match client_read.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            let call = buffer[..n].windows(7).any(|w| w == b"EVALSHA");
+            if call && armed.swap(false, Ordering::SeqCst) {
+                cut_here.store(true, Ordering::SeqCst);
+            }
+            if server_write.write_all(&buffer[..n]).await.is_err() {
+                return;
+            }
+        }
+    };
+    let downstream = async move {
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            let n = match server_read.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            if cut.load(Ordering::SeqCst) {
+                dropped.store(true, Ordering::SeqCst);
+                return;
+            }
+            if client_write.write_all(&buffer[..n]).await.is_err() {
+                return;
+            }
+        }
+    };
+    // Either side ending closes both.
+    tokio::select! {
+        _ = upstream => {}
+        _ = downstream => {}
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_retried_after_its_reply_was_lost_is_not_answered_as_a_conflict() {
+    let server = RedisServer::start().unwrap();
+    let proxy = ReplyDropper::start(server.port).await;
+    let store = RedisStore::connect(RedisConfig {
+        url: proxy.url(),
+        ..config(&server)
+    })
+    .await
+    .unwrap();
+    let direct = RedisStore::connect(config(&server)).await.unwrap();
+    let (acme, alice) = partner_and_user(&store, "acme", "alice").await;
+    // A first website loads the script: the next create is an EVALSHA that runs.
+    store
+        .create_website(&acme.name, &website("first.example", &alice))
+        .await
+        .unwrap();
+    let before = direct.version().await.unwrap();
+
+    proxy.armed.store(true, Ordering::SeqCst);
+    let created = store
+        .create_website(&acme.name, &website("retried.example", &alice))
+        .await
+        .expect("the retried create answers as the first run did");
+    assert!(proxy.dropped.load(Ordering::SeqCst), "no reply was dropped");
+    assert_eq!(created.revision, 1);
+    // Applied once: one change, one version.
+    assert_eq!(direct.version().await.unwrap(), before + 1);
+    // A real second create is still refused, and says what exists.
+    let again = store
+        .create_website(&acme.name, &website("retried.example", &alice))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&again, StoreError::Conflict(what) if what == "website retried.example"),
+        "{again:?}"
+    );
+    assert!(
+        direct
+            .website(&botgate_model::Domain::parse("retried.example").unwrap())
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
