@@ -334,3 +334,55 @@ async fn a_follower_sees_through_a_promoted_replica_that_reuses_version_numbers(
     )
     .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_asks_the_sentinels_follows_the_master_without_haproxy() {
+    let Pair {
+        master,
+        replica,
+        sentinel,
+        proxy,
+    } = Pair::start();
+    let config = RedisConfig {
+        password: Some(replica.password.clone()),
+        ..RedisConfig::sentinels(vec![format!("127.0.0.1:{}", sentinel.port)], "mymaster")
+    };
+    assert!(config.location().contains("`mymaster`"));
+    let store = Arc::new(RedisStore::connect(config).await.unwrap());
+    let follower = Follower::start(store.clone(), Duration::from_millis(250))
+        .await
+        .unwrap();
+    let (acme, alice) = partner_and_user(store.as_ref(), "acme", "alice").await;
+    store
+        .create_website(&acme.name, &website("first.example", &alice))
+        .await
+        .unwrap();
+
+    fail_over(&sentinel, &replica, &proxy);
+    // The first write after it meets the demoted master (READONLY), asks the
+    // sentinels again and goes to the new one. (Until Sentinel has turned the old
+    // master into a replica, it takes writes that the failover loses: the rendered
+    // cluster's `min-replicas-to-write` refuses them there.)
+    wait_until(
+        Duration::from_secs(30),
+        || master.role().is_ok_and(|r| r == "slave") && connected_replicas(&replica) == 1,
+        || "the old master never rejoined as a replica".into(),
+    )
+    .unwrap();
+    store
+        .create_website(&acme.name, &website("second.example", &alice))
+        .await
+        .expect("the write after the failover reaches the new master");
+    assert_eq!(
+        replica
+            .command(&["EXISTS", "botgate:website:second.example"])
+            .unwrap(),
+        Resp::Integer(1)
+    );
+    wait_until(
+        Duration::from_secs(15),
+        || follower.index().website("second.example").is_some(),
+        || "the follower never saw the write made after the failover".into(),
+    )
+    .unwrap();
+}

@@ -16,7 +16,7 @@ pub mod redis_store;
 pub use any::{AnyStore, StoreConfig};
 pub use embedded::EmbeddedStore;
 pub use follower::{Follower, Freshness, WebsiteIndex};
-pub use redis_store::{RedisConfig, RedisStore};
+pub use redis_store::{RedisConfig, RedisStore, SentinelConfig};
 
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use serde::{Deserialize, Serialize};

@@ -56,6 +56,17 @@ pub struct RedisConfig {
     pub wait_replicas: u32,
     /// How long `WAIT` may take.
     pub wait_timeout: Duration,
+    /// Find the master through these sentinels instead of `url`.
+    pub sentinel: Option<SentinelConfig>,
+}
+
+/// Where the sentinels are, and the name they know the master by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentinelConfig {
+    /// `host:port` of each sentinel.
+    pub addresses: Vec<String>,
+    /// The monitored master's name (`mymaster` in a rendered cluster).
+    pub master: String,
 }
 
 impl RedisConfig {
@@ -67,12 +78,31 @@ impl RedisConfig {
             prefix: "botgate:".into(),
             wait_replicas: 0,
             wait_timeout: Duration::from_secs(1),
+            sentinel: None,
+        }
+    }
+
+    /// The master that `sentinels` (`host:port` each) know as `master`.
+    pub fn sentinels(addresses: Vec<String>, master: impl Into<String>) -> Self {
+        RedisConfig {
+            sentinel: Some(SentinelConfig {
+                addresses,
+                master: master.into(),
+            }),
+            ..RedisConfig::new(String::new())
         }
     }
 
     /// Where Redis is, as logs and errors may show it: its address (host and port, or
     /// socket) and database, never the URL's user information or parameters.
     pub fn location(&self) -> String {
+        if let Some(sentinel) = &self.sentinel {
+            return format!(
+                "the master `{}` of the sentinels {}",
+                sentinel.master,
+                sentinel.addresses.join(", ")
+            );
+        }
         match redis::IntoConnectionInfo::into_connection_info(self.url.as_str()) {
             Ok(info) => format!("{}, database {}", info.addr(), info.redis_settings().db()),
             Err(_) => "an unreadable Redis URL".to_owned(),
@@ -96,7 +126,7 @@ impl std::fmt::Debug for RedisConfig {
 /// The Redis store. Cheap to clone.
 #[derive(Clone)]
 pub struct RedisStore {
-    client: redis::Client,
+    master: Arc<Master>,
     /// The shared connection, multiplexed: every read and unconfirmed write is
     /// pipelined on it without a lock; replaced after a failover sign.
     connection: Arc<arc_swap::ArcSwap<ConnectionManager>>,
@@ -261,26 +291,68 @@ fn operation_prefix() -> String {
     format!("{:016x}", hasher.finish())
 }
 
+/// How the master is found: at one address (in a cluster, HAProxy's port, which
+/// forwards to whichever node is the master), or by asking the sentinels each time a
+/// connection is made.
+enum Master {
+    Address(redis::Client),
+    Sentinels(Mutex<redis::sentinel::SentinelClient>),
+}
+
+impl Master {
+    fn new(config: &RedisConfig) -> Result<Master, StoreError> {
+        let address = |err| StoreError::backend(format!("the address {}", config.location()), err);
+        let Some(sentinel) = &config.sentinel else {
+            let mut info = redis::IntoConnectionInfo::into_connection_info(config.url.as_str())
+                .map_err(address)?;
+            if let Some(password) = &config.password {
+                let settings = info.redis_settings().clone().set_password(password);
+                info = info.set_redis_settings(settings);
+            }
+            return Ok(Master::Address(redis::Client::open(info).map_err(address)?));
+        };
+        let mut nodes = Vec::new();
+        for text in &sentinel.addresses {
+            let info = redis::IntoConnectionInfo::into_connection_info(format!("redis://{text}"))
+                .map_err(address)?;
+            nodes.push(info.addr().clone());
+        }
+        let mut builder = redis::sentinel::SentinelClientBuilder::new(
+            nodes,
+            &sentinel.master,
+            redis::sentinel::SentinelServerType::Master,
+        )
+        .map_err(address)?;
+        if let Some(password) = &config.password {
+            builder = builder.set_client_to_redis_password(password);
+        }
+        Ok(Master::Sentinels(Mutex::new(
+            builder.build().map_err(address)?,
+        )))
+    }
+
+    /// A client of the master as it is now.
+    async fn client(&self) -> Result<redis::Client, redis::RedisError> {
+        match self {
+            Master::Address(client) => Ok(client.clone()),
+            Master::Sentinels(sentinels) => sentinels.lock().await.async_get_client().await,
+        }
+    }
+}
+
 impl RedisStore {
     /// Connects to Redis; fails when it cannot be reached.
     pub async fn connect(config: RedisConfig) -> Result<RedisStore, StoreError> {
-        let mut info = redis::IntoConnectionInfo::into_connection_info(config.url.as_str())
-            .map_err(|err| {
-                StoreError::backend(format!("the address {}", config.location()), err)
-            })?;
-        if let Some(password) = &config.password {
-            let settings = info.redis_settings().clone().set_password(password);
-            info = info.set_redis_settings(settings);
-        }
+        let master = Arc::new(Master::new(&config)?);
         let connecting = |err| StoreError::backend("connecting to Redis", err);
-        let client = redis::Client::open(info).map_err(connecting)?;
+        let client = master.client().await.map_err(connecting)?;
         let connection = client
             .get_connection_manager_with_config(manager_config(&config))
             .await
             .map_err(connecting)?;
         let (feed, _) = broadcast::channel(4096);
         let store = RedisStore {
-            client,
+            master,
             connection: Arc::new(arc_swap::ArcSwap::from_pointee(connection)),
             confirming: (0..CONFIRMING_CONNECTIONS)
                 .map(|_| Mutex::new(None))
@@ -343,7 +415,7 @@ impl RedisStore {
     /// Relays the `changes` channel into the in-process feed, resubscribing after a
     /// lost connection (a gap there is healed by the reader's periodic resync).
     fn start_listener(&self) -> tokio::sync::oneshot::Receiver<()> {
-        let client = self.client.clone();
+        let master = self.master.clone();
         let channel = self.key("changes");
         let feed = self.feed.clone();
         let (ready, subscribed) = tokio::sync::oneshot::channel();
@@ -352,7 +424,11 @@ impl RedisStore {
             use futures_util::StreamExt;
             let mut ready = Some(ready);
             loop {
-                match client.get_async_pubsub().await {
+                let pubsub = match master.client().await {
+                    Ok(client) => client.get_async_pubsub().await,
+                    Err(err) => Err(err),
+                };
+                match pubsub {
                     Ok(mut pubsub) => match pubsub.subscribe(&channel).await {
                         Ok(()) => {
                             if let Some(ready) = ready.take() {
@@ -391,7 +467,9 @@ impl RedisStore {
     }
 
     async fn fresh_connection(&self) -> Result<ConnectionManager, redis::RedisError> {
-        self.client
+        self.master
+            .client()
+            .await?
             .get_connection_manager_with_config(manager_config(&self.config))
             .await
     }

@@ -121,7 +121,7 @@ impl Target {
     /// The admin listener, when a gateway that wrote its token there answers at it;
     /// the store otherwise.
     async fn via(&self) -> Result<Via> {
-        if self.store.redis_url.is_none() {
+        if self.store.redis_url.is_none() && self.store.redis_sentinels.is_empty() {
             let path = self.store.data_dir.join(OPERATOR_TOKEN_FILE);
             if let Ok(token) = std::fs::read_to_string(&path) {
                 let url = self.admin_url.trim_end_matches('/').to_owned();

@@ -17,8 +17,21 @@ pub struct StoreArgs {
     pub data_dir: PathBuf,
     /// Use Redis at this address instead of the embedded store, `redis://host:port`
     /// (in a cluster: the floating IP and HAProxy's port 16379).
-    #[arg(long, env = "BOTGATE_REDIS_URL")]
+    #[arg(long, env = "BOTGATE_REDIS_URL", conflicts_with = "redis_sentinels")]
     pub redis_url: Option<String>,
+    /// Use the Redis master these sentinels name instead of the embedded store (or of
+    /// `--redis-url`): `host:port`, repeat or separate with commas; asked again at
+    /// every reconnection, so a failover needs no HAProxy.
+    #[arg(
+        long = "redis-sentinel",
+        env = "BOTGATE_REDIS_SENTINELS",
+        value_delimiter = ',',
+        value_name = "HOST:PORT"
+    )]
+    pub redis_sentinels: Vec<String>,
+    /// The name the sentinels know the master by.
+    #[arg(long, env = "BOTGATE_REDIS_MASTER", default_value = "mymaster")]
+    pub redis_master: String,
     /// The Redis password (`requirepass`).
     #[arg(long, env = "BOTGATE_REDIS_PASSWORD", hide_env_values = true)]
     pub redis_password: Option<String>,
@@ -30,15 +43,19 @@ pub struct StoreArgs {
 impl StoreArgs {
     /// The store these options name.
     pub fn config(&self) -> StoreConfig {
-        match &self.redis_url {
-            None => StoreConfig::Embedded(self.data_dir.clone()),
-            Some(url) => StoreConfig::Redis(RedisConfig {
-                password: self.redis_password.clone(),
-                wait_replicas: self.redis_wait_replicas,
-                wait_timeout: Duration::from_secs(1),
-                ..RedisConfig::new(url.clone())
-            }),
-        }
+        let redis = match (&self.redis_url, self.redis_sentinels.is_empty()) {
+            (None, true) => return StoreConfig::Embedded(self.data_dir.clone()),
+            (Some(url), _) => RedisConfig::new(url.clone()),
+            (None, false) => {
+                RedisConfig::sentinels(self.redis_sentinels.clone(), self.redis_master.clone())
+            }
+        };
+        StoreConfig::Redis(RedisConfig {
+            password: self.redis_password.clone(),
+            wait_replicas: self.redis_wait_replicas,
+            wait_timeout: Duration::from_secs(1),
+            ..redis
+        })
     }
 
     /// Opens the configured store.
