@@ -4,10 +4,12 @@
 #
 #   fip-switch.sh <master-name> <role> <state> <from-ip> <from-port> <to-ip> <to-port>
 #
-# Sentinel calls it with role `leader` or `observer` and state `failover`; the
-# specification's reading is role `master` and state `switch`. It acts on either: every
-# sentinel calls it, and each call first reads where the floating IP points, so only the
-# first call that finds it elsewhere moves it (the others log that nothing is to do).
+# Sentinel (7.0) calls it with role `leader` or `observer` and state `start` once the
+# promoted replica reports itself master (its documentation says `failover`); the
+# specification's reading is role `master` and state `switch`. It acts on any of these:
+# every sentinel calls it, and each call first reads where the floating IP points, so
+# only the first call that finds it elsewhere moves it (the others log that nothing is
+# to do).
 # It acts only while <to-ip> is still the master the local Sentinel knows, so a late
 # call from an earlier failover never moves the IP back.
 #
@@ -77,7 +79,7 @@ done <"$config"
 
 log "called: $master_name $role $state from $from_ip to $to_ip:$to_port"
 case "$role/$state" in
-leader/failover | observer/failover | master/switch | leader/switch | observer/switch) ;;
+leader/start | observer/start | leader/failover | observer/failover | master/switch) ;;
 *)
     log "role '$role', state '$state': nothing to do"
     exit 0

@@ -67,6 +67,11 @@ impl ServerGuard {
         self.log_text()
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// A guard over a started `child` whose log goes to `log` in `dir`.
     pub(crate) fn new(
         name: &'static str,
@@ -450,18 +455,38 @@ pub enum GatewayStore<'a> {
     Embedded,
     /// A shared Redis server.
     Redis(&'a RedisServer),
+    /// Redis at a URL (a cluster's floating IP and HAProxy's port), with its password
+    /// and the replicas a write waits for.
+    RedisAt {
+        url: &'a str,
+        password: &'a str,
+        wait_replicas: u32,
+    },
 }
 
 impl GatewayStore<'_> {
     fn args(&self, data_dir: &std::path::Path) -> Vec<String> {
         let mut args = vec!["--data-dir".to_owned(), data_dir.display().to_string()];
-        if let GatewayStore::Redis(redis) = self {
-            args.extend([
+        match self {
+            GatewayStore::Embedded => {}
+            GatewayStore::Redis(redis) => args.extend([
                 "--redis-url".to_owned(),
                 redis.url(),
                 "--redis-password".to_owned(),
                 redis.password.clone(),
-            ]);
+            ]),
+            GatewayStore::RedisAt {
+                url,
+                password,
+                wait_replicas,
+            } => args.extend([
+                "--redis-url".to_owned(),
+                url.to_string(),
+                "--redis-password".to_owned(),
+                password.to_string(),
+                "--redis-wait-replicas".to_owned(),
+                wait_replicas.to_string(),
+            ]),
         }
         args
     }

@@ -44,8 +44,8 @@ fn sentinel_s_call_moves_the_floating_ip_once_however_many_sentinels_call() {
     let cluster = rendered(&provider, HETZNER);
     let gw2 = cluster.private_ip(2).to_string();
 
-    // The leader's call, as real Sentinel makes it: read, then assign.
-    let leader = call(&cluster, "leader", "failover", &gw2);
+    // The leader's call, as real Sentinel (7.0) makes it: read, then assign.
+    let leader = call(&cluster, "leader", "start", &gw2);
     assert_eq!(leader.status.code(), Some(0), "{}", log_of(&leader));
     assert_eq!(provider.assigned().as_deref(), Some("1002"));
     let assignments = provider.assignments();
@@ -69,7 +69,7 @@ fn sentinel_s_call_moves_the_floating_ip_once_however_many_sentinels_call() {
 
     // The observers' calls find it done.
     for _ in 0..2 {
-        let observer = call(&cluster, "observer", "failover", &gw2);
+        let observer = call(&cluster, "observer", "start", &gw2);
         assert_eq!(observer.status.code(), Some(0), "{}", log_of(&observer));
         assert!(log_of(&observer).contains("nothing to do"));
     }
@@ -83,7 +83,7 @@ fn sentinel_s_call_moves_the_floating_ip_once_however_many_sentinels_call() {
 
     // Other roles and states do nothing.
     let calls = provider.calls().len();
-    let other = call(&cluster, "leader", "start", &gw2);
+    let other = call(&cluster, "leader", "reconf", &gw2);
     assert_eq!(other.status.code(), Some(0));
     assert_eq!(provider.calls().len(), calls);
 }

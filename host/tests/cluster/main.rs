@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+mod failover;
 mod failover_script;
 
 fn botgate() -> Command {
@@ -35,6 +36,8 @@ struct LoopbackCluster {
     dir: tempfile::TempDir,
     /// The `[provider]` table's keys.
     provider: String,
+    /// The `[timers]` table's keys.
+    timers: String,
     ports: Ports,
     servers: usize,
     password: String,
@@ -67,6 +70,7 @@ impl LoopbackCluster {
             provider:
                 "kind = \"hetzner\"\nfloating-ip-id = \"4711\"\napi = \"http://127.0.0.1:9\"\n"
                     .into(),
+            timers: "store-check-ms = 200\n".into(),
             ports,
             servers,
             password,
@@ -104,8 +108,8 @@ impl LoopbackCluster {
         let p = &self.ports;
         text += &format!(
             "[ports]\nredis = {}\nsentinel = {}\nstore-proxy = {}\nhttp = {}\nhttps = {}\n\
-             [timers]\nstore-check-ms = 200\n",
-            p.redis, p.sentinel, p.store_proxy, p.http, p.https
+             [timers]\n{}",
+            p.redis, p.sentinel, p.store_proxy, p.http, p.https, self.timers
         );
         let root = self.root(server);
         text += "[paths]\n";
@@ -205,7 +209,13 @@ impl LoopbackCluster {
     fn start_sentinel(&self, server: usize) -> Result<ServerGuard> {
         let guard = ServerGuard::spawn(
             "redis-sentinel",
-            Command::new("redis-sentinel").arg(self.file(server, "etc/redis/sentinel.conf")),
+            Command::new("redis-sentinel")
+                .arg(self.file(server, "etc/redis/sentinel.conf"))
+                // Where its failover script finds this server's settings.
+                .env(
+                    "FIP_SWITCH_CONFIG",
+                    self.file(server, "etc/botgate/fip-switch.conf"),
+                ),
             tempfile::tempdir()?,
             Some(self.file(server, "var/log/redis/redis-sentinel.log")),
         )?;
@@ -248,6 +258,60 @@ impl LoopbackCluster {
             &resp_at(store, Some(&self.password), &["INFO", "server"])?,
             "run_id",
         )
+    }
+
+    /// Every server's sentinel, once each sees the other two and the quorum.
+    fn start_sentinels(&self) -> Result<Vec<ServerGuard>> {
+        let sentinels = (1..=self.servers)
+            .map(|server| self.start_sentinel(server))
+            .collect::<Result<Vec<_>>>()?;
+        let usable = format!("{} usable Sentinels", self.servers);
+        for server in 1..=self.servers {
+            let ckquorum = || self.sentinel(server, &["SENTINEL", "ckquorum", "mymaster"]);
+            wait_until(
+                Duration::from_secs(30),
+                || matches!(ckquorum(), Ok(Resp::Simple(s)) if s.contains(&usable)),
+                || {
+                    format!(
+                        "gw{server}'s sentinel never saw the others: {:?}",
+                        ckquorum()
+                    )
+                },
+            )?;
+        }
+        Ok(sentinels)
+    }
+
+    /// Waits until `server`'s node takes writes (once its replicas' first
+    /// acknowledgements arrive: until then it counts no good replica, and refuses).
+    fn wait_writable(&self, server: usize) -> Result<()> {
+        let set = || self.redis(server, &["SET", "cluster-test", "1"]);
+        wait_until(
+            Duration::from_secs(10),
+            || matches!(set(), Ok(Resp::Simple(s)) if s == "OK"),
+            || format!("gw{server}'s node never took a write: {:?}", set()),
+        )
+    }
+
+    /// Waits until every connection through HAProxy's store port reaches the node
+    /// whose run id is `node`.
+    fn wait_routed_to(&self, node: &str, haproxy: &ServerGuard) -> Result<()> {
+        wait_until(
+            Duration::from_secs(15),
+            || (0..5).all(|_| self.through_proxy().ok().as_deref() == Some(node)),
+            || {
+                format!(
+                    "haproxy never routed to {node} alone; log:\n{}",
+                    haproxy.log()
+                )
+            },
+        )
+    }
+
+    /// `INFO replication`'s `role` of `server`'s node (`master` or `slave`).
+    fn role(&self, server: usize) -> Option<String> {
+        let reply = self.redis(server, &["INFO", "replication"]).ok()?;
+        info_field(&reply, "role").ok()
     }
 
     fn run_id(&self, server: usize) -> Result<String> {
@@ -329,50 +393,15 @@ fn rendered_files_run_with_redis_sentinel_and_haproxy() {
             Resp::Bulk(Some("yes".into()))
         ])
     );
-    // (Once the replicas' first acknowledgements arrive: until then the master counts
-    // no good replica, and refuses.)
-    wait_until(
-        Duration::from_secs(10),
-        || matches!(cluster.redis(1, &["SET", "cluster-test", "1"]), Ok(Resp::Simple(s)) if s == "OK"),
-        || format!("the master never took a write: {:?}", cluster.redis(1, &["SET", "cluster-test", "1"])),
-    )
-    .unwrap();
+    cluster.wait_writable(1).unwrap();
 
     // The coordinators: three sentinels that find each other and can reach the quorum.
-    let _sentinels: Vec<ServerGuard> = (1..=3)
-        .map(|server| cluster.start_sentinel(server).unwrap())
-        .collect();
-    for server in 1..=3 {
-        wait_until(
-            Duration::from_secs(30),
-            || {
-                matches!(cluster.sentinel(server, &["SENTINEL", "ckquorum", "mymaster"]),
-                    Ok(Resp::Simple(s)) if s.contains("3 usable Sentinels"))
-            },
-            || {
-                format!(
-                    "gw{server}'s sentinel never saw the other two: {:?}",
-                    cluster.sentinel(server, &["SENTINEL", "ckquorum", "mymaster"])
-                )
-            },
-        )
-        .unwrap();
-    }
+    let _sentinels = cluster.start_sentinels().unwrap();
 
     // The TCP proxy: the store port reaches the master only.
     let haproxy = cluster.start_haproxy(2).unwrap();
     let master = cluster.run_id(1).unwrap();
-    wait_until(
-        Duration::from_secs(10),
-        || (0..5).all(|_| cluster.through_proxy().ok().as_deref() == Some(master.as_str())),
-        || {
-            format!(
-                "haproxy never settled on the master; log:\n{}",
-                haproxy.log()
-            )
-        },
-    )
-    .unwrap();
+    cluster.wait_routed_to(&master, &haproxy).unwrap();
 
     // The guard: a master with no replica gets no traffic (as an old master restarted
     // after a failover), and takes no writes (`min-replicas-to-write 1`).

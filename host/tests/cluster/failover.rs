@@ -1,0 +1,319 @@
+//! A failover under load: three store nodes and three sentinels as rendered, HAProxy as
+//! rendered for the store, two real `botgate serve` processes sharing the store through
+//! the floating IP, visitors on both gateways and a partner writing through the API,
+//! and the fake provider. The master is killed (`kill -9`) or stopped (`SIGSTOP`).
+//! Timers shortened here: Sentinel's down-after 1000 ms (5000 in production), its
+//! failover timeout 3000 ms (10000), HAProxy's check every 200 ms (3 s).
+
+use super::LoopbackCluster;
+use botgate_tests::http::Client;
+use botgate_tests::origin::Origin;
+use botgate_tests::provider::FakeProvider;
+use botgate_tests::servers::{Gateway, GatewayStore, ServerGuard, wait_until};
+use botgate_tests::visitor::{self, Outgoing, Visit};
+use serde_json::json;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug)]
+enum Failure {
+    /// `kill -9`.
+    Killed,
+    /// `SIGSTOP`: the process holds its connections and answers nothing.
+    Stopped,
+}
+
+#[test]
+fn a_killed_master_is_replaced_under_load() {
+    failover_under_load(Failure::Killed);
+}
+
+#[test]
+fn a_stopped_master_is_replaced_under_load() {
+    failover_under_load(Failure::Stopped);
+}
+
+/// Settings with every protection off: the visitors' requests only need the index.
+fn plain_settings() -> serde_json::Value {
+    let mut lb = serde_json::Map::new();
+    for key in botgate_model::settings::LOADBALANCER_FLAGS {
+        lb.insert(key.into(), json!(false));
+    }
+    json!({ "loadbalancer": lb })
+}
+
+fn failover_under_load(failure: Failure) {
+    let provider = FakeProvider::start("test-token-0123456789", Some("1001")).unwrap();
+    let mut cluster = LoopbackCluster::with_provider(
+        3,
+        &format!(
+            "kind = \"hetzner\"\nfloating-ip-id = \"4711\"\napi = \"{}\"\n",
+            provider.url()
+        ),
+    )
+    .unwrap();
+    cluster.timers =
+        "store-check-ms = 200\ndown-after-ms = 1000\nfailover-timeout-ms = 3000\n".into();
+    for server in 1..=3 {
+        cluster.render_and_install(server).unwrap();
+    }
+    let mut nodes: Vec<Option<ServerGuard>> = (1..=3)
+        .map(|s| Some(cluster.start_redis(s).unwrap()))
+        .collect();
+    wait_until(
+        Duration::from_secs(20),
+        || super::connected_replicas(&cluster, 1).as_deref() == Some("2"),
+        || "the replicas never connected".into(),
+    )
+    .unwrap();
+    cluster.wait_writable(1).unwrap();
+    let _sentinels = cluster.start_sentinels().unwrap();
+    // One HAProxy serves the store port for every gateway here: each server's binds
+    // `*:16379`, which servers sharing one machine cannot all do.
+    let haproxy = cluster.start_haproxy(1).unwrap();
+    cluster
+        .wait_routed_to(&cluster.run_id(1).unwrap(), &haproxy)
+        .unwrap();
+
+    // Two gateways on the store through the floating IP, as botgate.toml has it.
+    let origin = Origin::start("origin", [127, 0, 0, 1].into(), 0).unwrap();
+    let store_url = format!("redis://127.0.0.100:{}", cluster.ports.store_proxy);
+    let store = GatewayStore::RedisAt {
+        url: &store_url,
+        password: &cluster.password,
+        wait_replicas: 1,
+    };
+    let port = origin.address.port().to_string();
+    let args = [
+        "--origin-http-port",
+        port.as_str(),
+        "--origin-allow-network",
+        "127.0.0.0/8",
+    ];
+    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_botgate"));
+    let one = Gateway::start(binary, store, &["hoster"], &args).unwrap();
+    let two = Gateway::start(binary, store, &[], &args).unwrap();
+    let partner = Client::new(&one.api, Some(&one.partner_keys[0]));
+    assert_eq!(
+        partner
+            .post_form("/v1.0/user", &[("id", "owner")])
+            .unwrap()
+            .status,
+        201
+    );
+    let create = |domain: &str| {
+        partner.post_json(
+            "/v1.0/website",
+            &json!({"domain": domain, "user_id": "owner", "ip": ["127.0.0.1"],
+                    "settings": plain_settings()}),
+        )
+    };
+    assert_eq!(create("visited.example").unwrap().status, 201);
+    for gateway in [&one, &two] {
+        wait_until(
+            Duration::from_secs(10),
+            || visit(gateway).is_ok_and(|status| status == 200),
+            || {
+                format!(
+                    "a gateway never served the website; log:\n{}",
+                    gateway.log()
+                )
+            },
+        )
+        .unwrap();
+    }
+
+    // Load: visitors on both gateways, and a partner creating websites.
+    let running = Arc::new(AtomicBool::new(true));
+    let failed_visits = Arc::new(Mutex::new(Vec::new()));
+    let visits = Arc::new(AtomicUsize::new(0));
+    let confirmed = Arc::new(Mutex::new(Vec::new()));
+    let refused = Arc::new(Mutex::new(Vec::<(Instant, String)>::new()));
+    std::thread::scope(|scope| {
+        for gateway in [&one, &two] {
+            let (running, failed, visits) =
+                (running.clone(), failed_visits.clone(), visits.clone());
+            scope.spawn(move || {
+                while running.load(Ordering::Relaxed) {
+                    match visit(gateway) {
+                        Ok(200) => {}
+                        other => failed.lock().unwrap().push(format!("{other:?}")),
+                    }
+                    visits.fetch_add(1, Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            });
+        }
+        {
+            let (running, confirmed, refused) =
+                (running.clone(), confirmed.clone(), refused.clone());
+            let create = &create;
+            scope.spawn(move || {
+                let mut n = 0;
+                while running.load(Ordering::Relaxed) {
+                    n += 1;
+                    let domain = format!("w{n}.example");
+                    match create(&domain) {
+                        Ok(reply) if reply.status == 201 => confirmed.lock().unwrap().push(domain),
+                        Ok(reply) => refused
+                            .lock()
+                            .unwrap()
+                            .push((Instant::now(), format!("{}: {}", reply.status, reply.text))),
+                        Err(err) => refused
+                            .lock()
+                            .unwrap()
+                            .push((Instant::now(), err.to_string())),
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            });
+        }
+        // However this ends (a failed check panics), the load stops with it.
+        let _stop = StopOnDrop(running.clone());
+        std::thread::sleep(Duration::from_secs(2));
+
+        // The failure.
+        let failed_at = Instant::now();
+        let old_master = nodes[0].as_ref().unwrap().pid();
+        match failure {
+            Failure::Killed => drop(nodes[0].take()),
+            Failure::Stopped => {
+                let stopped = std::process::Command::new("kill")
+                    .args(["-STOP", &old_master.to_string()])
+                    .status()
+                    .unwrap();
+                assert!(stopped.success());
+            }
+        }
+        // A replica is promoted, the floating IP follows it, HAProxy routes to it.
+        let mut promoted = None;
+        wait_until(
+            Duration::from_secs(30),
+            || {
+                promoted = (2..=3).find(|&s| cluster.role(s).as_deref() == Some("master"));
+                promoted.is_some()
+            },
+            || "no replica was promoted".into(),
+        )
+        .unwrap();
+        let promoted = promoted.unwrap();
+        let instance = (1000 + promoted).to_string();
+        wait_until(
+            Duration::from_secs(30),
+            || provider.assigned().as_deref() == Some(instance.as_str()),
+            || {
+                let logs: Vec<String> = (1..=3)
+                    .map(|s| {
+                        std::fs::read_to_string(cluster.file(s, "var/log/redis/fip-switch.log"))
+                            .unwrap_or_default()
+                    })
+                    .collect();
+                format!(
+                    "the floating IP never moved to {instance}: {:?}; the scripts' logs:\n{}",
+                    provider.calls(),
+                    logs.join("\n")
+                )
+            },
+        )
+        .unwrap();
+        cluster
+            .wait_routed_to(&cluster.run_id(promoted).unwrap(), &haproxy)
+            .unwrap();
+        // API writes succeed again within 15 s of the failure.
+        let written_again = confirmed.lock().unwrap().len();
+        wait_until(
+            Duration::from_secs(20),
+            || confirmed.lock().unwrap().len() > written_again + 2,
+            || {
+                format!(
+                    "no API write succeeded after the failover: {:?}",
+                    refused.lock().unwrap().last()
+                )
+            },
+        )
+        .unwrap();
+        let last_refusal = refused.lock().unwrap().last().map(|(at, _)| *at);
+        if let Some(at) = last_refusal {
+            assert!(
+                at.duration_since(failed_at) < Duration::from_secs(15),
+                "API writes were refused {:?} after the failure: {:?}",
+                at.duration_since(failed_at),
+                refused.lock().unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_secs(1));
+        running.store(false, Ordering::Relaxed);
+    });
+
+    // Not one visitor request failed, on either gateway.
+    assert!(visits.load(Ordering::Relaxed) > 100);
+    assert_eq!(*failed_visits.lock().unwrap(), Vec::<String>::new());
+    // Every confirmed write is in the store, and both gateways serve it.
+    let confirmed = confirmed.lock().unwrap().clone();
+    assert!(!confirmed.is_empty());
+    for domain in &confirmed {
+        let reply = partner.get(&format!("/v1.0/website/{domain}")).unwrap();
+        assert_eq!(reply.status, 200, "{domain} was confirmed and is gone");
+    }
+    for gateway in [&one, &two] {
+        wait_until(
+            Duration::from_secs(10),
+            || {
+                confirmed
+                    .iter()
+                    .all(|domain| visit_host(gateway, domain).is_ok_and(|status| status == 200))
+            },
+            || {
+                format!(
+                    "a gateway's index lacks confirmed websites; log:\n{}",
+                    gateway.log()
+                )
+            },
+        )
+        .unwrap();
+    }
+
+    // The old master, started again, rejoins as a replica and gets no traffic.
+    if let Failure::Stopped = failure {
+        drop(nodes[0].take());
+    }
+    nodes[0] = Some(cluster.start_redis(1).unwrap());
+    wait_until(
+        Duration::from_secs(30),
+        || cluster.role(1).as_deref() == Some("slave"),
+        || "the old master never rejoined as a replica".into(),
+    )
+    .unwrap();
+    let promoted = (2..=3)
+        .find(|&s| cluster.role(s).as_deref() == Some("master"))
+        .expect("a master among the replicas");
+    let new_master = cluster.run_id(promoted).unwrap();
+    for _ in 0..10 {
+        assert_eq!(cluster.through_proxy().unwrap(), new_master);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Clears its flag when dropped: the load threads stop even when a check panics.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Relaxed);
+    }
+}
+
+/// A visitor's GET of the test website through `gateway`: its status.
+fn visit(gateway: &Gateway) -> anyhow::Result<u16> {
+    visit_host(gateway, "visited.example")
+}
+
+fn visit_host(gateway: &Gateway, host: &str) -> anyhow::Result<u16> {
+    let answer = visitor::send(
+        gateway.http,
+        &Visit::default(),
+        Outgoing::get(host, "/").browser(),
+    )?;
+    Ok(answer.status)
+}
