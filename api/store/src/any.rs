@@ -186,6 +186,13 @@ impl WebsiteStore for AnyStore {
             AnyStore::Redis(store) => store.subscribe(),
         }
     }
+
+    fn feed_restarts(&self) -> tokio::sync::watch::Receiver<u64> {
+        match self {
+            AnyStore::Embedded(store) => store.feed_restarts(),
+            AnyStore::Redis(store) => store.feed_restarts(),
+        }
+    }
 }
 
 impl OutboxStore for AnyStore {

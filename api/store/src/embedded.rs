@@ -952,6 +952,11 @@ impl WebsiteStore for EmbeddedStore {
     fn subscribe(&self) -> broadcast::Receiver<Change> {
         self.feed.subscribe()
     }
+
+    /// The feed is in this process: it never restarts (the sender is gone at once).
+    fn feed_restarts(&self) -> tokio::sync::watch::Receiver<u64> {
+        tokio::sync::watch::channel(0).1
+    }
 }
 
 impl OutboxStore for EmbeddedStore {

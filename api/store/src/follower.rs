@@ -183,6 +183,7 @@ impl Follower {
         resync_every: Duration,
     ) -> Result<Follower, StoreError> {
         let feed = store.subscribe();
+        let restarts = store.feed_restarts();
         let first = WebsiteIndex::from_snapshot(store.snapshot().await?);
         let current = Arc::new(ArcSwap::from_pointee(first));
         let contact = Arc::new(Contact::default());
@@ -190,6 +191,7 @@ impl Follower {
         let task = tokio::spawn(follow(
             store,
             feed,
+            restarts,
             Arc::clone(&current),
             Arc::clone(&contact),
             resync_every,
@@ -266,6 +268,7 @@ enum Next {
 async fn follow<S: Store>(
     store: Arc<S>,
     mut feed: tokio::sync::broadcast::Receiver<crate::Change>,
+    mut restarts: tokio::sync::watch::Receiver<u64>,
     current: Arc<ArcSwap<WebsiteIndex>>,
     contact: Arc<Contact>,
     resync_every: Duration,
@@ -273,9 +276,17 @@ async fn follow<S: Store>(
     let mut timer = tokio::time::interval(resync_every);
     timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     timer.tick().await;
+    let mut restarts_open = true;
     loop {
         let first = tokio::select! {
             received = feed.recv() => received,
+            restarted = restarts.changed(), if restarts_open => {
+                match restarted {
+                    Ok(()) => reload(store.as_ref(), &current, &contact, "the change feed is back after a lost connection").await,
+                    Err(_) => restarts_open = false,
+                }
+                continue;
+            }
             _ = timer.tick() => {
                 // A store that does not answer within a tick is as lost as one that
                 // refuses (a dead peer can leave a call waiting).

@@ -421,6 +421,10 @@ pub trait WebsiteStore: Send + Sync + 'static {
 
     /// A receiver of every change from now on, in version order.
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Change>;
+
+    /// Counts the change feed's restarts: each time it is back after a lost
+    /// connection, when changes may have gone by unheard (a follower reloads then).
+    fn feed_restarts(&self) -> tokio::sync::watch::Receiver<u64>;
 }
 
 /// The outbox of webhooks waiting to be sent.

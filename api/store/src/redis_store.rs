@@ -145,8 +145,9 @@ pub struct RedisStore {
 }
 
 /// What a store's clones count together.
-#[derive(Default)]
 struct Counters {
+    /// How often the change feed came back after a lost connection.
+    feed_restarts: tokio::sync::watch::Sender<u64>,
     /// Where the next confirmed write looks for a free connection first.
     next_confirming: std::sync::atomic::AtomicUsize,
     /// This process's write operations are named `op:{prefix}:{number}`: a random
@@ -362,8 +363,10 @@ impl RedisStore {
             feed,
             alive: Arc::new(()),
             counters: Arc::new(Counters {
+                feed_restarts: tokio::sync::watch::Sender::new(0),
+                next_confirming: Default::default(),
                 operation_prefix: operation_prefix(),
-                ..Counters::default()
+                next_operation: Default::default(),
             }),
         };
         let subscribed = store.start_listener();
@@ -416,6 +419,7 @@ impl RedisStore {
     /// lost connection (a gap there is healed by the reader's periodic resync).
     fn start_listener(&self) -> tokio::sync::oneshot::Receiver<()> {
         let master = self.master.clone();
+        let counters = self.counters.clone();
         let channel = self.key("changes");
         let feed = self.feed.clone();
         let (ready, subscribed) = tokio::sync::oneshot::channel();
@@ -431,8 +435,13 @@ impl RedisStore {
                 match pubsub {
                     Ok(mut pubsub) => match pubsub.subscribe(&channel).await {
                         Ok(()) => {
-                            if let Some(ready) = ready.take() {
-                                let _ = ready.send(());
+                            match ready.take() {
+                                Some(ready) => {
+                                    let _ = ready.send(());
+                                }
+                                // Back after a loss: what was published meanwhile is
+                                // lost to this feed.
+                                None => counters.feed_restarts.send_modify(|n| *n += 1),
                             }
                             let mut messages = pubsub.on_message();
                             while let Some(message) = messages.next().await {
@@ -1143,6 +1152,10 @@ impl WebsiteStore for RedisStore {
 
     fn subscribe(&self) -> broadcast::Receiver<Change> {
         self.feed.subscribe()
+    }
+
+    fn feed_restarts(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.counters.feed_restarts.subscribe()
     }
 }
 
