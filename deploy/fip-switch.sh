@@ -19,8 +19,9 @@
 # `generic`) and one `instance <private-ip> <instance-id>` line per server.
 #
 # Exit status: 0 done (or nothing to do); 1 the new master's IP has no instance id
-# (Sentinel retries); 2 a permanent error (bad settings, the provider refused); 3
-# transient errors until the deadline (50 s, inside Sentinel's 60 s limit).
+# (as the specification has it), or transient errors until the deadline (50 s, inside
+# Sentinel's 60 s limit): Sentinel runs a script that exits 1 again, up to 10 times;
+# 2 a permanent error (bad settings, the provider refused), which it does not retry.
 # Needs curl and jq.
 set -u
 
@@ -110,9 +111,10 @@ if command -v redis-cli >/dev/null 2>&1; then
     fi
 fi
 
-# A JSON value for the instance id: a number as a number, anything else as a string.
+# A JSON value for the instance id: a number as a number (no leading zero), anything
+# else as a string.
 case $instance in
-*[!0-9]*) instance_json=$(jq -cn --arg v "$instance" '$v') ;;
+*[!0-9]* | 0?*) instance_json=$(jq -cn --arg v "$instance" '$v') ;;
 *) instance_json=$instance ;;
 esac
 
@@ -120,13 +122,17 @@ esac
 # transient failure (network, 429, 5xx), 2 on a permanent one.
 call() {
     call_method=$1 call_url=$2 call_body=${3:-}
+    # The token goes to curl on its standard input, never on a command line that
+    # `ps` shows.
     if [ -n "$call_body" ]; then
-        output=$(curl -sS --connect-timeout 5 --max-time 10 -X "$call_method" \
-            -H "Authorization: Bearer $token" -H "Content-Type: application/json" \
-            --data "$call_body" -w '\n%{http_code}' "$call_url" 2>&1)
+        output=$(printf 'header = "Authorization: Bearer %s"\n' "$token" |
+            curl -sS -K - --connect-timeout 5 --max-time 10 -X "$call_method" \
+                -H "Content-Type: application/json" \
+                --data "$call_body" -w '\n%{http_code}' "$call_url" 2>&1)
     else
-        output=$(curl -sS --connect-timeout 5 --max-time 10 -X "$call_method" \
-            -H "Authorization: Bearer $token" -w '\n%{http_code}' "$call_url" 2>&1)
+        output=$(printf 'header = "Authorization: Bearer %s"\n' "$token" |
+            curl -sS -K - --connect-timeout 5 --max-time 10 -X "$call_method" \
+                -w '\n%{http_code}' "$call_url" 2>&1)
     fi
     code=$?
     status=$(printf '%s\n' "$output" | tail -n 1)
@@ -154,8 +160,8 @@ call_until_done() {
             exit 2
         fi
         if [ $(($(date +%s) + wait_for)) -ge "$deadline" ]; then
-            log "giving up: the provider did not answer in time"
-            exit 3
+            log "giving up for now: the provider did not answer in time (Sentinel calls again)"
+            exit 1
         fi
         sleep $wait_for
         wait_for=$((wait_for * 2))

@@ -404,7 +404,13 @@ impl Description {
         if self.haproxy_maxconn == 0 {
             return Err("haproxy-maxconn must be above 0".into());
         }
-        if let Provider::Generic { url, method, .. } = &self.provider {
+        if let Provider::Generic {
+            url, body, method, ..
+        } = &self.provider
+        {
+            if url.contains(['\n', '\r']) || body.contains(['\n', '\r']) {
+                return Err("[provider] url and body must be one line each".into());
+            }
             if !(url.starts_with("https://") || url.starts_with("http://")) {
                 return Err(format!("[provider] url `{url}` must be an http(s) address"));
             }
@@ -554,6 +560,11 @@ api-host = ["api.example.net"]
         let provider =
             parse(&THREE.replace("kind = \"hetzner\"", "kind = \"acme-cloud\"")).unwrap_err();
         assert!(provider.contains("acme-cloud"), "{provider}");
+        let generic = THREE.replace(
+            "kind = \"hetzner\"\ntoken-file = \"provider-token\"\nfloating-ip-id = \"4711\"",
+            "kind = \"generic\"\ntoken-file = \"t\"\nurl = \"https://x/{instance_id}\"\nbody = \"a\\nb\"",
+        );
+        assert!(parse(&generic).unwrap_err().contains("one line"));
     }
 
     #[test]

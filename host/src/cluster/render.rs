@@ -159,12 +159,18 @@ pub fn render(
             "root",
             "root",
             0o644,
-            hardening(&[
-                &paths.redis_data,
-                &paths.redis_logs,
-                &paths.sentinel_run,
-                &paths.redis_config,
-            ]),
+            format!(
+                "{}# Debian's unit may execute nothing but redis-sentinel: the failover script\n\
+                 # and the programs it runs (sh, curl, jq, redis-cli) are allowed here.\n\
+                 ExecPaths={} /usr/bin /bin\n",
+                hardening(&[
+                    &paths.redis_data,
+                    &paths.redis_logs,
+                    &paths.sentinel_run,
+                    &paths.redis_config,
+                ]),
+                paths.failover_script.display()
+            ),
         ),
         file(
             FileKind::SystemdDropIn,
@@ -172,7 +178,8 @@ pub fn render(
             "root",
             "root",
             0o644,
-            hardening(&[Path::new("/run/haproxy"), Path::new("/var/lib/haproxy")]),
+            // Debian's unit writes /run/haproxy.pid and /run/haproxy-master.sock.
+            hardening(&[Path::new("/run"), Path::new("/var/lib/haproxy")]),
         ),
         file(
             FileKind::Sysctl,
@@ -315,6 +322,9 @@ fn haproxy_cfg(d: &Description, secrets: &Secrets, server: &Server) -> String {
          \x20   default_backend store_master\n\
          \n\
          backend store_master\n\
+         \x20   # The change feed's connection is quiet between changes: cut after 50 s of\n\
+         \x20   # silence, every gateway would read all websites again each time.\n\
+         \x20   timeout tunnel 1h\n\
          \x20   option tcp-check\n\
          \x20   tcp-check connect\n\
          \x20   tcp-check send AUTH\\ {password}\\r\\n\n\
@@ -541,9 +551,13 @@ pub fn install_script(description: &Description, server: &str, files: &[Rendered
          here=$(cd \"$(dirname \"$0\")\" && pwd)\n\
          reset=no\n\
          [ \"${{1:-}}\" = --reset-store ] && reset=yes\n\
-         id botgate >/dev/null 2>&1 || useradd --system --home-dir /var/lib/botgate --shell /usr/sbin/nologin botgate\n\
+         id botgate >/dev/null 2>&1 || useradd --system --home-dir {data} --shell /usr/sbin/nologin botgate\n\
+         install -d -o botgate -g botgate -m 0750 {data} {data}/rulesets {logs} {cache}\n\
          marker={marker}\n",
-        marker = marker.display()
+        marker = marker.display(),
+        data = description.paths.botgate_data.display(),
+        logs = description.paths.botgate_logs.display(),
+        cache = description.paths.botgate_cache.display(),
     );
     for file in files {
         let target = file.path.display();
@@ -623,6 +637,21 @@ mod tests {
         );
         assert!(gateway.contains("redis-wait-replicas = 1"));
         assert!(gateway.contains("api-host = [\"api.example.net\"]"));
+        assert!(haproxy.contains("timeout tunnel 1h"));
+        let sentinel_unit = second
+            .iter()
+            .find(|f| {
+                f.path
+                    .ends_with("redis-sentinel.service.d/botgate-cluster.conf")
+            })
+            .unwrap();
+        assert!(
+            sentinel_unit
+                .contents
+                .contains("ExecPaths=/usr/local/bin/fip-switch.sh /usr/bin /bin")
+        );
+        let install = install_script(&d, "gw2", &second);
+        assert!(install.contains("install -d -o botgate -g botgate -m 0750 /var/lib/botgate"));
         let settings = contents(&second, FileKind::FailoverSettings);
         assert!(settings.contains("instance 10.0.0.12 1002\n"));
         assert!(
