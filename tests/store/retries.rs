@@ -139,3 +139,21 @@ async fn a_write_retried_after_its_reply_was_lost_is_not_answered_as_a_conflict(
             .is_some()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_lived_values_keep_no_reply_per_write() {
+    use botgate_store::SharedState;
+    let server = RedisServer::start().unwrap();
+    let store = RedisStore::connect(config(&server)).await.unwrap();
+    let until = botgate_store::now_ms() + 60_000;
+    // As a flood of challenge answers counts them: no key is left behind per call.
+    for _ in 0..50 {
+        store.count("answers:203.0.113.7", until).await.unwrap();
+    }
+    store
+        .lease("issue:a.example", "gw-1", 0, until)
+        .await
+        .unwrap();
+    let kept = server.command(&["KEYS", "botgate:op:*"]).unwrap();
+    assert_eq!(kept, botgate_tests::servers::Resp::Array(vec![]));
+}

@@ -261,6 +261,17 @@ const ONCE_LUA: &str = include_str!("lua/once.lua");
 /// How long an operation's reply is kept for a retry of it.
 const OPERATION_KEPT: Duration = Duration::from_secs(600);
 
+/// What a write's retry after a lost reply does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retry {
+    /// Gets the first run's reply, kept for [`OPERATION_KEPT`]: the store's records.
+    FirstReply,
+    /// Runs again: short-lived values whose repeat is harmless (a count one higher, a
+    /// lease or value set again), written too often to keep a reply for each (a flood
+    /// of challenge answers would fill Redis with them).
+    RunAgain,
+}
+
 /// [`script`] for a write: `body` runs once per operation ([`ONCE_LUA`]).
 fn write_once_script(body: &str) -> redis::Script {
     redis::Script::new(&format!(
@@ -565,18 +576,35 @@ impl RedisStore {
         keys: Vec<String>,
         args: Vec<String>,
     ) -> Result<T, StoreError> {
-        // The operation's name, the same for its retries.
-        let counters = &self.counters;
-        let number = counters
-            .next_operation
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let name = self.key(&format!("op:{}:{number}", counters.operation_prefix));
-        let keys: Vec<String> = [self.key("version"), self.key("changes")]
+        self.write_script_with(Retry::FirstReply, body, keys, args)
+            .await
+    }
+
+    /// [`Self::write_script`], with `retry` saying what a retry after a lost reply does.
+    async fn write_script_with<T: redis::FromRedisValue + Send>(
+        &self,
+        retry: Retry,
+        body: &'static str,
+        keys: Vec<String>,
+        args: Vec<String>,
+    ) -> Result<T, StoreError> {
+        let mut keys: Vec<String> = [self.key("version"), self.key("changes")]
             .into_iter()
             .chain(keys)
-            .chain([name])
             .collect();
-        let script = Arc::new(write_once_script(body));
+        let script = match retry {
+            Retry::FirstReply => {
+                // The operation's name, the same for its retries.
+                let counters = &self.counters;
+                let number = counters
+                    .next_operation
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                keys.push(self.key(&format!("op:{}:{number}", counters.operation_prefix)));
+                write_once_script(body)
+            }
+            Retry::RunAgain => script(body),
+        };
+        let script = Arc::new(script);
         let replicas = self.config.wait_replicas;
         let timeout = self.config.wait_timeout.as_millis() as u64;
         let op = operation(move |connection| {
@@ -1238,7 +1266,8 @@ impl SharedState for RedisStore {
     async fn shared_secret(&self, name: &str, candidate: &str) -> Result<String, StoreError> {
         // Set only if absent, then answer what is stored: first writer wins everywhere.
         const LUA: &str = include_str!("lua/shared_secret.lua");
-        self.write_script(
+        self.write_script_with(
+            Retry::RunAgain,
             LUA,
             vec![self.key(&format!("secret:{name}"))],
             vec![candidate.to_owned()],
@@ -1250,7 +1279,8 @@ impl SharedState for RedisStore {
         const LUA: &str = include_str!("lua/put_ephemeral.lua");
         let ttl = until_ms.saturating_sub(crate::now_ms()).max(1);
         let _: i64 = self
-            .write_script(
+            .write_script_with(
+                Retry::RunAgain,
                 LUA,
                 vec![self.key(&format!("ephemeral:{key}"))],
                 vec![value.to_owned(), ttl.to_string()],
@@ -1266,7 +1296,8 @@ impl SharedState for RedisStore {
 
     async fn count(&self, key: &str, until_ms: u64) -> Result<u64, StoreError> {
         const LUA: &str = include_str!("lua/count.lua");
-        self.write_script(
+        self.write_script_with(
+            Retry::RunAgain,
             LUA,
             vec![self.key(&format!("ephemeral:{key}"))],
             vec![until_ms.to_string()],
@@ -1277,7 +1308,12 @@ impl SharedState for RedisStore {
     async fn remove_ephemeral(&self, key: &str) -> Result<(), StoreError> {
         const LUA: &str = include_str!("lua/remove_ephemeral.lua");
         let _: i64 = self
-            .write_script(LUA, vec![self.key(&format!("ephemeral:{key}"))], vec![])
+            .write_script_with(
+                Retry::RunAgain,
+                LUA,
+                vec![self.key(&format!("ephemeral:{key}"))],
+                vec![],
+            )
             .await?;
         Ok(())
     }
@@ -1292,7 +1328,8 @@ impl SharedState for RedisStore {
         const LUA: &str = include_str!("lua/lease.lua");
         let ttl = until_ms.saturating_sub(now_ms).max(1);
         let held: i64 = self
-            .write_script(
+            .write_script_with(
+                Retry::RunAgain,
                 LUA,
                 vec![self.key(&format!("ephemeral:{key}"))],
                 vec![holder.to_owned(), ttl.to_string()],
