@@ -101,6 +101,35 @@ fn fail_over(sentinel: &Sentinel, replica: &RedisServer, proxy: &HaproxyForRedis
     .unwrap();
 }
 
+/// Creates website `domain` (for `alice`) and waits until `replica` has it.
+async fn create_replicated(
+    store: &RedisStore,
+    replica: &RedisServer,
+    (acme, alice): (&PartnerRecord, &User),
+    domain: &str,
+) {
+    store
+        .create_website(&acme.name, &website(domain, alice))
+        .await
+        .unwrap();
+    let key = format!("botgate:website:{domain}");
+    wait_until(
+        Duration::from_secs(10),
+        || {
+            replica
+                .command(&["EXISTS", &key])
+                .is_ok_and(|r| r == Resp::Integer(1))
+        },
+        || {
+            format!(
+                "the replica never got {domain}; its INFO: {:?}",
+                replica.command(&["INFO", "replication"])
+            )
+        },
+    )
+    .unwrap();
+}
+
 /// Creates website `domain` (for `alice`) after a failover: it succeeds on the
 /// new master, `replica`, and `follower` sees it.
 async fn write_reaches(
@@ -237,20 +266,7 @@ async fn a_follower_sees_through_a_promoted_replica_that_reuses_version_numbers(
         .await
         .unwrap();
     let (acme, alice) = partner_and_user(store.as_ref(), "acme", "alice").await;
-    store
-        .create_website(&acme.name, &website("kept.example", &alice))
-        .await
-        .unwrap();
-    wait_until(
-        Duration::from_secs(10),
-        || {
-            replica
-                .command(&["EXISTS", "botgate:website:kept.example"])
-                .is_ok_and(|r| r == Resp::Integer(1))
-        },
-        || "the replica never got the first website".into(),
-    )
-    .unwrap();
+    create_replicated(&store, &replica, (&acme, &alice), "kept.example").await;
 
     // The replica loses its link (it cannot authenticate any more), and the master
     // takes two writes the replica never gets; the follower applies them.
@@ -338,27 +354,8 @@ async fn a_store_that_asks_the_sentinels_follows_the_master_without_haproxy() {
         .await
         .unwrap();
     let (acme, alice) = partner_and_user(store.as_ref(), "acme", "alice").await;
-    store
-        .create_website(&acme.name, &website("first.example", &alice))
-        .await
-        .unwrap();
-
     // (Not confirmed by `WAIT`: the failover waits until the replica has it.)
-    wait_until(
-        Duration::from_secs(10),
-        || {
-            replica
-                .command(&["EXISTS", "botgate:website:first.example"])
-                .is_ok_and(|r| r == Resp::Integer(1))
-        },
-        || {
-            format!(
-                "the replica never got the first website; replica's INFO: {:?}",
-                replica.command(&["INFO", "replication"])
-            )
-        },
-    )
-    .unwrap();
+    create_replicated(&store, &replica, (&acme, &alice), "first.example").await;
     fail_over(&sentinel, &replica, &proxy);
     // The first write after it meets the demoted master (READONLY), asks the
     // sentinels again and goes to the new one. (Until Sentinel has turned the old
