@@ -52,8 +52,11 @@ pub struct ServerConfig {
     /// Their certificate: PEM files (chain, key), read again when they change; from
     /// ACME when `None`.
     pub api_certificate_files: Option<(PathBuf, PathBuf)>,
-    /// Metrics and `/health`.
+    /// Metrics, `/health` and, with the operator's token, the operator's commands.
     pub admin_listen: SocketAddr,
+    /// More listeners for `/metrics` and `/health` only (a cluster's private network:
+    /// Prometheus, `botgate cluster check`).
+    pub metrics_listen: Vec<SocketAddr>,
     /// `/health` answers 503 once the store has not answered for this long.
     pub health_store_unreachable_after: Duration,
     /// Where the operator's token is written at start (readable by this user only):
@@ -287,6 +290,10 @@ impl Server {
         let http = bind_shared(config.http_listen, "HTTP", threads)?;
         let https = bind_shared(config.https_listen, "HTTPS", threads)?;
         let admin_listener = bind(config.admin_listen, "admin").await?;
+        let mut metrics_listeners = Vec::new();
+        for address in &config.metrics_listen {
+            metrics_listeners.push(bind(*address, "metrics").await?);
+        }
         let api_listener = match config.api_listen {
             Some(address) => Some(bind(address, "management API").await?),
             None => None,
@@ -315,6 +322,14 @@ impl Server {
             addresses.https,
             addresses.admin,
         ]);
+        policy
+            .listeners
+            .extend(config.metrics_listen.iter().copied());
+        policy.listeners.extend(
+            metrics_listeners
+                .iter()
+                .filter_map(|listener| listener.local_addr().ok()),
+        );
         policy
             .listeners
             .extend(config.api_listen.into_iter().chain(addresses.api));
@@ -520,31 +535,25 @@ impl Server {
 
         let mut tasks = Vec::new();
         let reload_requests = Arc::new(tokio::sync::Notify::new());
+        let health = admin::HealthConfig {
+            backend: config.store.backend(),
+            address: config.store.address(),
+            unreachable_after: config.health_store_unreachable_after,
+        };
         let admin_router = admin::router(
             gateway.clone(),
-            admin::HealthConfig {
-                backend: config.store.backend(),
-                address: config.store.address(),
-                unreachable_after: config.health_store_unreachable_after,
-            },
+            health.clone(),
             admin::OperatorAccess {
                 store: store.clone(),
                 token: operator_token,
                 reload: reload_requests.clone(),
             },
         );
-        let admin_shutdown = shutdown.clone();
-        tasks.push(tokio::spawn(async move {
-            let served = axum::serve(
-                admin_listener,
-                admin_router.into_make_service_with_connect_info::<SocketAddr>(),
-            )
-            .with_graceful_shutdown(admin_shutdown.stopped())
-            .await;
-            if let Err(err) = served {
-                tracing::warn!(reason = %Report(&err), "the admin listener failed");
-            }
-        }));
+        tasks.push(serve_admin(admin_listener, admin_router, &shutdown));
+        for listener in metrics_listeners {
+            let router = admin::monitoring_router(gateway.clone(), health.clone());
+            tasks.push(serve_admin(listener, router, &shutdown));
+        }
         match &config.acme {
             Some(acme) => {
                 tracing::info!(directory = %acme.directory, challenge = ?acme.challenge, "certificates from ACME")
@@ -786,6 +795,22 @@ fn bind_one(address: SocketAddr) -> std::io::Result<std::net::TcpListener> {
     socket.bind(&address.into())?;
     socket.listen(1024)?;
     Ok(socket.into())
+}
+
+/// Serves an admin or metrics router until shutdown.
+fn serve_admin(listener: TcpListener, router: axum::Router, shutdown: &Shutdown) -> JoinHandle<()> {
+    let shutdown = shutdown.clone();
+    tokio::spawn(async move {
+        let served = axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown.stopped())
+        .await;
+        if let Err(err) = served {
+            tracing::warn!(reason = %Report(&err), "the admin listener failed");
+        }
+    })
 }
 
 async fn bind(address: SocketAddr, what: &'static str) -> Result<TcpListener, ServeError> {

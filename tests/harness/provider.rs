@@ -66,6 +66,11 @@ impl FakeProvider {
         self.lock().assigned.clone()
     }
 
+    /// Points the floating IP at `instance`, as someone using the provider's panel.
+    pub fn assign(&self, instance: &str) {
+        self.lock().assigned = Some(instance.to_owned());
+    }
+
     /// Answers the next `calls` calls with 503.
     pub fn unavailable_for(&self, calls: u32) {
         self.lock().unavailable = calls;

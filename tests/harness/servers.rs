@@ -531,10 +531,33 @@ impl Gateway {
         partners: &[&str],
         extra: &[&str],
     ) -> Result<Gateway> {
+        Gateway::protecting(binary, store, partners, extra, None)
+    }
+
+    /// [`Gateway::start_protecting`] with the visitors' HTTP and HTTPS listeners on the
+    /// given addresses (where a proxy in front forwards to).
+    pub fn start_protecting_on(
+        binary: &std::path::Path,
+        store: GatewayStore<'_>,
+        partners: &[&str],
+        extra: &[&str],
+        http: SocketAddr,
+        https: SocketAddr,
+    ) -> Result<Gateway> {
+        Gateway::protecting(binary, store, partners, extra, Some((http, https)))
+    }
+
+    fn protecting(
+        binary: &std::path::Path,
+        store: GatewayStore<'_>,
+        partners: &[&str],
+        extra: &[&str],
+        listeners: Option<(SocketAddr, SocketAddr)>,
+    ) -> Result<Gateway> {
         let components: Vec<PathBuf> = crate::shipped().into_iter().map(crate::guest).collect();
         let mut args = vec!["--component-deadline-ms", "2000"];
         args.extend_from_slice(extra);
-        let gateway = Gateway::launch(binary, store, partners, &args, &components, None)?;
+        let gateway = Gateway::launch(binary, store, partners, &args, &components, listeners)?;
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let health =

@@ -6,6 +6,7 @@
 //! Sentinel and HAProxy timers, `maxconn`) is the default; `[ports]`, `[timers]` and
 //! `[paths]` exist so that tests can run a whole cluster on one machine.
 
+pub mod check;
 pub mod render;
 
 use serde::Deserialize;
@@ -132,6 +133,14 @@ pub enum Provider {
         body: String,
         #[serde(default = "post")]
         method: String,
+        /// Where `botgate cluster check` reads the assignment (`GET`, `{floating_ip}`
+        /// filled in)...
+        #[serde(default)]
+        assignment_url: Option<String>,
+        /// ...and the JSON pointer to the instance id in the answer
+        /// (`/floating_ip/server`).
+        #[serde(default)]
+        assignment_field: Option<String>,
     },
 }
 
@@ -186,7 +195,8 @@ pub struct Ports {
     /// The gateway's loopback listeners behind HAProxy.
     pub gateway_http: u16,
     pub gateway_https: u16,
-    /// The gateway's admin listener (metrics, health) on loopback.
+    /// The gateway's admin listener (metrics, health, operator's commands) on
+    /// loopback, and its metrics listener (metrics, health) on the private IP.
     pub gateway_admin: u16,
 }
 
@@ -285,13 +295,14 @@ impl std::fmt::Debug for Secrets {
 
 /// The `serve` options a rendered configuration sets itself: a description's
 /// `[gateway]` table may not set them.
-pub const CLUSTER_OPTIONS: [&str; 8] = [
+pub const CLUSTER_OPTIONS: [&str; 9] = [
     "config",
     "redis-url",
     "redis-password",
     "http-listen",
     "https-listen",
     "admin-listen",
+    "metrics-listen",
     "trusted-proxy",
     "data-dir",
 ];
@@ -405,9 +416,32 @@ impl Description {
             return Err("haproxy-maxconn must be above 0".into());
         }
         if let Provider::Generic {
-            url, body, method, ..
+            url,
+            body,
+            method,
+            assignment_url,
+            assignment_field,
+            ..
         } = &self.provider
         {
+            if let Some(read) = assignment_url
+                && !(read.starts_with("https://") || read.starts_with("http://"))
+            {
+                return Err(format!(
+                    "[provider] assignment-url `{read}` must be an http(s) address"
+                ));
+            }
+            if assignment_url.is_some() != assignment_field.is_some() {
+                return Err("[provider] assignment-url and assignment-field go together".into());
+            }
+            if let Some(field) = assignment_field
+                && !field.starts_with('/')
+            {
+                return Err(format!(
+                    "[provider] assignment-field `{field}` must be a JSON pointer such as \
+                     `/floating_ip/server`"
+                ));
+            }
             if url.contains(['\n', '\r']) || body.contains(['\n', '\r']) {
                 return Err("[provider] url and body must be one line each".into());
             }

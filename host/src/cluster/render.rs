@@ -183,7 +183,7 @@ pub fn render(
         ),
         file(
             FileKind::Sysctl,
-            paths.sysctl.join("60-botgate-nonlocal-bind.conf"),
+            paths.sysctl.join(SYSCTL_FILE),
             "root",
             "root",
             0o644,
@@ -440,6 +440,11 @@ fn gateway_config(
     document["http-listen"] = toml_edit::value(format!("127.0.0.1:{}", ports.gateway_http));
     document["https-listen"] = toml_edit::value(format!("127.0.0.1:{}", ports.gateway_https));
     document["admin-listen"] = toml_edit::value(format!("127.0.0.1:{}", ports.gateway_admin));
+    // Health and metrics for the other servers (`botgate cluster check`, Prometheus);
+    // the operator's commands stay on loopback.
+    let mut metrics = toml_edit::Array::new();
+    metrics.push(host_port(server.private_ip, ports.gateway_admin));
+    document["metrics-listen"] = toml_edit::value(metrics);
     let mut trusted = toml_edit::Array::new();
     trusted.push("127.0.0.1/32");
     trusted.push("::1/128");
@@ -536,6 +541,9 @@ fn hardening(writable: &[&Path]) -> String {
     )
 }
 
+/// The sysctl file's name under `paths.sysctl`.
+const SYSCTL_FILE: &str = "60-botgate-nonlocal-bind.conf";
+
 /// `install.sh`: puts `files` (rendered under its own folder) in place with their
 /// owners and modes. The store's files (Sentinel's state) are installed only the first
 /// time, or with `--reset-store`.
@@ -576,11 +584,28 @@ pub fn install_script(description: &Description, server: &str, files: &[Rendered
             let _ = writeln!(script, "{install}");
         }
     }
-    script.push_str(
+    let sysctl = description.paths.sysctl.join(SYSCTL_FILE);
+    let _ = write!(
+        script,
         "touch $marker\n\
-         sysctl --system >/dev/null\n\
-         systemctl daemon-reload\n\
-         echo \"installed; check with: haproxy -c -f /etc/haproxy/haproxy.cfg && botgate config check /etc/botgate/botgate.toml\"\n",
+         if [ -d /run/systemd/system ]; then\n\
+         \x20   sysctl -p {sysctl} >/dev/null\n\
+         \x20   systemctl daemon-reload\n\
+         else\n\
+         \x20   echo \"systemd is not running: apply {sysctl} and reload systemd once it is\"\n\
+         fi\n\
+         echo \"installed; check with: haproxy -c -f {haproxy} && botgate config check {config}\"\n",
+        sysctl = sysctl.display(),
+        haproxy = description
+            .paths
+            .haproxy_config
+            .join("haproxy.cfg")
+            .display(),
+        config = description
+            .paths
+            .botgate_config
+            .join("botgate.toml")
+            .display(),
     );
     script
 }
@@ -636,6 +661,11 @@ mod tests {
             "{gateway}"
         );
         assert!(gateway.contains("redis-wait-replicas = 1"));
+        assert!(gateway.contains("admin-listen = \"127.0.0.1:9180\""));
+        assert!(
+            gateway.contains("metrics-listen = [\"10.0.0.12:9180\"]"),
+            "{gateway}"
+        );
         assert!(gateway.contains("api-host = [\"api.example.net\"]"));
         assert!(haproxy.contains("timeout tunnel 1h"));
         let sentinel_unit = second

@@ -1,7 +1,7 @@
 //! The admin listener: Prometheus metrics and a health endpoint, for operators only
 //! (it listens on loopback by default); and, with the operator's token (a file only the
 //! gateway's user can read), the operator's commands on a running gateway: partners
-//! and status.
+//! and status. Metrics listeners (a cluster's private network) serve the first two only.
 
 use super::Gateway;
 use crate::operator::{self, OperatorError};
@@ -10,7 +10,7 @@ use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use botgate_store::AnyStore;
+use botgate_store::{AnyStore, WebsiteRecord};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,9 +36,14 @@ pub struct OperatorAccess {
     pub reload: Arc<tokio::sync::Notify>,
 }
 
-struct Admin {
+/// What `/metrics` and `/health` read.
+struct Monitoring {
     gateway: Arc<Gateway>,
     health: HealthConfig,
+}
+
+struct Admin {
+    monitoring: Arc<Monitoring>,
     operator: OperatorAccess,
 }
 
@@ -46,22 +51,33 @@ struct Admin {
 /// `GET /operator/status`, `GET /operator/partners`, `POST
 /// /operator/partners/{name}/{create|rotate|revoke}`, `POST /operator/reload`.
 pub fn router(gateway: Arc<Gateway>, health: HealthConfig, operator: OperatorAccess) -> Router {
+    let monitoring = Arc::new(Monitoring { gateway, health });
     Router::new()
-        .route("/metrics", get(metrics))
-        .route("/health", get(self::health))
         .route("/operator/status", get(status))
         .route("/operator/partners", get(partners))
         .route("/operator/reload", post(reload))
         .route("/operator/partners/{name}/{action}", post(partner_action))
         .with_state(Arc::new(Admin {
-            gateway,
-            health,
+            monitoring: monitoring.clone(),
             operator,
         }))
+        .merge(monitoring_routes(monitoring))
 }
 
-async fn metrics(State(admin): State<Arc<Admin>>) -> Response {
-    let gateway = &admin.gateway;
+/// `/metrics` and `/health` alone, for listeners other machines reach.
+pub fn monitoring_router(gateway: Arc<Gateway>, health: HealthConfig) -> Router {
+    monitoring_routes(Arc::new(Monitoring { gateway, health }))
+}
+
+fn monitoring_routes(monitoring: Arc<Monitoring>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/health", get(self::health))
+        .with_state(monitoring)
+}
+
+async fn metrics(State(monitoring): State<Arc<Monitoring>>) -> Response {
+    let gateway = &monitoring.gateway;
     let mut response = gateway.metrics.encode().into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -73,21 +89,50 @@ async fn metrics(State(admin): State<Arc<Admin>>) -> Response {
 /// Healthy when the classifier is loaded (a gateway without it would pass every request
 /// unjudged) and the store has answered within `unreachable_after`. The body says the
 /// store's backend and address, the website snapshot's version and age (since the
-/// store last confirmed it), and each loaded component's version.
-async fn health(State(admin): State<Arc<Admin>>) -> Response {
-    let (status, body) = health_body(&admin);
+/// store last confirmed it) with its [`domains_digest`], and each loaded component's
+/// version.
+async fn health(State(monitoring): State<Arc<Monitoring>>) -> Response {
+    let (status, body) = health_body(&monitoring);
     (status, axum::Json(body)).into_response()
 }
 
-fn health_body(admin: &Admin) -> (StatusCode, serde_json::Value) {
-    let gateway = &admin.gateway;
+/// The SHA-256 (hex) of every website's `domain status` line, sorted: equal on two
+/// gateways when they list the same domains with the same statuses.
+pub fn domains_digest<'a>(websites: impl Iterator<Item = &'a WebsiteRecord>) -> String {
+    let mut lines: Vec<(&str, &str)> = websites
+        .map(|record| {
+            (
+                record.website.domain.as_str(),
+                record.website.status.as_str(),
+            )
+        })
+        .collect();
+    lines.sort_unstable();
+    let mut digest = Sha256::new();
+    for (domain, status) in lines {
+        digest.update(domain.as_bytes());
+        digest.update(b" ");
+        digest.update(status.as_bytes());
+        digest.update(b"\n");
+    }
+    digest
+        .finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+fn health_body(monitoring: &Monitoring) -> (StatusCode, serde_json::Value) {
+    let gateway = &monitoring.gateway;
     let freshness = gateway.websites.freshness();
-    let websites = gateway.websites.current().len();
+    let index = gateway.websites.index();
+    let websites = index.len();
+    let digest = domains_digest(index.websites().map(|record| record.as_ref()));
     let components = gateway.rulesets.snapshot();
     let classifier = components.get(crate::rules::CLASSIFIER).is_some();
     let store_lost = freshness
         .unreachable_for
-        .is_some_and(|lost| lost > admin.health.unreachable_after);
+        .is_some_and(|lost| lost > monitoring.health.unreachable_after);
     let (status, word) = match (classifier, store_lost) {
         (true, false) => (StatusCode::OK, "ok"),
         (false, _) => (StatusCode::SERVICE_UNAVAILABLE, "no classifier"),
@@ -100,8 +145,8 @@ fn health_body(admin: &Admin) -> (StatusCode, serde_json::Value) {
     let body = serde_json::json!({
         "status": word,
         "store": {
-            "backend": admin.health.backend,
-            "address": admin.health.address,
+            "backend": monitoring.health.backend,
+            "address": monitoring.health.address,
             "reachable": freshness.unreachable_for.is_none(),
             "unreachable_for_seconds": freshness.unreachable_for.map(|lost| lost.as_secs()),
         },
@@ -109,6 +154,7 @@ fn health_body(admin: &Admin) -> (StatusCode, serde_json::Value) {
             "version": freshness.version,
             "age_seconds": freshness.age.as_secs(),
             "websites": websites,
+            "domains_digest": digest,
         },
         "components": versions,
         "classifier_loaded": classifier,
@@ -183,9 +229,9 @@ fn operator_error(error: OperatorError) -> Response {
 
 /// `/health`'s body and the certificates that expire within 14 days.
 async fn status(State(admin): State<Arc<Admin>>, _: Operator) -> Response {
-    let (_, mut body) = health_body(&admin);
+    let (_, mut body) = health_body(&admin.monitoring);
     let now_s = (botgate_webhooks::now_ms() / 1000) as i64;
-    let index = admin.gateway.websites.index();
+    let index = admin.monitoring.gateway.websites.index();
     let websites = index.websites().map(|record| record.as_ref());
     let expiring = operator::expiring_certificates(websites, now_s, operator::EXPIRING_WITHIN);
     body["expiring_certificates"] = serde_json::json!(expiring);

@@ -9,7 +9,7 @@ use super::LoopbackCluster;
 use botgate_tests::http::Client;
 use botgate_tests::origin::Origin;
 use botgate_tests::provider::FakeProvider;
-use botgate_tests::servers::{Gateway, GatewayStore, ServerGuard, wait_until};
+use botgate_tests::servers::{Gateway, GatewayStore, wait_until};
 use botgate_tests::visitor::{self, Outgoing, Visit};
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -45,36 +45,17 @@ fn plain_settings() -> serde_json::Value {
 
 fn failover_under_load(failure: Failure) {
     let provider = FakeProvider::start("test-token-0123456789", Some("1001")).unwrap();
-    let mut cluster = LoopbackCluster::with_provider(
-        3,
-        &format!(
-            "kind = \"hetzner\"\nfloating-ip-id = \"4711\"\napi = \"{}\"\n",
-            provider.url()
-        ),
-    )
-    .unwrap();
+    let mut cluster = LoopbackCluster::with_fake_provider(3, &provider).unwrap();
     cluster.timers =
         "store-check-ms = 200\ndown-after-ms = 1000\nfailover-timeout-ms = 3000\n".into();
     for server in 1..=3 {
         cluster.render_and_install(server).unwrap();
     }
-    let mut nodes: Vec<Option<ServerGuard>> = (1..=3)
-        .map(|s| Some(cluster.start_redis(s).unwrap()))
-        .collect();
-    wait_until(
-        Duration::from_secs(20),
-        || super::connected_replicas(&cluster, 1).as_deref() == Some("2"),
-        || "the replicas never connected".into(),
-    )
-    .unwrap();
-    cluster.wait_writable(1).unwrap();
-    let _sentinels = cluster.start_sentinels().unwrap();
-    // One HAProxy serves the store port for every gateway here: each server's binds
-    // `*:16379`, which servers sharing one machine cannot all do.
-    let haproxy = cluster.start_haproxy(1).unwrap();
-    cluster
-        .wait_routed_to(&cluster.run_id(1).unwrap(), &haproxy)
-        .unwrap();
+    let super::Store {
+        mut nodes,
+        _sentinels,
+        haproxy,
+    } = cluster.start_store().unwrap();
 
     // Two gateways on the store through the floating IP, as botgate.toml has it.
     let origin = Origin::start("origin", [127, 0, 0, 1].into(), 0).unwrap();

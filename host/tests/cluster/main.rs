@@ -15,6 +15,7 @@ use std::time::Duration;
 
 mod failover;
 mod failover_script;
+mod runbook;
 
 fn botgate() -> Command {
     Command::new(env!("CARGO_BIN_EXE_botgate"))
@@ -27,6 +28,10 @@ struct Ports {
     store_proxy: u16,
     http: u16,
     https: u16,
+    /// The gateway's listeners behind HAProxy, and its admin and metrics port.
+    gateway_http: u16,
+    gateway_https: u16,
+    gateway_admin: u16,
 }
 
 /// A cluster description for servers `gw1`..`gwN` on 127.0.0.2.., with each server's
@@ -38,6 +43,8 @@ struct LoopbackCluster {
     provider: String,
     /// The `[timers]` table's keys.
     timers: String,
+    /// The `[gateway]` table's keys.
+    gateway: String,
     ports: Ports,
     servers: usize,
     password: String,
@@ -53,6 +60,21 @@ impl LoopbackCluster {
         })
     }
 
+    /// A cluster whose floating IP the fake provider moves, as Hetzner Cloud (the IP's
+    /// id 4711; server N's instance 1000 + N).
+    fn with_fake_provider(
+        servers: usize,
+        provider: &botgate_tests::provider::FakeProvider,
+    ) -> Result<LoopbackCluster> {
+        LoopbackCluster::with_provider(
+            servers,
+            &format!(
+                "kind = \"hetzner\"\nfloating-ip-id = \"4711\"\napi = \"{}\"\n",
+                provider.url()
+            ),
+        )
+    }
+
     fn new(servers: usize) -> Result<LoopbackCluster> {
         let dir = tempfile::tempdir()?;
         let password = format!("cluster-test-{}-{}", std::process::id(), free_port());
@@ -64,6 +86,9 @@ impl LoopbackCluster {
             store_proxy: free_port(),
             http: free_port(),
             https: free_port(),
+            gateway_http: free_port(),
+            gateway_https: free_port(),
+            gateway_admin: free_port(),
         };
         Ok(LoopbackCluster {
             dir,
@@ -71,6 +96,7 @@ impl LoopbackCluster {
                 "kind = \"hetzner\"\nfloating-ip-id = \"4711\"\napi = \"http://127.0.0.1:9\"\n"
                     .into(),
             timers: "store-check-ms = 200\n".into(),
+            gateway: String::new(),
             ports,
             servers,
             password,
@@ -79,6 +105,10 @@ impl LoopbackCluster {
 
     fn private_ip(&self, server: usize) -> IpAddr {
         IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1 + server as u8))
+    }
+
+    fn public_ip(&self, server: usize) -> IpAddr {
+        IpAddr::V4(Ipv4Addr::new(127, 0, 1, 1 + server as u8))
     }
 
     /// Server `server`'s file system root.
@@ -98,9 +128,9 @@ impl LoopbackCluster {
         );
         for i in 1..=self.servers {
             text += &format!(
-                "[[server]]\nname = \"gw{i}\"\npublic-ip = \"127.0.1.{}\"\n\
+                "[[server]]\nname = \"gw{i}\"\npublic-ip = \"{}\"\n\
                  private-ip = \"{}\"\ninstance-id = \"{}\"\n",
-                1 + i,
+                self.public_ip(i),
                 self.private_ip(i),
                 1000 + i
             );
@@ -108,9 +138,18 @@ impl LoopbackCluster {
         let p = &self.ports;
         text += &format!(
             "[ports]\nredis = {}\nsentinel = {}\nstore-proxy = {}\nhttp = {}\nhttps = {}\n\
-             [timers]\n{}",
-            p.redis, p.sentinel, p.store_proxy, p.http, p.https, self.timers
+             gateway-http = {}\ngateway-https = {}\ngateway-admin = {}\n[timers]\n{}",
+            p.redis,
+            p.sentinel,
+            p.store_proxy,
+            p.http,
+            p.https,
+            p.gateway_http,
+            p.gateway_https,
+            p.gateway_admin,
+            self.timers
         );
+        text += &format!("[gateway]\n{}", self.gateway);
         let root = self.root(server);
         text += "[paths]\n";
         for (key, place) in [
@@ -137,7 +176,28 @@ impl LoopbackCluster {
     /// Renders server `server`'s files with `botgate cluster render` and puts them in
     /// place under its root as `install.sh` would (without owners: the test is one user).
     fn render_and_install(&self, server: usize) -> Result<()> {
-        let description = self.dir.path().join(format!("cluster-gw{server}.toml"));
+        let out = self.render(server)?;
+        copy_into_place(&out, &out)?;
+        self.make_store_folders(server)
+    }
+
+    /// The folders Debian's redis-server and redis-sentinel packages make.
+    fn make_store_folders(&self, server: usize) -> Result<()> {
+        for place in [
+            "var/lib/redis",
+            "var/log/redis",
+            "run/redis",
+            "run/sentinel",
+        ] {
+            std::fs::create_dir_all(self.root(server).join(place))?;
+        }
+        Ok(())
+    }
+
+    /// Writes server `server`'s description and renders its files with `botgate
+    /// cluster render`: the folder they are in.
+    fn render(&self, server: usize) -> Result<PathBuf> {
+        let description = self.description_file(server);
         std::fs::write(&description, self.description(server))?;
         let out = self.dir.path().join(format!("out-gw{server}"));
         let rendered = botgate()
@@ -152,16 +212,29 @@ impl LoopbackCluster {
                 String::from_utf8_lossy(&rendered.stderr)
             );
         }
-        copy_into_place(&out, &out)?;
-        for place in [
-            "var/lib/redis",
-            "var/log/redis",
-            "run/redis",
-            "run/sentinel",
-        ] {
-            std::fs::create_dir_all(self.root(server).join(place))?;
+        Ok(out)
+    }
+
+    /// Renders server `server`'s files and installs them with the rendered `install.sh`,
+    /// as the runbook does: as root, it creates the `botgate` user and gives every file
+    /// its owner and mode. `args` go to `install.sh`.
+    fn render_and_run_install(&self, server: usize, args: &[&str]) -> Result<String> {
+        let out = self.render(server)?;
+        let installed = Command::new(out.join("install.sh")).args(args).output()?;
+        if !installed.status.success() {
+            bail!(
+                "install.sh failed: {}{}",
+                String::from_utf8_lossy(&installed.stdout),
+                String::from_utf8_lossy(&installed.stderr)
+            );
         }
-        Ok(())
+        self.make_store_folders(server)?;
+        Ok(String::from_utf8_lossy(&installed.stdout).into_owned())
+    }
+
+    /// Where server `server`'s description is written.
+    fn description_file(&self, server: usize) -> PathBuf {
+        self.dir.path().join(format!("cluster-gw{server}.toml"))
     }
 
     fn file(&self, server: usize, path: &str) -> PathBuf {
@@ -314,9 +387,56 @@ impl LoopbackCluster {
         info_field(&reply, "role").ok()
     }
 
+    /// Every server's store node and sentinel, and server 1's HAProxy (one serves every
+    /// server's ports here: each binds `*:port`, which servers sharing one machine
+    /// cannot all do), once server 1's node is the master HAProxy routes to.
+    fn start_store(&self) -> Result<Store> {
+        let nodes = (1..=self.servers)
+            .map(|s| self.start_redis(s).map(Some))
+            .collect::<Result<Vec<_>>>()?;
+        let replicas = (self.servers - 1).to_string();
+        wait_until(
+            Duration::from_secs(20),
+            || connected_replicas(self, 1).as_deref() == Some(replicas.as_str()),
+            || "the replicas never connected".into(),
+        )?;
+        self.wait_writable(1)?;
+        let sentinels = self.start_sentinels()?;
+        let haproxy = self.start_haproxy(1)?;
+        self.wait_routed_to(&self.run_id(1)?, &haproxy)?;
+        Ok(Store {
+            nodes,
+            _sentinels: sentinels,
+            haproxy,
+        })
+    }
+
+    /// Checks server `server`'s installed botgate.toml with `botgate config check`.
+    fn config_check(&self, server: usize) -> Result<()> {
+        let checked = botgate()
+            .args(["config", "check"])
+            .arg(self.file(server, "etc/botgate/botgate.toml"))
+            .output()?;
+        if !checked.status.success() {
+            bail!(
+                "gw{server}'s botgate.toml: {}",
+                String::from_utf8_lossy(&checked.stderr)
+            );
+        }
+        Ok(())
+    }
+
     fn run_id(&self, server: usize) -> Result<String> {
         info_field(&self.redis(server, &["INFO", "server"])?, "run_id")
     }
+}
+
+/// A running store: every server's node (`None` once a test stops it) and sentinel,
+/// and the HAProxy in front.
+struct Store {
+    nodes: Vec<Option<ServerGuard>>,
+    _sentinels: Vec<ServerGuard>,
+    haproxy: ServerGuard,
 }
 
 /// Copies every file under `out` (except `install.sh`) to the absolute path it stands
@@ -347,16 +467,7 @@ fn rendered_files_run_with_redis_sentinel_and_haproxy() {
     for server in 1..=3 {
         cluster.render_and_install(server).unwrap();
         check_haproxy(&cluster.file(server, "etc/haproxy/haproxy.cfg")).unwrap();
-        let checked = botgate()
-            .args(["config", "check"])
-            .arg(cluster.file(server, "etc/botgate/botgate.toml"))
-            .output()
-            .unwrap();
-        assert!(
-            checked.status.success(),
-            "botgate.toml: {}",
-            String::from_utf8_lossy(&checked.stderr)
-        );
+        cluster.config_check(server).unwrap();
     }
 
     // The store: gw1 the master, gw2 and gw3 its replicas, as rendered.

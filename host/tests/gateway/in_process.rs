@@ -33,6 +33,7 @@ fn config(data: &Path, origin_port: u16, rulesets: &Path) -> ServerConfig {
         api_hosts: Vec::new(),
         api_certificate_files: None,
         admin_listen: any,
+        metrics_listen: Vec::new(),
         health_store_unreachable_after: Duration::from_secs(30),
         operator_token_file: None,
         threads: std::num::NonZeroUsize::new(2),

@@ -487,3 +487,68 @@ fn a_reload_changes_challenges_limits_crawlers_logs_and_the_api_names() {
         .count();
     assert_eq!(reloads, 1, "{}", gateway.log());
 }
+
+/// A metrics listener (a cluster's private network) serves `/health` and `/metrics`,
+/// the same as the admin listener, and never the operator's commands, even with the
+/// right token.
+#[test]
+fn a_metrics_listener_serves_health_and_metrics_and_no_operator_commands() {
+    let metrics = SocketAddr::from(([127, 0, 0, 1], botgate_tests::servers::free_port()));
+    let listen = metrics.to_string();
+    let gateway = Gateway::start(
+        binary(),
+        GatewayStore::Embedded,
+        &["hoster"],
+        &["--metrics-listen", &listen],
+    )
+    .unwrap();
+    let token = std::fs::read_to_string(gateway.data_dir().join("operator.token")).unwrap();
+    let token = token.trim();
+    let admin = Client::new(&format!("http://{}", gateway.admin), Some(token));
+    let network = Client::new(&format!("http://{metrics}"), Some(token));
+    assert_eq!(admin.get("/operator/partners").unwrap().status, 200);
+    for path in ["/operator/partners", "/operator/status"] {
+        assert_eq!(network.get(path).unwrap().status, 404, "{path}");
+    }
+    let created = network
+        .post_form("/operator/partners/eve/create", &[])
+        .unwrap();
+    assert_eq!(created.status, 404);
+    assert_eq!(network.get("/metrics").unwrap().status, 200);
+
+    // Both say which domains the gateway lists, with their statuses, as one digest.
+    let digest = |client: &Client| {
+        // 503 without components: the body says the same.
+        let health = client.get("/health").unwrap();
+        health.json()["snapshot"]["domains_digest"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let empty = digest(&network);
+    assert_eq!(empty, digest(&admin));
+    let partner = partner(&gateway);
+    let _ = partner.post_form("/v1.0/user", &[("id", "owner")]).unwrap();
+    let created = partner
+        .post_json(
+            "/v1.0/website",
+            &json!({"user_id": "owner", "domain": "listed.example", "ip": ["192.0.2.1"]}),
+        )
+        .unwrap();
+    assert_eq!(created.status, 201, "{created:?}");
+    wait_served(&gateway, "listed.example").unwrap();
+    let one = digest(&network);
+    assert_ne!(one, empty);
+    let paused = partner
+        .put_json("/v1.0/website/listed.example", &json!({"status": "paused"}))
+        .unwrap();
+    assert_eq!(paused.status, 200, "{paused:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while digest(&network) == one {
+        assert!(
+            Instant::now() < deadline,
+            "a new status left the digest as it was"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -1,10 +1,15 @@
-//! `botgate cluster`: a cluster description rendered into one server's files.
+//! `botgate cluster`: a cluster description rendered into one server's files, and the
+//! post-configuration checks run against a running cluster.
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
+use botgate_host::cluster::check::CheckOptions;
 use botgate_host::cluster::{Description, render::install_script};
+use botgate_store::{AnyStore, RedisConfig, Snapshot, StoreConfig, WebsiteStore};
 use clap::Subcommand;
+use std::net::SocketAddr;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 #[derive(Subcommand)]
 pub enum ClusterCommand {
@@ -21,6 +26,24 @@ pub enum ClusterCommand {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Run the post-configuration checks against every server of the cluster (from a
+    /// server on its private network): the same websites on every gateway, the
+    /// central store on each, protected traffic through each server's HTTP and HTTPS,
+    /// failover readiness, replication roles, the floating IP on the master's
+    /// instance. Exits 0 only when every check passes.
+    Check {
+        /// The cluster description (TOML), as rendered.
+        description: PathBuf,
+        /// The website to send traffic to (default: the first online one).
+        #[arg(long)]
+        domain: Option<String>,
+        /// More root certificates (PEM) to trust for the websites' certificates.
+        #[arg(long, value_name = "FILE")]
+        ca_file: Vec<PathBuf>,
+        /// Seconds one connection or answer may take.
+        #[arg(long, default_value = "5")]
+        timeout_seconds: u64,
+    },
 }
 
 pub fn run(command: ClusterCommand) -> Result<()> {
@@ -30,7 +53,86 @@ pub fn run(command: ClusterCommand) -> Result<()> {
             server,
             out,
         } => render(&description, &server, &out),
+        ClusterCommand::Check {
+            description,
+            domain,
+            ca_file,
+            timeout_seconds,
+        } => check(&description, domain, &ca_file, timeout_seconds),
     }
+}
+
+fn check(
+    path: &Path,
+    domain: Option<String>,
+    ca_files: &[PathBuf],
+    timeout_seconds: u64,
+) -> Result<()> {
+    use rustls::pki_types::{CertificateDer, pem::PemObject};
+    let (description, secrets) = Description::load(path).map_err(report)?;
+    let mut extra_roots = Vec::new();
+    for file in ca_files {
+        let pem = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+        let roots = CertificateDer::pem_slice_iter(&pem)
+            .collect::<Result<Vec<_>, _>>()
+            .with_context(|| format!("{}: not PEM certificates", file.display()))?;
+        if roots.is_empty() {
+            bail!("{}: holds no certificate", file.display());
+        }
+        extra_roots.extend(roots);
+    }
+    let timeout = Duration::from_secs(timeout_seconds.max(1));
+    let options = CheckOptions {
+        domain,
+        extra_roots,
+        timeout,
+        ..CheckOptions::default()
+    };
+    let store = read_store(&description, &secrets, timeout);
+    let results = botgate_host::cluster::check::run(&description, &secrets, &options, &store);
+    for result in &results {
+        print!("{result}");
+    }
+    let failed: Vec<String> = results
+        .iter()
+        .filter(|result| !result.passed())
+        .map(|result| result.number.to_string())
+        .collect();
+    if failed.is_empty() {
+        println!("all {} checks passed", results.len());
+        Ok(())
+    } else {
+        bail!("checks {} failed", failed.join(", "))
+    }
+}
+
+/// The store's snapshot, read through the floating IP and HAProxy's store port as the
+/// gateways read it.
+fn read_store(
+    description: &Description,
+    secrets: &botgate_host::cluster::Secrets,
+    timeout: Duration,
+) -> Result<Snapshot, String> {
+    let address = SocketAddr::new(description.floating_ip, description.ports.store_proxy);
+    let config = StoreConfig::Redis(RedisConfig {
+        password: Some(secrets.redis_password.clone()),
+        ..RedisConfig::new(format!("redis://{address}"))
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let read = async {
+            let store = AnyStore::open(&config).await?;
+            store.snapshot().await
+        };
+        match tokio::time::timeout(timeout * 2, read).await {
+            Ok(Ok(snapshot)) => Ok(snapshot),
+            Ok(Err(error)) => Err(botgate_host::report::Report(&error).to_string()),
+            Err(_) => Err(format!("no answer within {} s", (timeout * 2).as_secs())),
+        }
+    })
 }
 
 fn render(path: &Path, server: &str, out: &Path) -> Result<()> {

@@ -170,8 +170,14 @@ fn main() -> Result<()> {
 /// values (`--config`, `BOTGATE_CONFIG`, or the default file when present).
 fn parse() -> Result<Cli> {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let matches = command_for(&args)?.get_matches_from(args);
+    Cli::from_arg_matches(&matches).map_err(|error| error.exit())
+}
+
+/// The command that parses `args`: with the configuration file they name, when any.
+fn command_for(args: &[std::ffi::OsString]) -> Result<clap::Command> {
     let mut command = Cli::command();
-    if let Some(path) = config::chosen(&args) {
+    if let Some(path) = config::chosen(args) {
         let serve = configured_serve(Some(&path))?.1;
         command = command.mut_subcommand("serve", |_| serve);
         // The operator's commands act on the store and gateway the file configures.
@@ -198,18 +204,23 @@ fn parse() -> Result<Cli> {
         }
         command = command.mut_subcommand("partner", |_| partner);
     }
-    let matches = command.get_matches_from(args);
-    Cli::from_arg_matches(&matches).map_err(|error| error.exit())
+    Ok(command)
 }
 
 /// `serve`'s options, with `file`'s values as their defaults.
 fn configured_serve(
     file: Option<&std::path::Path>,
 ) -> Result<(Option<config::ConfigFile>, clap::Command)> {
-    let serve = Cli::command()
+    let cli = Cli::command();
+    let mut serve = cli
         .find_subcommand("serve")
         .cloned()
         .expect("botgate has a serve command");
+    // The options every command shares (`--cache-dir`, `--component-deadline-ms`) are
+    // `serve`'s too: the file may set them (their values reach the top as a global's).
+    for shared in cli.get_arguments().filter(|arg| arg.is_global_set()) {
+        serve = serve.arg(shared.clone());
+    }
     let Some(path) = file else {
         return Ok((None, serve));
     };
@@ -266,10 +277,7 @@ fn run_config(command: ConfigCommand) -> Result<()> {
         }
     } else {
         // In the order `serve --help` lists the options.
-        let listed = Cli::command()
-            .find_subcommand("serve")
-            .cloned()
-            .expect("botgate has a serve command");
+        let listed = configured_serve(None)?.1;
         print!("{}", config::show(&listed, &matches, file.as_ref()));
     }
     Ok(())
@@ -292,4 +300,30 @@ fn default_cache_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
     Some(base.join("botgate"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_sets_the_options_every_command_shares() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("botgate.toml");
+        std::fs::write(
+            &file,
+            "component-deadline-ms = 2000\ncache-dir = \"/var/cache/botgate\"\n",
+        )
+        .unwrap();
+        let args: Vec<std::ffi::OsString> = vec![
+            "botgate".into(),
+            "serve".into(),
+            "--config".into(),
+            file.into_os_string(),
+        ];
+        let matches = command_for(&args).unwrap().get_matches_from(args);
+        let cli = Cli::from_arg_matches(&matches).unwrap();
+        assert_eq!(cli.component_deadline_ms, 2000);
+        assert_eq!(cli.cache_dir, Some(PathBuf::from("/var/cache/botgate")));
+    }
 }

@@ -70,6 +70,16 @@ pub struct ServeArgs {
     /// Where Prometheus metrics (/metrics) and the health check (/health) are served.
     #[arg(long, env = "BOTGATE_ADMIN_LISTEN", default_value = "127.0.0.1:9180")]
     admin_listen: SocketAddr,
+    /// Another address serving /metrics and /health only, never the operator's
+    /// commands (repeatable, or comma-separated): a cluster's private network, for
+    /// Prometheus and `botgate cluster check`.
+    #[arg(
+        long = "metrics-listen",
+        value_name = "ADDRESS",
+        env = "BOTGATE_METRICS_LISTEN",
+        value_delimiter = ','
+    )]
+    metrics_listen: Vec<SocketAddr>,
     /// What the diagnostic log shows: a level (`error`, `warn`, `info`, `debug`,
     /// `trace`) or a filter of them by module (`info,botgate_host::gateway=debug`);
     /// RUST_LOG's filter when not given, else `info`.
@@ -602,6 +612,7 @@ impl ServeArgs {
             api_hosts: self.api_hosts.clone(),
             api_certificate_files: self.api_cert.clone().zip(self.api_key.clone()),
             admin_listen: self.admin_listen,
+            metrics_listen: self.metrics_listen.clone(),
             health_store_unreachable_after: Duration::from_secs(
                 self.health_store_unreachable_seconds,
             ),

@@ -1,0 +1,1031 @@
+//! `botgate cluster check`: the specification's post-configuration checks 1–6, run from
+//! one server against every server of a described cluster, each reported with what it
+//! saw.
+//!
+//! It reaches each server on its private IP (the gateway's metrics listener, Redis,
+//! Sentinel and HAProxy's store port) and on its public IP (HAProxy's HTTP and HTTPS),
+//! and the provider's API with the description's token.
+
+use super::{Description, Provider, Secrets, Server};
+use crate::gateway::admin::domains_digest;
+use botgate_model::policy::{Action, Category};
+use botgate_model::website::Status;
+use botgate_store::{Snapshot, WebsiteRecord};
+use rustls::pki_types::{CertificateDer, ServerName};
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How the checks are run.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// The website whose traffic check 3 sends; the first online one when `None`.
+    pub domain: Option<String>,
+    /// Roots trusted for the websites' certificates besides the public ones.
+    pub extra_roots: Vec<CertificateDer<'static>>,
+    /// How long one connection or answer may take.
+    pub timeout: Duration,
+    /// How long check 1 waits for gateways that are behind the store to catch up.
+    pub settle: Duration,
+}
+
+impl Default for CheckOptions {
+    fn default() -> CheckOptions {
+        CheckOptions {
+            domain: None,
+            extra_roots: Vec::new(),
+            timeout: Duration::from_secs(5),
+            settle: Duration::from_secs(5),
+        }
+    }
+}
+
+/// One observation of a check: on a server (or the cluster), passed or not, and what
+/// was seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub server: Option<String>,
+    pub passed: bool,
+    pub detail: String,
+}
+
+/// One of the specification's checks and what it found.
+#[derive(Debug, Clone)]
+pub struct CheckResult {
+    pub number: u8,
+    pub title: &'static str,
+    pub findings: Vec<Finding>,
+}
+
+impl CheckResult {
+    /// Passed when something was checked and every finding passed.
+    pub fn passed(&self) -> bool {
+        !self.findings.is_empty() && self.findings.iter().all(|finding| finding.passed)
+    }
+}
+
+impl std::fmt::Display for CheckResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let word = if self.passed() { "PASS" } else { "FAIL" };
+        writeln!(f, "{word} {}. {}", self.number, self.title)?;
+        for finding in &self.findings {
+            let mark = if finding.passed { "ok  " } else { "FAIL" };
+            match &finding.server {
+                Some(server) => writeln!(f, "     {mark} {server}: {}", finding.detail)?,
+                None => writeln!(f, "     {mark} {}", finding.detail)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Recorder {
+    findings: Vec<Finding>,
+}
+
+impl Recorder {
+    fn new() -> Recorder {
+        Recorder {
+            findings: Vec::new(),
+        }
+    }
+
+    fn on(&mut self, server: Option<&Server>, passed: bool, detail: impl Into<String>) {
+        self.findings.push(Finding {
+            server: server.map(|s| s.name.clone()),
+            passed,
+            detail: detail.into(),
+        });
+    }
+
+    fn done(self, number: u8, title: &'static str) -> CheckResult {
+        CheckResult {
+            number,
+            title,
+            findings: self.findings,
+        }
+    }
+}
+
+/// Runs checks 1–6. `store` is the store's snapshot as read through the floating IP
+/// (or why it could not be read).
+pub fn run(
+    description: &Description,
+    secrets: &Secrets,
+    options: &CheckOptions,
+    store: &Result<Snapshot, String>,
+) -> Vec<CheckResult> {
+    let nodes = Nodes::read(description, secrets, options.timeout);
+    vec![
+        same_websites(description, options, store),
+        store_configuration(description, options, store),
+        protected_traffic(description, options, store),
+        failover_ready(description, &nodes),
+        replication_roles(description, &nodes),
+        floating_ip(description, secrets, options, &nodes),
+    ]
+}
+
+/// Check 1: every gateway lists the store's domains with the store's statuses.
+fn same_websites(
+    d: &Description,
+    options: &CheckOptions,
+    store: &Result<Snapshot, String>,
+) -> CheckResult {
+    let mut check = Recorder::new();
+    let wanted = match store {
+        Ok(snapshot) => {
+            let digest = domains_digest(snapshot.websites.iter());
+            check.on(
+                None,
+                true,
+                format!(
+                    "the store lists {} websites (version {})",
+                    snapshot.websites.len(),
+                    snapshot.version
+                ),
+            );
+            Some((digest, snapshot.websites.len()))
+        }
+        Err(problem) => {
+            check.on(None, false, format!("the store cannot be read: {problem}"));
+            None
+        }
+    };
+    // A write may land between two reads: gateways behind get a moment to catch up.
+    let deadline = std::time::Instant::now() + options.settle;
+    let mut healths = health_of_all(d, options.timeout);
+    let agree = |healths: &[Result<serde_json::Value, String>]| {
+        let digests: Vec<Option<&str>> = healths
+            .iter()
+            .map(|h| h.as_ref().ok()?["snapshot"]["domains_digest"].as_str())
+            .collect();
+        match &wanted {
+            Some((digest, _)) => digests.iter().all(|d| *d == Some(digest.as_str())),
+            None => digests.iter().all(|d| d.is_some() && *d == digests[0]),
+        }
+    };
+    while !agree(&healths) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(500));
+        healths = health_of_all(d, options.timeout);
+    }
+    let reference = wanted
+        .as_ref()
+        .map(|(digest, _)| digest.clone())
+        .or_else(|| {
+            healths.first()?.as_ref().ok()?["snapshot"]["domains_digest"]
+                .as_str()
+                .map(str::to_owned)
+        });
+    for (server, health) in d.servers.iter().zip(&healths) {
+        match health {
+            Err(problem) => check.on(Some(server), false, problem.clone()),
+            Ok(health) => {
+                let snapshot = &health["snapshot"];
+                let count = snapshot["websites"].as_u64().unwrap_or(0);
+                let digest = snapshot["domains_digest"].as_str();
+                let version = &snapshot["version"];
+                if digest.is_some() && digest == reference.as_deref() {
+                    check.on(
+                        Some(server),
+                        true,
+                        format!(
+                            "{count} websites, the same domains and statuses (version {version})"
+                        ),
+                    );
+                } else {
+                    let store = match &wanted {
+                        Some((_, listed)) => format!(" where the store lists {listed}"),
+                        None => String::new(),
+                    };
+                    check.on(
+                        Some(server),
+                        false,
+                        format!(
+                            "lists {count} websites{store}, with other domains or statuses \
+                             (version {version}; its log says why it is behind)"
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    check.done(
+        1,
+        "every server lists the same domains with the same statuses",
+    )
+}
+
+/// Check 2: every gateway uses the shared store through the floating IP, and reaches it.
+fn store_configuration(
+    d: &Description,
+    options: &CheckOptions,
+    store: &Result<Snapshot, String>,
+) -> CheckResult {
+    let mut check = Recorder::new();
+    let proxy = SocketAddr::new(d.floating_ip, d.ports.store_proxy);
+    match store {
+        Ok(_) => check.on(None, true, format!("the store answers at {proxy}")),
+        Err(problem) => check.on(None, false, format!("the store at {proxy}: {problem}")),
+    }
+    let wanted = [
+        proxy.to_string(),
+        format!("{}:{}", proxy.ip(), proxy.port()),
+    ];
+    for (server, health) in d.servers.iter().zip(health_of_all(d, options.timeout)) {
+        let health = match health {
+            Ok(health) => health,
+            Err(problem) => {
+                check.on(Some(server), false, problem);
+                continue;
+            }
+        };
+        let backend = health["store"]["backend"].as_str().unwrap_or("?");
+        let address = health["store"]["address"].as_str().unwrap_or("?");
+        let reachable = health["store"]["reachable"].as_bool() == Some(true);
+        let status = health["status"].as_str().unwrap_or("?");
+        let shared = backend == "redis"
+            && wanted.iter().any(|w| {
+                address
+                    .strip_prefix(w.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(','))
+            });
+        let passed = shared && reachable && status == "ok";
+        let mut detail = format!("store {backend} at {address}");
+        if !shared {
+            detail += &format!(", not Redis at {proxy}");
+        }
+        if !reachable {
+            detail += ", unreachable";
+        }
+        if status != "ok" {
+            detail += &format!(", health `{status}`");
+        }
+        check.on(Some(server), passed, detail);
+    }
+    check.done(2, "every server uses the central store")
+}
+
+/// Check 3: through each server's public HTTP and HTTPS ports (HAProxy, then the
+/// gateway): a browser's request is answered, and a scanner's gets what the website's
+/// policy says (403 for `deny` or `captcha`).
+fn protected_traffic(
+    d: &Description,
+    options: &CheckOptions,
+    store: &Result<Snapshot, String>,
+) -> CheckResult {
+    let mut check = Recorder::new();
+    let website = match (store, &options.domain) {
+        (Err(problem), _) => {
+            check.on(
+                None,
+                false,
+                format!("no website to send traffic to: {problem}"),
+            );
+            return check.done(3, "protected traffic reaches every server");
+        }
+        (Ok(snapshot), domain) => choose_website(snapshot, domain.as_deref()),
+    };
+    let record = match website {
+        Ok(record) => record,
+        Err(problem) => {
+            check.on(None, false, problem);
+            return check.done(3, "protected traffic reaches every server");
+        }
+    };
+    let site = &record.website;
+    let domain = site.domain.as_str();
+    let tls = tls_client(&options.extra_roots);
+    for server in &d.servers {
+        for https in [false, true] {
+            let (scheme, port) = match https {
+                false => ("http", d.ports.http),
+                true => ("https", d.ports.https),
+            };
+            let address = SocketAddr::new(server.public_ip, port);
+            let probe = |headers: &str| {
+                let tls = https.then_some(&tls);
+                fetch_status(address, tls, domain, headers, options.timeout)
+            };
+            let browser = probe(BROWSER);
+            let scanner = probe(SCANNER);
+            let (passed, detail) = judge(site, https, browser, scanner);
+            check.on(
+                Some(server),
+                passed,
+                format!("{scheme}://{domain} via {address}: {detail}"),
+            );
+        }
+    }
+    check.done(3, "protected traffic reaches every server")
+}
+
+/// A desktop Chrome's page view.
+const BROWSER: &str = "User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like \
+                       Gecko) Chrome/131.0.0.0 Safari/537.36\r\n\
+                       Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8\r\n\
+                       Accept-Language: en-GB,en;q=0.9\r\n\
+                       Accept-Encoding: gzip, deflate, br\r\n\
+                       Sec-Ch-Ua: \"Google Chrome\";v=\"131\", \"Chromium\";v=\"131\", \"Not_A Brand\";v=\"24\"\r\n\
+                       Sec-Ch-Ua-Mobile: ?0\r\n\
+                       Sec-Ch-Ua-Platform: \"Linux\"\r\n\
+                       Sec-Fetch-Mode: navigate\r\n\
+                       Sec-Fetch-Site: none\r\n\
+                       Sec-Fetch-Dest: document\r\n";
+/// A well-known SQL injection scanner.
+const SCANNER: &str = "User-Agent: sqlmap/1.8.11#stable (https://sqlmap.org)\r\nAccept: */*\r\n";
+
+/// The website check 3 visits: `domain`, or the first online one by name.
+fn choose_website<'a>(
+    snapshot: &'a Snapshot,
+    domain: Option<&str>,
+) -> Result<&'a WebsiteRecord, String> {
+    match domain {
+        Some(domain) => snapshot
+            .websites
+            .iter()
+            .find(|record| record.website.domain.as_str() == domain)
+            .ok_or_else(|| format!("the store has no website `{domain}`")),
+        None => snapshot
+            .websites
+            .iter()
+            .filter(|record| record.website.status == Status::Online)
+            .min_by(|a, b| a.website.domain.as_str().cmp(b.website.domain.as_str()))
+            .ok_or_else(|| {
+                "the store has no online website to send traffic to (create one, or name \
+                 one with --domain)"
+                    .to_owned()
+            }),
+    }
+}
+
+/// Whether the two answers are what the website's settings call for.
+fn judge(
+    site: &botgate_model::website::Website,
+    https: bool,
+    browser: Result<u16, String>,
+    scanner: Result<u16, String>,
+) -> (bool, String) {
+    let lb = &site.settings.loadbalancer;
+    let browser = match browser {
+        Ok(status) => status,
+        Err(problem) => return (false, format!("a browser's request failed: {problem}")),
+    };
+    let scanner = match scanner {
+        Ok(status) => status,
+        Err(problem) => return (false, format!("a scanner's request failed: {problem}")),
+    };
+    if site.status != Status::Online {
+        return (
+            browser < 500,
+            format!(
+                "the website is `{}`; a browser got {browser}",
+                site.status.as_str()
+            ),
+        );
+    }
+    if lb.force_https && !https {
+        let passed = browser == 301 && scanner == 301;
+        return (
+            passed,
+            format!(
+                "sent to HTTPS (force_https): browser {browser}, scanner {scanner}, 301 wanted"
+            ),
+        );
+    }
+    let browser_ok = browser < 500;
+    let action = site.settings.rules.0.action(Category::SecurityIssues);
+    let (scanner_ok, wanted) = match (lb.bot_protection, action) {
+        (true, Action::Deny | Action::Captcha) => (
+            scanner == 403,
+            format!("403 wanted: security_issues is {}", action.as_str()),
+        ),
+        (true, Action::Grant) => (
+            scanner < 500,
+            "the origin's answer wanted: security_issues is grant".to_owned(),
+        ),
+        (false, _) => (
+            scanner < 500,
+            "the origin's answer wanted: bot_protection is off".to_owned(),
+        ),
+    };
+    (
+        browser_ok && scanner_ok,
+        format!(
+            "browser-like request {browser} (an answer wanted, not a proxy error), \
+             scanner {scanner} ({wanted})"
+        ),
+    )
+}
+
+/// A TLS client trusting the public roots and `extra`.
+fn tls_client(extra: &[CertificateDer<'static>]) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    for root in extra {
+        let _ = roots.add(root.clone());
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Arc::new(config)
+}
+
+/// The status of `GET /` for `host` with `headers` (lines), sent to `address` (over
+/// TLS with `tls`, verifying the certificate for `host`).
+fn fetch_status(
+    address: SocketAddr,
+    tls: Option<&Arc<rustls::ClientConfig>>,
+    host: &str,
+    headers: &str,
+    timeout: Duration,
+) -> Result<u16, String> {
+    let tcp = TcpStream::connect_timeout(&address, timeout)
+        .map_err(|e| format!("cannot connect to {address}: {e}"))?;
+    let _ = tcp.set_read_timeout(Some(timeout));
+    let _ = tcp.set_write_timeout(Some(timeout));
+    let request = format!("GET / HTTP/1.1\r\nHost: {host}\r\n{headers}Connection: close\r\n\r\n");
+    match tls {
+        None => exchange(tcp, &request),
+        Some(config) => {
+            let name = ServerName::try_from(host.to_owned())
+                .map_err(|_| format!("`{host}` is not a TLS server name"))?;
+            let connection = rustls::ClientConnection::new(config.clone(), name)
+                .map_err(|e| format!("TLS: {e}"))?;
+            exchange(rustls::StreamOwned::new(connection, tcp), &request)
+        }
+    }
+}
+
+/// Sends `request` and reads the answer's status line and headers.
+fn exchange(mut stream: impl Read + Write, request: &str) -> Result<u16, String> {
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| format!("sending: {e}"))?;
+    let mut head = Vec::new();
+    let mut buffer = [0u8; 4096];
+    loop {
+        let read = stream
+            .read(&mut buffer)
+            .map_err(|e| format!("reading the answer: {e}"))?;
+        if read == 0 {
+            return Err("the connection closed before an answer".into());
+        }
+        head.extend_from_slice(&buffer[..read]);
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut response = httparse::Response::new(&mut headers);
+        match response.parse(&head) {
+            Ok(httparse::Status::Complete(_)) => {
+                return response.code.ok_or_else(|| "no status".to_owned());
+            }
+            Ok(httparse::Status::Partial) if head.len() < 64 * 1024 => {}
+            Ok(httparse::Status::Partial) => return Err("an answer head over 64 KiB".into()),
+            Err(e) => return Err(format!("not an HTTP answer: {e}")),
+        }
+    }
+}
+
+/// `/health` of every server's gateway, on its metrics listener, in order.
+fn health_of_all(d: &Description, timeout: Duration) -> Vec<Result<serde_json::Value, String>> {
+    d.servers
+        .iter()
+        .map(|server| {
+            health_of(
+                SocketAddr::new(server.private_ip, d.ports.gateway_admin),
+                timeout,
+            )
+        })
+        .collect()
+}
+
+fn health_of(address: SocketAddr, timeout: Duration) -> Result<serde_json::Value, String> {
+    let url = format!("http://{address}/health");
+    // 503 (unhealthy) has the body that says why.
+    get_json(&url, None, timeout)
+        .map(|(_, body)| body)
+        .map_err(|problem| match problem {
+            Fetch::Unreachable(e) => format!("no gateway answers at {url}: {e}"),
+            Fetch::NotJson(status, e) => {
+                format!("{url} answered {status}, not health JSON: {e}")
+            }
+        })
+}
+
+/// Why [`get_json`] has no JSON.
+enum Fetch {
+    Unreachable(String),
+    NotJson(u16, String),
+}
+
+/// `GET url` (with a Bearer token): the status and the JSON body (at most 1 MiB).
+fn get_json(
+    url: &str,
+    bearer: Option<&str>,
+    timeout: Duration,
+) -> Result<(u16, serde_json::Value), Fetch> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut request = agent.get(url);
+    if let Some(token) = bearer {
+        request = request.header("Authorization", format!("Bearer {token}"));
+    }
+    let mut answer = request
+        .call()
+        .map_err(|e| Fetch::Unreachable(e.to_string()))?;
+    let status = answer.status().as_u16();
+    let text = answer
+        .body_mut()
+        .with_config()
+        .limit(1024 * 1024)
+        .read_to_string()
+        .map_err(|e| Fetch::Unreachable(e.to_string()))?;
+    serde_json::from_str(&text)
+        .map(|body| (status, body))
+        .map_err(|e| Fetch::NotJson(status, e.to_string()))
+}
+
+/// What each server's store node and sentinel say.
+struct Nodes {
+    nodes: Vec<Node>,
+}
+
+struct Node {
+    /// `INFO replication` (or why it could not be read).
+    replication: Result<String, String>,
+    /// `INFO server`'s `run_id`.
+    run_id: Option<String>,
+    /// The run id of the node this server's HAProxy store port reaches.
+    proxied_run_id: Result<String, String>,
+    /// `SENTINEL ckquorum` (or why it failed).
+    quorum: Result<String, String>,
+    /// `SENTINEL get-master-addr-by-name`.
+    master_address: Result<(String, u16), String>,
+}
+
+impl Nodes {
+    fn read(d: &Description, secrets: &Secrets, timeout: Duration) -> Nodes {
+        let password = Some(secrets.redis_password.as_str());
+        let nodes = d
+            .servers
+            .iter()
+            .map(|server| {
+                let redis = SocketAddr::new(server.private_ip, d.ports.redis);
+                let proxy = SocketAddr::new(server.private_ip, d.ports.store_proxy);
+                let sentinel = SocketAddr::new(server.private_ip, d.ports.sentinel);
+                let info = |address, section| -> Result<String, String> {
+                    command(address, password, timeout, redis::cmd("INFO").arg(section))
+                };
+                Node {
+                    replication: info(redis, "replication"),
+                    run_id: info(redis, "server")
+                        .ok()
+                        .and_then(|text| info_field(&text, "run_id")),
+                    proxied_run_id: info(proxy, "server").and_then(|text| {
+                        info_field(&text, "run_id").ok_or_else(|| "no run_id".to_owned())
+                    }),
+                    quorum: command(
+                        sentinel,
+                        None,
+                        timeout,
+                        redis::cmd("SENTINEL").arg("ckquorum").arg("mymaster"),
+                    ),
+                    master_address: command::<Vec<String>>(
+                        sentinel,
+                        None,
+                        timeout,
+                        redis::cmd("SENTINEL")
+                            .arg("get-master-addr-by-name")
+                            .arg("mymaster"),
+                    )
+                    .and_then(|reply| match reply.as_slice() {
+                        [host, port] => port
+                            .parse()
+                            .map(|port| (host.clone(), port))
+                            .map_err(|_| format!("a port `{port}`")),
+                        _ => Err("Sentinel knows no master `mymaster`".to_owned()),
+                    }),
+                }
+            })
+            .collect();
+        Nodes { nodes }
+    }
+
+    /// The server whose node says `role:master`, when exactly one does.
+    fn master<'a>(&self, d: &'a Description) -> Result<&'a Server, String> {
+        let masters: Vec<&Server> = d
+            .servers
+            .iter()
+            .zip(&self.nodes)
+            .filter(|(_, node)| node.role().as_deref() == Some("master"))
+            .map(|(server, _)| server)
+            .collect();
+        match masters.as_slice() {
+            [master] => Ok(master),
+            [] => Err("no node reports role:master".into()),
+            many => Err(format!(
+                "{} nodes report role:master: {}",
+                many.len(),
+                many.iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+}
+
+impl Node {
+    fn role(&self) -> Option<String> {
+        info_field(self.replication.as_ref().ok()?, "role")
+    }
+
+    fn field(&self, name: &str) -> Option<String> {
+        info_field(self.replication.as_ref().ok()?, name)
+    }
+}
+
+/// One command to the Redis or Sentinel at `address`.
+fn command<T: redis::FromRedisValue>(
+    address: SocketAddr,
+    password: Option<&str>,
+    timeout: Duration,
+    command: &redis::Cmd,
+) -> Result<T, String> {
+    use redis::IntoConnectionInfo;
+    let addr = redis::ConnectionAddr::Tcp(address.ip().to_string(), address.port());
+    let mut info = addr
+        .into_connection_info()
+        .map_err(|e| format!("{address}: {e}"))?;
+    if let Some(password) = password {
+        info = info.set_redis_settings(
+            redis::RedisConnectionInfo::default()
+                .set_password(password)
+                .set_skip_set_lib_name(),
+        );
+    } else {
+        info =
+            info.set_redis_settings(redis::RedisConnectionInfo::default().set_skip_set_lib_name());
+    }
+    let client = redis::Client::open(info).map_err(|e| format!("{address}: {e}"))?;
+    let mut connection = client
+        .get_connection_with_timeout(timeout)
+        .map_err(|e| format!("{address}: {e}"))?;
+    let _ = connection.set_read_timeout(Some(timeout));
+    let _ = connection.set_write_timeout(Some(timeout));
+    command
+        .query(&mut connection)
+        .map_err(|e| format!("{address}: {e}"))
+}
+
+/// `name:value` of an `INFO` answer.
+fn info_field(info: &str, name: &str) -> Option<String> {
+    info.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+        .map(|value| value.trim().to_owned())
+}
+
+/// Check 4: a failover can happen: every sentinel reaches the quorum and agrees on the
+/// master, the master has every other node as a live replica, and every server's
+/// HAProxy sends the store port to it.
+fn failover_ready(d: &Description, nodes: &Nodes) -> CheckResult {
+    let mut check = Recorder::new();
+    let master = nodes.master(d);
+    let master_node = master.as_ref().ok().and_then(|m| {
+        d.servers
+            .iter()
+            .position(|s| s.name == m.name)
+            .map(|i| &nodes.nodes[i])
+    });
+    if let (Ok(master), Some(node)) = (&master, master_node) {
+        let connected: usize = node
+            .field("connected_slaves")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let wanted = d.servers.len() - 1;
+        check.on(
+            Some(master),
+            connected == wanted,
+            format!("the master has {connected} connected replicas of {wanted}"),
+        );
+    }
+    for (server, node) in d.servers.iter().zip(&nodes.nodes) {
+        let mut problems = Vec::new();
+        match &node.quorum {
+            Ok(_) => {}
+            Err(problem) => problems.push(format!("Sentinel: {problem}")),
+        }
+        match (&node.master_address, &master) {
+            (Ok((host, port)), Ok(master)) => {
+                let named = host.parse::<IpAddr>().ok() == Some(master.private_ip)
+                    && *port == d.ports.redis;
+                if !named {
+                    problems.push(format!(
+                        "Sentinel names {host}:{port} the master, not {}",
+                        master.name
+                    ));
+                }
+            }
+            (Err(problem), _) => problems.push(format!("Sentinel: {problem}")),
+            (Ok(_), Err(_)) => {}
+        }
+        match (
+            &node.proxied_run_id,
+            master_node.and_then(|m| m.run_id.as_ref()),
+        ) {
+            (Ok(reached), Some(wanted)) if reached == wanted => {}
+            (Ok(_), Some(_)) => problems.push(format!(
+                "HAProxy's store port {} reaches a node that is not the master",
+                d.ports.store_proxy
+            )),
+            (Ok(_), None) => {}
+            (Err(problem), _) => problems.push(format!(
+                "HAProxy's store port {}: {problem}",
+                d.ports.store_proxy
+            )),
+        }
+        let passed = problems.is_empty();
+        let detail = if passed {
+            "Sentinel reaches the quorum and names the master; HAProxy's store port reaches it"
+                .to_owned()
+        } else {
+            problems.join("; ")
+        };
+        check.on(Some(server), passed, detail);
+    }
+    if let Err(problem) = master {
+        check.on(None, false, problem);
+    }
+    check.done(4, "a failover can take over when one server is down")
+}
+
+/// Check 5: `role:master` on the master only; every other node a replica of it with its
+/// link up.
+fn replication_roles(d: &Description, nodes: &Nodes) -> CheckResult {
+    let mut check = Recorder::new();
+    let master = nodes.master(d);
+    if let Err(problem) = &master {
+        check.on(None, false, problem.clone());
+    }
+    for (server, node) in d.servers.iter().zip(&nodes.nodes) {
+        let role = match (&node.replication, node.role()) {
+            (Err(problem), _) => {
+                check.on(Some(server), false, problem.clone());
+                continue;
+            }
+            (Ok(_), None) => {
+                check.on(Some(server), false, "INFO replication has no role");
+                continue;
+            }
+            (Ok(_), Some(role)) => role,
+        };
+        match &master {
+            Ok(master) if master.name == server.name => {
+                check.on(Some(server), true, "role:master");
+            }
+            Ok(master) => {
+                let host = node.field("master_host").unwrap_or_default();
+                let link = node.field("master_link_status").unwrap_or_default();
+                let passed = role == "slave"
+                    && host.parse::<IpAddr>().ok() == Some(master.private_ip)
+                    && link == "up";
+                check.on(
+                    Some(server),
+                    passed,
+                    format!(
+                        "role:{role}, replica of {} (master_host {host}, link {link})",
+                        master.name
+                    ),
+                );
+            }
+            Err(_) => check.on(Some(server), role != "master", format!("role:{role}")),
+        }
+    }
+    check.done(5, "replication roles: role:master on the master only")
+}
+
+/// Check 6: the provider says the floating IP is assigned to the master's instance.
+fn floating_ip(
+    d: &Description,
+    secrets: &Secrets,
+    options: &CheckOptions,
+    nodes: &Nodes,
+) -> CheckResult {
+    let mut check = Recorder::new();
+    let assigned = assignment(
+        &d.provider,
+        d.floating_ip,
+        &secrets.provider_token,
+        options.timeout,
+    );
+    match (nodes.master(d), assigned) {
+        (_, Err(problem)) => check.on(None, false, problem),
+        (Err(problem), Ok(instance)) => check.on(
+            None,
+            false,
+            format!(
+                "the floating IP {} is assigned to instance {}, and {problem}",
+                d.floating_ip,
+                instance.as_deref().unwrap_or("none")
+            ),
+        ),
+        (Ok(master), Ok(instance)) => {
+            let holder = instance.as_deref().map(|id| {
+                d.servers.iter().find(|s| s.instance_id == id).map_or_else(
+                    || format!("instance {id} (not in the description)"),
+                    |s| format!("{} (instance {id})", s.name),
+                )
+            });
+            let passed = instance.as_deref() == Some(master.instance_id.as_str());
+            check.on(
+                Some(master),
+                passed,
+                format!(
+                    "the floating IP {} is assigned to {}; the master is {} (instance {})",
+                    d.floating_ip,
+                    holder.as_deref().unwrap_or("no instance"),
+                    master.name,
+                    master.instance_id
+                ),
+            );
+        }
+    }
+    check.done(6, "the floating IP points to the store master's instance")
+}
+
+/// The instance the provider says the floating IP is assigned to (`None`: to none).
+fn assignment(
+    provider: &Provider,
+    floating_ip: IpAddr,
+    token: &str,
+    timeout: Duration,
+) -> Result<Option<String>, String> {
+    let (url, pointer) = match provider {
+        Provider::Hetzner {
+            api,
+            floating_ip_id,
+            ..
+        } => (
+            format!(
+                "{}/v1/floating_ips/{floating_ip_id}",
+                api.trim_end_matches('/')
+            ),
+            "/floating_ip/server".to_owned(),
+        ),
+        Provider::Digitalocean { api, .. } => (
+            format!(
+                "{}/v2/reserved_ips/{floating_ip}",
+                api.trim_end_matches('/')
+            ),
+            "/reserved_ip/droplet/id".to_owned(),
+        ),
+        Provider::Vultr {
+            api,
+            reserved_ip_id,
+            ..
+        } => (
+            format!(
+                "{}/v2/reserved-ips/{reserved_ip_id}",
+                api.trim_end_matches('/')
+            ),
+            "/reserved_ip/instance_id".to_owned(),
+        ),
+        Provider::Generic {
+            assignment_url,
+            assignment_field,
+            ..
+        } => match (assignment_url, assignment_field) {
+            (Some(url), Some(field)) => (
+                url.replace("{floating_ip}", &floating_ip.to_string()),
+                field.clone(),
+            ),
+            _ => {
+                return Err(
+                    "the generic provider has no `assignment-url` and `assignment-field` to \
+                     read the floating IP's assignment from"
+                        .into(),
+                );
+            }
+        },
+    };
+    let (status, body) = get_json(&url, Some(token), timeout).map_err(|problem| match problem {
+        Fetch::Unreachable(e) => format!("the provider's API at {url}: {e}"),
+        Fetch::NotJson(status, e) => {
+            format!("the provider's API at {url} answered {status}, not JSON: {e}")
+        }
+    })?;
+    if !(200..300).contains(&status) {
+        return Err(format!(
+            "the provider's API at {url} answered {status}: {body}"
+        ));
+    }
+    match body.pointer(&pointer) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(id)) if id.is_empty() => Ok(None),
+        Some(serde_json::Value::String(id)) => Ok(Some(id.clone())),
+        Some(serde_json::Value::Number(id)) => Ok(Some(id.to_string())),
+        Some(other) => Err(format!(
+            "the provider's API at {url} has {other} at {pointer}, not an instance id"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use botgate_model::{Domain, Settings, UserId, Website};
+
+    fn site(status: Status) -> Website {
+        Website {
+            domain: Domain::parse("shop.example").unwrap(),
+            subdomain: Vec::new(),
+            user_id: UserId::parse("owner").unwrap(),
+            ip: Vec::new(),
+            tag: Vec::new(),
+            status,
+            status_reason: None,
+            certificate: None,
+            settings: Settings::default(),
+            pending: None,
+        }
+    }
+
+    #[test]
+    fn traffic_is_judged_by_the_website_settings() {
+        let online = site(Status::Online);
+        // security_issues is deny by default: the scanner must get 403.
+        assert!(judge(&online, true, Ok(200), Ok(403)).0);
+        assert!(!judge(&online, true, Ok(200), Ok(200)).0);
+        // A proxy error is never an answer.
+        assert!(!judge(&online, true, Ok(503), Ok(403)).0);
+        assert!(!judge(&online, false, Err("refused".into()), Ok(403)).0);
+        // Plain HTTP sent to HTTPS.
+        let mut forced = online.clone();
+        forced.settings.loadbalancer.force_https = true;
+        assert!(judge(&forced, false, Ok(301), Ok(301)).0);
+        assert!(!judge(&forced, false, Ok(200), Ok(403)).0);
+        assert!(judge(&forced, true, Ok(200), Ok(403)).0);
+        // Without bot protection, the scanner reaches the origin too.
+        let mut open = online.clone();
+        open.settings.loadbalancer.bot_protection = false;
+        assert!(judge(&open, true, Ok(200), Ok(200)).0);
+    }
+
+    #[test]
+    fn the_first_online_website_is_visited_unless_one_is_named() {
+        let record = |domain: &str, status| {
+            let mut website = site(status);
+            website.domain = Domain::parse(domain).unwrap();
+            WebsiteRecord {
+                partner: botgate_model::PartnerName::parse("hoster").unwrap(),
+                revision: 1,
+                website,
+            }
+        };
+        let snapshot = Snapshot {
+            version: 3,
+            history: String::new(),
+            websites: vec![
+                record("c.example", Status::Online),
+                record("a.example", Status::Setup),
+                record("b.example", Status::Online),
+            ],
+        };
+        let chosen = |domain| choose_website(&snapshot, domain).map(|r| r.website.domain.as_str());
+        assert_eq!(chosen(None), Ok("b.example"));
+        assert_eq!(chosen(Some("a.example")), Ok("a.example"));
+        assert!(
+            chosen(Some("z.example"))
+                .unwrap_err()
+                .contains("no website `z.example`")
+        );
+        let empty = Snapshot {
+            websites: Vec::new(),
+            ..snapshot.clone()
+        };
+        assert!(
+            choose_website(&empty, None)
+                .unwrap_err()
+                .contains("no online website")
+        );
+    }
+
+    #[test]
+    fn info_fields_are_read_by_name() {
+        let info =
+            "# Replication\r\nrole:slave\r\nmaster_host:10.0.0.11\r\nmaster_link_status:up\r\n";
+        assert_eq!(info_field(info, "role").as_deref(), Some("slave"));
+        assert_eq!(
+            info_field(info, "master_host").as_deref(),
+            Some("10.0.0.11")
+        );
+        assert_eq!(info_field(info, "master"), None);
+    }
+}
