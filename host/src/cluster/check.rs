@@ -108,17 +108,21 @@ impl Recorder {
     }
 }
 
-/// Runs checks 1–6. `store` is the store's snapshot as read through the floating IP
-/// (or why it could not be read).
+/// Reads the store's snapshot through the floating IP, as the gateways read it (or
+/// says why it cannot).
+pub type StoreReader<'a> = &'a dyn Fn() -> Result<Snapshot, String>;
+
+/// Runs checks 1–6, reading the store with `read_store`.
 pub fn run(
     description: &Description,
     secrets: &Secrets,
     options: &CheckOptions,
-    store: &Result<Snapshot, String>,
+    read_store: StoreReader<'_>,
 ) -> Vec<CheckResult> {
     let nodes = Nodes::read(description, secrets, options.timeout);
+    let store = &read_store();
     vec![
-        same_websites(description, options, store),
+        same_websites(description, options, store, read_store),
         store_configuration(description, options, store),
         protected_traffic(description, options, store),
         failover_ready(description, &nodes),
@@ -131,53 +135,62 @@ pub fn run(
 fn same_websites(
     d: &Description,
     options: &CheckOptions,
-    store: &Result<Snapshot, String>,
+    first_read: &Result<Snapshot, String>,
+    read_store: StoreReader<'_>,
 ) -> CheckResult {
     let mut check = Recorder::new();
-    let wanted = match store {
-        Ok(snapshot) => {
-            let digest = domains_digest(snapshot.websites.iter());
+    let wanted = |read: &Result<Snapshot, String>| {
+        read.as_ref()
+            .map(|snapshot| Listing {
+                digest: domains_digest(snapshot.websites.iter()),
+                websites: snapshot.websites.len(),
+                version: snapshot.version,
+            })
+            .map_err(Clone::clone)
+    };
+    let mut store = wanted(first_read);
+    let mut healths = health_of_all(d, options.timeout);
+    let agree = |store: &Result<Listing, String>, healths: &[Result<serde_json::Value, String>]| {
+        store.as_ref().is_ok_and(|store| {
+            healths.iter().all(|health| {
+                health
+                    .as_ref()
+                    .ok()
+                    .and_then(|h| h["snapshot"]["domains_digest"].as_str())
+                    == Some(store.digest.as_str())
+            })
+        })
+    };
+    // A write may land between two reads: the store is read again, and gateways behind
+    // get a moment to catch up.
+    let deadline = std::time::Instant::now() + options.settle;
+    while !agree(&store, &healths) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(500));
+        store = wanted(&read_store());
+        healths = health_of_all(d, options.timeout);
+    }
+    let reference = match &store {
+        Ok(listing) => {
             check.on(
                 None,
                 true,
                 format!(
                     "the store lists {} websites (version {})",
-                    snapshot.websites.len(),
-                    snapshot.version
+                    listing.websites, listing.version
                 ),
             );
-            Some((digest, snapshot.websites.len()))
+            Some(listing.digest.clone())
         }
         Err(problem) => {
             check.on(None, false, format!("the store cannot be read: {problem}"));
-            None
+            // The gateways can still be compared with each other.
+            healths.first().and_then(|health| {
+                health.as_ref().ok()?["snapshot"]["domains_digest"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
         }
     };
-    // A write may land between two reads: gateways behind get a moment to catch up.
-    let deadline = std::time::Instant::now() + options.settle;
-    let mut healths = health_of_all(d, options.timeout);
-    let agree = |healths: &[Result<serde_json::Value, String>]| {
-        let digests: Vec<Option<&str>> = healths
-            .iter()
-            .map(|h| h.as_ref().ok()?["snapshot"]["domains_digest"].as_str())
-            .collect();
-        match &wanted {
-            Some((digest, _)) => digests.iter().all(|d| *d == Some(digest.as_str())),
-            None => digests.iter().all(|d| d.is_some() && *d == digests[0]),
-        }
-    };
-    while !agree(&healths) && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(500));
-        healths = health_of_all(d, options.timeout);
-    }
-    let reference = wanted
-        .as_ref()
-        .map(|(digest, _)| digest.clone())
-        .or_else(|| {
-            healths.first()?.as_ref().ok()?["snapshot"]["domains_digest"]
-                .as_str()
-                .map(str::to_owned)
-        });
     for (server, health) in d.servers.iter().zip(&healths) {
         match health {
             Err(problem) => check.on(Some(server), false, problem.clone()),
@@ -195,9 +208,9 @@ fn same_websites(
                         ),
                     );
                 } else {
-                    let store = match &wanted {
-                        Some((_, listed)) => format!(" where the store lists {listed}"),
-                        None => String::new(),
+                    let store = match &store {
+                        Ok(listing) => format!(" where the store lists {}", listing.websites),
+                        Err(_) => String::new(),
                     };
                     check.on(
                         Some(server),
@@ -215,6 +228,13 @@ fn same_websites(
         1,
         "every server lists the same domains with the same statuses",
     )
+}
+
+/// What the store lists, as check 1 compares it.
+struct Listing {
+    digest: String,
+    websites: usize,
+    version: u64,
 }
 
 /// Check 2: every gateway uses the shared store through the floating IP, and reaches it.
@@ -297,42 +317,37 @@ fn protected_traffic(
     let site = &record.website;
     let domain = site.domain.as_str();
     let tls = tls_client(&options.extra_roots);
-    for server in &d.servers {
-        for https in [false, true] {
-            let (scheme, port) = match https {
-                false => ("http", d.ports.http),
-                true => ("https", d.ports.https),
-            };
-            let address = SocketAddr::new(server.public_ip, port);
-            let probe = |headers: &str| {
-                let tls = https.then_some(&tls);
-                fetch_status(address, tls, domain, headers, options.timeout)
-            };
-            let browser = probe(BROWSER);
-            let scanner = probe(SCANNER);
-            let (passed, detail) = judge(site, https, browser, scanner);
-            check.on(
-                Some(server),
-                passed,
-                format!("{scheme}://{domain} via {address}: {detail}"),
-            );
-        }
+    let paths: Vec<(&Server, bool)> = d
+        .servers
+        .iter()
+        .flat_map(|server| [(server, false), (server, true)])
+        .collect();
+    let judged = in_parallel(&paths, |&(server, https)| {
+        let port = if https { d.ports.https } else { d.ports.http };
+        let address = SocketAddr::new(server.public_ip, port);
+        let probe = |headers: &str| {
+            let tls = https.then_some(&tls);
+            fetch(address, tls, domain, headers, options.timeout)
+        };
+        let (monitor, scanner) = (probe(MONITOR), probe(SCANNER));
+        let scheme = if https { "https" } else { "http" };
+        let (passed, detail) = judge(site, https, monitor, scanner);
+        (
+            passed,
+            format!("{scheme}://{domain} via {address}: {detail}"),
+        )
+    });
+    for ((server, _), (passed, detail)) in paths.iter().zip(judged) {
+        check.on(Some(server), passed, detail);
     }
     check.done(3, "protected traffic reaches every server")
 }
 
-/// A desktop Chrome's page view.
-const BROWSER: &str = "User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like \
-                       Gecko) Chrome/131.0.0.0 Safari/537.36\r\n\
-                       Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8\r\n\
-                       Accept-Language: en-GB,en;q=0.9\r\n\
-                       Accept-Encoding: gzip, deflate, br\r\n\
-                       Sec-Ch-Ua: \"Google Chrome\";v=\"131\", \"Chromium\";v=\"131\", \"Not_A Brand\";v=\"24\"\r\n\
-                       Sec-Ch-Ua-Mobile: ?0\r\n\
-                       Sec-Ch-Ua-Platform: \"Linux\"\r\n\
-                       Sec-Fetch-Mode: navigate\r\n\
-                       Sec-Fetch-Site: none\r\n\
-                       Sec-Fetch-Dest: document\r\n";
+/// An uptime monitor's request, as Nagios's `check_http` sends it: a service the
+/// classifier knows (`services_and_payments`), so the website's rule for it applies.
+/// (A browser's user agent would be given away by the check's own TLS handshake, and
+/// its challenges, unsolved, would make the check's address suspect.)
+const MONITOR: &str = "User-Agent: check_http/v2.4.0 (botgate cluster check)\r\nAccept: */*\r\n";
 /// A well-known SQL injection scanner.
 const SCANNER: &str = "User-Agent: sqlmap/1.8.11#stable (https://sqlmap.org)\r\nAccept: */*\r\n";
 
@@ -360,63 +375,93 @@ fn choose_website<'a>(
     }
 }
 
+/// What one request got: the status, and whether the answer came from the origin
+/// (the gateway names itself in `Via` on what it forwards).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Probe {
+    status: u16,
+    forwarded: bool,
+}
+
+impl std::fmt::Display for Probe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let from = if self.forwarded {
+            "the origin"
+        } else {
+            "the gateway"
+        };
+        write!(f, "{} from {from}", self.status)
+    }
+}
+
 /// Whether the two answers are what the website's settings call for.
 fn judge(
     site: &botgate_model::website::Website,
     https: bool,
-    browser: Result<u16, String>,
-    scanner: Result<u16, String>,
+    monitor: Result<Probe, String>,
+    scanner: Result<Probe, String>,
 ) -> (bool, String) {
     let lb = &site.settings.loadbalancer;
-    let browser = match browser {
-        Ok(status) => status,
-        Err(problem) => return (false, format!("a browser's request failed: {problem}")),
+    let monitor = match monitor {
+        Ok(probe) => probe,
+        Err(problem) => return (false, format!("a monitor's request failed: {problem}")),
     };
     let scanner = match scanner {
-        Ok(status) => status,
+        Ok(probe) => probe,
         Err(problem) => return (false, format!("a scanner's request failed: {problem}")),
     };
     if site.status != Status::Online {
         return (
-            browser < 500,
+            monitor.status < 500,
             format!(
-                "the website is `{}`; a browser got {browser}",
+                "the website is `{}`; a monitor's request got {monitor}",
                 site.status.as_str()
             ),
         );
     }
     if lb.force_https && !https {
-        let passed = browser == 301 && scanner == 301;
+        let passed = monitor.status == 301 && scanner.status == 301;
         return (
             passed,
             format!(
-                "sent to HTTPS (force_https): browser {browser}, scanner {scanner}, 301 wanted"
+                "sent to HTTPS (force_https): monitor {monitor}, scanner {scanner}; 301 wanted"
             ),
         );
     }
-    let browser_ok = browser < 500;
-    let action = site.settings.rules.0.action(Category::SecurityIssues);
-    let (scanner_ok, wanted) = match (lb.bot_protection, action) {
-        (true, Action::Deny | Action::Captcha) => (
-            scanner == 403,
-            format!("403 wanted: security_issues is {}", action.as_str()),
-        ),
-        (true, Action::Grant) => (
-            scanner < 500,
-            "the origin's answer wanted: security_issues is grant".to_owned(),
-        ),
+    let (monitor_ok, monitor_wanted) = wanted(site, Category::ServicesAndPayments, monitor);
+    let (scanner_ok, scanner_wanted) = wanted(site, Category::SecurityIssues, scanner);
+    (
+        monitor_ok && scanner_ok,
+        format!("monitor {monitor} ({monitor_wanted}), scanner {scanner} ({scanner_wanted})"),
+    )
+}
+
+/// Whether a request of `category` got what the website's rules call for: the
+/// origin's answer (not a proxy error) when they grant it or protection is off, the
+/// gateway's 403 (a denial or a challenge) when they do not.
+fn wanted(
+    site: &botgate_model::website::Website,
+    category: Category,
+    got: Probe,
+) -> (bool, String) {
+    let action = site.settings.rules.0.action(category);
+    match (site.settings.loadbalancer.bot_protection, action) {
         (false, _) => (
-            scanner < 500,
+            got.forwarded && got.status < 500,
             "the origin's answer wanted: bot_protection is off".to_owned(),
         ),
-    };
-    (
-        browser_ok && scanner_ok,
-        format!(
-            "browser-like request {browser} (an answer wanted, not a proxy error), \
-             scanner {scanner} ({wanted})"
+        (true, Action::Grant) => (
+            got.forwarded && got.status < 500,
+            format!("the origin's answer wanted: {category} is grant"),
         ),
-    )
+        (true, action) => (
+            !got.forwarded && got.status == 403,
+            format!(
+                "the gateway's 403 wanted: {category} is {}",
+                action.as_str()
+            ),
+        ),
+    }
 }
 
 /// A TLS client trusting the public roots and `extra`.
@@ -436,15 +481,15 @@ fn tls_client(extra: &[CertificateDer<'static>]) -> Arc<rustls::ClientConfig> {
     Arc::new(config)
 }
 
-/// The status of `GET /` for `host` with `headers` (lines), sent to `address` (over
-/// TLS with `tls`, verifying the certificate for `host`).
-fn fetch_status(
+/// `GET /` for `host` with `headers` (lines), sent to `address` (over TLS with `tls`,
+/// verifying the certificate for `host`).
+fn fetch(
     address: SocketAddr,
     tls: Option<&Arc<rustls::ClientConfig>>,
     host: &str,
     headers: &str,
     timeout: Duration,
-) -> Result<u16, String> {
+) -> Result<Probe, String> {
     let tcp = TcpStream::connect_timeout(&address, timeout)
         .map_err(|e| format!("cannot connect to {address}: {e}"))?;
     let _ = tcp.set_read_timeout(Some(timeout));
@@ -463,7 +508,7 @@ fn fetch_status(
 }
 
 /// Sends `request` and reads the answer's status line and headers.
-fn exchange(mut stream: impl Read + Write, request: &str) -> Result<u16, String> {
+fn exchange(mut stream: impl Read + Write, request: &str) -> Result<Probe, String> {
     stream
         .write_all(request.as_bytes())
         .map_err(|e| format!("sending: {e}"))?;
@@ -481,7 +526,13 @@ fn exchange(mut stream: impl Read + Write, request: &str) -> Result<u16, String>
         let mut response = httparse::Response::new(&mut headers);
         match response.parse(&head) {
             Ok(httparse::Status::Complete(_)) => {
-                return response.code.ok_or_else(|| "no status".to_owned());
+                let status = response.code.ok_or_else(|| "no status".to_owned())?;
+                let forwarded = response
+                    .headers
+                    .iter()
+                    .filter(|header| header.name.eq_ignore_ascii_case("via"))
+                    .any(|header| names_the_gateway(header.value));
+                return Ok(Probe { status, forwarded });
             }
             Ok(httparse::Status::Partial) if head.len() < 64 * 1024 => {}
             Ok(httparse::Status::Partial) => return Err("an answer head over 64 KiB".into()),
@@ -490,17 +541,36 @@ fn exchange(mut stream: impl Read + Write, request: &str) -> Result<u16, String>
     }
 }
 
+/// Whether a `Via` value has a gateway's entry (`1.1 botgate-…`).
+fn names_the_gateway(via: &[u8]) -> bool {
+    via.split(|&b| b == b',').any(|entry| {
+        entry
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|word| !word.is_empty())
+            .nth(1)
+            .is_some_and(|by| by.len() > 8 && by[..8].eq_ignore_ascii_case(b"botgate-"))
+    })
+}
+
+/// `f` of every item, each on a thread of its own, in order.
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    std::thread::scope(|scope| {
+        let running: Vec<_> = items.iter().map(|item| scope.spawn(|| f(item))).collect();
+        running
+            .into_iter()
+            .map(|thread| thread.join().expect("a check thread panicked"))
+            .collect()
+    })
+}
+
 /// `/health` of every server's gateway, on its metrics listener, in order.
 fn health_of_all(d: &Description, timeout: Duration) -> Vec<Result<serde_json::Value, String>> {
-    d.servers
-        .iter()
-        .map(|server| {
-            health_of(
-                SocketAddr::new(server.private_ip, d.ports.gateway_admin),
-                timeout,
-            )
-        })
-        .collect()
+    in_parallel(&d.servers, |server| {
+        health_of(
+            SocketAddr::new(server.private_ip, d.ports.gateway_admin),
+            timeout,
+        )
+    })
 }
 
 fn health_of(address: SocketAddr, timeout: Duration) -> Result<serde_json::Value, String> {
@@ -573,48 +643,44 @@ struct Node {
 impl Nodes {
     fn read(d: &Description, secrets: &Secrets, timeout: Duration) -> Nodes {
         let password = Some(secrets.redis_password.as_str());
-        let nodes = d
-            .servers
-            .iter()
-            .map(|server| {
-                let redis = SocketAddr::new(server.private_ip, d.ports.redis);
-                let proxy = SocketAddr::new(server.private_ip, d.ports.store_proxy);
-                let sentinel = SocketAddr::new(server.private_ip, d.ports.sentinel);
-                let info = |address, section| -> Result<String, String> {
-                    command(address, password, timeout, redis::cmd("INFO").arg(section))
-                };
-                Node {
-                    replication: info(redis, "replication"),
-                    run_id: info(redis, "server")
-                        .ok()
-                        .and_then(|text| info_field(&text, "run_id")),
-                    proxied_run_id: info(proxy, "server").and_then(|text| {
-                        info_field(&text, "run_id").ok_or_else(|| "no run_id".to_owned())
-                    }),
-                    quorum: command(
-                        sentinel,
-                        None,
-                        timeout,
-                        redis::cmd("SENTINEL").arg("ckquorum").arg("mymaster"),
-                    ),
-                    master_address: command::<Vec<String>>(
-                        sentinel,
-                        None,
-                        timeout,
-                        redis::cmd("SENTINEL")
-                            .arg("get-master-addr-by-name")
-                            .arg("mymaster"),
-                    )
-                    .and_then(|reply| match reply.as_slice() {
-                        [host, port] => port
-                            .parse()
-                            .map(|port| (host.clone(), port))
-                            .map_err(|_| format!("a port `{port}`")),
-                        _ => Err("Sentinel knows no master `mymaster`".to_owned()),
-                    }),
-                }
-            })
-            .collect();
+        let nodes = in_parallel(&d.servers, |server| {
+            let redis = SocketAddr::new(server.private_ip, d.ports.redis);
+            let proxy = SocketAddr::new(server.private_ip, d.ports.store_proxy);
+            let sentinel = SocketAddr::new(server.private_ip, d.ports.sentinel);
+            let info = |address, section| -> Result<String, String> {
+                command(address, password, timeout, redis::cmd("INFO").arg(section))
+            };
+            Node {
+                replication: info(redis, "replication"),
+                run_id: info(redis, "server")
+                    .ok()
+                    .and_then(|text| info_field(&text, "run_id")),
+                proxied_run_id: info(proxy, "server").and_then(|text| {
+                    info_field(&text, "run_id").ok_or_else(|| "no run_id".to_owned())
+                }),
+                quorum: command(
+                    sentinel,
+                    None,
+                    timeout,
+                    redis::cmd("SENTINEL").arg("ckquorum").arg("mymaster"),
+                ),
+                master_address: command::<Vec<String>>(
+                    sentinel,
+                    None,
+                    timeout,
+                    redis::cmd("SENTINEL")
+                        .arg("get-master-addr-by-name")
+                        .arg("mymaster"),
+                )
+                .and_then(|reply| match reply.as_slice() {
+                    [host, port] => port
+                        .parse()
+                        .map(|port| (host.clone(), port))
+                        .map_err(|_| format!("a port `{port}`")),
+                    _ => Err("Sentinel knows no master `mymaster`".to_owned()),
+                }),
+            }
+        });
         Nodes { nodes }
     }
 
@@ -745,7 +811,10 @@ fn failover_ready(d: &Description, nodes: &Nodes) -> CheckResult {
                 "HAProxy's store port {} reaches a node that is not the master",
                 d.ports.store_proxy
             )),
-            (Ok(_), None) => {}
+            (Ok(_), None) => problems.push(format!(
+                "HAProxy's store port {} cannot be compared: the master's run_id is unknown",
+                d.ports.store_proxy
+            )),
             (Err(problem), _) => problems.push(format!(
                 "HAProxy's store port {}: {problem}",
                 d.ports.store_proxy
@@ -957,25 +1026,65 @@ mod tests {
         }
     }
 
+    /// An answer from the origin (`Via` names the gateway).
+    fn origin(status: u16) -> Result<Probe, String> {
+        Ok(Probe {
+            status,
+            forwarded: true,
+        })
+    }
+
+    /// The gateway's own answer.
+    fn gateway(status: u16) -> Result<Probe, String> {
+        Ok(Probe {
+            status,
+            forwarded: false,
+        })
+    }
+
     #[test]
     fn traffic_is_judged_by_the_website_settings() {
         let online = site(Status::Online);
-        // security_issues is deny by default: the scanner must get 403.
-        assert!(judge(&online, true, Ok(200), Ok(403)).0);
-        assert!(!judge(&online, true, Ok(200), Ok(200)).0);
-        // A proxy error is never an answer.
-        assert!(!judge(&online, true, Ok(503), Ok(403)).0);
-        assert!(!judge(&online, false, Err("refused".into()), Ok(403)).0);
+        // By default a monitor is granted and a scanner denied.
+        assert!(judge(&online, true, origin(200), gateway(403)).0);
+        assert!(judge(&online, true, origin(404), gateway(403)).0);
+        assert!(!judge(&online, true, origin(200), origin(200)).0);
+        assert!(!judge(&online, true, origin(200), origin(403)).0);
+        // Never a proxy error or one of the gateway's own pages (an unknown website's
+        // 404) for what the rules grant.
+        assert!(!judge(&online, true, gateway(404), gateway(403)).0);
+        assert!(!judge(&online, true, gateway(403), gateway(403)).0);
+        assert!(!judge(&online, true, gateway(503), gateway(403)).0);
+        assert!(!judge(&online, true, origin(503), gateway(403)).0);
+        assert!(!judge(&online, false, Err("refused".into()), gateway(403)).0);
+        // Services denied by the website: the monitor gets the gateway's 403.
+        let mut closed = online.clone();
+        closed
+            .settings
+            .rules
+            .0
+            .set(Category::ServicesAndPayments, Some(Action::Deny));
+        assert!(judge(&closed, true, gateway(403), gateway(403)).0);
+        assert!(!judge(&closed, true, origin(200), gateway(403)).0);
         // Plain HTTP sent to HTTPS.
         let mut forced = online.clone();
         forced.settings.loadbalancer.force_https = true;
-        assert!(judge(&forced, false, Ok(301), Ok(301)).0);
-        assert!(!judge(&forced, false, Ok(200), Ok(403)).0);
-        assert!(judge(&forced, true, Ok(200), Ok(403)).0);
+        assert!(judge(&forced, false, gateway(301), gateway(301)).0);
+        assert!(!judge(&forced, false, origin(200), gateway(403)).0);
+        assert!(judge(&forced, true, origin(200), gateway(403)).0);
         // Without bot protection, the scanner reaches the origin too.
         let mut open = online.clone();
         open.settings.loadbalancer.bot_protection = false;
-        assert!(judge(&open, true, Ok(200), Ok(200)).0);
+        assert!(judge(&open, true, origin(200), origin(200)).0);
+        assert!(!judge(&open, true, origin(200), gateway(403)).0);
+    }
+
+    #[test]
+    fn the_gateway_is_known_by_its_via_entry() {
+        assert!(names_the_gateway(b"1.1 botgate-0a1b2c3d4e5f"));
+        assert!(names_the_gateway(b"1.0 corp, 1.1 BOTGATE-0a1b2c3d4e5f"));
+        assert!(!names_the_gateway(b"1.1 varnish, 1.1 botgate"));
+        assert!(!names_the_gateway(b"1.1 x-botgate-0a1b"));
     }
 
     #[test]

@@ -295,7 +295,7 @@ impl std::fmt::Debug for Secrets {
 
 /// The `serve` options a rendered configuration sets itself: a description's
 /// `[gateway]` table may not set them.
-pub const CLUSTER_OPTIONS: [&str; 9] = [
+pub const CLUSTER_OPTIONS: [&str; 10] = [
     "config",
     "redis-url",
     "redis-password",
@@ -303,6 +303,7 @@ pub const CLUSTER_OPTIONS: [&str; 9] = [
     "https-listen",
     "admin-listen",
     "metrics-listen",
+    "cache-dir",
     "trusted-proxy",
     "data-dir",
 ];

@@ -10,7 +10,7 @@ use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use botgate_store::{AnyStore, WebsiteRecord};
+use botgate_store::{AnyStore, WebsiteIndex, WebsiteRecord};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +40,30 @@ pub struct OperatorAccess {
 struct Monitoring {
     gateway: Arc<Gateway>,
     health: HealthConfig,
+    /// The last index's [`domains_digest`], worked out once per index.
+    digest: std::sync::Mutex<Option<(Arc<WebsiteIndex>, String)>>,
+}
+
+impl Monitoring {
+    fn new(gateway: Arc<Gateway>, health: HealthConfig) -> Monitoring {
+        Monitoring {
+            gateway,
+            health,
+            digest: std::sync::Mutex::new(None),
+        }
+    }
+
+    fn digest_of(&self, index: &Arc<WebsiteIndex>) -> String {
+        let mut last = self.digest.lock().unwrap_or_else(|e| e.into_inner());
+        match &*last {
+            Some((seen, digest)) if Arc::ptr_eq(seen, index) => digest.clone(),
+            _ => {
+                let digest = domains_digest(index.websites().map(|record| record.as_ref()));
+                *last = Some((index.clone(), digest.clone()));
+                digest
+            }
+        }
+    }
 }
 
 struct Admin {
@@ -51,7 +75,7 @@ struct Admin {
 /// `GET /operator/status`, `GET /operator/partners`, `POST
 /// /operator/partners/{name}/{create|rotate|revoke}`, `POST /operator/reload`.
 pub fn router(gateway: Arc<Gateway>, health: HealthConfig, operator: OperatorAccess) -> Router {
-    let monitoring = Arc::new(Monitoring { gateway, health });
+    let monitoring = Arc::new(Monitoring::new(gateway, health));
     Router::new()
         .route("/operator/status", get(status))
         .route("/operator/partners", get(partners))
@@ -66,7 +90,7 @@ pub fn router(gateway: Arc<Gateway>, health: HealthConfig, operator: OperatorAcc
 
 /// `/metrics` and `/health` alone, for listeners other machines reach.
 pub fn monitoring_router(gateway: Arc<Gateway>, health: HealthConfig) -> Router {
-    monitoring_routes(Arc::new(Monitoring { gateway, health }))
+    monitoring_routes(Arc::new(Monitoring::new(gateway, health)))
 }
 
 fn monitoring_routes(monitoring: Arc<Monitoring>) -> Router {
@@ -127,7 +151,7 @@ fn health_body(monitoring: &Monitoring) -> (StatusCode, serde_json::Value) {
     let freshness = gateway.websites.freshness();
     let index = gateway.websites.index();
     let websites = index.len();
-    let digest = domains_digest(index.websites().map(|record| record.as_ref()));
+    let digest = monitoring.digest_of(&index);
     let components = gateway.rulesets.snapshot();
     let classifier = components.get(crate::rules::CLASSIFIER).is_some();
     let store_lost = freshness

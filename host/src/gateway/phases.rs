@@ -647,6 +647,9 @@ impl Gateway {
         } else {
             forwarding::remove_hop_by_hop(response.headers_mut(), false);
         }
+        // A proxy names itself in the responses it forwards too (RFC 9110, 7.6.3).
+        let version = response.version();
+        self.via.append(response.headers_mut(), version);
         let mut response = response.map(|body| body.map_err(Into::into).boxed_unsync());
         if record.cache == CacheStatus::Miss {
             response

@@ -45,6 +45,9 @@ struct LoopbackCluster {
     timers: String,
     /// The `[gateway]` table's keys.
     gateway: String,
+    /// The folder of the secrets' files, relative to the description (`""` or
+    /// `"secrets/"`).
+    secrets: String,
     ports: Ports,
     servers: usize,
     password: String,
@@ -97,6 +100,7 @@ impl LoopbackCluster {
                     .into(),
             timers: "store-check-ms = 200\n".into(),
             gateway: String::new(),
+            secrets: String::new(),
             ports,
             servers,
             password,
@@ -121,10 +125,11 @@ impl LoopbackCluster {
     fn description(&self, server: usize) -> String {
         let mut text = format!(
             "floating-ip = \"127.0.0.100\"\n\
-             redis-password-file = \"redis-password\"\n\
+             redis-password-file = \"{secrets}redis-password\"\n\
              [provider]\n\
-             token-file = \"provider-token\"\n{}",
-            self.provider
+             token-file = \"{secrets}provider-token\"\n{}",
+            self.provider,
+            secrets = self.secrets
         );
         for i in 1..=self.servers {
             text += &format!(

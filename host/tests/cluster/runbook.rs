@@ -30,22 +30,38 @@ fn the_runbook_ends_in_a_checked_cluster_and_the_check_names_what_breaks() {
     let provider = FakeProvider::start("test-token-0123456789", Some("1001")).unwrap();
     let mut cluster = LoopbackCluster::with_fake_provider(3, &provider).unwrap();
 
-    // The store password as the runbook makes it.
-    let password_file = cluster.dir.path().join("redis-password");
+    // The secrets as the runbook makes them (deploy/README.md, step 1).
     let made = Command::new("sh")
         .arg("-c")
-        .arg(format!(
-            "openssl rand -hex 32 > {}",
-            password_file.display()
-        ))
-        .status()
+        .arg(
+            "mkdir -p secrets && chmod 700 secrets\n\
+             openssl rand -hex 32 > secrets/redis-password\n\
+             read -r PROVIDER_TOKEN && printf '%s\\n' \"$PROVIDER_TOKEN\" > secrets/provider-token",
+        )
+        .current_dir(cluster.dir.path())
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut shell| {
+            use std::io::Write;
+            shell
+                .stdin
+                .take()
+                .expect("a pipe")
+                .write_all(format!("{}\n", provider.token()).as_bytes())?;
+            shell.wait()
+        })
         .unwrap();
     assert!(made.success());
-    cluster.password = std::fs::read_to_string(&password_file)
-        .unwrap()
-        .trim()
-        .to_owned();
+    let secret = |name: &str| {
+        std::fs::read_to_string(cluster.dir.path().join("secrets").join(name))
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    cluster.password = secret("redis-password");
     assert_eq!(cluster.password.len(), 64);
+    assert_eq!(secret("provider-token"), provider.token());
+    cluster.secrets = "secrets/".into();
     let origin = Origin::start("origin", [127, 0, 0, 1].into(), 0).unwrap();
     let api = SocketAddr::from(([127, 0, 0, 1], free_port()));
     cluster.gateway = format!(
@@ -194,9 +210,8 @@ fn the_runbook_ends_in_a_checked_cluster_and_the_check_names_what_breaks() {
         out.contains("1 websites, the same domains and statuses"),
         "{out}"
     );
-    // Traffic through each server's HTTP and HTTPS: a browser's request is answered by
-    // the origin (over HTTPS the check's own TLS fingerprint gives it away, and it is
-    // challenged); the scanner is stopped.
+    // Traffic through each server's HTTP and HTTPS: a monitor (a service, granted by
+    // default) gets the origin's answer, a scanner the gateway's 403.
     assert_eq!(
         out.matches("https://checked.example via").count(),
         3,
@@ -207,8 +222,20 @@ fn the_runbook_ends_in_a_checked_cluster_and_the_check_names_what_breaks() {
         3,
         "{out}"
     );
-    assert_eq!(out.matches("request 200").count(), 3, "{out}");
-    assert_eq!(out.matches("scanner 403 (403 wanted").count(), 6, "{out}");
+    assert_eq!(
+        out.matches("monitor 200 from the origin (the origin's answer wanted")
+            .count(),
+        6,
+        "{out}"
+    );
+    assert_eq!(
+        out.matches(
+            "scanner 403 from the gateway (the gateway's 403 wanted: security_issues is deny)"
+        )
+        .count(),
+        6,
+        "{out}"
+    );
 
     // A gateway down, and the floating IP moved to a replica's instance by hand.
     let metrics3 = SocketAddr::new(cluster.private_ip(3), cluster.ports.gateway_admin);

@@ -194,7 +194,7 @@ fn a_request_that_comes_back_is_answered_508_at_once() -> Result<()> {
 }
 
 #[test]
-fn forwarded_requests_carry_the_gateways_via() -> Result<()> {
+fn forwarded_requests_and_responses_carry_the_gateways_via() -> Result<()> {
     let origin = origin("echo");
     let gateway = gateway(origin.address.port(), &[]);
     add_website(
@@ -215,6 +215,14 @@ fn forwarded_requests_carry_the_gateways_via() -> Result<()> {
         .strip_prefix("1.1 botgate-")
         .expect("the gateway's entry");
     assert_eq!(pseudonym.len(), 12, "{via}");
+    // So does the origin's response, as the gateway forwards it.
+    let answered: Vec<&str> = sent
+        .headers
+        .get_all("via")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .collect();
+    assert_eq!(answered, [format!("1.1 botgate-{pseudonym}")]);
     // The same request sent back is a loop, whatever the case or the neighbours.
     let served = origin.requests();
     let looped = send(
@@ -222,6 +230,10 @@ fn forwarded_requests_carry_the_gateways_via() -> Result<()> {
         Outgoing::get("via.example", "/").header("via", format!("1.0 x, {}", ours.to_uppercase())),
     )?;
     assert_eq!(looped.status, 508);
+    assert!(
+        looped.headers.get("via").is_none(),
+        "the gateway's own page"
+    );
     assert_eq!(origin.requests(), served);
     Ok(())
 }

@@ -4,7 +4,7 @@
 use anyhow::{Context, Result, bail};
 use botgate_host::cluster::check::CheckOptions;
 use botgate_host::cluster::{Description, render::install_script};
-use botgate_store::{AnyStore, RedisConfig, Snapshot, StoreConfig, WebsiteStore};
+use botgate_store::{AnyStore, RedisConfig, StoreConfig, WebsiteStore};
 use clap::Subcommand;
 use std::net::SocketAddr;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -88,8 +88,21 @@ fn check(
         timeout,
         ..CheckOptions::default()
     };
-    let store = read_store(&description, &secrets, timeout);
-    let results = botgate_host::cluster::check::run(&description, &secrets, &options, &store);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let store = open_store(&runtime, &description, &secrets, timeout);
+    let read_store = || match &store {
+        Ok(store) => runtime.block_on(async {
+            match tokio::time::timeout(timeout, store.snapshot()).await {
+                Ok(Ok(snapshot)) => Ok(snapshot),
+                Ok(Err(error)) => Err(botgate_host::report::Report(&error).to_string()),
+                Err(_) => Err(format!("no answer within {} s", timeout.as_secs())),
+            }
+        }),
+        Err(problem) => Err(problem.clone()),
+    };
+    let results = botgate_host::cluster::check::run(&description, &secrets, &options, &read_store);
     for result in &results {
         print!("{result}");
     }
@@ -106,31 +119,30 @@ fn check(
     }
 }
 
-/// The store's snapshot, read through the floating IP and HAProxy's store port as the
-/// gateways read it.
-fn read_store(
+/// The store through the floating IP and HAProxy's store port, as the gateways reach
+/// it.
+fn open_store(
+    runtime: &tokio::runtime::Runtime,
     description: &Description,
     secrets: &botgate_host::cluster::Secrets,
     timeout: Duration,
-) -> Result<Snapshot, String> {
+) -> Result<AnyStore, String> {
     let address = SocketAddr::new(description.floating_ip, description.ports.store_proxy);
     let config = StoreConfig::Redis(RedisConfig {
         password: Some(secrets.redis_password.clone()),
         ..RedisConfig::new(format!("redis://{address}"))
     });
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
     runtime.block_on(async {
-        let read = async {
-            let store = AnyStore::open(&config).await?;
-            store.snapshot().await
-        };
-        match tokio::time::timeout(timeout * 2, read).await {
-            Ok(Ok(snapshot)) => Ok(snapshot),
-            Ok(Err(error)) => Err(botgate_host::report::Report(&error).to_string()),
-            Err(_) => Err(format!("no answer within {} s", (timeout * 2).as_secs())),
+        match tokio::time::timeout(timeout, AnyStore::open(&config)).await {
+            Ok(Ok(store)) => Ok(store),
+            Ok(Err(error)) => Err(format!(
+                "at {address}: {}",
+                botgate_host::report::Report(&error)
+            )),
+            Err(_) => Err(format!(
+                "at {address}: no answer within {} s",
+                timeout.as_secs()
+            )),
         }
     })
 }

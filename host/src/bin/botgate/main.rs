@@ -27,9 +27,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Parser)]
 #[command(name = "botgate", version, about)]
 struct Cli {
-    /// Where compiled rule components are cached [env: BOTGATE_CACHE_DIR; default:
-    /// $XDG_CACHE_HOME/botgate or ~/.cache/botgate].
-    #[arg(long, global = true)]
+    /// Where compiled rule components are cached [default: $XDG_CACHE_HOME/botgate or
+    /// ~/.cache/botgate].
+    #[arg(long, global = true, env = "BOTGATE_CACHE_DIR")]
     cache_dir: Option<PathBuf>,
     /// The longest one rule component may run on one request, in milliseconds; past
     /// it the component's opinion is dropped (fail-open).
@@ -293,9 +293,6 @@ pub fn check_config_file(path: &std::path::Path) -> Result<()> {
 }
 
 fn default_cache_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("BOTGATE_CACHE_DIR") {
-        return Some(dir.into());
-    }
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
@@ -324,6 +321,9 @@ mod tests {
         let matches = command_for(&args).unwrap().get_matches_from(args);
         let cli = Cli::from_arg_matches(&matches).unwrap();
         assert_eq!(cli.component_deadline_ms, 2000);
-        assert_eq!(cli.cache_dir, Some(PathBuf::from("/var/cache/botgate")));
+        // The environment, when it names one, wins over the file.
+        let wanted = std::env::var_os("BOTGATE_CACHE_DIR")
+            .map_or("/var/cache/botgate".into(), PathBuf::from);
+        assert_eq!(cli.cache_dir, Some(wanted));
     }
 }
