@@ -254,6 +254,27 @@ fn failover_under_load(failure: Failure) {
         )
         .unwrap();
     }
+    // Each gateway's index lists the store's domains with the store's statuses.
+    let stored = store_digest(&store_url, &cluster.password).unwrap();
+    for gateway in [&one, &two] {
+        let admin = Client::new(&format!("http://{}", gateway.admin), None);
+        let digest = || {
+            admin.get("/health").ok()?.json()["snapshot"]["domains_digest"]
+                .as_str()
+                .map(str::to_owned)
+        };
+        wait_until(
+            Duration::from_secs(10),
+            || digest().as_deref() == Some(stored.as_str()),
+            || {
+                format!(
+                    "a gateway's index differs from the store's; log:\n{}",
+                    gateway.log()
+                )
+            },
+        )
+        .unwrap();
+    }
 
     // The old master, started again, rejoins as a replica and gets no traffic.
     if let Failure::Stopped = failure {
@@ -274,6 +295,22 @@ fn failover_under_load(failure: Failure) {
         assert_eq!(cluster.through_proxy().unwrap(), new_master);
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// The digest of the store's domains and statuses, as a gateway's `/health` has it.
+fn store_digest(url: &str, password: &str) -> anyhow::Result<String> {
+    use botgate_store::{AnyStore, RedisConfig, StoreConfig, WebsiteStore};
+    let config = StoreConfig::Redis(RedisConfig {
+        password: Some(password.to_owned()),
+        ..RedisConfig::new(url)
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let snapshot = runtime.block_on(async { AnyStore::open(&config).await?.snapshot().await })?;
+    Ok(botgate_host::gateway::admin::domains_digest(
+        snapshot.websites.iter(),
+    ))
 }
 
 /// Clears its flag when dropped: the load threads stop even when a check panics.
