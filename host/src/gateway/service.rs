@@ -38,6 +38,17 @@ pub trait RequestHandler: Send + Sync + 'static {
         request: Request<B>,
         connection: &ConnectionInfo,
     ) -> impl Future<Output = Response<Body>> + Send;
+
+    /// [`RequestHandler::handle`]'s future, put on the heap where it is made: a server
+    /// that runs each request as a task of its own (HTTP/2's streams) then moves a
+    /// pointer, not the data plane's large future (copied whole at every move).
+    fn handle_boxed<'a, B: RequestBody>(
+        &'a self,
+        request: Request<B>,
+        connection: &'a ConnectionInfo,
+    ) -> BoxFuture<'a, Response<Body>> {
+        Box::pin(self.handle(request, connection))
+    }
 }
 
 impl<H: RequestHandler> RequestHandler for Arc<H> {
@@ -47,6 +58,14 @@ impl<H: RequestHandler> RequestHandler for Arc<H> {
         connection: &ConnectionInfo,
     ) -> impl Future<Output = Response<Body>> + Send {
         (**self).handle(request, connection)
+    }
+
+    fn handle_boxed<'a, B: RequestBody>(
+        &'a self,
+        request: Request<B>,
+        connection: &'a ConnectionInfo,
+    ) -> BoxFuture<'a, Response<Body>> {
+        (**self).handle_boxed(request, connection)
     }
 }
 
@@ -208,6 +227,18 @@ impl<H: RequestHandler> RequestHandler for Services<H> {
                 Either::Right(service.call(request.map(axum::body::Body::new), connection))
             }
         }
+    }
+
+    fn handle_boxed<'a, B: RequestBody>(
+        &'a self,
+        request: Request<B>,
+        connection: &'a ConnectionInfo,
+    ) -> BoxFuture<'a, Response<Body>> {
+        // The data plane's future boxed as it is, not inside the `Either`.
+        if self.mounted_for(&request).is_none() {
+            return self.fallback.handle_boxed(request, connection);
+        }
+        Box::pin(self.handle(request, connection))
     }
 }
 

@@ -398,13 +398,13 @@ async fn serve_hyper<I, H: RequestHandler>(
 {
     let service = service_fn(move |request| {
         let served = served.clone();
-        // Boxed: HTTP/2 runs each stream's future as a task of its own, and a task
-        // holding the data plane's large future is copied whole at every move (into the
-        // stream, into the task, and over it when the task ends).
-        Box::pin(async move {
+        // HTTP/2 runs each stream's future as a task of its own, moved whole at every
+        // step (into the stream, into the task): the data plane's large future is
+        // boxed where it is made, and this one stays small.
+        async move {
             let (listening, info) = &*served;
-            Ok::<_, Infallible>(listening.handler.handle(request, info).await)
-        })
+            Ok::<_, Infallible>(listening.handler.handle_boxed(request, info).await)
+        }
     });
     let io = TokioIo::new(io);
     if alpn_h2 {
