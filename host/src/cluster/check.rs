@@ -727,19 +727,14 @@ fn command<T: redis::FromRedisValue>(
 ) -> Result<T, String> {
     use redis::IntoConnectionInfo;
     let addr = redis::ConnectionAddr::Tcp(address.ip().to_string(), address.port());
-    let mut info = addr
-        .into_connection_info()
-        .map_err(|e| format!("{address}: {e}"))?;
+    let mut settings = redis::RedisConnectionInfo::default().set_skip_set_lib_name();
     if let Some(password) = password {
-        info = info.set_redis_settings(
-            redis::RedisConnectionInfo::default()
-                .set_password(password)
-                .set_skip_set_lib_name(),
-        );
-    } else {
-        info =
-            info.set_redis_settings(redis::RedisConnectionInfo::default().set_skip_set_lib_name());
+        settings = settings.set_password(password);
     }
+    let info = addr
+        .into_connection_info()
+        .map_err(|e| format!("{address}: {e}"))?
+        .set_redis_settings(settings);
     let client = redis::Client::open(info).map_err(|e| format!("{address}: {e}"))?;
     let mut connection = client
         .get_connection_with_timeout(timeout)

@@ -187,10 +187,14 @@ impl<H: RequestHandler> Services<H> {
         }
     }
 
-    /// The mounted service a request's host names, and that host.
+    /// The mounted service a request's host names, and that host; none for an ACME
+    /// HTTP-01 request on a plain-HTTP listener (the fallback answers it).
     fn mounted_for<B>(&self, request: &Request<B>) -> Option<(String, Arc<dyn MountedService>)> {
         let mounted = self.mounted.by_host.load();
-        if mounted.is_empty() {
+        if mounted.is_empty()
+            || (self.redirect_to_https
+                && request.uri().path().starts_with(super::ACME_HTTP01_PREFIX))
+        {
             return None;
         }
         let host = request_host(request)?;
@@ -209,22 +213,8 @@ impl<H: RequestHandler> RequestHandler for Services<H> {
         // request to the data plane costs no copy of its (large) future.
         match self.mounted_for(&request) {
             None => Either::Left(self.fallback.handle(request, connection)),
-            Some(_)
-                if self.redirect_to_https
-                    && request.uri().path().starts_with(super::ACME_HTTP01_PREFIX) =>
-            {
-                Either::Left(self.fallback.handle(request, connection))
-            }
-            Some((host, _)) if self.redirect_to_https => {
-                let target = request
-                    .uri()
-                    .path_and_query()
-                    .map_or("/", |target| target.as_str());
-                let redirect = pages::moved_permanently(&format!("https://{host}{target}"));
-                Either::Right(Box::pin(std::future::ready(redirect)) as BoxFuture<'static, _>)
-            }
-            Some((_, service)) => {
-                Either::Right(service.call(request.map(axum::body::Body::new), connection))
+            Some((host, service)) => {
+                Either::Right(self.mounted(request, connection, &host, service))
             }
         }
     }
@@ -235,10 +225,32 @@ impl<H: RequestHandler> RequestHandler for Services<H> {
         connection: &'a ConnectionInfo,
     ) -> BoxFuture<'a, Response<Body>> {
         // The data plane's future boxed as it is, not inside the `Either`.
-        if self.mounted_for(&request).is_none() {
-            return self.fallback.handle_boxed(request, connection);
+        match self.mounted_for(&request) {
+            None => self.fallback.handle_boxed(request, connection),
+            Some((host, service)) => self.mounted(request, connection, &host, service),
         }
-        Box::pin(self.handle(request, connection))
+    }
+}
+
+impl<H: RequestHandler> Services<H> {
+    /// A mounted name's answer: the redirect to HTTPS on a plain-HTTP listener, else
+    /// the mounted service's.
+    fn mounted<B: RequestBody>(
+        &self,
+        request: Request<B>,
+        connection: &ConnectionInfo,
+        host: &str,
+        service: Arc<dyn MountedService>,
+    ) -> BoxFuture<'static, Response<Body>> {
+        if self.redirect_to_https {
+            let target = request
+                .uri()
+                .path_and_query()
+                .map_or("/", |target| target.as_str());
+            let redirect = pages::moved_permanently(&format!("https://{host}{target}"));
+            return Box::pin(std::future::ready(redirect));
+        }
+        service.call(request.map(axum::body::Body::new), connection)
     }
 }
 
