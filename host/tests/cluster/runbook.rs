@@ -18,6 +18,7 @@ use botgate_tests::http::Client;
 use botgate_tests::origin::Origin;
 use botgate_tests::provider::FakeProvider;
 use botgate_tests::servers::{ServerGuard, free_port, wait_until};
+use botgate_tests::visitor::{Outgoing, Visit, send};
 use serde_json::json;
 use std::net::SocketAddr;
 use std::os::unix::fs::MetadataExt;
@@ -168,23 +169,24 @@ fn the_runbook_ends_in_a_checked_cluster_and_the_check_names_what_breaks() {
     assert_eq!(created.status, 201, "{}", created.text);
     assert_eq!(created.json()["status"], "online", "{}", created.text);
 
-    // HAProxy checks the gateway every 2 s: the HTTP backend, down while the gateway
-    // was not yet started, comes up on the next checks.
-    let public = SocketAddr::new(cluster.public_ip(1), cluster.ports.http);
-    wait_until(
-        Duration::from_secs(15),
-        || {
-            std::net::TcpStream::connect(public).is_ok_and(|mut stream| {
-                use std::io::{Read, Write};
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-                let _ = stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-                let mut first = [0u8; 1];
-                stream.read(&mut first).is_ok_and(|read| read == 1)
-            })
-        },
-        || format!("haproxy never forwarded {public}; {}", logs()),
-    )
-    .unwrap();
+    // HAProxy checks the gateway every 2 s: the HTTP and HTTPS backends, down while the
+    // gateway was not yet started, come up on the next checks (each on its own).
+    for (port, tls_name) in [
+        (cluster.ports.http, None),
+        (cluster.ports.https, Some("checked.example".to_owned())),
+    ] {
+        let public = SocketAddr::new(cluster.public_ip(1), port);
+        let visit = Visit {
+            tls_name,
+            ..Visit::default()
+        };
+        wait_until(
+            Duration::from_secs(15),
+            || send(public, &visit, Outgoing::get("checked.example", "/")).is_ok(),
+            || format!("haproxy never forwarded {public}; {}", logs()),
+        )
+        .unwrap();
+    }
 
     let check = || {
         let output = super::botgate()
