@@ -53,6 +53,7 @@ async fn setup(store: &AnyStore) -> Result<(PartnerName, User)> {
         name: PartnerName::parse("bench")?,
         key_sha256: "0".repeat(64),
         webhook_secret: "whsec_bench".into(),
+        frame_origins: Vec::new(),
     };
     store.put_partner(&partner).await?;
     let user = User::create("owner", partner.name.clone(), "bgu_bench".into(), vec![])?;

@@ -426,10 +426,9 @@ impl<S: Store> ApiCertificates<S> {
                 return;
             }
         };
-        let until_ms = leaf_summary(&certificate.public)
-            .map_or(now + ISSUE_LEASE_MS, |(_, not_after, _)| {
-                (not_after.max(0) as u64) * 1000
-            });
+        let until_ms = leaf_summary(&certificate.public).map_or(now + ISSUE_LEASE_MS, |leaf| {
+            (leaf.not_after.max(0) as u64) * 1000
+        });
         if let Ok(json) = serde_json::to_string(&certificate)
             && let Err(err) = self
                 .store

@@ -50,6 +50,7 @@ pub async fn create_partner<S: AccountStore>(
             name: partner,
             key_sha256: key_digest(&key),
             webhook_secret: new_webhook_secret()?,
+            frame_origins: Vec::new(),
         })
         .await?;
     Ok(key)
@@ -130,7 +131,7 @@ pub fn expiring_certificates<'a>(
     let mut expiring: Vec<Expiring> = websites
         .filter_map(|record| {
             let certificate = record.website.certificate.as_ref()?;
-            let (_, not_after, _) = leaf_summary(&certificate.public)?;
+            let not_after = leaf_summary(&certificate.public)?.not_after;
             (not_after <= limit).then(|| Expiring {
                 domain: record.website.domain.as_str().to_owned(),
                 not_after,

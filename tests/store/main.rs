@@ -50,6 +50,7 @@ async fn two_gateways_on_one_redis_see_each_others_changes() {
         name: botgate_model::PartnerName::parse("acme").unwrap(),
         key_sha256: "0".repeat(64),
         webhook_secret: "whsec_x".into(),
+        frame_origins: Vec::new(),
     };
     one.put_partner(&partner).await.unwrap();
     let change = tokio::time::timeout(std::time::Duration::from_secs(5), feed.recv())

@@ -52,26 +52,56 @@ pub fn name_covers(pattern: &str, host: &str) -> bool {
     }
 }
 
-/// The validity (seconds since the Unix epoch: not before, not after) and DNS names
-/// of the first certificate in `public_pem`, without any other check.
-pub fn leaf_summary(public_pem: &str) -> Option<(i64, i64, Vec<String>)> {
+/// What the first certificate of a bundle says of itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeafSummary {
+    /// Validity, in seconds since the Unix epoch.
+    pub not_before: i64,
+    pub not_after: i64,
+    /// DNS names (subjectAltName), as written.
+    pub names: Vec<String>,
+    /// The issuer's organisation and common name (`Let's Encrypt, R11`), or its whole
+    /// distinguished name when it has neither.
+    pub issuer: String,
+}
+
+/// The validity, DNS names and issuer of the first certificate in `public_pem`,
+/// without any other check.
+pub fn leaf_summary(public_pem: &str) -> Option<LeafSummary> {
     let der = CertificateDer::pem_slice_iter(public_pem.as_bytes())
         .next()?
         .ok()?;
     let (_, leaf) = X509Certificate::from_der(&der).ok()?;
     let names = dns_names(&leaf).unwrap_or_default();
     let validity = leaf.validity();
-    Some((
-        validity.not_before.timestamp(),
-        validity.not_after.timestamp(),
+    let issuer = leaf.issuer();
+    let parts: Vec<&str> = issuer
+        .iter_organization()
+        .chain(issuer.iter_common_name())
+        .filter_map(|attribute| attribute.as_str().ok())
+        .collect();
+    Some(LeafSummary {
+        not_before: validity.not_before.timestamp(),
+        not_after: validity.not_after.timestamp(),
         names,
-    ))
+        issuer: if parts.is_empty() {
+            issuer.to_string()
+        } else {
+            parts.join(", ")
+        },
+    })
 }
 
 /// Whether a certificate for `hosts` is due at `now_s`: `public_pem` does not cover
 /// every host or cannot be read, or a third or less of its lifetime remains.
 pub fn renewal_due(public_pem: &str, hosts: &[String], now_s: i64) -> bool {
-    let Some((not_before, not_after, names)) = leaf_summary(public_pem) else {
+    let Some(LeafSummary {
+        not_before,
+        not_after,
+        names,
+        ..
+    }) = leaf_summary(public_pem)
+    else {
         return true;
     };
     let covered = hosts

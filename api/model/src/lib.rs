@@ -2,6 +2,7 @@
 
 pub mod addresses;
 pub mod certificate;
+pub mod dashboard;
 pub mod invalid;
 pub mod names;
 #[cfg(feature = "openapi")]
@@ -14,6 +15,7 @@ pub mod user;
 pub mod website;
 
 pub use certificate::Certificate;
+pub use dashboard::FrameOrigin;
 pub use invalid::{Invalid, InvalidKind};
 pub use names::{Domain, Subdomain, UserId};
 pub use policy::{Action, Category, ParseError, Policy};

@@ -429,9 +429,10 @@ impl Website {
             tag: self.tag.clone(),
             status: self.status,
             status_reason: self.status_reason.clone(),
-            certificate: self.certificate.as_ref().map(|c| CertificateView {
-                public: c.public.clone(),
-            }),
+            certificate: self
+                .certificate
+                .as_ref()
+                .map(|c| CertificateView::of(&c.public)),
             settings: self.settings.clone(),
         }
     }
@@ -452,11 +453,37 @@ pub struct WebsiteView {
     pub settings: Settings,
 }
 
-/// A certificate as shown: the public bundle only.
+/// A certificate as shown: the public bundle, and what its first certificate says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = CertificatePublic))]
 pub struct CertificateView {
+    /// The certificate bundle (PEM): the leaf first, then the chain.
     pub public: String,
+    /// Who issued the leaf (organisation and common name).
+    #[serde(default)]
+    pub issuer: Option<String>,
+    /// The DNS names the leaf covers.
+    #[serde(default)]
+    pub names: Vec<String>,
+    /// When the leaf stops being valid, in seconds since the Unix epoch.
+    #[serde(default)]
+    pub not_after: Option<i64>,
+}
+
+impl CertificateView {
+    /// The view of the bundle `public` (only `public` when it does not parse).
+    pub fn of(public: &str) -> CertificateView {
+        let summary = certificate::leaf_summary(public);
+        CertificateView {
+            public: public.to_owned(),
+            issuer: summary.as_ref().map(|s| s.issuer.clone()),
+            names: summary
+                .as_ref()
+                .map(|s| s.names.clone())
+                .unwrap_or_default(),
+            not_after: summary.map(|s| s.not_after),
+        }
+    }
 }
 
 #[cfg(test)]

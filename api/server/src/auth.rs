@@ -1,9 +1,10 @@
-//! Who is calling: the `Authorization: Bearer` key resolved to a partner or a user,
+//! Who is calling: the `Authorization: Bearer` key resolved to a partner or a user (a
+//! user key, or a dashboard session opened with one),
 //! compared in constant time, and held to the per-key rate limit.
 
 use crate::Api;
 use crate::error::ApiError;
-use crate::keys::{PARTNER_KEY_PREFIX, USER_KEY_PREFIX};
+use crate::keys::{PARTNER_KEY_PREFIX, SESSION_PREFIX, USER_KEY_PREFIX};
 use axum::extract::FromRequestParts;
 use axum::http::header;
 use axum::http::request::Parts;
@@ -60,9 +61,9 @@ impl Caller {
     }
 }
 
-fn bearer(parts: &Parts) -> Result<&str, ApiError> {
-    let value = parts
-        .headers
+/// The key of an `Authorization: Bearer <key>` header.
+pub fn bearer_of(headers: &axum::http::HeaderMap) -> Result<&str, ApiError> {
+    let value = headers
         .get(header::AUTHORIZATION)
         .ok_or_else(|| {
             ApiError::unauthorized("send the API key as `Authorization: Bearer <key>`")
@@ -107,6 +108,14 @@ impl Caller {
             if bool::from(user.api_key.as_bytes().ct_eq(key.as_bytes())) {
                 return Ok(Caller::User(user));
             }
+        } else if key.starts_with(SESSION_PREFIX) {
+            if let Some(user) = crate::dashboard::session_user(store, key).await? {
+                return Ok(Caller::User(user));
+            }
+            return Err(ApiError::unauthorized(
+                "the dashboard session has ended or is not valid; open the dashboard again",
+            )
+            .on("Authorization"));
         }
         Err(unknown_key())
     }
@@ -116,7 +125,7 @@ impl FromRequestParts<Arc<Api>> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, api: &Arc<Api>) -> Result<Self, ApiError> {
-        let key = bearer(parts)?;
+        let key = bearer_of(&parts.headers)?;
         // The client's address, when the server was started with it (see `serve`).
         let client = parts
             .extensions

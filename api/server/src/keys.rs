@@ -8,6 +8,8 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 pub const PARTNER_KEY_PREFIX: &str = "bgp_";
 /// The prefix of user keys.
 pub const USER_KEY_PREFIX: &str = "bgu_";
+/// The prefix of dashboard session tokens.
+pub const SESSION_PREFIX: &str = "bgs_";
 /// Random bytes in every key and secret: 256 bits.
 const KEY_BYTES: usize = 32;
 
@@ -39,6 +41,14 @@ pub fn new_user_key() -> Result<String, NoRandomness> {
     ))
 }
 
+/// A new dashboard session token: `bgs_` and 256 random bits, URL-safe base64.
+pub fn new_session_token() -> Result<String, NoRandomness> {
+    Ok(format!(
+        "{SESSION_PREFIX}{}",
+        URL_SAFE_NO_PAD.encode(random()?)
+    ))
+}
+
 /// A new webhook signing secret in the Standard Webhooks form: `whsec_` and base64.
 pub fn new_webhook_secret() -> Result<String, NoRandomness> {
     Ok(format!("whsec_{}", STANDARD.encode(random()?)))
@@ -59,6 +69,7 @@ mod tests {
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
         );
         assert!(new_partner_key().unwrap().starts_with(PARTNER_KEY_PREFIX));
+        assert!(new_session_token().unwrap().starts_with(SESSION_PREFIX));
         assert!(new_webhook_secret().unwrap().starts_with("whsec_"));
     }
 }

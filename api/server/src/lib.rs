@@ -11,6 +11,7 @@
 
 pub mod auth;
 pub mod bodies;
+pub mod dashboard;
 pub mod error;
 pub mod keys;
 pub mod limit;
@@ -29,7 +30,7 @@ use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use botgate_model::addresses::OriginPolicy;
 use botgate_store::AnyStore;
 use http_body_util::BodyExt;
@@ -62,6 +63,8 @@ pub struct ApiConfig {
     /// Host names the gateway serves itself (mounted services, canonical): no website
     /// may claim one.
     pub reserved_hosts: ReservedHosts,
+    /// The dashboard's address, handed to partners (`GET /v1.0/dashboard`).
+    pub dashboard_url: Option<String>,
 }
 
 /// The host names no website may claim, shared with the server that mounts them and
@@ -116,6 +119,7 @@ impl Default for ApiConfig {
             failed_keys_per_minute: NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN),
             failed_keys_burst: NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN),
             reserved_hosts: ReservedHosts::default(),
+            dashboard_url: None,
         }
     }
 }
@@ -169,6 +173,11 @@ pub fn router(api: Arc<Api>) -> Router {
         .route(
             "/v1.0/webhook-secret",
             get(webhooks::get_secret).post(webhooks::rotate_secret),
+        )
+        .route("/v1.0/session", post(dashboard::open_session))
+        .route(
+            "/v1.0/dashboard",
+            get(dashboard::get_settings).put(dashboard::put_settings),
         )
         .route(
             "/v1.0/openapi.json",

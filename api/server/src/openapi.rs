@@ -45,7 +45,10 @@ impl Modify for Conventions {
             SecurityScheme::Http(
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
-                    .description(Some("A partner key (`bgp_…`) or a user key (`bgu_…`)."))
+                    .description(Some(
+                        "A partner key (`bgp_…`), a user key (`bgu_…`), or a dashboard \
+                         session token (`bgs_…`, with its user key's rights).",
+                    ))
                     .build(),
             ),
         );
@@ -107,6 +110,9 @@ impl Modify for Conventions {
         crate::websites::delete_website,
         crate::webhooks::get_secret,
         crate::webhooks::rotate_secret,
+        crate::dashboard::open_session,
+        crate::dashboard::get_settings,
+        crate::dashboard::put_settings,
     ),
     components(schemas(ErrorBody, Status, UserView, WebsiteView, UserPage, WebsitePage, crate::webhooks::WebhookSecret)),
     modifiers(&Conventions),
@@ -114,6 +120,7 @@ impl Modify for Conventions {
         (name = "users", description = "A partner's users (subaccounts) and their keys."),
         (name = "websites", description = "Protected websites and their settings."),
         (name = "webhooks", description = "The secret website-change webhooks are signed with (Standard Webhooks)."),
+        (name = "dashboard", description = "The website owners' dashboard: where it is, which panel origins may frame it, and the session a user key opens in it."),
     )
 )]
 pub struct ApiDoc;
@@ -223,6 +230,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(operations, 11);
+        assert_eq!(operations, 14);
     }
 }

@@ -32,8 +32,9 @@ fn setup_reason(api: &Api) -> String {
 /// Conditional writes retried after a concurrent change before giving up with 409.
 const UPDATE_ATTEMPTS: usize = 8;
 
-/// The fields a user key may send in an update: the dashboard changes settings.
-const USER_KEY_FIELDS: [&str; 3] = ["domain", "settings", "callbackUrl"];
+/// The fields a user key may send in an update: the dashboard changes settings and
+/// uploads the website's own certificate.
+const USER_KEY_FIELDS: [&str; 4] = ["domain", "settings", "certificate", "callbackUrl"];
 
 fn domain(domain: &str) -> Result<Domain, ApiError> {
     Domain::parse(domain).map_err(|invalid| ApiError::from(invalid.at("domain")))
@@ -255,7 +256,8 @@ pub async fn update_website(
             .find(|field| !USER_KEY_FIELDS.contains(field))
     {
         return Err(ApiError::forbidden(format!(
-            "a user key changes `settings` only; `{field}` needs the partner's key"
+            "a user key changes `settings` and the `certificate` only; `{field}` needs the \
+             partner's key"
         ))
         .on(field));
     }

@@ -5,7 +5,7 @@
 use crate::{
     Changed, Delivery, HostClash, HostField, PartnerChange, PartnerRecord, Store, StoreError,
 };
-use botgate_model::{Domain, PartnerName, User, UserId, Website, WebsiteInput};
+use botgate_model::{Domain, FrameOrigin, PartnerName, User, UserId, Website, WebsiteInput};
 use tokio::sync::broadcast::error::TryRecvError;
 
 /// A partner record for tests (a made-up key digest and secret).
@@ -14,6 +14,7 @@ pub fn partner(name: &str) -> PartnerRecord {
         name: PartnerName::parse(name).unwrap(),
         key_sha256: format!("{:0>64}", name.len()),
         webhook_secret: format!("whsec_{name}"),
+        frame_origins: Vec::new(),
     }
 }
 
@@ -151,6 +152,34 @@ async fn field_level_partner_writes<S: Store>(store: &S) {
         .await
         .unwrap();
     assert_eq!(after.webhook_secret, "whsec_third");
+    // The panel origins: a list, then none (which Redis's Lua would write as `{}`),
+    // each keeping the key and the secret.
+    let origins =
+        FrameOrigin::parse_list(&["https://panel.example", "http://127.0.0.1:8080"]).unwrap();
+    let after = store
+        .update_partner(&record.name, PartnerChange::FrameOrigins(origins.clone()))
+        .await
+        .unwrap();
+    assert_eq!(after.frame_origins, origins);
+    assert_eq!(after.webhook_secret, "whsec_third");
+    assert_eq!(store.partner(&record.name).await.unwrap(), Some(after));
+    let after = store
+        .update_partner(&record.name, PartnerChange::FrameOrigins(Vec::new()))
+        .await
+        .unwrap();
+    assert!(after.frame_origins.is_empty());
+    assert_eq!(
+        store.partner(&record.name).await.unwrap(),
+        Some(after.clone())
+    );
+    assert_eq!(
+        store
+            .partner_by_key(&after.key_sha256)
+            .await
+            .unwrap()
+            .map(|p| p.frame_origins),
+        Some(Vec::new())
+    );
     assert!(matches!(
         store
             .update_partner(

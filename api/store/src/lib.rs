@@ -18,7 +18,7 @@ pub use embedded::EmbeddedStore;
 pub use follower::{Follower, Freshness, WebsiteIndex};
 pub use redis_store::{RedisConfig, RedisStore, SentinelConfig};
 
-use botgate_model::{Domain, PartnerName, User, UserId, Website};
+use botgate_model::{Domain, FrameOrigin, PartnerName, User, UserId, Website};
 use serde::{Deserialize, Serialize};
 use std::future::Future;
 
@@ -199,6 +199,27 @@ pub struct PartnerRecord {
     pub key_sha256: String,
     /// The secret webhooks to this partner are signed with (`whsec_…`).
     pub webhook_secret: String,
+    /// The origins of the partner's control panel, which may frame the dashboard.
+    #[serde(default, deserialize_with = "list_or_empty_table")]
+    pub frame_origins: Vec<FrameOrigin>,
+}
+
+/// A list, or the empty object Redis's Lua `cjson` writes for an empty list.
+fn list_or_empty_table<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Stored<T> {
+        List(Vec<T>),
+        Empty {},
+    }
+    Ok(match Stored::deserialize(deserializer)? {
+        Stored::List(items) => items,
+        Stored::Empty {} => Vec::new(),
+    })
 }
 
 /// One field of a partner's record, changed alone ([`AccountStore::update_partner`]): a write
@@ -209,6 +230,8 @@ pub enum PartnerChange {
     Key { key_sha256: String },
     /// A new webhook signing secret.
     WebhookSecret(String),
+    /// The panel origins that may frame the dashboard, all at once.
+    FrameOrigins(Vec<FrameOrigin>),
 }
 
 impl PartnerChange {
@@ -216,6 +239,7 @@ impl PartnerChange {
         match self {
             PartnerChange::Key { key_sha256 } => partner.key_sha256 = key_sha256,
             PartnerChange::WebhookSecret(secret) => partner.webhook_secret = secret,
+            PartnerChange::FrameOrigins(origins) => partner.frame_origins = origins,
         }
     }
 }

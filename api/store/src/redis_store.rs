@@ -819,6 +819,7 @@ impl AccountStore for RedisStore {
         let (field, value) = match change {
             PartnerChange::Key { key_sha256 } => ("key_sha256", key_sha256),
             PartnerChange::WebhookSecret(secret) => ("webhook_secret", secret),
+            PartnerChange::FrameOrigins(origins) => ("frame_origins", json(&origins)),
         };
         let key = self.key(&format!("partner:{}", name.as_str()));
         let written: String = self

@@ -3,6 +3,7 @@
 //! every error class, and an OpenAPI-driven fuzz run.
 
 mod acme;
+mod dashboard;
 mod errors;
 mod fuzz;
 mod gatekeeper;

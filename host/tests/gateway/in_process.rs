@@ -105,6 +105,7 @@ fn a_gateway_started_in_process_serves_websites_and_mounted_services_then_stops(
             name: PartnerName::parse("hoster").unwrap(),
             key_sha256: key_digest(PARTNER_KEY),
             webhook_secret: "whsec_aW4tcHJvY2Vzcw==".into(),
+            frame_origins: Vec::new(),
         }))
         .unwrap();
     let api = Client::new(

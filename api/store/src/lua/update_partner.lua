@@ -6,7 +6,11 @@ if ARGV[1] == 'key_sha256' and partner.key_sha256 ~= ARGV[2] then
   redis.call('DEL', ARGV[4] .. partner.key_sha256)
   redis.call('SET', ARGV[4] .. ARGV[2], ARGV[5])
 end
-partner[ARGV[1]] = ARGV[2]
+if ARGV[1] == 'frame_origins' then
+  partner[ARGV[1]] = cjson.decode(ARGV[2])
+else
+  partner[ARGV[1]] = ARGV[2]
+end
 local written = cjson.encode(partner)
 redis.call('SET', KEYS[3], written)
 publish(KEYS[1], KEYS[2], {ARGV[3]})

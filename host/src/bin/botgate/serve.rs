@@ -67,6 +67,10 @@ pub struct ServeArgs {
     /// The private key (PEM) of --api-cert.
     #[arg(long, env = "BOTGATE_API_KEY", value_name = "FILE")]
     api_key: Option<PathBuf>,
+    /// The dashboard's address as partners frame it (`GET /v1.0/dashboard`); by
+    /// default `https://` and the first --api-host.
+    #[arg(long, env = "BOTGATE_DASHBOARD_URL", value_name = "URL")]
+    dashboard_url: Option<String>,
     /// Where Prometheus metrics (/metrics) and the health check (/health) are served.
     #[arg(long, env = "BOTGATE_ADMIN_LISTEN", default_value = "127.0.0.1:9180")]
     admin_listen: SocketAddr,
@@ -590,7 +594,29 @@ impl ServeArgs {
         if self.no_api_listener && self.api_hosts.is_empty() {
             anyhow::bail!("--no-api-listener without --api-host leaves the API unreachable");
         }
+        self.dashboard_url()?;
         Ok(())
+    }
+
+    /// --dashboard-url checked (an absolute http or https address, no query), or the
+    /// first --api-host's.
+    fn dashboard_url(&self) -> Result<Option<String>> {
+        let Some(text) = &self.dashboard_url else {
+            return Ok(self.api_hosts.first().map(|host| format!("https://{host}")));
+        };
+        let url = url::Url::parse(text)
+            .map_err(|e| anyhow::anyhow!("--dashboard-url `{text}` is not an address: {e}"))?;
+        if !matches!(url.scheme(), "https" | "http")
+            || url.host().is_none()
+            || url.query().is_some()
+            || url.fragment().is_some()
+        {
+            anyhow::bail!(
+                "--dashboard-url `{text}` must be an http or https address without a query, \
+                 as in https://dashboard.example"
+            );
+        }
+        Ok(Some(url.as_str().trim_end_matches('/').to_owned()))
     }
 
     /// The server's configuration; what follows from the rest (the origin policy's
@@ -633,6 +659,7 @@ impl ServeArgs {
                     per_website_per_day: self.provisioning.acme_orders_per_website_per_day,
                     per_partner_per_hour: self.provisioning.acme_orders_per_partner_per_hour,
                 },
+                dashboard_url: self.dashboard_url().unwrap_or_default(),
                 ..ApiConfig::default()
             },
             webhooks: self.webhooks.config(),

@@ -1,0 +1,205 @@
+//! The dashboard's framing rule: the origins of a partner's control panel, the only
+//! pages that may show the dashboard in a frame (CSP `frame-ancestors`).
+
+use crate::invalid::Invalid;
+use serde::{Deserialize, Deserializer, Serialize};
+use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// The most panel origins a partner may list.
+pub const MAX_FRAME_ORIGINS: usize = 16;
+
+/// One origin allowed to frame the dashboard: `https://` or `http://`, a host name
+/// (optionally `*.` for any subdomain), an IPv4 address or a bracketed IPv6 address,
+/// and an optional port; nothing else (no path, no query, nothing a CSP header would
+/// read as another directive). Stored lower-case.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct FrameOrigin(String);
+
+impl FrameOrigin {
+    pub fn parse(text: &str) -> Result<FrameOrigin, Invalid> {
+        let invalid = |why: &str| {
+            Invalid::malformed(
+                "frame_origins",
+                format!(
+                    "`{}` is not a panel origin: {why} (write it as `https://panel.example` \
+                     or `https://panel.example:8443`)",
+                    crate::names::shorten(text)
+                ),
+            )
+        };
+        let lower = text.trim().to_ascii_lowercase();
+        let lower = lower.strip_suffix('/').unwrap_or(&lower);
+        let (scheme, rest) = lower
+            .split_once("://")
+            .ok_or_else(|| invalid("it has no scheme"))?;
+        if scheme != "https" && scheme != "http" {
+            return Err(invalid("the scheme must be https or http"));
+        }
+        if rest.contains(['/', '?', '#', '@']) {
+            return Err(invalid("an origin has no path, query, fragment or user"));
+        }
+        let (host, port) = match rest.strip_prefix('[') {
+            Some(bracketed) => {
+                let (address, after) = bracketed
+                    .split_once(']')
+                    .ok_or_else(|| invalid("the IPv6 address has no closing bracket"))?;
+                address
+                    .parse::<Ipv6Addr>()
+                    .map_err(|_| invalid("the IPv6 address does not parse"))?;
+                let port = match after {
+                    "" => None,
+                    _ => Some(
+                        after
+                            .strip_prefix(':')
+                            .ok_or_else(|| invalid("only a port may follow the address"))?,
+                    ),
+                };
+                (None, port)
+            }
+            None => match rest.rsplit_once(':') {
+                Some((host, port)) => (Some(host), Some(port)),
+                None => (Some(rest), None),
+            },
+        };
+        if let Some(port) = port
+            && !matches!(port.parse::<u16>(), Ok(1..))
+        {
+            return Err(invalid("the port must be a number from 1 to 65535"));
+        }
+        if let Some(host) = host
+            && host.parse::<Ipv4Addr>().is_err()
+        {
+            let name = host.strip_prefix("*.").unwrap_or(host);
+            let label_ok = |label: &str| {
+                !label.is_empty()
+                    && label.len() <= 63
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            };
+            if name.len() > 253 || !name.split('.').all(label_ok) {
+                return Err(invalid(
+                    "the host must be a host name (punycode for other scripts), `*.` and a \
+                     host name, or an IP address",
+                ));
+            }
+        }
+        Ok(FrameOrigin(lower.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Checks a partner's whole list: each origin, at most [`MAX_FRAME_ORIGINS`],
+    /// duplicates dropped (in the order given).
+    pub fn parse_list<S: AsRef<str>>(texts: &[S]) -> Result<Vec<FrameOrigin>, Invalid> {
+        if texts.len() > MAX_FRAME_ORIGINS {
+            return Err(Invalid::too_large(
+                "frame_origins",
+                format!(
+                    "{} panel origins; a partner lists at most {MAX_FRAME_ORIGINS}",
+                    texts.len()
+                ),
+            ));
+        }
+        let mut origins: Vec<FrameOrigin> = Vec::with_capacity(texts.len());
+        for (index, text) in texts.iter().enumerate() {
+            let origin = FrameOrigin::parse(text.as_ref())
+                .map_err(|e| e.at(format!("frame_origins[{index}]")))?;
+            if !origins.contains(&origin) {
+                origins.push(origin);
+            }
+        }
+        Ok(origins)
+    }
+}
+
+impl fmt::Display for FrameOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Reads stored origins back as they were written (they were checked then).
+impl<'de> Deserialize<'de> for FrameOrigin {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(FrameOrigin)
+    }
+}
+
+/// The CSP `frame-ancestors` source list for `origins`: `'none'` when there are none.
+pub fn frame_ancestors(origins: &[FrameOrigin]) -> String {
+    if origins.is_empty() {
+        return "'none'".to_owned();
+    }
+    origins
+        .iter()
+        .map(FrameOrigin::as_str)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_parse_to_their_canonical_form() {
+        for (text, canonical) in [
+            ("https://Panel.Example", "https://panel.example"),
+            ("https://panel.example/", "https://panel.example"),
+            ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+            ("https://*.hoster.example", "https://*.hoster.example"),
+            ("https://[2001:db8::1]:443", "https://[2001:db8::1]:443"),
+            (
+                "https://xn--e1afmkfd.example",
+                "https://xn--e1afmkfd.example",
+            ),
+        ] {
+            assert_eq!(FrameOrigin::parse(text).unwrap().as_str(), canonical);
+        }
+    }
+
+    #[test]
+    fn anything_a_csp_header_could_read_as_more_is_refused() {
+        for text in [
+            "panel.example",
+            "ftp://panel.example",
+            "https://panel.example/path",
+            "https://panel.example; script-src *",
+            "https://panel.example 'unsafe-inline'",
+            "https://user@panel.example",
+            "https://panel.example:0",
+            "https://panel.example:99999",
+            "https://*",
+            "https://[::1",
+            "https://-bad.example",
+            "*",
+            "'self'",
+            "",
+        ] {
+            let refused = FrameOrigin::parse(text).unwrap_err();
+            assert_eq!(refused.field, "frame_origins", "{text}");
+            assert!(refused.message.contains("not a panel origin"), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_list_is_bounded_deduplicated_and_names_the_bad_item() {
+        let list = FrameOrigin::parse_list(&["https://a.example", "https://A.example/"]).unwrap();
+        assert_eq!(list.len(), 1);
+        let refused = FrameOrigin::parse_list(&["https://a.example", "nope"]).unwrap_err();
+        assert_eq!(refused.field, "frame_origins[1]");
+        let many: Vec<String> = (0..=MAX_FRAME_ORIGINS)
+            .map(|n| format!("https://{n}.example"))
+            .collect();
+        assert!(FrameOrigin::parse_list(&many).is_err());
+        assert_eq!(frame_ancestors(&[]), "'none'");
+        assert_eq!(frame_ancestors(&list), "https://a.example");
+    }
+}

@@ -1,0 +1,177 @@
+//! What the dashboard asks of the API: a user key traded for a session token with the
+//! key's rights and no more, the partner's panel origins, and a certificate's details.
+
+use super::{assert_error, create_user, create_website, on_both_backends, partners};
+use botgate_tests::http::self_signed;
+use serde_json::json;
+
+#[test]
+fn a_user_key_opens_a_session_with_its_rights_and_no_more() {
+    on_both_backends(&[], |gateway| {
+        let (hoster, rival) = partners(gateway);
+        let ann_key = create_user(&hoster, "ann")?;
+        create_user(&hoster, "ben")?;
+        create_website(&hoster, "ann", "ann.example")?;
+        create_website(&hoster, "ben", "ben.example")?;
+        let ann = hoster.with_key(&ann_key);
+
+        let opened = ann.post_json("/v1.0/session", &json!({}))?;
+        assert_eq!(opened.status, 201, "{opened:?}");
+        assert_eq!(opened.header("cache-control"), Some("no-store"));
+        let token = opened.json()["token"].as_str().unwrap().to_owned();
+        assert!(token.starts_with("bgs_") && token.len() == 47, "{token}");
+        assert_eq!(opened.json()["expires_in"], 7200);
+        let session = hoster.with_key(&token);
+
+        // The user's own website, read and changed; nothing else.
+        assert_eq!(session.get("/v1.0/website/ann.example")?.status, 200);
+        let changed = session.put_json(
+            "/v1.0/website/ann.example",
+            &json!({"settings": {"rules": {"content_scrapers": "captcha"}}}),
+        )?;
+        assert_eq!(changed.status, 200, "{changed:?}");
+        assert_eq!(
+            changed.json()["settings"]["rules"]["content_scrapers"],
+            "captcha"
+        );
+        assert_error(
+            &session.get("/v1.0/website/ben.example")?,
+            404,
+            Some("domain"),
+        );
+        assert_error(
+            &session.put_json("/v1.0/website/ann.example", &json!({"ip": ["192.0.2.9"]}))?,
+            403,
+            Some("ip"),
+        );
+        assert_error(&session.get("/v1.0/user/ann")?, 403, None);
+        assert_error(&session.get("/v1.0/dashboard")?, 403, None);
+        // A session does not open another, and a partner key opens none.
+        assert_error(&session.post_json("/v1.0/session", &json!({}))?, 403, None);
+        assert_error(&hoster.post_json("/v1.0/session", &json!({}))?, 403, None);
+        assert_error(&rival.post_json("/v1.0/session", &json!({}))?, 403, None);
+
+        // A made-up token, and the token of a deleted user, are refused by name.
+        let made_up = hoster.with_key(&format!("bgs_{}", "A".repeat(43)));
+        let refused = made_up.get("/v1.0/website/ann.example")?;
+        assert_error(&refused, 401, Some("Authorization"));
+        assert!(
+            refused.json()["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("session")),
+            "{refused:?}"
+        );
+        hoster.delete("/v1.0/website/ann.example")?;
+        assert_eq!(hoster.delete("/v1.0/user/ann")?.status, 200);
+        assert_error(&session.get("/v1.0/website")?, 401, Some("Authorization"));
+        Ok(())
+    });
+}
+
+#[test]
+fn a_partner_lists_its_panel_origins_and_only_its_own() {
+    on_both_backends(&["--dashboard-url", "https://dash.example/"], |gateway| {
+        let (hoster, rival) = partners(gateway);
+        let settings = hoster.get("/v1.0/dashboard")?;
+        assert_eq!(settings.status, 200, "{settings:?}");
+        assert_eq!(
+            settings.json(),
+            json!({"url": "https://dash.example", "frame_origins": []})
+        );
+
+        let set = hoster.put_json(
+            "/v1.0/dashboard",
+            &json!({"frame_origins": ["https://Panel.Example/", "http://127.0.0.1:8080"]}),
+        )?;
+        assert_eq!(set.status, 200, "{set:?}");
+        let listed = json!(["https://panel.example", "http://127.0.0.1:8080"]);
+        assert_eq!(set.json()["frame_origins"], listed);
+        assert_eq!(
+            hoster.get("/v1.0/dashboard")?.json()["frame_origins"],
+            listed
+        );
+        assert_eq!(
+            rival.get("/v1.0/dashboard")?.json()["frame_origins"],
+            json!([])
+        );
+
+        // A form's comma list; anything a CSP header could read as more is refused.
+        let form = rival.put_form(
+            "/v1.0/dashboard",
+            &[("frame_origins", "https://a.example, https://b.example:8443")],
+        )?;
+        assert_eq!(form.status, 200, "{form:?}");
+        assert_eq!(
+            form.json()["frame_origins"],
+            json!(["https://a.example", "https://b.example:8443"])
+        );
+        assert_error(
+            &hoster.put_json(
+                "/v1.0/dashboard",
+                &json!({"frame_origins": ["https://ok.example", "https://x.example; script-src *"]}),
+            )?,
+            400,
+            Some("frame_origins[1]"),
+        );
+        assert_error(
+            &hoster.put_json("/v1.0/dashboard", &json!({"origins": []}))?,
+            422,
+            Some("origins"),
+        );
+        assert_error(
+            &hoster.put_json("/v1.0/dashboard", &json!({}))?,
+            400,
+            Some("frame_origins"),
+        );
+        assert_eq!(
+            hoster.get("/v1.0/dashboard")?.json()["frame_origins"],
+            listed
+        );
+        // Emptied, and a user key may not change it.
+        let ann_key = create_user(&hoster, "ann")?;
+        assert_error(
+            &hoster
+                .with_key(&ann_key)
+                .put_json("/v1.0/dashboard", &json!({"frame_origins": []}))?,
+            403,
+            None,
+        );
+        let emptied = hoster.put_json("/v1.0/dashboard", &json!({"frame_origins": []}))?;
+        assert_eq!(emptied.json()["frame_origins"], json!([]));
+        Ok(())
+    });
+}
+
+#[test]
+fn a_user_uploads_its_certificate_and_reads_its_details() {
+    on_both_backends(&[], |gateway| {
+        let (hoster, _) = partners(gateway);
+        let ann_key = create_user(&hoster, "ann")?;
+        create_website(&hoster, "ann", "ann.example")?;
+        let ann = hoster.with_key(&ann_key);
+        let (public, private) = self_signed(&["ann.example"])?;
+        let uploaded = ann.put_json(
+            "/v1.0/website/ann.example",
+            &json!({"certificate": {"public": public, "private": private},
+                    "settings": {"loadbalancer": {"certs_issuer": "custom"}}}),
+        )?;
+        assert_eq!(uploaded.status, 200, "{uploaded:?}");
+        let shown = uploaded.json();
+        assert_eq!(shown["settings"]["loadbalancer"]["certs_issuer"], "custom");
+        assert_eq!(shown["certificate"]["names"], json!(["ann.example"]));
+        assert!(shown["certificate"]["issuer"].is_string(), "{shown}");
+        assert!(shown["certificate"]["not_after"].as_i64().unwrap() > 1_700_000_000);
+        assert!(shown["certificate"].get("private").is_none(), "{shown}");
+        // A certificate for another name is refused beside its field.
+        let (other, other_key) = self_signed(&["other.example"])?;
+        assert_error(
+            &ann.put_json(
+                "/v1.0/website/ann.example",
+                &json!({"certificate": {"public": other, "private": other_key}}),
+            )?,
+            422,
+            Some("certificate.public"),
+        );
+        Ok(())
+    });
+}
