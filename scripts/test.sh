@@ -33,6 +33,13 @@ if ! target/schemathesis/bin/st --version 2>/dev/null | grep -q "$SCHEMATHESIS_V
     target/schemathesis/bin/pip install -q "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
+step "Playwright for Python (PyPI), driving Debian's chromium in the dashboard's browser tests, into target/playwright"
+PLAYWRIGHT_VERSION=1.65.2
+if ! target/playwright/bin/pip show playwright 2>/dev/null | grep -qx "Version: $PLAYWRIGHT_VERSION"; then
+    python3 -m venv target/playwright || { apt_install python3-venv && python3 -m venv target/playwright; }
+    target/playwright/bin/pip install -q "playwright==$PLAYWRIGHT_VERSION"
+fi
+
 step "toolchain: wasm32-wasip2 target, rustfmt, clippy"
 rustup target add wasm32-wasip2
 rustup component add rustfmt clippy

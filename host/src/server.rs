@@ -396,8 +396,8 @@ impl Server {
         }
         let reserved = config.api.reserved_hosts.clone();
         let api = Api::new(store.clone(), config.api);
-        // The client's address: failed key look-ups are limited per address.
-        let api_router = botgate_api::router(api);
+        // The dashboard's pages beside the API, on the same names and listeners.
+        let api_router = botgate_api::router(api).merge(botgate_dashboard::router(store.clone()));
         let api_service: Arc<dyn MountedService> = Arc::new(api_router.clone());
         let services = Arc::new(services);
         let live_limits = connection::live(limits.clone());

@@ -3,6 +3,7 @@
 pub mod addresses;
 pub mod certificate;
 pub mod dashboard;
+pub mod html;
 pub mod invalid;
 pub mod names;
 #[cfg(feature = "openapi")]

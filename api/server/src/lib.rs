@@ -187,6 +187,11 @@ pub fn router(api: Arc<Api>) -> Router {
             }),
         )
         .with_state(api)
+        // Its own fallback, so that it stays the fallback when other routers (the
+        // dashboard's) are merged beside the API.
+        .fallback(|request: Request| async move {
+            ApiError::not_found(no_endpoint(request.method(), request.uri().path()))
+        })
         .layer(middleware::from_fn(uniform_errors))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             |_: Box<dyn std::any::Any + Send>| {
@@ -198,6 +203,14 @@ pub fn router(api: Arc<Api>) -> Router {
                 .into_response()
             },
         ))
+}
+
+/// What a request for a path the API does not have is told.
+fn no_endpoint(method: &axum::http::Method, path: &str) -> String {
+    format!(
+        "no endpoint `{method} {}`; the API is under /v1.0 (see /v1.0/openapi.json)",
+        botgate_model::names::shorten(path)
+    )
 }
 
 /// Rewrites every error response that is not already the API's JSON error body (axum's
@@ -221,10 +234,7 @@ pub async fn uniform_errors(request: Request, next: Next) -> Response {
         Err(_) => String::new(),
     };
     let message = match status {
-        StatusCode::NOT_FOUND => format!(
-            "no endpoint `{method} {}`; the API is under /v1.0 (see /v1.0/openapi.json)",
-            botgate_model::names::shorten(&path)
-        ),
+        StatusCode::NOT_FOUND => no_endpoint(&method, &path),
         StatusCode::METHOD_NOT_ALLOWED => format!(
             "`{method}` is not allowed on this path; the `Allow` header lists the methods that are"
         ),

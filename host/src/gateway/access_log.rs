@@ -130,7 +130,11 @@ fn format_line(
     out.push_str(" client=");
     out.push_str(entry.client);
     bare(out, " method=", entry.method);
-    bare(out, " target=", entry.target);
+    bare(
+        out,
+        " target=",
+        &botgate_model::dashboard::redact_api_key(entry.target),
+    );
     quoted(
         out,
         " category=",
@@ -283,6 +287,18 @@ mod tests {
              reason=classifier.browser status=200 origin=[2001:db8::1]:80 cache=\"-\" \
              latency_us=204 ja4=\"-\"\n"
         );
+    }
+
+    #[test]
+    fn a_key_in_the_query_is_written_redacted() {
+        let mut e = entry();
+        e.target = "/en/website/shop.example/edit?api-key=bgu_secret&x=1";
+        let text = line(Duration::from_secs(1_795_315_672), &e);
+        assert!(
+            text.contains(" target=/en/website/shop.example/edit?api-key=redacted&x=1 "),
+            "{text}"
+        );
+        assert!(!text.contains("bgu_secret"), "{text}");
     }
 
     #[test]

@@ -5,21 +5,7 @@ use http::{HeaderValue, Response, StatusCode, header};
 
 pub use botgate_http1::{Body, BoxError, empty, full};
 
-/// `text` with `&`, `<`, `>`, `"` and `'` escaped for HTML.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use botgate_model::html::escape;
 
 /// The shared frame of every page: a title, a heading and `body_html` (already
 /// escaped by the caller).

@@ -1,0 +1,282 @@
+//! The website owners' dashboard in a real browser: Debian's headless Chromium, driven
+//! by Playwright for Python (`tests/browser/dashboard.py`, installed by the test
+//! command into `target/playwright`), against a real `botgate serve` with the shipped
+//! rule components, a real origin, and a partner panel on another origin that frames
+//! the dashboard `credentialless`. Screenshots of every page in both languages are
+//! written to `target/dashboard-screenshots/`.
+
+use anyhow::{Context, Result, bail};
+use botgate_tests::http::Client;
+use botgate_tests::origin::Origin;
+use botgate_tests::servers::{Gateway, GatewayStore, wait_until};
+use botgate_tests::visitor::{Outgoing, Visit, send};
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+fn binary() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_botgate"))
+}
+
+fn screenshots() -> PathBuf {
+    let dir = botgate_tests::repo_root()
+        .join("target")
+        .join("dashboard-screenshots");
+    std::fs::create_dir_all(&dir).expect("creating target/dashboard-screenshots");
+    dir
+}
+
+/// Runs one command of the browser driver; what it printed.
+fn browser(arguments: &[&str]) -> Result<Value> {
+    let root = botgate_tests::repo_root();
+    let python = root.join("target/playwright/bin/python");
+    if !python.exists() {
+        bail!(
+            "{} is missing: the test command (scripts/test.sh) installs Playwright there",
+            python.display()
+        );
+    }
+    let output = Command::new(&python)
+        .arg(root.join("tests/browser/dashboard.py"))
+        .args(arguments)
+        .output()
+        .context("running the browser driver")?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        bail!(
+            "the browser driver failed ({}): {stdout}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    serde_json::from_str(stdout.trim()).with_context(|| format!("the driver printed {stdout}"))
+}
+
+/// A partner's control panel: one page that frames `frame_src` credentialless, served
+/// on its own origin until dropped.
+struct Panel {
+    address: SocketAddr,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Panel {
+    fn start(frame_src: &str) -> Result<Panel> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let address = listener.local_addr()?;
+        listener.set_nonblocking(true)?;
+        let page = format!(
+            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Hoster panel</title></head>\
+             <body><h1>Hoster panel</h1><iframe credentialless src=\"{frame_src}\" width=\"1150\" \
+             height=\"2200\" title=\"Website protection\"></iframe></body></html>"
+        );
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopping = stop.clone();
+        std::thread::spawn(move || {
+            while !stopping.load(std::sync::atomic::Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((mut stream, _)) => {
+                        let _ = stream.set_nonblocking(false);
+                        let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                        let mut head = Vec::new();
+                        let mut byte = [0u8; 1];
+                        while !head.ends_with(b"\r\n\r\n")
+                            && stream.read(&mut byte).is_ok_and(|n| n == 1)
+                        {
+                            head.push(byte[0]);
+                        }
+                        let _ = write!(
+                            stream,
+                            "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\n\
+                             content-length: {}\r\nconnection: close\r\n\r\n{page}",
+                            page.len()
+                        );
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+        });
+        Ok(Panel { address, stop })
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/", self.address)
+    }
+
+    fn origin(&self) -> String {
+        format!("http://{}", self.address)
+    }
+}
+
+impl Drop for Panel {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A visitor with a current browser's headers: the status it gets from `shop.example`.
+fn visit(gateway: &Gateway) -> Result<u16> {
+    let answer = send(
+        gateway.http,
+        &Visit::default(),
+        Outgoing::get("shop.example", "/").browser(),
+    )?;
+    Ok(answer.status)
+}
+
+#[test]
+fn a_partner_panel_frames_the_editor_and_a_rule_changed_there_changes_what_visitors_get() {
+    let origin = Origin::start("origin", [127, 0, 0, 1].into(), 0).unwrap();
+    let port = origin.address.port().to_string();
+    let gateway = Gateway::start_protecting(
+        binary(),
+        GatewayStore::Embedded,
+        &["hoster"],
+        &[
+            "--origin-http-port",
+            &port,
+            "--origin-allow-network",
+            "127.0.0.0/8",
+        ],
+    )
+    .unwrap();
+    let logs = || gateway.log();
+    let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
+    let created = partner.post_form("/v1.0/user", &[("id", "ann")]).unwrap();
+    let key = created.json()["api_key"].as_str().unwrap().to_owned();
+    let website = partner
+        .post_json(
+            "/v1.0/website",
+            &json!({"domain": "shop.example", "user_id": "ann", "ip": ["127.0.0.1"]}),
+        )
+        .unwrap();
+    assert_eq!(website.status, 201, "{website:?}");
+    assert_eq!(visit(&gateway).unwrap(), 200, "{}", logs());
+
+    let editor = |lang: &str, page: &str, key: &str| {
+        format!(
+            "{}/{lang}/website/shop.example/{page}?api-key={key}",
+            gateway.api
+        )
+    };
+    let panel = Panel::start(&editor("en", "edit", &key)).unwrap();
+    let listed = partner
+        .put_json(
+            "/v1.0/dashboard",
+            &json!({"frame_origins": [panel.origin()]}),
+        )
+        .unwrap();
+    assert_eq!(listed.status, 200, "{listed:?}");
+
+    // The editor in the panel's frame: the key gone from its address, every control
+    // labelled and reached by Tab; a category blocked and a rule set switched on.
+    let shots = screenshots();
+    let seen = browser(&[
+        "edit",
+        &panel.url(),
+        shots.join("panel-edit-en.png").to_str().unwrap(),
+    ])
+    .unwrap_or_else(|e| panic!("{e:#}\n{}", logs()));
+    let frame_url = seen["frame_url"].as_str().unwrap();
+    assert!(
+        frame_url.ends_with("/en/website/shop.example/edit"),
+        "{frame_url}"
+    );
+    assert!(!frame_url.contains("api-key"), "{frame_url}");
+    assert_eq!(seen["unlabelled"], json!([]), "{seen}");
+    assert_eq!(seen["unreachable"], json!([]), "{seen}");
+    assert!(
+        seen["after_rule"].as_str().unwrap().starts_with("Saved"),
+        "{seen}"
+    );
+    assert_eq!(seen["wordpress_checked"], true, "{seen}");
+    // A refused change: the API's reason beside the control, the old value back.
+    assert!(
+        seen["refusal"].as_str().unwrap().contains("certificate"),
+        "{seen}"
+    );
+    assert_eq!(seen["refused_value"], "acme", "{seen}");
+
+    let stored = partner.get("/v1.0/website/shop.example").unwrap().json();
+    assert_eq!(stored["settings"]["rules"]["humans"], "deny", "{stored}");
+    assert_eq!(
+        stored["settings"]["rulesets"]["wordpress"], true,
+        "{stored}"
+    );
+    assert_eq!(
+        stored["settings"]["loadbalancer"]["certs_issuer"], "acme",
+        "{stored}"
+    );
+    wait_until(
+        Duration::from_secs(5),
+        || visit(&gateway).is_ok_and(|status| status == 403),
+        || {
+            format!(
+                "a visitor still gets through after `humans: deny`; {}",
+                logs()
+            )
+        },
+    )
+    .unwrap();
+
+    // Framed by a page of an origin the partner did not list: the browser refuses.
+    let stranger = Panel::start(&editor("en", "edit", &key)).unwrap();
+    let refused = browser(&["refused", &stranger.url()]).unwrap();
+    assert_eq!(refused["drawn"], false, "{refused}");
+    assert!(
+        refused["console"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|line| line.as_str().is_some_and(|l| l.contains("frame-ancestors"))),
+        "{refused}"
+    );
+
+    // A wrong key, and a revoked one: a page that says what to do.
+    let wrong = browser(&["problem", &editor("en", "edit", "bgu_not-a-key")]).unwrap();
+    assert_eq!(
+        wrong["heading"], "This link does not open the dashboard",
+        "{wrong}"
+    );
+    assert_eq!(wrong["role"], "alert");
+    assert!(
+        !wrong["url"].as_str().unwrap().contains("api-key"),
+        "{wrong}"
+    );
+    let russian = browser(&["problem", &editor("ru", "edit", "bgu_not-a-key")]).unwrap();
+    assert_eq!(
+        russian["heading"], "Эта ссылка не открывает панель",
+        "{russian}"
+    );
+
+    // Every page in both languages, for review.
+    for lang in ["en", "ru"] {
+        for page in ["edit", "statistics", "events"] {
+            let path = shots.join(format!("{page}-{lang}.png"));
+            let shown = browser(&[
+                "screenshot",
+                &editor(lang, page, &key),
+                path.to_str().unwrap(),
+            ])
+            .unwrap_or_else(|e| panic!("{e:#}\n{}", logs()));
+            assert!(
+                !shown["url"].as_str().unwrap().contains("api-key"),
+                "{shown}"
+            );
+            assert!(path.exists());
+        }
+    }
+
+    // The dashboard never shows in the visitors' access log, nor does a key anywhere.
+    let log = logs();
+    assert!(!log.contains(&key), "the key was logged:\n{log}");
+    for line in log.lines().filter(|line| line.contains("botgate::access")) {
+        assert!(
+            line.contains("website=\"shop.example\""),
+            "a dashboard request in the access log: {line}"
+        );
+    }
+    drop(panel);
+}
