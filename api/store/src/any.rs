@@ -2,6 +2,7 @@
 //! [`Store`] interface (the trait's `async` methods make it unusable as `dyn Store`).
 
 use crate::RedisConfig;
+use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
     AccountStore, Change, Delivery, EmbeddedStore, OutboxStore, Page, PartnerRecord, Position,
     RedisStore, SharedState, Snapshot, StoreError, WebsiteRecord, WebsiteStore,
@@ -251,5 +252,31 @@ impl SharedState for AnyStore {
         until_ms: u64,
     ) -> Result<bool, StoreError> {
         delegate!(self.lease(key, holder, now_ms, until_ms))
+    }
+}
+
+impl TrafficStore for AnyStore {
+    async fn add_traffic(
+        &self,
+        domain: &Domain,
+        minute: u64,
+        counts: &Counts,
+        events: &[TrafficEvent],
+    ) -> Result<(), StoreError> {
+        delegate!(self.add_traffic(domain, minute, counts, events))
+    }
+
+    async fn traffic(
+        &self,
+        domain: &Domain,
+        resolution: Resolution,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<Counts>, StoreError> {
+        delegate!(self.traffic(domain, resolution, from, to))
+    }
+
+    async fn events(&self, domain: &Domain, limit: usize) -> Result<Vec<TrafficEvent>, StoreError> {
+        delegate!(self.events(domain, limit))
     }
 }

@@ -71,6 +71,138 @@ pub async fn run<S: Store>(store: &S) {
     host_names(store).await;
     field_level_partner_writes(store).await;
     counters(store).await;
+    traffic(store).await;
+}
+
+fn traffic_event(n: u64) -> crate::TrafficEvent {
+    crate::TrafficEvent {
+        time: 1_795_000_000_000 + n,
+        client: "203.0.113.7".into(),
+        method: "GET".into(),
+        path: format!("/page/{n}"),
+        category: Some("humans".into()),
+        action: "grant".into(),
+        decider: Some("classifier".into()),
+        reason: "classifier.browser".into(),
+        status: 200,
+    }
+}
+
+fn counts(fields: &[(&str, u64)]) -> crate::Counts {
+    crate::Counts(fields.iter().map(|(f, c)| (f.to_string(), *c)).collect())
+}
+
+/// Traffic counters add up per bucket (decisions in minutes and hours, top lists in
+/// hours only), the latest events come newest first, and both stay bounded.
+async fn traffic<S: Store>(store: &S) {
+    use crate::Resolution::{Hour, Minute};
+    let site = domain("counted.example");
+    let other = domain("other-counted.example");
+    let minute = 29_916_667; // 2026-11-18T…, the start of an hour plus 7 minutes
+    store
+        .add_traffic(
+            &site,
+            minute,
+            &counts(&[
+                ("c:humans:grant", 3),
+                ("ch:shown", 1),
+                ("p:/", 3),
+                ("u:Mozilla/5.0", 3),
+            ]),
+            &[traffic_event(1), traffic_event(2)],
+        )
+        .await
+        .unwrap();
+    store
+        .add_traffic(
+            &site,
+            minute,
+            &counts(&[("c:humans:grant", 2), ("c:none:bad_request", 1), ("p:/", 1)]),
+            &[traffic_event(3)],
+        )
+        .await
+        .unwrap();
+    store
+        .add_traffic(&other, minute, &counts(&[("c:humans:deny", 9)]), &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .traffic(&site, Minute, minute - 1, minute)
+            .await
+            .unwrap(),
+        vec![
+            crate::Counts::default(),
+            counts(&[
+                ("c:humans:grant", 5),
+                ("c:none:bad_request", 1),
+                ("ch:shown", 1)
+            ])
+        ]
+    );
+    assert_eq!(
+        store
+            .traffic(&site, Hour, minute / 60, minute / 60)
+            .await
+            .unwrap(),
+        vec![counts(&[
+            ("c:humans:grant", 5),
+            ("c:none:bad_request", 1),
+            ("ch:shown", 1),
+            ("p:/", 4),
+            ("u:Mozilla/5.0", 3)
+        ])]
+    );
+    let paths = |events: Vec<crate::TrafficEvent>| -> Vec<String> {
+        events.into_iter().map(|e| e.path).collect()
+    };
+    assert_eq!(
+        paths(store.events(&site, 10).await.unwrap()),
+        ["/page/3", "/page/2", "/page/1"]
+    );
+    assert_eq!(
+        store.events(&site, 1).await.unwrap(),
+        vec![traffic_event(3)]
+    );
+    assert!(store.events(&other, 10).await.unwrap().is_empty());
+    assert!(
+        store
+            .events(&domain("quiet.example"), 10)
+            .await
+            .unwrap()
+            .is_empty()
+            && store
+                .traffic(&domain("quiet.example"), Hour, 1, 3)
+                .await
+                .unwrap()
+                == vec![crate::Counts::default(); 3]
+    );
+
+    // Bounded: the latest events only; an hour bucket's fields, new ones dropped when
+    // it is full while the ones it has keep counting.
+    let many: Vec<crate::TrafficEvent> = (10..10 + crate::traffic::EVENTS_KEPT as u64 + 10)
+        .map(traffic_event)
+        .collect();
+    store
+        .add_traffic(&site, minute, &crate::Counts::default(), &many)
+        .await
+        .unwrap();
+    let kept = store.events(&site, 10_000).await.unwrap();
+    assert_eq!(kept.len(), crate::traffic::EVENTS_KEPT);
+    assert_eq!(kept[0], *many.last().unwrap());
+    let flood = crate::Counts(
+        (0..crate::traffic::HOUR_BUCKET_FIELDS + 50)
+            .map(|n| (format!("p:/flood/{n}"), 1))
+            .chain([("p:/".to_owned(), 1)])
+            .collect(),
+    );
+    store.add_traffic(&site, minute, &flood, &[]).await.unwrap();
+    let hour = store
+        .traffic(&site, Hour, minute / 60, minute / 60)
+        .await
+        .unwrap();
+    assert_eq!(hour[0].0.len(), crate::traffic::HOUR_BUCKET_FIELDS);
+    assert_eq!(hour[0].0.get("p:/"), Some(&5));
 }
 
 /// Counters in a window: each count adds one, the window's end is set by the first.

@@ -1,6 +1,7 @@
 //! The embedded backend: one redb file under the data directory, crash-safe (every
 //! write is a durable transaction), with the change feed in-process.
 
+use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
     AccountStore, Change, Changed, Delivery, HostClash, HostField, OutboxStore, Page,
     PartnerRecord, Position, SharedState, Snapshot, StoreError, WebsiteRecord, WebsiteStore,
@@ -49,6 +50,10 @@ const EPHEMERAL: TableDefinition<&str, &str> = TableDefinition::new("ephemeral")
 /// When each ephemeral entry expires: `{until_ms:020}:{key}` → (). Every ephemeral
 /// write removes a few expired entries, so the table holds the live ones and a little.
 const EPHEMERAL_DUE: TableDefinition<&str, ()> = TableDefinition::new("ephemeral_due");
+/// Traffic buckets: `domain \n m|h \n number` → the bucket's [`Counts`] (JSON).
+const TRAFFIC: TableDefinition<&str, &[u8]> = TableDefinition::new("traffic");
+/// The latest events: `domain \n sequence` → a [`TrafficEvent`] (JSON).
+const EVENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("events");
 /// Expired ephemeral entries removed by one ephemeral write, at most.
 const SWEEP_PER_WRITE: usize = 16;
 
@@ -238,6 +243,8 @@ impl EmbeddedStore {
             txn.open_table(META).map_err(backend)?;
             txn.open_table(SECRETS).map_err(backend)?;
             txn.open_table(DELIVERIES).map_err(backend)?;
+            txn.open_table(TRAFFIC).map_err(backend)?;
+            txn.open_table(EVENTS).map_err(backend)?;
             txn.open_table(DELIVERIES_DUE).map_err(backend)?;
             txn.open_table(EPHEMERAL).map_err(backend)?;
             txn.open_table(EPHEMERAL_DUE).map_err(backend)?;
@@ -1272,5 +1279,157 @@ mod tests {
         );
         store.remove_ephemeral("live").await.unwrap();
         assert_eq!(count(&store), (0, 0));
+    }
+}
+
+fn bucket_key(domain: &Domain, resolution: Resolution, number: u64) -> String {
+    format!("{domain}\n{}\n{number:012}", resolution.letter())
+}
+
+/// Adds `counts` to one bucket (bounded), and forgets the website's buckets of that
+/// resolution older than `kept` before it.
+fn add_to_bucket(
+    traffic: &mut redb::Table<&str, &[u8]>,
+    domain: &Domain,
+    resolution: Resolution,
+    number: u64,
+    counts: &Counts,
+    kept: u64,
+) -> Result<(), StoreError> {
+    let key = bucket_key(domain, resolution, number);
+    let mut bucket: Counts = match traffic.get(key.as_str()).map_err(backend)? {
+        Some(stored) => decode(&key, stored.value())?,
+        None => Counts::default(),
+    };
+    bucket.merge_bounded(counts, crate::traffic::HOUR_BUCKET_FIELDS);
+    traffic
+        .insert(key.as_str(), encode(&bucket).as_slice())
+        .map_err(backend)?;
+    let first = bucket_key(domain, resolution, 0);
+    let oldest_kept = bucket_key(domain, resolution, number.saturating_sub(kept - 1));
+    let expired: Vec<String> = traffic
+        .range::<&str>(first.as_str()..oldest_kept.as_str())
+        .map_err(backend)?
+        .map(|entry| entry.map(|(key, _)| key.value().to_owned()))
+        .collect::<Result<_, _>>()
+        .map_err(backend)?;
+    for key in expired {
+        traffic.remove(key.as_str()).map_err(backend)?;
+    }
+    Ok(())
+}
+
+impl TrafficStore for EmbeddedStore {
+    async fn add_traffic(
+        &self,
+        domain: &Domain,
+        minute: u64,
+        counts: &Counts,
+        events: &[TrafficEvent],
+    ) -> Result<(), StoreError> {
+        let (domain, counts, events) = (domain.clone(), counts.clone(), events.to_vec());
+        self.write(move |txn| {
+            let mut traffic = txn.open_table(TRAFFIC).map_err(backend)?;
+            let counters = Counts(
+                counts
+                    .0
+                    .iter()
+                    .filter(|(field, _)| Counts::is_counter(field))
+                    .map(|(field, count)| (field.clone(), *count))
+                    .collect(),
+            );
+            if !counters.0.is_empty() {
+                add_to_bucket(
+                    &mut traffic,
+                    &domain,
+                    Resolution::Minute,
+                    minute,
+                    &counters,
+                    crate::traffic::MINUTE_BUCKETS_KEPT,
+                )?;
+            }
+            add_to_bucket(
+                &mut traffic,
+                &domain,
+                Resolution::Hour,
+                minute / 60,
+                &counts,
+                crate::traffic::HOUR_BUCKETS_KEPT,
+            )?;
+            if !events.is_empty() {
+                let mut meta = txn.open_table(META).map_err(backend)?;
+                let mut sequence = meta
+                    .get("event_sequence")
+                    .map_err(backend)?
+                    .map_or(0, |v| v.value());
+                let mut table = txn.open_table(EVENTS).map_err(backend)?;
+                for event in &events {
+                    sequence += 1;
+                    let key = format!("{domain}\n{sequence:020}");
+                    table
+                        .insert(key.as_str(), encode(event).as_slice())
+                        .map_err(backend)?;
+                }
+                meta.insert("event_sequence", sequence).map_err(backend)?;
+                let prefix = format!("{domain}\n");
+                let end = prefix_end(&prefix);
+                let keys: Vec<String> = table
+                    .range::<&str>(prefix.as_str()..end.as_str())
+                    .map_err(backend)?
+                    .map(|entry| entry.map(|(key, _)| key.value().to_owned()))
+                    .collect::<Result<_, _>>()
+                    .map_err(backend)?;
+                let surplus = keys.len().saturating_sub(crate::traffic::EVENTS_KEPT);
+                for key in &keys[..surplus] {
+                    table.remove(key.as_str()).map_err(backend)?;
+                }
+            }
+            Ok(((), Vec::new()))
+        })
+        .await
+    }
+
+    async fn traffic(
+        &self,
+        domain: &Domain,
+        resolution: Resolution,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<Counts>, StoreError> {
+        let domain = domain.clone();
+        let from = from.max(to.saturating_sub(crate::traffic::MAX_BUCKETS_READ - 1));
+        self.read(move |txn| {
+            let traffic = txn.open_table(TRAFFIC).map_err(backend)?;
+            (from..=to)
+                .map(|number| {
+                    let key = bucket_key(&domain, resolution, number);
+                    match traffic.get(key.as_str()).map_err(backend)? {
+                        Some(stored) => decode(&key, stored.value()),
+                        None => Ok(Counts::default()),
+                    }
+                })
+                .collect()
+        })
+        .await
+    }
+
+    async fn events(&self, domain: &Domain, limit: usize) -> Result<Vec<TrafficEvent>, StoreError> {
+        let prefix = format!("{domain}\n");
+        self.read(move |txn| {
+            let table = txn.open_table(EVENTS).map_err(backend)?;
+            let end = prefix_end(&prefix);
+            let mut events = Vec::new();
+            for entry in table
+                .range::<&str>(prefix.as_str()..end.as_str())
+                .map_err(backend)?
+                .rev()
+                .take(limit)
+            {
+                let (key, value) = entry.map_err(backend)?;
+                events.push(decode(key.value(), value.value())?);
+            }
+            Ok(events)
+        })
+        .await
     }
 }

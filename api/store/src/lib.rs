@@ -12,11 +12,13 @@ pub mod conformance;
 pub mod embedded;
 pub mod follower;
 pub mod redis_store;
+pub mod traffic;
 
 pub use any::{AnyStore, StoreConfig};
 pub use embedded::EmbeddedStore;
 pub use follower::{Follower, Freshness, WebsiteIndex};
 pub use redis_store::{RedisConfig, RedisStore, SentinelConfig};
+pub use traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 
 use botgate_model::{Domain, FrameOrigin, PartnerName, User, UserId, Website};
 use serde::{Deserialize, Serialize};
@@ -324,9 +326,9 @@ pub struct Delivery {
 
 /// The store interface, by concern. Both backends implement every part and pass the
 /// conformance suite (`conformance::run`, behind the `conformance` feature).
-pub trait Store: AccountStore + WebsiteStore + OutboxStore + SharedState {}
+pub trait Store: AccountStore + WebsiteStore + OutboxStore + SharedState + TrafficStore {}
 
-impl<S: AccountStore + WebsiteStore + OutboxStore + SharedState> Store for S {}
+impl<S: AccountStore + WebsiteStore + OutboxStore + SharedState + TrafficStore> Store for S {}
 
 /// Partners and their users.
 pub trait AccountStore: Send + Sync + 'static {

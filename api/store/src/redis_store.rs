@@ -26,6 +26,7 @@
 //! | `deliveries` | sorted set | delivery ids scored by when each is next due (ms) |
 //! | `ephemeral:{key}` | string with a TTL | a short-lived value or a lease's holder |
 
+use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
     AccountStore, Change, Changed, Delivery, HostClash, HostField, OutboxStore, Page,
     PartnerChange, PartnerRecord, Position, SharedState, Snapshot, StoreError, WebsiteRecord,
@@ -35,6 +36,7 @@ use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redis::AsyncCommands;
 use redis::aio::ConnectionManager;
 use serde::de::DeserializeOwned;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Mutex, broadcast};
@@ -1337,6 +1339,104 @@ impl SharedState for RedisStore {
             )
             .await?;
         Ok(held == 1)
+    }
+}
+
+impl RedisStore {
+    fn traffic_key(&self, domain: &Domain, resolution: Resolution, number: u64) -> String {
+        self.key(&format!(
+            "traffic:{domain}:{}:{number}",
+            resolution.letter()
+        ))
+    }
+}
+
+impl TrafficStore for RedisStore {
+    async fn add_traffic(
+        &self,
+        domain: &Domain,
+        minute: u64,
+        counts: &Counts,
+        events: &[TrafficEvent],
+    ) -> Result<(), StoreError> {
+        const LUA: &str = include_str!("lua/add_traffic.lua");
+        use crate::traffic::{
+            EVENTS_KEPT, HOUR_BUCKET_FIELDS, HOUR_BUCKETS_KEPT, MINUTE_BUCKETS_KEPT,
+        };
+        let (counters, tops): (Vec<_>, Vec<_>) = counts
+            .0
+            .iter()
+            .partition(|(field, _)| Counts::is_counter(field));
+        let mut args = vec![
+            (MINUTE_BUCKETS_KEPT * 60_000).to_string(),
+            (HOUR_BUCKETS_KEPT * 3_600_000).to_string(),
+            HOUR_BUCKET_FIELDS.to_string(),
+            EVENTS_KEPT.to_string(),
+        ];
+        for list in [counters, tops] {
+            args.push(list.len().to_string());
+            for (field, count) in list {
+                args.push(field.clone());
+                args.push(count.to_string());
+            }
+        }
+        args.extend(events.iter().map(json));
+        let _: i64 = self
+            .write_script_with(
+                Retry::RunAgain,
+                LUA,
+                vec![
+                    self.traffic_key(domain, Resolution::Minute, minute),
+                    self.traffic_key(domain, Resolution::Hour, minute / 60),
+                    self.key(&format!("events:{domain}")),
+                ],
+                args,
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn traffic(
+        &self,
+        domain: &Domain,
+        resolution: Resolution,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<Counts>, StoreError> {
+        let from = from.max(to.saturating_sub(crate::traffic::MAX_BUCKETS_READ - 1));
+        let keys: Vec<String> = (from..=to)
+            .map(|number| self.traffic_key(domain, resolution, number))
+            .collect();
+        let buckets: Vec<BTreeMap<String, u64>> = self
+            .run(move |c| {
+                let mut pipe = redis::pipe();
+                for key in &keys {
+                    pipe.hgetall(key);
+                }
+                Box::pin(async move { pipe.query_async(c).await })
+            })
+            .await
+            .map_err(backend)?;
+        Ok(buckets.into_iter().map(Counts).collect())
+    }
+
+    async fn events(&self, domain: &Domain, limit: usize) -> Result<Vec<TrafficEvent>, StoreError> {
+        let key = self.key(&format!("events:{domain}"));
+        let stop = limit.min(crate::traffic::EVENTS_KEPT) as isize - 1;
+        if stop < 0 {
+            return Ok(Vec::new());
+        }
+        let listed: Vec<String> = self
+            .run({
+                let key = key.clone();
+                move |c| {
+                    let key = key.clone();
+                    Box::pin(async move { c.lrange(key, 0, stop).await })
+                }
+            })
+            .await
+            .map_err(backend)?;
+        listed.iter().map(|text| decode(&key, text)).collect()
     }
 }
 
