@@ -1238,50 +1238,6 @@ fn put_delivery(txn: &redb::WriteTransaction, delivery: &Delivery) -> Result<(),
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use redb::ReadableTableMetadata;
-
-    #[tokio::test]
-    async fn expired_ephemeral_entries_are_swept_by_later_writes() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = EmbeddedStore::open(dir.path()).unwrap();
-        let now = crate::now_ms();
-        for i in 0..100 {
-            store
-                .lease(&format!("spent:{i}"), "x", now, now + 1)
-                .await
-                .unwrap();
-        }
-        store
-            .put_ephemeral("live", "v", now + 60_000)
-            .await
-            .unwrap();
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        let count = |store: &EmbeddedStore| {
-            let txn = store.db.begin_read().unwrap();
-            let entries = txn.open_table(EPHEMERAL).unwrap().len().unwrap();
-            let due = txn.open_table(EPHEMERAL_DUE).unwrap().len().unwrap();
-            (entries, due)
-        };
-        // Each write removes up to SWEEP_PER_WRITE expired entries, never a live one.
-        for _ in 0..7 {
-            store
-                .put_ephemeral("live", "v", now + 60_000)
-                .await
-                .unwrap();
-        }
-        assert_eq!(count(&store), (1, 1));
-        assert_eq!(
-            store.ephemeral("live", now).await.unwrap().as_deref(),
-            Some("v")
-        );
-        store.remove_ephemeral("live").await.unwrap();
-        assert_eq!(count(&store), (0, 0));
-    }
-}
-
 fn bucket_key(domain: &Domain, resolution: Resolution, number: u64) -> String {
     format!("{domain}\n{}\n{number:012}", resolution.letter())
 }
@@ -1431,5 +1387,49 @@ impl TrafficStore for EmbeddedStore {
             Ok(events)
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redb::ReadableTableMetadata;
+
+    #[tokio::test]
+    async fn expired_ephemeral_entries_are_swept_by_later_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let now = crate::now_ms();
+        for i in 0..100 {
+            store
+                .lease(&format!("spent:{i}"), "x", now, now + 1)
+                .await
+                .unwrap();
+        }
+        store
+            .put_ephemeral("live", "v", now + 60_000)
+            .await
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        let count = |store: &EmbeddedStore| {
+            let txn = store.db.begin_read().unwrap();
+            let entries = txn.open_table(EPHEMERAL).unwrap().len().unwrap();
+            let due = txn.open_table(EPHEMERAL_DUE).unwrap().len().unwrap();
+            (entries, due)
+        };
+        // Each write removes up to SWEEP_PER_WRITE expired entries, never a live one.
+        for _ in 0..7 {
+            store
+                .put_ephemeral("live", "v", now + 60_000)
+                .await
+                .unwrap();
+        }
+        assert_eq!(count(&store), (1, 1));
+        assert_eq!(
+            store.ephemeral("live", now).await.unwrap().as_deref(),
+            Some("v")
+        );
+        store.remove_ephemeral("live").await.unwrap();
+        assert_eq!(count(&store), (0, 0));
     }
 }
