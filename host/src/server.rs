@@ -59,6 +59,8 @@ pub struct ServerConfig {
     pub metrics_listen: Vec<SocketAddr>,
     /// `/health` answers 503 once the store has not answered for this long.
     pub health_store_unreachable_after: Duration,
+    /// How often each website's statistics go to the store (the dashboard's).
+    pub statistics_flush: Duration,
     /// Where the operator's token is written at start (readable by this user only):
     /// with it, `botgate partner` and `botgate status` work through the admin listener
     /// while this gateway holds the store. No operator commands when `None`.
@@ -568,6 +570,12 @@ impl Server {
         tasks.push(tokio::spawn(
             Arc::new(provisioner).run(shutdown.clone().stopped()),
         ));
+        tasks.push(tokio::spawn(crate::gateway::traffic::flush_every(
+            gateway.clone(),
+            store.clone(),
+            config.statistics_flush,
+            shutdown.clone().stopped(),
+        )));
         let outbox = Arc::new(Outbox::new(store.clone(), config.webhooks));
         tasks.push(tokio::spawn(outbox.run(shutdown.clone().stopped())));
         if let Some(api_listener) = api_listener {

@@ -7,6 +7,7 @@ Rust test starts the gateway and the partner's panel, and judges what is printed
     dashboard.py refused PANEL_URL
     dashboard.py problem PAGE_URL
     dashboard.py statistics PANEL_URL SCREENSHOT
+    dashboard.py events PANEL_URL SCREENSHOT
     dashboard.py screenshot PAGE_URL SCREENSHOT
 """
 
@@ -150,6 +151,26 @@ def statistics(page, panel, screenshot):
     return seen
 
 
+def events(page, panel, screenshot):
+    page.goto(panel)
+    frame = dashboard_frame(page)
+    rows = frame.locator("table.events tbody tr")
+    seen = {"rows": rows.all_inner_texts()}
+    seen["unlabelled"], seen["unreachable"] = accessibility(frame)
+    page.screenshot(path=screenshot, full_page=True)
+    by_id(frame, "filter-action").select_option("deny")
+    frame.wait_for_function(
+        """() => {
+            const cells = [...document.querySelectorAll('table.events td.outcome')];
+            return cells.length > 0 && cells.every((td) => td.classList.contains('outcome-deny'));
+        }"""
+    )
+    frame.wait_for_timeout(300)
+    seen["denied"] = rows.all_inner_texts()
+    seen["denied_outcomes"] = frame.locator("table.events tbody td.outcome").all_inner_texts()
+    return seen
+
+
 def screenshot(page, url, path):
     page.goto(url)
     page.locator("#app section, #app .summary, #app table").first.wait_for(timeout=30000)
@@ -169,6 +190,7 @@ def main():
                 "refused": refused,
                 "problem": problem,
                 "statistics": statistics,
+                "events": events,
                 "screenshot": screenshot,
             }[command](page, *arguments)
         finally:

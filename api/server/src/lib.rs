@@ -18,6 +18,7 @@ pub mod limit;
 pub mod listing;
 pub mod openapi;
 pub mod payload;
+pub mod traffic;
 pub mod users;
 pub mod webhooks;
 pub mod websites;
@@ -174,6 +175,11 @@ pub fn router(api: Arc<Api>) -> Router {
             "/v1.0/webhook-secret",
             get(webhooks::get_secret).post(webhooks::rotate_secret),
         )
+        .route(
+            "/v1.0/website/{domain}/statistics",
+            get(traffic::statistics),
+        )
+        .route("/v1.0/website/{domain}/events", get(traffic::events))
         .route("/v1.0/session", post(dashboard::open_session))
         .route(
             "/v1.0/dashboard",

@@ -110,6 +110,8 @@ impl Modify for Conventions {
         crate::websites::delete_website,
         crate::webhooks::get_secret,
         crate::webhooks::rotate_secret,
+        crate::traffic::statistics,
+        crate::traffic::events,
         crate::dashboard::open_session,
         crate::dashboard::get_settings,
         crate::dashboard::put_settings,
@@ -230,6 +232,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(operations, 14);
+        assert_eq!(operations, 16);
     }
 }

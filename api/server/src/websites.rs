@@ -36,7 +36,7 @@ const UPDATE_ATTEMPTS: usize = 8;
 /// uploads the website's own certificate.
 const USER_KEY_FIELDS: [&str; 4] = ["domain", "settings", "certificate", "callbackUrl"];
 
-fn domain(domain: &str) -> Result<Domain, ApiError> {
+pub(crate) fn domain(domain: &str) -> Result<Domain, ApiError> {
     Domain::parse(domain).map_err(|invalid| ApiError::from(invalid.at("domain")))
 }
 
@@ -152,7 +152,11 @@ fn no_such_website(domain: &Domain) -> ApiError {
 
 /// The website of `domain` if the caller reaches it; 404 otherwise, exactly as if it
 /// did not exist.
-async fn reachable(api: &Api, caller: &Caller, domain: &Domain) -> Result<WebsiteRecord, ApiError> {
+pub(crate) async fn reachable(
+    api: &Api,
+    caller: &Caller,
+    domain: &Domain,
+) -> Result<WebsiteRecord, ApiError> {
     api.store
         .website(domain)
         .await

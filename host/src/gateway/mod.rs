@@ -37,6 +37,7 @@ pub mod proxy_protocol;
 pub mod quic_hello;
 pub mod service;
 pub mod tls;
+pub mod traffic;
 pub mod upstream;
 
 use crate::rules::Registry;
@@ -96,6 +97,8 @@ pub struct Gateway {
     pub via: forwarding::Via,
     /// The certificates of the host names mounted services answer (the API's).
     pub host_certificates: Arc<tls::HostCertificates>,
+    /// Each website's traffic since the last flush to the store (the dashboard's).
+    pub traffic: traffic::TrafficRecorder,
 }
 
 /// Where the data plane finds the answers to ACME challenges while an issuance (by
@@ -197,6 +200,7 @@ impl Gateway {
             acme_answers,
             ledger,
             host_certificates: Arc::default(),
+            traffic: traffic::TrafficRecorder::default(),
         };
         Ok(Arc::new(gateway))
     }

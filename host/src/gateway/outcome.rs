@@ -36,6 +36,25 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, in declaration order (`ALL[outcome as usize] == outcome`).
+    pub const ALL: [Outcome; 15] = [
+        Outcome::Pass,
+        Outcome::Grant,
+        Outcome::Deny,
+        Outcome::Captcha,
+        Outcome::ChallengeSolved,
+        Outcome::ChallengeFailed,
+        Outcome::Limited,
+        Outcome::Busy,
+        Outcome::Redirect,
+        Outcome::Refused,
+        Outcome::Loop,
+        Outcome::Misdirected,
+        Outcome::BadRequest,
+        Outcome::UnknownHost,
+        Outcome::AcmeChallenge,
+    ];
+
     /// The name in the access log and the metrics' `action` label.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -14,6 +14,7 @@ use super::metrics::{CacheLabels, OriginLabels};
 use super::outcome::{CacheStatus, Outcome};
 use super::pages::{self, Body};
 use super::service::{RequestBody, RequestHandler};
+use super::traffic::Decided;
 use super::upstream::UpstreamError;
 use crate::client::{BehaviourCounts, ClientFacts, PassState};
 use crate::report::Report;
@@ -63,6 +64,13 @@ fn site_key(domain: &str) -> u64 {
     foldhash::quality::FixedState::with_seed(0).hash_one(domain)
 }
 
+fn unix_now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
 fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -85,6 +93,8 @@ impl RequestHandler for Gateway {
             .path_and_query()
             .cloned()
             .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
+        // A reference-counted copy, for the website's statistics.
+        let user_agent = request.headers().get(header::USER_AGENT).cloned();
         let mut record = Record::new(started);
         let mut response = self.phases(request, connection, &mut record).await;
         if record.advertise_http3
@@ -114,6 +124,22 @@ impl RequestHandler for Gateway {
             latency_us: elapsed.as_micros() as u64,
             ja4: connection.tls.as_ref().map(|t| t.ja4.as_str()),
         });
+        if let Some(website) = record.website.as_deref() {
+            self.traffic.record(&Decided {
+                website,
+                time_ms: unix_now_ms(),
+                category: record.category,
+                outcome: record.action,
+                decider: record.decider.as_ref().map(|(name, _)| name.as_ref()),
+                reason: &record.reason,
+                client: connection.client.ip(),
+                client_text: &connection.client_text,
+                method: method.as_str(),
+                target: target.as_str(),
+                user_agent: user_agent.as_ref().map(HeaderValue::as_bytes),
+                status,
+            });
+        }
         self.metrics.requests.record(
             record.website.as_deref().unwrap_or("-"),
             record.category.map_or("none", Category::as_str),

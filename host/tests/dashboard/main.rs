@@ -55,54 +55,59 @@ fn browser(arguments: &[&str]) -> Result<Value> {
     serde_json::from_str(stdout.trim()).with_context(|| format!("the driver printed {stdout}"))
 }
 
-/// A partner's control panel: one page that frames `frame_src` credentialless, served
-/// on its own origin until dropped.
+/// A partner's control panel on its own origin: `/{lang}/{page}` is a page that frames
+/// the dashboard's `page` in `lang` for `domain`, credentialless, with `key`.
 struct Panel {
     address: SocketAddr,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Panel {
-    fn start(frame_src: &str) -> Result<Panel> {
+    fn start(dashboard: &str, domain: &str, key: &str) -> Result<Panel> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let address = listener.local_addr()?;
         listener.set_nonblocking(true)?;
-        let page = format!(
-            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Hoster panel</title></head>\
-             <body><h1>Hoster panel</h1><iframe credentialless src=\"{frame_src}\" width=\"1150\" \
-             height=\"2200\" title=\"Website protection\"></iframe></body></html>"
-        );
+        let (dashboard, domain, key) = (dashboard.to_owned(), domain.to_owned(), key.to_owned());
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stopping = stop.clone();
         std::thread::spawn(move || {
             while !stopping.load(std::sync::atomic::Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((mut stream, _)) => {
-                        let _ = stream.set_nonblocking(false);
-                        let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-                        let mut head = Vec::new();
-                        let mut byte = [0u8; 1];
-                        while !head.ends_with(b"\r\n\r\n")
-                            && stream.read(&mut byte).is_ok_and(|n| n == 1)
-                        {
-                            head.push(byte[0]);
-                        }
-                        let _ = write!(
-                            stream,
-                            "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\n\
-                             content-length: {}\r\nconnection: close\r\n\r\n{page}",
-                            page.len()
-                        );
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                let Ok((mut stream, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                };
+                let _ = stream.set_nonblocking(false);
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+                    head.push(byte[0]);
                 }
+                let head = String::from_utf8_lossy(&head);
+                let path = head.split(' ').nth(1).unwrap_or("/");
+                let mut parts = path.trim_matches('/').split('/');
+                let lang = parts.next().filter(|l| !l.is_empty()).unwrap_or("en");
+                let page = parts.next().unwrap_or("edit");
+                let html = format!(
+                    "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Hoster panel</title></head>\
+                     <body><h1>Hoster panel</h1><iframe credentialless \
+                     src=\"{dashboard}/{lang}/website/{domain}/{page}?api-key={key}\" width=\"1150\" \
+                     height=\"2200\" title=\"Website protection\"></iframe></body></html>"
+                );
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n{html}",
+                    html.len()
+                );
             }
         });
         Ok(Panel { address, stop })
     }
 
-    fn url(&self) -> String {
-        format!("http://{}/", self.address)
+    /// The panel page that frames `page` in `lang`.
+    fn url(&self, lang: &str, page: &str) -> String {
+        format!("http://{}/{lang}/{page}", self.address)
     }
 
     fn origin(&self) -> String {
@@ -139,6 +144,8 @@ fn a_partner_panel_frames_the_editor_and_a_rule_changed_there_changes_what_visit
             &port,
             "--origin-allow-network",
             "127.0.0.0/8",
+            "--statistics-flush-ms",
+            "200",
         ],
     )
     .unwrap();
@@ -161,7 +168,7 @@ fn a_partner_panel_frames_the_editor_and_a_rule_changed_there_changes_what_visit
             gateway.api
         )
     };
-    let panel = Panel::start(&editor("en", "edit", &key)).unwrap();
+    let panel = Panel::start(&gateway.api, "shop.example", &key).unwrap();
     let listed = partner
         .put_json(
             "/v1.0/dashboard",
@@ -175,7 +182,7 @@ fn a_partner_panel_frames_the_editor_and_a_rule_changed_there_changes_what_visit
     let shots = screenshots();
     let seen = browser(&[
         "edit",
-        &panel.url(),
+        &panel.url("en", "edit"),
         shots.join("panel-edit-en.png").to_str().unwrap(),
     ])
     .unwrap_or_else(|e| panic!("{e:#}\n{}", logs()));
@@ -222,8 +229,8 @@ fn a_partner_panel_frames_the_editor_and_a_rule_changed_there_changes_what_visit
     .unwrap();
 
     // Framed by a page of an origin the partner did not list: the browser refuses.
-    let stranger = Panel::start(&editor("en", "edit", &key)).unwrap();
-    let refused = browser(&["refused", &stranger.url()]).unwrap();
+    let stranger = Panel::start(&gateway.api, "shop.example", &key).unwrap();
+    let refused = browser(&["refused", &stranger.url("en", "edit")]).unwrap();
     assert_eq!(refused["drawn"], false, "{refused}");
     assert!(
         refused["console"]
@@ -249,6 +256,79 @@ fn a_partner_panel_frames_the_editor_and_a_rule_changed_there_changes_what_visit
     assert_eq!(
         russian["heading"], "Эта ссылка не открывает панель",
         "{russian}"
+    );
+
+    // The statistics and the latest requests count the visitors above, in the frame.
+    wait_until(
+        Duration::from_secs(10),
+        || {
+            partner
+                .get("/v1.0/website/shop.example/events?action=deny")
+                .is_ok_and(|reply| {
+                    reply.json()["items"]
+                        .as_array()
+                        .is_some_and(|i| !i.is_empty())
+                })
+        },
+        || format!("no denied request reached the store; {}", logs()),
+    )
+    .unwrap();
+    let stats = partner
+        .get("/v1.0/website/shop.example/statistics")
+        .unwrap()
+        .json();
+    let granted: u64 = stats["by_category"]["humans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert!(granted >= 2, "{stats}");
+    assert_eq!(stats["top"]["paths"][0]["value"], "/", "{stats}");
+    let shown = browser(&[
+        "statistics",
+        &panel.url("en", "statistics"),
+        shots.join("panel-statistics-en.png").to_str().unwrap(),
+    ])
+    .unwrap_or_else(|e| panic!("{e:#}\n{}", logs()));
+    assert_eq!(shown["charts"], 2, "{shown}");
+    assert_eq!(shown["unlabelled"], json!([]), "{shown}");
+    assert_eq!(shown["unreachable"], json!([]), "{shown}");
+    let total: u64 = shown["summary"][0]
+        .as_str()
+        .unwrap()
+        .replace(',', "")
+        .parse()
+        .unwrap();
+    assert!(total >= 2, "{shown}");
+    assert!(
+        shown["tables"][0]
+            .as_str()
+            .unwrap()
+            .lines()
+            .any(|line| line.trim() == "/"),
+        "the top paths list `/`: {shown}"
+    );
+    let listed = browser(&[
+        "events",
+        &panel.url("en", "events"),
+        shots.join("panel-events-en.png").to_str().unwrap(),
+    ])
+    .unwrap_or_else(|e| panic!("{e:#}\n{}", logs()));
+    assert_eq!(listed["unlabelled"], json!([]), "{listed}");
+    assert_eq!(listed["unreachable"], json!([]), "{listed}");
+    let rows = listed["rows"].as_array().unwrap();
+    assert!(
+        rows.iter().any(|r| r.as_str().unwrap().contains("Allowed")),
+        "{listed}"
+    );
+    assert!(
+        listed["denied_outcomes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|o| o == "Blocked"),
+        "{listed}"
     );
 
     // Every page in both languages, for review.

@@ -35,6 +35,7 @@ fn config(data: &Path, origin_port: u16, rulesets: &Path) -> ServerConfig {
         admin_listen: any,
         metrics_listen: Vec::new(),
         health_store_unreachable_after: Duration::from_secs(30),
+        statistics_flush: Duration::from_secs(10),
         operator_token_file: None,
         threads: std::num::NonZeroUsize::new(2),
         http3: true,

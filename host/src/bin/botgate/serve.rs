@@ -97,6 +97,15 @@ pub struct ServeArgs {
         default_value = "30"
     )]
     health_store_unreachable_seconds: u64,
+    /// Milliseconds between writes of each website's statistics and latest requests to
+    /// the store, for the dashboard.
+    #[arg(
+        long,
+        env = "BOTGATE_STATISTICS_FLUSH_MS",
+        default_value = "10000",
+        value_parser = clap::value_parser!(u64).range(100..)
+    )]
+    statistics_flush_ms: u64,
     /// Networks whose connections start with a PROXY protocol v2 header (the cluster's
     /// HAProxy); repeat or separate with commas. A trusted peer without the header is
     /// disconnected.
@@ -639,6 +648,7 @@ impl ServeArgs {
             api_certificate_files: self.api_cert.clone().zip(self.api_key.clone()),
             admin_listen: self.admin_listen,
             metrics_listen: self.metrics_listen.clone(),
+            statistics_flush: Duration::from_millis(self.statistics_flush_ms),
             health_store_unreachable_after: Duration::from_secs(
                 self.health_store_unreachable_seconds,
             ),
