@@ -360,3 +360,122 @@ fn a_partner_panel_frames_the_editor_and_a_rule_changed_there_changes_what_visit
     }
     drop(panel);
 }
+
+/// Counted on every gateway, added up in the store: two gateways on one Redis, each
+/// visited, and the statistics and latest requests hold both gateways' visitors.
+#[test]
+fn statistics_add_up_across_gateways_that_share_redis() {
+    let redis = botgate_tests::servers::RedisServer::start().unwrap();
+    let origin = Origin::start("origin", [127, 0, 0, 1].into(), 0).unwrap();
+    let port = origin.address.port().to_string();
+    let arguments = [
+        "--origin-http-port",
+        &port,
+        "--origin-allow-network",
+        "127.0.0.0/8",
+        "--statistics-flush-ms",
+        "200",
+    ];
+    let one = Gateway::start_protecting(
+        binary(),
+        GatewayStore::Redis(&redis),
+        &["hoster", "rival"],
+        &arguments,
+    )
+    .unwrap();
+    let two =
+        Gateway::start_protecting(binary(), GatewayStore::Redis(&redis), &[], &arguments).unwrap();
+    let partner = Client::new(&one.api, Some(&one.partner_keys[0]));
+    let created = partner.post_form("/v1.0/user", &[("id", "ann")]).unwrap();
+    let key = created.json()["api_key"].as_str().unwrap().to_owned();
+    let website = partner
+        .post_json(
+            "/v1.0/website",
+            &json!({"domain": "shop.example", "user_id": "ann", "ip": ["127.0.0.1"]}),
+        )
+        .unwrap();
+    assert_eq!(website.status, 201, "{website:?}");
+    // Both gateways know the website (the change feed), then each gets visitors.
+    for gateway in [&one, &two] {
+        wait_until(
+            Duration::from_secs(10),
+            || visit(gateway).is_ok_and(|status| status == 200),
+            || format!("{} never served shop.example", gateway.api),
+        )
+        .unwrap();
+    }
+    for _ in 0..4 {
+        assert_eq!(visit(&one).unwrap(), 200);
+    }
+    for _ in 0..2 {
+        assert_eq!(visit(&two).unwrap(), 200);
+    }
+    // Read through the second gateway's API with the user's key: 1 + 4 + 1 + 2.
+    let owner = Client::new(&two.api, Some(&key));
+    let humans = || -> u64 {
+        owner
+            .get("/v1.0/website/shop.example/statistics")
+            .map(|reply| {
+                reply.json()["by_category"]["humans"]
+                    .as_array()
+                    .map_or(0, |series| series.iter().filter_map(Value::as_u64).sum())
+            })
+            .unwrap_or(0)
+    };
+    wait_until(
+        Duration::from_secs(10),
+        || humans() == 8,
+        || format!("the statistics count {} of 8 requests", humans()),
+    )
+    .unwrap();
+    let events = owner
+        .get("/v1.0/website/shop.example/events")
+        .unwrap()
+        .json();
+    assert_eq!(events["items"].as_array().unwrap().len(), 8, "{events}");
+    let week = owner
+        .get("/v1.0/website/shop.example/statistics?range=week")
+        .unwrap()
+        .json();
+    assert_eq!(week["times"].as_array().unwrap().len(), 7 * 24, "{week}");
+    assert_eq!(week["step_seconds"], 3600);
+    assert_eq!(
+        week["top"]["paths"],
+        json!([{"value": "/", "count": 8}]),
+        "{week}"
+    );
+    // Another partner's key, a bad range and an unknown parameter: refused by name.
+    let rival = Client::new(&two.api, Some(&one.partner_keys[1]));
+    for path in ["statistics", "events"] {
+        let hidden = rival
+            .get(&format!("/v1.0/website/shop.example/{path}"))
+            .unwrap();
+        assert_eq!(hidden.status, 404, "{hidden:?}");
+    }
+    let bad = owner
+        .get("/v1.0/website/shop.example/statistics?range=year")
+        .unwrap();
+    assert_eq!(
+        (bad.status, bad.json()["field"].clone()),
+        (400, json!("range"))
+    );
+    let bad = owner
+        .get("/v1.0/website/shop.example/events?sort=asc")
+        .unwrap();
+    assert_eq!(
+        (bad.status, bad.json()["field"].clone()),
+        (400, json!("sort"))
+    );
+    let bad = owner
+        .get("/v1.0/website/shop.example/events?category=robots")
+        .unwrap();
+    assert_eq!(
+        (bad.status, bad.json()["field"].clone()),
+        (400, json!("category"))
+    );
+    let filtered = owner
+        .get("/v1.0/website/shop.example/events?action=deny&limit=5")
+        .unwrap()
+        .json();
+    assert_eq!(filtered["items"], json!([]), "{filtered}");
+}
