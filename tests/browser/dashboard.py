@@ -143,7 +143,7 @@ def statistics(page, panel, screenshot):
     frame.locator("canvas").first.wait_for(timeout=30000)
     seen = {
         "summary": frame.locator(".summary dd").all_inner_texts(),
-        "tables": frame.locator("table.top").all_inner_texts(),
+        "tables": frame.locator("table.toplist").all_inner_texts(),
         "charts": frame.locator("canvas").count(),
     }
     seen["unlabelled"], seen["unreachable"] = accessibility(frame)

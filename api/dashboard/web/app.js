@@ -367,6 +367,9 @@ function numberText(value) {
   return new Intl.NumberFormat(lang).format(value);
 }
 
+// The time axis in the page's language: hours and minutes, with the day over a week.
+let timeText = new Intl.DateTimeFormat(lang, { hour: "2-digit", minute: "2-digit" });
+
 function chart(title, times, series, labels) {
   const figure = el("figure", { class: "chart" }, el("figcaption", { text: title }));
   const width = Math.max(280, Math.min(main.clientWidth - 48, 960));
@@ -383,7 +386,10 @@ function chart(title, times, series, labels) {
         points: { show: false },
       })),
     ],
-    axes: [{}, { values: (_, ticks) => ticks.map(numberText) }],
+    axes: [
+      { values: (_, ticks) => ticks.map((tick) => timeText.format(new Date(tick * 1000))) },
+      { values: (_, ticks) => ticks.map(numberText) },
+    ],
     legend: { live: false },
   };
   if (window.uPlot) {
@@ -401,7 +407,7 @@ function chart(title, times, series, labels) {
 
 function topTable(title, rows) {
   const most = rows.reduce((max, row) => Math.max(max, row.count), 1);
-  return el("table", { class: "top" },
+  return el("table", { class: "toplist" },
     el("caption", { text: title }),
     el("thead", {}, el("tr", {},
       el("th", { scope: "col", text: t("statistics.value") }),
@@ -418,6 +424,9 @@ function topTable(title, rows) {
 
 async function statisticsPage() {
   const stats = await api("GET", `${websitePath}/statistics?range=${range}`);
+  timeText = new Intl.DateTimeFormat(lang, range === "week"
+    ? { day: "numeric", month: "short", hour: "2-digit" }
+    : { hour: "2-digit", minute: "2-digit" });
   const picker = el("div", { class: "range", role: "group", "aria-label": t("statistics.range") },
     ["hour", "week"].map((each) => el("button", {
       type: "button",
