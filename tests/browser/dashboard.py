@@ -8,6 +8,7 @@ Rust test starts the gateway and the partner's panel, and judges what is printed
     dashboard.py problem PAGE_URL
     dashboard.py statistics PANEL_URL SCREENSHOT
     dashboard.py events PANEL_URL SCREENSHOT
+    dashboard.py drawn PANEL_URL SCREENSHOT
     dashboard.py screenshot PAGE_URL SCREENSHOT
 """
 
@@ -171,6 +172,13 @@ def events(page, panel, screenshot):
     return seen
 
 
+def drawn(page, panel, screenshot):
+    page.goto(panel)
+    frame = dashboard_frame(page)
+    page.screenshot(path=screenshot, full_page=True)
+    return {"frame_url": frame.url, "text": frame.locator("#app").inner_text()}
+
+
 def screenshot(page, url, path):
     page.goto(url)
     page.locator("#app section, #app .summary, #app table").first.wait_for(timeout=30000)
@@ -191,6 +199,7 @@ def main():
                 "problem": problem,
                 "statistics": statistics,
                 "events": events,
+                "drawn": drawn,
                 "screenshot": screenshot,
             }[command](page, *arguments)
         finally:

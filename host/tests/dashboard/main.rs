@@ -88,9 +88,15 @@ impl Panel {
                 let mut parts = path.trim_matches('/').split('/');
                 let lang = parts.next().filter(|l| !l.is_empty()).unwrap_or("en");
                 let page = parts.next().unwrap_or("edit");
+                // `/{lang}/{page}/plain`: a frame as browsers without the attribute make it.
+                let attribute = if parts.next() == Some("plain") {
+                    ""
+                } else {
+                    "credentialless "
+                };
                 let html = format!(
                     "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Hoster panel</title></head>\
-                     <body><h1>Hoster panel</h1><iframe credentialless \
+                     <body><h1>Hoster panel</h1><iframe {attribute}\
                      src=\"{dashboard}/{lang}/website/{domain}/{page}?api-key={key}\" width=\"1150\" \
                      height=\"2200\" title=\"Website protection\"></iframe></body></html>"
                 );
@@ -103,6 +109,11 @@ impl Panel {
             }
         });
         Ok(Panel { address, stop })
+    }
+
+    /// The panel page that frames `page` in `lang` without `credentialless`.
+    fn plain_url(&self, lang: &str, page: &str) -> String {
+        format!("http://{}/{lang}/{page}/plain", self.address)
     }
 
     /// The panel page that frames `page` in `lang`.
@@ -329,6 +340,28 @@ fn a_partner_panel_frames_the_editor_and_a_rule_changed_there_changes_what_visit
             .iter()
             .all(|o| o == "Blocked"),
         "{listed}"
+    );
+
+    // A frame without `credentialless` (a browser that ignores it) works the same.
+    let plain = browser(&[
+        "drawn",
+        &panel.plain_url("ru", "events"),
+        shots.join("panel-events-ru-plain.png").to_str().unwrap(),
+    ])
+    .unwrap_or_else(|e| panic!("{e:#}\n{}", logs()));
+    assert!(
+        plain["frame_url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/ru/website/shop.example/events"),
+        "{plain}"
+    );
+    assert!(
+        plain["text"]
+            .as_str()
+            .unwrap()
+            .contains("Последние запросы к shop.example"),
+        "{plain}"
     );
 
     // Every page in both languages, for review.
