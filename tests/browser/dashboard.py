@@ -114,9 +114,9 @@ def edit(page, panel, screenshot):
 def refused(page, panel):
     messages = []
     page.on("console", lambda message: messages.append(message.text))
-    page.goto(panel)
+    with page.expect_console_message(lambda message: "frame-ancestors" in message.text, timeout=15000):
+        page.goto(panel)
     page.wait_for_selector("iframe")
-    page.wait_for_timeout(1500)
     child = [f for f in page.frames if f != page.main_frame]
     drawn = False
     if child:

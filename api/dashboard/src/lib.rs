@@ -10,7 +10,8 @@
 //! Every page says `Referrer-Policy: no-referrer` and `Cache-Control: no-store`, and
 //! its `Content-Security-Policy` allows only the page's own scripts, styles and API
 //! (no inline script) and only the owning partner's panel origins as frame ancestors
-//! (none when the website is unknown, so nothing is learnt of other partners).
+//! (none when the website is unknown). The header thus shows anyone which panel origins
+//! the partner of a domain listed, as any page of that panel would.
 
 pub mod catalogue;
 
@@ -197,9 +198,13 @@ async fn page(
     let headers = response.headers_mut();
     common_headers(headers);
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    if let Ok(csp) = HeaderValue::from_str(&content_security_policy(&ancestors)) {
-        headers.insert(header::CONTENT_SECURITY_POLICY, csp);
-    }
+    // Stored origins were checked when set; should one not make a header, no frame.
+    let csp = HeaderValue::from_str(&content_security_policy(&ancestors)).unwrap_or_else(|_| {
+        HeaderValue::from_static(
+            "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'",
+        )
+    });
+    headers.insert(header::CONTENT_SECURITY_POLICY, csp);
     headers.insert(
         "cross-origin-embedder-policy",
         HeaderValue::from_static("credentialless"),

@@ -485,7 +485,7 @@ async function eventsPage() {
     });
     return el("div", { class: "filter" }, el("label", { for: `filter-${name}`, text: t(`events.${name}`) }), control);
   };
-  const outcomes = ["grant", "deny", "captcha", "challenge_solved", "challenge_failed", "limited", "pass", "redirect"];
+  const outcomes = ["grant", "deny", "captcha", "captcha_passed", "challenge_solved", "challenge_failed", "limited", "pass", "redirect"];
   const time = new Intl.DateTimeFormat(lang, { dateStyle: "short", timeStyle: "medium" });
   const rows = events.items.map((event) => el("tr", {},
     el("td", { text: time.format(new Date(event.time)) }),

@@ -64,7 +64,8 @@ impl FrameOrigin {
             },
         };
         if let Some(port) = port
-            && !matches!(port.parse::<u16>(), Ok(1..))
+            && (!port.bytes().all(|b| b.is_ascii_digit())
+                || !matches!(port.parse::<u16>(), Ok(1..)))
         {
             return Err(invalid("the port must be a number from 1 to 65535"));
         }
@@ -144,6 +145,35 @@ pub fn frame_ancestors(origins: &[FrameOrigin]) -> String {
         .join(" ")
 }
 
+/// Whether a query parameter's name, percent-decoded, is `api-key` (as a browser's
+/// `URLSearchParams` reads it).
+fn names_api_key(name: &str) -> bool {
+    let hex = |b: u8| (b as char).to_digit(16);
+    let bytes = name.as_bytes();
+    let mut decoded = Vec::with_capacity(name.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        match (
+            bytes[at],
+            bytes.get(at + 1).and_then(|&b| hex(b)),
+            bytes.get(at + 2).and_then(|&b| hex(b)),
+        ) {
+            (b'%', Some(high), Some(low)) => {
+                decoded.push((high * 16 + low) as u8);
+                at += 3;
+            }
+            (byte, _, _) => {
+                decoded.push(byte);
+                at += 1;
+            }
+        }
+        if decoded.len() > "api-key".len() {
+            return false;
+        }
+    }
+    decoded == b"api-key"
+}
+
 /// `target` (a path and query) with the value of every `api-key` query parameter
 /// replaced by `redacted`, for logs: a dashboard address carries a user's key there.
 pub fn redact_api_key(target: &str) -> std::borrow::Cow<'_, str> {
@@ -151,7 +181,8 @@ pub fn redact_api_key(target: &str) -> std::borrow::Cow<'_, str> {
     let Some(query_at) = target.find('?') else {
         return target.into();
     };
-    if !target[query_at..].contains(NAME) {
+    let query = &target[query_at..];
+    if !query.contains(NAME) && !query.contains('%') {
         return target.into();
     }
     let (path, query) = target.split_at(query_at + 1);
@@ -162,7 +193,8 @@ pub fn redact_api_key(target: &str) -> std::borrow::Cow<'_, str> {
     let pairs: Vec<&str> = query
         .split('&')
         .map(|pair| {
-            if pair.starts_with(NAME) {
+            let name = pair.split('=').next().unwrap_or("");
+            if pair.contains('=') && names_api_key(name) {
                 "api-key=redacted"
             } else {
                 pair
@@ -192,6 +224,9 @@ mod tests {
                 "/x?api-key=redacted&api-key=redacted#top",
             ),
             ("/x?my-api-key=kept", "/x?my-api-key=kept"),
+            ("/x?api%2Dkey=bgu_secret", "/x?api-key=redacted"),
+            ("/x?%61pi-key=bgu_secret&b=%20", "/x?api-key=redacted&b=%20"),
+            ("/x?a=%2", "/x?a=%2"),
             ("/api-key=in-path", "/api-key=in-path"),
             ("/plain", "/plain"),
         ] {
@@ -227,6 +262,7 @@ mod tests {
             "https://user@panel.example",
             "https://panel.example:0",
             "https://panel.example:99999",
+            "https://panel.example:+443",
             "https://*",
             "https://[::1",
             "https://-bad.example",

@@ -23,6 +23,9 @@ use utoipa::ToSchema;
 /// after that.
 pub const SESSION_SECONDS: u64 = 2 * 3600;
 
+/// Sessions a user may open a minute.
+pub const SESSIONS_PER_MINUTE: u64 = 20;
+
 /// A dashboard session.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Session {
@@ -67,6 +70,27 @@ pub async fn open_session(
             "a session is opened with the user key itself, not with another session",
         ));
     }
+    // At most SESSIONS_PER_MINUTE a minute per user: each is kept for two hours.
+    let now = botgate_webhooks::now_ms();
+    let minute_ends = (now / 60_000 + 1) * 60_000;
+    let opened = api
+        .store
+        .count(
+            &format!(
+                "sessions:{}:{}:{}",
+                user.partner.as_str(),
+                user.id,
+                now / 60_000
+            ),
+            minute_ends,
+        )
+        .await
+        .map_err(|e| ApiError::from_store(e, "Authorization"))?;
+    if opened > SESSIONS_PER_MINUTE {
+        return Err(ApiError::too_many_requests(
+            (minute_ends - now).div_ceil(1000).max(1),
+        ));
+    }
     let token = new_session_token().map_err(unavailable)?;
     let value = format!(
         "{}\n{}\n{}",
@@ -74,7 +98,7 @@ pub async fn open_session(
         user.id,
         key_digest(&user.api_key)
     );
-    let until = botgate_webhooks::now_ms() + SESSION_SECONDS * 1000;
+    let until = now + SESSION_SECONDS * 1000;
     api.store
         .put_ephemeral(&session_key(&token), &value, until)
         .await

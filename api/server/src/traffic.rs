@@ -151,10 +151,11 @@ pub async fn statistics(
     };
     let buckets = read(resolution, first, last).await?;
     // The top lists come from hour buckets: the hours the period touches.
-    let hours = match resolution {
-        Resolution::Minute => read(Resolution::Hour, first / 60, last / 60).await?,
-        Resolution::Hour => buckets.clone(),
+    let minute_hours = match resolution {
+        Resolution::Minute => Some(read(Resolution::Hour, first / 60, last / 60).await?),
+        Resolution::Hour => None,
     };
+    let hours = minute_hours.as_deref().unwrap_or(&buckets);
     let mut by_category: BTreeMap<String, Vec<u64>> = Category::ALL
         .iter()
         .map(|category| (category.as_str().to_owned(), vec![0; buckets.len()]))
@@ -189,10 +190,10 @@ pub async fn statistics(
         by_action,
         challenges,
         top: Tops {
-            paths: top(&hours, "p:"),
-            user_agents: top(&hours, "u:"),
-            networks: top(&hours, "n:"),
-            deciders: top(&hours, "d:"),
+            paths: top(hours, "p:"),
+            user_agents: top(hours, "u:"),
+            networks: top(hours, "n:"),
+            deciders: top(hours, "d:"),
         },
     }))
 }
@@ -246,12 +247,16 @@ pub async fn events(
             })?,
         None => DEFAULT_EVENTS,
     };
+    // Kept as long as the hour counts, whichever backend keeps them longer.
+    let oldest = botgate_webhooks::now_ms()
+        .saturating_sub(botgate_store::traffic::HOUR_BUCKETS_KEPT * 3_600_000);
     let items = api
         .store
         .events(&domain, botgate_store::traffic::EVENTS_KEPT)
         .await
         .map_err(|e| ApiError::from_store(e, "domain"))?
         .into_iter()
+        .filter(|event| event.time >= oldest)
         .filter(|event| action.is_none_or(|wanted| &event.action == wanted))
         .filter(|event| {
             category.is_none_or(|wanted| event.category.as_deref() == Some(wanted.as_str()))

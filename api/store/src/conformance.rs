@@ -191,7 +191,7 @@ async fn traffic<S: Store>(store: &S) {
     assert_eq!(kept.len(), crate::traffic::EVENTS_KEPT);
     assert_eq!(kept[0], *many.last().unwrap());
     let flood = crate::Counts(
-        (0..crate::traffic::HOUR_BUCKET_FIELDS + 50)
+        (0..crate::traffic::TOP_LIST_ENTRIES + 50)
             .map(|n| (format!("p:/flood/{n}"), 1))
             .chain([("p:/".to_owned(), 1)])
             .collect(),
@@ -201,8 +201,76 @@ async fn traffic<S: Store>(store: &S) {
         .traffic(&site, Hour, minute / 60, minute / 60)
         .await
         .unwrap();
-    assert_eq!(hour[0].0.len(), crate::traffic::HOUR_BUCKET_FIELDS);
     assert_eq!(hour[0].0.get("p:/"), Some(&5));
+    let paths = hour[0]
+        .0
+        .keys()
+        .filter(|field| field.starts_with("p:"))
+        .count();
+    assert_eq!(paths, crate::traffic::TOP_LIST_ENTRIES);
+    // Another list, and the counters, still take new entries in the full bucket.
+    store
+        .add_traffic(
+            &site,
+            minute,
+            &counts(&[("n:198.51.100.0/24", 1), ("c:humans:deny", 1)]),
+            &[],
+        )
+        .await
+        .unwrap();
+    let hour = store
+        .traffic(&site, Hour, minute / 60, minute / 60)
+        .await
+        .unwrap();
+    assert_eq!(hour[0].0.get("n:198.51.100.0/24"), Some(&1));
+    assert_eq!(hour[0].0.get("c:humans:deny"), Some(&1));
+
+    // A deleted website's statistics and requests go with it (a later website of the
+    // same name, another owner's perhaps, starts with none); a deleted user's too.
+    let owner_partner = partner("counting-hoster");
+    store.put_partner(&owner_partner).await.unwrap();
+    let owner = user(&owner_partner, "counted-owner");
+    store.create_user(&owner).await.unwrap();
+    let now_minute = crate::now_ms() / 60_000;
+    for name in ["deleted-counted.example", "owner-counted.example"] {
+        let gone = domain(name);
+        store
+            .create_website(&owner_partner.name, &website(name, &owner))
+            .await
+            .unwrap();
+        store
+            .add_traffic(
+                &gone,
+                now_minute,
+                &counts(&[("c:humans:grant", 1), ("p:/", 1)]),
+                &[traffic_event(1)],
+            )
+            .await
+            .unwrap();
+        assert_eq!(store.events(&gone, 10).await.unwrap().len(), 1);
+    }
+    store
+        .delete_website(&domain("deleted-counted.example"))
+        .await
+        .unwrap();
+    store
+        .delete_user(&owner_partner.name, &owner.id)
+        .await
+        .unwrap();
+    for name in ["deleted-counted.example", "owner-counted.example"] {
+        let gone = domain(name);
+        assert!(store.events(&gone, 10).await.unwrap().is_empty(), "{name}");
+        for (resolution, number) in [(Minute, now_minute), (Hour, now_minute / 60)] {
+            assert_eq!(
+                store
+                    .traffic(&gone, resolution, number, number)
+                    .await
+                    .unwrap(),
+                vec![crate::Counts::default()],
+                "{name}"
+            );
+        }
+    }
 }
 
 /// Counters in a window: each count adds one, the window's end is set by the first.

@@ -539,6 +539,7 @@ fn release_hosts(txn: &redb::WriteTransaction, website: &Website) -> Result<(), 
 
 fn remove_website(txn: &redb::WriteTransaction, record: &WebsiteRecord) -> Result<(), StoreError> {
     release_hosts(txn, &record.website)?;
+    forget_traffic(txn, &record.website.domain)?;
     let domain = record.website.domain.as_str();
     let partner = record.partner.as_str();
     txn.open_table(WEBSITES)
@@ -1238,6 +1239,26 @@ fn put_delivery(txn: &redb::WriteTransaction, delivery: &Delivery) -> Result<(),
     Ok(())
 }
 
+/// Forgets a website's statistics and latest requests, so that a later website of the
+/// same name (another owner's, perhaps) starts with none.
+fn forget_traffic(txn: &redb::WriteTransaction, domain: &Domain) -> Result<(), StoreError> {
+    let prefix = format!("{domain}\n");
+    let end = prefix_end(&prefix);
+    for definition in [TRAFFIC, EVENTS] {
+        let mut table = txn.open_table(definition).map_err(backend)?;
+        let keys: Vec<String> = table
+            .range::<&str>(prefix.as_str()..end.as_str())
+            .map_err(backend)?
+            .map(|entry| entry.map(|(key, _)| key.value().to_owned()))
+            .collect::<Result<_, _>>()
+            .map_err(backend)?;
+        for key in keys {
+            table.remove(key.as_str()).map_err(backend)?;
+        }
+    }
+    Ok(())
+}
+
 fn bucket_key(domain: &Domain, resolution: Resolution, number: u64) -> String {
     format!("{domain}\n{}\n{number:012}", resolution.letter())
 }
@@ -1257,7 +1278,7 @@ fn add_to_bucket(
         Some(stored) => decode(&key, stored.value())?,
         None => Counts::default(),
     };
-    bucket.merge_bounded(counts, crate::traffic::HOUR_BUCKET_FIELDS);
+    bucket.merge_bounded(counts);
     traffic
         .insert(key.as_str(), encode(&bucket).as_slice())
         .map_err(backend)?;

@@ -1361,7 +1361,7 @@ impl TrafficStore for RedisStore {
     ) -> Result<(), StoreError> {
         const LUA: &str = include_str!("lua/add_traffic.lua");
         use crate::traffic::{
-            EVENTS_KEPT, HOUR_BUCKET_FIELDS, HOUR_BUCKETS_KEPT, MINUTE_BUCKETS_KEPT,
+            EVENTS_KEPT, HOUR_BUCKETS_KEPT, MINUTE_BUCKETS_KEPT, TOP_LIST_ENTRIES,
         };
         let (counters, tops): (Vec<_>, Vec<_>) = counts
             .0
@@ -1370,7 +1370,7 @@ impl TrafficStore for RedisStore {
         let mut args = vec![
             (MINUTE_BUCKETS_KEPT * 60_000).to_string(),
             (HOUR_BUCKETS_KEPT * 3_600_000).to_string(),
-            HOUR_BUCKET_FIELDS.to_string(),
+            TOP_LIST_ENTRIES.to_string(),
             EVENTS_KEPT.to_string(),
         ];
         for list in [counters, tops] {
@@ -1383,7 +1383,8 @@ impl TrafficStore for RedisStore {
         args.extend(events.iter().map(json));
         let _: i64 = self
             .write_script_with(
-                Retry::RunAgain,
+                // Once per flush: a retry after a lost reply must not count twice.
+                Retry::FirstReply,
                 LUA,
                 vec![
                     self.traffic_key(domain, Resolution::Minute, minute),
@@ -1417,7 +1418,18 @@ impl TrafficStore for RedisStore {
             })
             .await
             .map_err(backend)?;
-        Ok(buckets.into_iter().map(Counts).collect())
+        // Without the lists' sizes (`#p:`…), which only the script reads.
+        Ok(buckets
+            .into_iter()
+            .map(|bucket| {
+                Counts(
+                    bucket
+                        .into_iter()
+                        .filter(|(field, _)| !field.starts_with('#'))
+                        .collect(),
+                )
+            })
+            .collect())
     }
 
     async fn events(&self, domain: &Domain, limit: usize) -> Result<Vec<TrafficEvent>, StoreError> {

@@ -3,9 +3,10 @@
 //! list of the latest requests.
 //!
 //! Sizes are bounded per website: [`MINUTE_BUCKETS_KEPT`] minute buckets of decision
-//! counters; [`HOUR_BUCKETS_KEPT`] hour buckets of the same counters plus the top
-//! lists, at most [`HOUR_BUCKET_FIELDS`] fields each (a field new to a full bucket is
-//! dropped; the ones it has keep counting); and the latest [`EVENTS_KEPT`] events.
+//! counters; [`HOUR_BUCKETS_KEPT`] hour buckets of the same counters plus the four top
+//! lists, at most [`TOP_LIST_ENTRIES`] entries each (an entry new to a full list is
+//! dropped; the ones it has keep counting); and the latest [`EVENTS_KEPT`] events, for
+//! as long as the hour buckets. A website's deletion deletes them.
 
 use botgate_model::Domain;
 use serde::{Deserialize, Serialize};
@@ -18,8 +19,8 @@ use crate::StoreError;
 pub const MINUTE_BUCKETS_KEPT: u64 = 120;
 /// Hour buckets kept per website: eight days.
 pub const HOUR_BUCKETS_KEPT: u64 = 8 * 24;
-/// The most fields an hour bucket holds (decision counters and top-list entries).
-pub const HOUR_BUCKET_FIELDS: usize = 2000;
+/// The most entries of each top list in an hour bucket.
+pub const TOP_LIST_ENTRIES: usize = 200;
 /// The latest events kept per website.
 pub const EVENTS_KEPT: usize = 200;
 /// The most buckets one read returns (the latest of those asked for).
@@ -49,11 +50,29 @@ impl Counts {
         field.starts_with("c:") || field.starts_with("ch:")
     }
 
-    /// Adds `other` into these counts, a field new to them only while they hold fewer
-    /// than `max_fields`.
-    pub fn merge_bounded(&mut self, other: &Counts, max_fields: usize) {
+    /// The top list a field belongs to (`p:`, `u:`, `n:`, `d:`), or `None` for a counter.
+    fn list_of(field: &str) -> Option<&str> {
+        field
+            .get(..2)
+            .filter(|prefix| prefix.ends_with(':') && !Counts::is_counter(field))
+    }
+
+    /// Adds `other` into these counts: every counter, and a top-list entry new to them
+    /// only while its list holds fewer than [`TOP_LIST_ENTRIES`].
+    pub fn merge_bounded(&mut self, other: &Counts) {
         for (field, count) in &other.0 {
-            if self.0.contains_key(field) || self.0.len() < max_fields {
+            if self.0.contains_key(field) {
+                self.add(field, *count);
+                continue;
+            }
+            let full = Counts::list_of(field).is_some_and(|list| {
+                self.0
+                    .range::<str, _>((std::ops::Bound::Included(list), std::ops::Bound::Unbounded))
+                    .take_while(|(key, _)| key.starts_with(list))
+                    .count()
+                    >= TOP_LIST_ENTRIES
+            });
+            if !full {
                 self.add(field, *count);
             }
         }

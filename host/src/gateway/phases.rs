@@ -138,6 +138,8 @@ impl RequestHandler for Gateway {
                 target: target.as_str(),
                 user_agent: user_agent.as_ref().map(HeaderValue::as_bytes),
                 status,
+                // A `captcha` decision for a client with a pass goes on to the origin.
+                passed_on: record.origin.is_some() || record.cache == CacheStatus::Hit,
             });
         }
         self.metrics.requests.record(

@@ -24,7 +24,16 @@ pub const EVENT_SLOTS: usize = 16;
 /// The longest path and user agent kept, in bytes.
 const LONGEST_TEXT: usize = 120;
 
-const OUTCOMES: usize = Outcome::ALL.len();
+/// The outcomes, and one more column: `captcha_passed`, a `captcha` decision for a
+/// client that holds a pass (served, not challenged).
+const OUTCOMES: usize = Outcome::ALL.len() + 1;
+const CAPTCHA_PASSED: usize = Outcome::ALL.len();
+
+fn outcome_name(column: usize) -> &'static str {
+    Outcome::ALL
+        .get(column)
+        .map_or("captcha_passed", |outcome| outcome.as_str())
+}
 /// Category rows, the last for "no decision".
 const CATEGORY_ROWS: usize = Category::ALL.len() + 1;
 
@@ -43,6 +52,8 @@ pub struct Decided<'a> {
     pub target: &'a str,
     pub user_agent: Option<&'a [u8]>,
     pub status: u16,
+    /// Whether the answer came from the origin or the cache, not the gateway.
+    pub passed_on: bool,
 }
 
 /// An event slot, reused in place.
@@ -53,7 +64,8 @@ struct EventSlot {
     method: String,
     path: String,
     category: Option<Category>,
-    outcome: Option<Outcome>,
+    /// A column of [`SiteMinute::decisions`].
+    outcome: usize,
     decider: String,
     reason: String,
     status: u16,
@@ -157,10 +169,15 @@ impl ThreadBuffer {
                 .position(|each| *each == category)
                 .unwrap_or(Category::ALL.len())
         });
-        site.decisions[row][request.outcome as usize] += 1;
-        match request.outcome {
-            Outcome::Captcha => site.challenges_shown += 1,
-            Outcome::ChallengeSolved => site.challenges_solved += 1,
+        let column = match request.outcome {
+            Outcome::Captcha if request.passed_on => CAPTCHA_PASSED,
+            outcome => outcome as usize,
+        };
+        site.decisions[row][column] += 1;
+        match column {
+            CAPTCHA_PASSED => {}
+            _ if request.outcome == Outcome::Captcha => site.challenges_shown += 1,
+            _ if request.outcome == Outcome::ChallengeSolved => site.challenges_solved += 1,
             _ => {}
         }
         let path = request.target.split('?').next().unwrap_or("/");
@@ -194,7 +211,7 @@ impl ThreadBuffer {
                 shortened(&botgate_model::dashboard::redact_api_key(request.target)),
             );
             slot.category = request.category;
-            slot.outcome = Some(request.outcome);
+            slot.outcome = column;
             replace(&mut slot.decider, request.decider.unwrap_or(""));
             replace(&mut slot.reason, request.reason);
             slot.status = request.status;
@@ -218,7 +235,7 @@ fn flushed(website: &str, site: SiteMinute) -> Flushed {
         let category = Category::ALL.get(row).map_or("none", |c| c.as_str());
         for (index, count) in outcomes.iter().enumerate() {
             if *count > 0 {
-                let outcome = Outcome::ALL[index].as_str();
+                let outcome = outcome_name(index);
                 counts.add(&format!("c:{category}:{outcome}"), *count);
             }
         }
@@ -243,7 +260,7 @@ fn flushed(website: &str, site: SiteMinute) -> Flushed {
             method: slot.method,
             path: slot.path,
             category: slot.category.map(|c| c.as_str().to_owned()),
-            action: slot.outcome.map_or("pass", Outcome::as_str).to_owned(),
+            action: outcome_name(slot.outcome).to_owned(),
             decider: (!slot.decider.is_empty()).then_some(slot.decider),
             reason: slot.reason,
             status: slot.status,
@@ -392,6 +409,7 @@ mod tests {
             target,
             user_agent: Some(b"Mozilla/5.0"),
             status: 200,
+            passed_on: outcome == Outcome::Grant,
         }
     }
 
@@ -402,6 +420,9 @@ mod tests {
         let at = minute * 60_000;
         recorder.record(&request("a.example", at, Outcome::Grant, "/?api-key=bgu_x"));
         recorder.record(&request("a.example", at + 1, Outcome::Captcha, "/login"));
+        let mut holder = request("a.example", at + 1, Outcome::Captcha, "/login");
+        holder.passed_on = true;
+        recorder.record(&holder);
         let other = recorder.clone();
         std::thread::spawn(move || {
             other.record(&request("a.example", at + 2, Outcome::Grant, "/"));
@@ -426,15 +447,25 @@ mod tests {
         let first = &flushed[0].counts.0;
         assert_eq!(first.get("c:humans:grant"), Some(&2));
         assert_eq!(first.get("c:humans:captcha"), Some(&1));
-        assert_eq!(first.get("ch:shown"), Some(&1));
+        assert_eq!(first.get("c:humans:captcha_passed"), Some(&1));
+        assert_eq!(
+            first.get("ch:shown"),
+            Some(&1),
+            "a pass holder is not challenged"
+        );
         assert_eq!(first.get("p:/"), Some(&2));
-        assert_eq!(first.get("p:/login"), Some(&1));
-        assert_eq!(first.get("u:Mozilla/5.0"), Some(&3));
-        assert_eq!(first.get("n:203.0.113.0/24"), Some(&3));
-        assert_eq!(first.get("d:classifier classifier.browser"), Some(&3));
+        assert_eq!(first.get("p:/login"), Some(&2));
+        assert_eq!(first.get("u:Mozilla/5.0"), Some(&4));
+        assert_eq!(first.get("n:203.0.113.0/24"), Some(&4));
+        assert_eq!(first.get("d:classifier classifier.browser"), Some(&4));
         let paths: Vec<&str> = flushed[0].events.iter().map(|e| e.path.as_str()).collect();
-        assert_eq!(paths, ["/?api-key=redacted", "/login", "/"]);
-        assert_eq!(flushed[0].events[1].action, "captcha");
+        assert_eq!(paths, ["/?api-key=redacted", "/login", "/login", "/"]);
+        let actions: Vec<&str> = flushed[0]
+            .events
+            .iter()
+            .map(|e| e.action.as_str())
+            .collect();
+        assert_eq!(actions, ["grant", "captcha", "captcha_passed", "grant"]);
         assert!(recorder.take().is_empty(), "taken once");
     }
 

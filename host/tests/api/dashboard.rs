@@ -51,6 +51,20 @@ fn a_user_key_opens_a_session_with_its_rights_and_no_more() {
         assert_error(&hoster.post_json("/v1.0/session", &json!({}))?, 403, None);
         assert_error(&rival.post_json("/v1.0/session", &json!({}))?, 403, None);
 
+        // Twenty sessions a minute per user; the next waits (the first minute may end
+        // meanwhile, so the count starts again: allow for it).
+        let mut refused = None;
+        for _ in 0..40 {
+            let reply = ann.post_json("/v1.0/session", &json!({}))?;
+            if reply.status != 201 {
+                refused = Some(reply);
+                break;
+            }
+        }
+        let refused = refused.expect("a user opens sessions without end");
+        assert_error(&refused, 429, None);
+        assert!(refused.header("retry-after").is_some(), "{refused:?}");
+
         // A made-up token, and the token of a deleted user, are refused by name.
         let made_up = hoster.with_key(&format!("bgs_{}", "A".repeat(43)));
         let refused = made_up.get("/v1.0/website/ann.example")?;

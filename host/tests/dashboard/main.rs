@@ -382,6 +382,28 @@ fn a_partner_panel_frames_the_editor_and_a_rule_changed_there_changes_what_visit
         }
     }
 
+    // A key in a visitor's address is written redacted, in the log and in the events.
+    let secret = "bgu_visitor-secret";
+    let visited = send(
+        gateway.http,
+        &Visit::default(),
+        Outgoing::get("shop.example", &format!("/?api-key={secret}")).browser(),
+    )
+    .unwrap();
+    assert_eq!(visited.status, 403);
+    wait_until(
+        Duration::from_secs(10),
+        || {
+            partner
+                .get("/v1.0/website/shop.example/events?limit=1")
+                .is_ok_and(|reply| reply.json()["items"][0]["path"] == "/?api-key=redacted")
+        },
+        || format!("the keyed request never reached the events; {}", logs()),
+    )
+    .unwrap();
+    assert!(logs().contains("target=/?api-key=redacted "), "{}", logs());
+    assert!(!logs().contains(secret), "{}", logs());
+
     // The dashboard never shows in the visitors' access log, nor does a key anywhere.
     let log = logs();
     assert!(!log.contains(&key), "the key was logged:\n{log}");
@@ -511,4 +533,15 @@ fn statistics_add_up_across_gateways_that_share_redis() {
         .unwrap()
         .json();
     assert_eq!(filtered["items"], json!([]), "{filtered}");
+    let count = |query: &str| {
+        owner
+            .get(&format!("/v1.0/website/shop.example/events?{query}"))
+            .unwrap()
+            .json()["items"]
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    assert_eq!(count("action=grant"), 8);
+    assert_eq!(count("action=grant&category=humans&limit=3"), 3);
+    assert_eq!(count("category=search_engines"), 0);
 }

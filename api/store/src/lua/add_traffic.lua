@@ -1,7 +1,8 @@
 -- botgate's Redis store: add traffic.
 -- KEYS[3] minute bucket, KEYS[4] hour bucket, KEYS[5] events.
--- ARGV: minute ttl ms, hour ttl ms, hour bucket's most fields, events kept,
+-- ARGV: minute ttl ms, hour ttl ms, entries per top list, events kept,
 -- n, n counter (field, count) pairs, m, m top-list (field, count) pairs, events (JSON).
+-- A top list's size is kept in the hour bucket's field `#` and the list's prefix.
 local minute, hour, events = KEYS[3], KEYS[4], KEYS[5]
 local i = 6
 local counters = tonumber(ARGV[5])
@@ -12,13 +13,17 @@ for _ = 1, counters do
 end
 local tops = tonumber(ARGV[i])
 i = i + 1
-local room = tonumber(ARGV[3]) - redis.call('HLEN', hour)
+local limit = tonumber(ARGV[3])
 for _ = 1, tops do
-  if redis.call('HEXISTS', hour, ARGV[i]) == 1 then
-    redis.call('HINCRBY', hour, ARGV[i], ARGV[i + 1])
-  elseif room > 0 then
-    redis.call('HINCRBY', hour, ARGV[i], ARGV[i + 1])
-    room = room - 1
+  local field = ARGV[i]
+  if redis.call('HEXISTS', hour, field) == 1 then
+    redis.call('HINCRBY', hour, field, ARGV[i + 1])
+  else
+    local size = '#' .. string.sub(field, 1, 2)
+    if tonumber(redis.call('HGET', hour, size) or '0') < limit then
+      redis.call('HINCRBY', hour, field, ARGV[i + 1])
+      redis.call('HINCRBY', hour, size, 1)
+    end
   end
   i = i + 2
 end

@@ -7,6 +7,7 @@ local changes = {}
 for _, domain in ipairs(domains) do
   local stored = redis.call('HMGET', ARGV[1] .. 'website:' .. domain, 'partner', 'website')
   if stored[1] then release_hosts(ARGV[1], cjson.decode(stored[2]), stored[1]) end
+  forget_traffic(ARGV[1], domain)
   redis.call('DEL', ARGV[1] .. 'website:' .. domain)
   redis.call('ZREM', KEYS[6], domain)
   redis.call('ZREM', KEYS[7], domain)

@@ -4,6 +4,7 @@ if not current[1] then return redis.error_reply('NOTFOUND website ' .. ARGV[2]) 
 local website = cjson.decode(current[2])
 local user = website.user_id
 release_hosts(ARGV[1], website, current[1])
+forget_traffic(ARGV[1], ARGV[2])
 redis.call('DEL', KEYS[3])
 redis.call('ZREM', KEYS[4], ARGV[2])
 redis.call('ZREM', ARGV[1] .. 'websites-of:' .. current[1], ARGV[2])

@@ -45,3 +45,15 @@ local function release_hosts(prefix, website, partner)
   end
   redis.call('ZREM', prefix .. 'domain-tree', reversed(website.domain) .. ' ' .. partner)
 end
+-- Forgets a website's statistics and latest requests (kept under its domain, in
+-- buckets numbered by minute and hour and expired by time), so that a later website
+-- of the same name starts with none.
+local function forget_traffic(prefix, domain)
+  local now = redis.call('TIME')
+  local minute = math.floor(tonumber(now[1]) / 60)
+  local hour = math.floor(minute / 60)
+  local base = prefix .. 'traffic:' .. domain
+  redis.call('DEL', prefix .. 'events:' .. domain)
+  for m = minute - 121, minute + 1 do redis.call('DEL', base .. ':m:' .. string.format('%d', m)) end
+  for h = hour - 193, hour + 1 do redis.call('DEL', base .. ':h:' .. string.format('%d', h)) end
+end
