@@ -1246,15 +1246,29 @@ fn forget_traffic(txn: &redb::WriteTransaction, domain: &Domain) -> Result<(), S
     let end = prefix_end(&prefix);
     for definition in [TRAFFIC, EVENTS] {
         let mut table = txn.open_table(definition).map_err(backend)?;
-        let keys: Vec<String> = table
-            .range::<&str>(prefix.as_str()..end.as_str())
-            .map_err(backend)?
-            .map(|entry| entry.map(|(key, _)| key.value().to_owned()))
-            .collect::<Result<_, _>>()
-            .map_err(backend)?;
-        for key in keys {
-            table.remove(key.as_str()).map_err(backend)?;
-        }
+        let keys = keys_between(&table, &prefix, &end)?;
+        remove_keys(&mut table, &keys)?;
+    }
+    Ok(())
+}
+
+/// The keys of `table` from `start` up to `end` (excluded), in order.
+fn keys_between(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    start: &str,
+    end: &str,
+) -> Result<Vec<String>, StoreError> {
+    table
+        .range::<&str>(start..end)
+        .map_err(backend)?
+        .map(|entry| entry.map(|(key, _)| key.value().to_owned()))
+        .collect::<Result<_, _>>()
+        .map_err(backend)
+}
+
+fn remove_keys(table: &mut redb::Table<&str, &[u8]>, keys: &[String]) -> Result<(), StoreError> {
+    for key in keys {
+        table.remove(key.as_str()).map_err(backend)?;
     }
     Ok(())
 }
@@ -1284,16 +1298,8 @@ fn add_to_bucket(
         .map_err(backend)?;
     let first = bucket_key(domain, resolution, 0);
     let oldest_kept = bucket_key(domain, resolution, number.saturating_sub(kept - 1));
-    let expired: Vec<String> = traffic
-        .range::<&str>(first.as_str()..oldest_kept.as_str())
-        .map_err(backend)?
-        .map(|entry| entry.map(|(key, _)| key.value().to_owned()))
-        .collect::<Result<_, _>>()
-        .map_err(backend)?;
-    for key in expired {
-        traffic.remove(key.as_str()).map_err(backend)?;
-    }
-    Ok(())
+    let expired = keys_between(traffic, &first, &oldest_kept)?;
+    remove_keys(traffic, &expired)
 }
 
 impl TrafficStore for EmbeddedStore {
@@ -1350,16 +1356,9 @@ impl TrafficStore for EmbeddedStore {
                 meta.insert("event_sequence", sequence).map_err(backend)?;
                 let prefix = format!("{domain}\n");
                 let end = prefix_end(&prefix);
-                let keys: Vec<String> = table
-                    .range::<&str>(prefix.as_str()..end.as_str())
-                    .map_err(backend)?
-                    .map(|entry| entry.map(|(key, _)| key.value().to_owned()))
-                    .collect::<Result<_, _>>()
-                    .map_err(backend)?;
+                let keys = keys_between(&table, &prefix, &end)?;
                 let surplus = keys.len().saturating_sub(crate::traffic::EVENTS_KEPT);
-                for key in &keys[..surplus] {
-                    table.remove(key.as_str()).map_err(backend)?;
-                }
+                remove_keys(&mut table, &keys[..surplus])?;
             }
             Ok(((), Vec::new()))
         })
