@@ -171,7 +171,13 @@ fn a_partner_panel_frames_the_editor_and_a_rule_changed_there_changes_what_visit
         )
         .unwrap();
     assert_eq!(website.status, 201, "{website:?}");
-    assert_eq!(visit(&gateway).unwrap(), 200, "{}", logs());
+    // The data plane learns of the website from the change feed, just after the API.
+    wait_until(
+        Duration::from_secs(10),
+        || visit(&gateway).is_ok_and(|status| status == 200),
+        || format!("shop.example never served its origin; {}", logs()),
+    )
+    .unwrap();
 
     let editor = |lang: &str, page: &str, key: &str| {
         format!(
