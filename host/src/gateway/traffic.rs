@@ -300,23 +300,26 @@ impl Default for TrafficRecorder {
 impl TrafficRecorder {
     /// Counts one request of a website in this thread's buffer.
     pub fn record(&self, request: &Decided<'_>) {
-        let buffer = BUFFERS.with(|buffers| {
+        BUFFERS.with(|buffers| {
             let mut buffers = buffers.borrow_mut();
-            if let Some((_, buffer)) = buffers.iter().find(|(id, _)| *id == self.id) {
-                return buffer.clone();
-            }
-            let buffer = Arc::new(Mutex::new(ThreadBuffer::default()));
-            self.buffers
+            let at = match buffers.iter().position(|(id, _)| *id == self.id) {
+                Some(at) => at,
+                None => {
+                    let buffer = Arc::new(Mutex::new(ThreadBuffer::default()));
+                    self.buffers
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(buffer.clone());
+                    buffers.push((self.id, buffer));
+                    buffers.len() - 1
+                }
+            };
+            buffers[at]
+                .1
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push(buffer.clone());
-            buffers.push((self.id, buffer.clone()));
-            buffer
+                .record(request);
         });
-        buffer
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .record(request);
     }
 
     /// Everything recorded since the last call, by website and minute, every
@@ -333,16 +336,17 @@ impl TrafficRecorder {
             let all = taken.ended.into_iter().chain(taken.sites);
             for (website, site) in all {
                 let one = flushed(&website, site);
-                match merged.get_mut(&(one.website.clone(), one.minute)) {
-                    Some(into) => {
+                match merged.entry((one.website.clone(), one.minute)) {
+                    std::collections::hash_map::Entry::Occupied(mut into) => {
+                        let into = into.get_mut();
                         for (field, count) in one.counts.0 {
                             into.counts.add(&field, count);
                         }
                         into.events.extend(one.events);
                         into.events.sort_by_key(|event| event.time);
                     }
-                    None => {
-                        merged.insert((one.website.clone(), one.minute), one);
+                    std::collections::hash_map::Entry::Vacant(slot) => {
+                        slot.insert(one);
                     }
                 }
             }

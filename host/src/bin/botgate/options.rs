@@ -1,9 +1,9 @@
-//! The `botgate serve` options as a Markdown table: README.md carries it, and a test
-//! keeps README's copy the same as the command's definition.
+//! The `botgate serve` options as a Markdown table: docs/configuration.md carries it, and a test
+//! keeps that copy the same as the command's definition.
 
 use clap::Command;
 
-/// Where README.md's table starts and ends.
+/// Where docs/configuration.md's table starts and ends.
 const BEGIN: &str = "<!-- serve options: generated from the command's definition; `BOTGATE_BLESS=1 cargo test -p botgate-host --bin botgate` rewrites it -->";
 const END: &str = "<!-- end of serve options -->";
 
@@ -71,12 +71,15 @@ mod tests {
             ),
             "{table}"
         );
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
         let readme = std::fs::read_to_string(&path).unwrap();
         let (before, rest) = readme
             .split_once(BEGIN)
-            .expect("README has the table's start");
-        let (current, after) = rest.split_once(END).expect("README has the table's end");
+            .expect("docs/configuration.md has the table's start");
+        let (current, after) = rest
+            .split_once(END)
+            .expect("docs/configuration.md has the table's end");
         let wanted = format!("\n{table}");
         if std::env::var_os("BOTGATE_BLESS").is_some() {
             std::fs::write(&path, format!("{before}{BEGIN}{wanted}{END}{after}")).unwrap();
@@ -84,7 +87,7 @@ mod tests {
         }
         assert!(
             current == wanted,
-            "README.md's option table differs from `botgate serve`'s options; rewrite it with \
+            "docs/configuration.md's option table differs from `botgate serve`'s options; rewrite it with \
              BOTGATE_BLESS=1 cargo test -p botgate-host --bin botgate"
         );
     }
