@@ -1,0 +1,355 @@
+//! The OWASP Core Rule Set's request rules at paranoia level 1, compiled from the rule
+//! files themselves (`coreruleset/`, CRS 3.3.4 as Debian ships it; Apache-2.0) into
+//! native checks a rule component runs on the parts of a request it sees: the path,
+//! the query's arguments, the cookies and the headers.
+//!
+//! As in CRS, each matching rule adds its severity's anomaly score (critical 5, error
+//! 4, warning 3, notice 2) and a request scoring [`THRESHOLD`] or more is an attack.
+//! The variables are read as ModSecurity reads them (`ARGS` percent-decoded once, each
+//! rule's transformations after that); bodies, uploads and XML are not seen, so the
+//! rules that read only those are left out ([`SKIPPED`]). `@detectSQLi` and
+//! `@detectXSS` are libinjection's checks (`libinjectionrs`).
+
+mod matchers;
+mod transform;
+mod variables;
+
+use matchers::{Aligned, ByteSet, Matcher, Regex};
+use std::borrow::Cow;
+use transform::Transform;
+pub use variables::Parts;
+use variables::{Collection, Values};
+
+mod generated {
+    use super::*;
+    include!(concat!(env!("OUT_DIR"), "/crs_rules.rs"));
+}
+pub use generated::SKIPPED;
+
+/// The inbound anomaly score from which a request is an attack (CRS's default).
+pub const THRESHOLD: u32 = 5;
+
+/// The attack family of a rule, by its rule file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    Scanner,
+    ProtocolAttack,
+    Lfi,
+    Rfi,
+    Rce,
+    Php,
+    NodeJs,
+    Xss,
+    Sqli,
+    SessionFixation,
+    Java,
+}
+
+impl Family {
+    /// The family's name in reason ids.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Scanner => "scanner",
+            Family::ProtocolAttack => "protocol-attack",
+            Family::Lfi => "lfi",
+            Family::Rfi => "rfi",
+            Family::Rce => "rce",
+            Family::Php => "php",
+            Family::NodeJs => "nodejs",
+            Family::Xss => "xss",
+            Family::Sqli => "sqli",
+            Family::SessionFixation => "session-fixation",
+            Family::Java => "java",
+        }
+    }
+}
+
+/// One compiled rule.
+pub(crate) struct Rule {
+    id: u32,
+    family: Family,
+    score: u8,
+    /// The rule's condition, then its chained ones: all must hold.
+    links: &'static [Link],
+}
+
+/// One condition of a rule.
+pub(crate) struct Link {
+    targets: &'static [Target],
+    exclusions: &'static [Exclusion],
+    /// `&VARIABLE`: the operator reads how many values there are.
+    count: bool,
+    transforms: &'static [Transform],
+    operator: Operator,
+    negated: bool,
+    /// Also tested after each transformation, not only after the last.
+    multi_match: bool,
+}
+
+/// What a condition reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    Args,
+    ArgNames,
+    Cookies,
+    CookieNames,
+    Headers,
+    /// One header, by lower-case name.
+    Header(&'static str),
+    HeaderNames,
+    Filename,
+    Uri,
+    UriRaw,
+    QueryString,
+    RequestLine,
+    /// The values the previous condition matched.
+    MatchedVars,
+    /// A capture group of the previous condition's match (`TX:1`).
+    Capture(u8),
+}
+
+/// `!VARIABLE:name` in a condition's list.
+pub(crate) struct Exclusion {
+    collection: Collection,
+    /// Lower case.
+    name: &'static str,
+    /// Names containing `name` (a `/name/` selector), else exactly `name`.
+    contains: bool,
+}
+
+/// A condition's test.
+pub(crate) enum Operator {
+    Rx(usize),
+    Pm(usize),
+    DetectSqli,
+    DetectXss,
+    /// `@endsWith %{request_headers.host}`.
+    EndsWithRequestHost,
+    Eq(i64),
+}
+
+/// What CRS found in a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inspection {
+    /// The anomaly score of all matching rules.
+    pub score: u32,
+    /// The matching rules, in the rule files' order, with their families.
+    pub matched: Vec<(u32, Family)>,
+}
+
+impl Inspection {
+    /// Whether the score reaches [`THRESHOLD`].
+    pub fn is_attack(&self) -> bool {
+        self.score >= THRESHOLD
+    }
+
+    /// The rule that names the attack: the first matching rule of the highest score.
+    pub fn leading_rule(&self) -> Option<(u32, Family)> {
+        self.matched.first().copied()
+    }
+}
+
+/// Runs every rule on `parts`.
+pub fn inspect(parts: &Parts<'_>) -> Inspection {
+    let values = Values::new(parts);
+    let mut memo = Memo::default();
+    let mut inspection = Inspection {
+        score: 0,
+        matched: Vec::new(),
+    };
+    let mut best_score = 0;
+    for rule in generated::RULES {
+        if rule_matches(rule, &values, &mut memo) {
+            inspection.score += u32::from(rule.score);
+            if rule.score > best_score {
+                best_score = rule.score;
+                inspection.matched.insert(0, (rule.id, rule.family));
+            } else {
+                inspection.matched.push((rule.id, rule.family));
+            }
+        }
+    }
+    inspection
+}
+
+/// The transformed values of this request, kept while its rules run: rules share
+/// transformation chains.
+#[derive(Default)]
+struct Memo<'v> {
+    entries: Vec<Transformed<'v>>,
+}
+
+/// Value `index` through a chain of transformations, and the bytes it holds.
+type Transformed<'v> = (usize, &'static [Transform], Cow<'v, [u8]>, ByteSet);
+
+/// One value a condition matched: its index (`usize::MAX` for one made during the
+/// rule, such as a capture) and its text.
+type Matched = (usize, Vec<u8>);
+
+fn rule_matches<'v>(rule: &Rule, values: &'v Values<'_>, memo: &mut Memo<'v>) -> bool {
+    let mut previous: Vec<Matched> = Vec::new();
+    let mut groups: Vec<Vec<u8>> = Vec::new();
+    for (i, link) in rule.links.iter().enumerate() {
+        let wants_groups = rule
+            .links
+            .get(i + 1)
+            .is_some_and(|next| next.targets.iter().any(|t| matches!(t, Target::Capture(_))));
+        let mut matched: Vec<Matched> = Vec::new();
+        let mut new_groups = Vec::new();
+        let candidates = candidates(link, values, &previous, &groups);
+        if link.count {
+            let count = candidates.len().to_string();
+            if test(link, count.as_bytes(), values, None) {
+                matched.push((usize::MAX, count.into_bytes()));
+            }
+        } else {
+            for (index, raw) in candidates {
+                let hit = if index == usize::MAX {
+                    let value = transform::apply(&raw, link.transforms);
+                    test_value(
+                        link,
+                        &value,
+                        values,
+                        wants_groups.then_some(&mut new_groups),
+                    )
+                } else {
+                    memo_test(
+                        link,
+                        index,
+                        values,
+                        memo,
+                        wants_groups.then_some(&mut new_groups),
+                    )
+                };
+                if hit {
+                    matched.push((index, raw.into_owned()));
+                    if !wants_groups {
+                        break;
+                    }
+                }
+            }
+        }
+        if matched.is_empty() {
+            return false;
+        }
+        previous = matched;
+        groups = new_groups;
+    }
+    true
+}
+
+/// The values a condition reads: (index into `values`, or `usize::MAX`, and the text).
+fn candidates<'v>(
+    link: &Link,
+    values: &'v Values<'_>,
+    previous: &'v [Matched],
+    groups: &'v [Vec<u8>],
+) -> Vec<(usize, Cow<'v, [u8]>)> {
+    let mut out = Vec::new();
+    for target in link.targets {
+        match target {
+            Target::MatchedVars => {
+                out.extend(
+                    previous
+                        .iter()
+                        .map(|(i, v)| (*i, Cow::Borrowed(v.as_slice()))),
+                );
+            }
+            Target::Capture(n) => {
+                if let Some(text) = groups.get(usize::from(*n)) {
+                    out.push((usize::MAX, Cow::Borrowed(text.as_slice())));
+                }
+            }
+            target => {
+                for index in values.select(*target) {
+                    let excluded = link.exclusions.iter().any(|e| values.excluded(index, e));
+                    if !excluded {
+                        out.push((index, Cow::Borrowed(values.text(index))));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The test of one value of the request, its transformed form taken from or kept in
+/// the memo.
+fn memo_test<'v>(
+    link: &Link,
+    index: usize,
+    values: &'v Values<'_>,
+    memo: &mut Memo<'v>,
+    groups: Option<&mut Vec<Vec<u8>>>,
+) -> bool {
+    if link.multi_match {
+        let mut current = Cow::Borrowed(values.text(index));
+        if test_value(link, &current, values, None) {
+            return true;
+        }
+        for &t in link.transforms {
+            if let Cow::Owned(next) = transform::one(&current, t) {
+                current = Cow::Owned(next);
+                if test_value(link, &current, values, None) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+    let position = memo
+        .entries
+        .iter()
+        .position(|(i, chain, _, _)| *i == index && std::ptr::eq(*chain, link.transforms));
+    let position = position.unwrap_or_else(|| {
+        let value = transform::apply(values.text(index), link.transforms);
+        let bytes = ByteSet::of(&value);
+        memo.entries.push((index, link.transforms, value, bytes));
+        memo.entries.len() - 1
+    });
+    let (_, _, value, bytes) = &memo.entries[position];
+    test(link, value, values, Some((bytes, groups)))
+}
+
+fn test_value(
+    link: &Link,
+    value: &[u8],
+    values: &Values<'_>,
+    groups: Option<&mut Vec<Vec<u8>>>,
+) -> bool {
+    let bytes = ByteSet::of(value);
+    test(link, value, values, Some((&bytes, groups)))
+}
+
+/// The operator on one value, negated when the condition says so.
+fn test(
+    link: &Link,
+    value: &[u8],
+    values: &Values<'_>,
+    context: Option<(&ByteSet, Option<&mut Vec<Vec<u8>>>)>,
+) -> bool {
+    let number = || {
+        std::str::from_utf8(value)
+            .ok()
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .unwrap_or(0)
+    };
+    let hit = match &link.operator {
+        Operator::Rx(slot) => {
+            let (bytes, groups) = match context {
+                Some((bytes, groups)) => (*bytes, groups),
+                None => (ByteSet::of(value), None),
+            };
+            matchers::regex_matches(*slot, value, &bytes, groups)
+        }
+        Operator::Pm(slot) => matchers::phrases_match(*slot, value),
+        Operator::DetectSqli => libinjectionrs::detect_sqli(value).is_injection(),
+        Operator::DetectXss => libinjectionrs::detect_xss(value).is_injection(),
+        Operator::EndsWithRequestHost => value.ends_with(values.host().as_bytes()),
+        Operator::Eq(n) => number() == *n,
+    };
+    hit != link.negated
+}
+
+#[cfg(test)]
+mod tests;

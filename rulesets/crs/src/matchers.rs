@@ -1,0 +1,140 @@
+//! The operators' compiled forms: each pattern's DFA (built by build.rs) or PikeVM,
+//! behind the bytes every match needs; each phrase list's Aho-Corasick automaton.
+//! Each is made on first use and kept for the instance's life.
+
+use crate::generated::{PHRASE_LIST_COUNT, PHRASE_LISTS, REGEX_COUNT, REGEXES};
+use aho_corasick::AhoCorasick;
+use regex_automata::Input;
+use regex_automata::dfa::Automaton;
+use regex_automata::nfa::thompson::pikevm::PikeVM;
+use regex_automata::util::captures::Captures;
+use std::sync::OnceLock;
+
+/// Bytes with the 4-byte alignment a serialised DFA needs.
+#[repr(C)]
+pub(crate) struct Aligned<B: ?Sized> {
+    pub(crate) _align: [u32; 0],
+    pub(crate) bytes: B,
+}
+
+/// How a pattern is searched.
+pub(crate) enum Matcher {
+    Dense(&'static Aligned<[u8]>),
+    Sparse(&'static Aligned<[u8]>),
+    /// Run by a PikeVM: a pattern whose groups a chained condition reads, or whose DFA
+    /// would be too large.
+    Pattern(&'static str),
+}
+
+/// One pattern of the rules.
+pub(crate) struct Regex {
+    /// A match holds at least one of these bytes (`None`: no such set is known).
+    pub(crate) required: Option<[u64; 4]>,
+    pub(crate) matcher: Matcher,
+}
+
+/// The set of bytes a value holds.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct ByteSet([u64; 4]);
+
+impl ByteSet {
+    pub(crate) fn of(value: &[u8]) -> ByteSet {
+        let mut set = [0u64; 4];
+        for &b in value {
+            set[usize::from(b >> 6)] |= 1 << (b & 63);
+        }
+        ByteSet(set)
+    }
+
+    fn meets(&self, other: &[u64; 4]) -> bool {
+        self.0.iter().zip(other).any(|(a, b)| a & b != 0)
+    }
+}
+
+enum Compiled {
+    Dense(regex_automata::dfa::dense::DFA<&'static [u32]>),
+    Sparse(regex_automata::dfa::sparse::DFA<&'static [u8]>),
+    Pike(PikeVM),
+    /// Did not deserialise or compile: matches nothing (build.rs's tests catch this).
+    Broken,
+}
+
+fn compiled(slot: usize) -> &'static Compiled {
+    static CACHE: [OnceLock<Compiled>; REGEX_COUNT] = [const { OnceLock::new() }; REGEX_COUNT];
+    CACHE[slot].get_or_init(|| match REGEXES[slot].matcher {
+        Matcher::Dense(aligned) => regex_automata::dfa::dense::DFA::from_bytes(&aligned.bytes)
+            .map_or(Compiled::Broken, |(dfa, _)| Compiled::Dense(dfa)),
+        Matcher::Sparse(aligned) => regex_automata::dfa::sparse::DFA::from_bytes(&aligned.bytes)
+            .map_or(Compiled::Broken, |(dfa, _)| Compiled::Sparse(dfa)),
+        Matcher::Pattern(pattern) => PikeVM::builder()
+            .syntax(
+                regex_automata::util::syntax::Config::new()
+                    .unicode(false)
+                    .utf8(false),
+            )
+            .thompson(regex_automata::nfa::thompson::Config::new().utf8(false))
+            .build(pattern)
+            .map_or(Compiled::Broken, Compiled::Pike),
+    })
+}
+
+/// Whether the pattern in `slot` compiled (for the tests).
+#[cfg(test)]
+pub(crate) fn regex_compiles(slot: usize) -> bool {
+    !matches!(compiled(slot), Compiled::Broken)
+}
+
+/// Whether the pattern in `slot` matches `value` (whose bytes are `bytes`); with
+/// `groups`, also the text of each capture group of the first match.
+pub(crate) fn regex_matches(
+    slot: usize,
+    value: &[u8],
+    bytes: &ByteSet,
+    groups: Option<&mut Vec<Vec<u8>>>,
+) -> bool {
+    let regex = &REGEXES[slot];
+    if regex
+        .required
+        .is_some_and(|required| !bytes.meets(&required))
+    {
+        return false;
+    }
+    let input = Input::new(value).earliest(groups.is_none());
+    match compiled(slot) {
+        Compiled::Dense(dfa) => matches!(dfa.try_search_fwd(&input), Ok(Some(_))),
+        Compiled::Sparse(dfa) => matches!(dfa.try_search_fwd(&input), Ok(Some(_))),
+        Compiled::Pike(vm) => {
+            let mut cache = vm.create_cache();
+            let Some(groups) = groups else {
+                return vm.is_match(&mut cache, input);
+            };
+            let mut caps: Captures = vm.create_captures();
+            vm.search(&mut cache, &input, &mut caps);
+            if !caps.is_match() {
+                return false;
+            }
+            groups.clear();
+            for i in 0..caps.group_len() {
+                let text = caps.get_group(i).map(|span| value[span.range()].to_vec());
+                groups.push(text.unwrap_or_default());
+            }
+            true
+        }
+        Compiled::Broken => false,
+    }
+}
+
+/// Whether any phrase of list `slot` occurs in `value`, case-insensitively.
+pub(crate) fn phrases_match(slot: usize, value: &[u8]) -> bool {
+    static CACHE: [OnceLock<Option<AhoCorasick>>; PHRASE_LIST_COUNT] =
+        [const { OnceLock::new() }; PHRASE_LIST_COUNT];
+    CACHE[slot]
+        .get_or_init(|| {
+            AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(PHRASE_LISTS[slot])
+                .ok()
+        })
+        .as_ref()
+        .is_some_and(|ac| ac.is_match(value))
+}
