@@ -73,6 +73,8 @@ struct Generator {
     skipped: Vec<(u32, String)>,
     regexes: Vec<String>,
     phrase_lists: Vec<String>,
+    /// The distinct transformation chains, each a slot of a request's memo.
+    chains: Vec<Vec<String>>,
 }
 
 impl Generator {
@@ -180,8 +182,15 @@ impl Generator {
             }
             other => return Err(format!("the operator @{other}")),
         };
+        let chain = match self.chains.iter().position(|c| *c == transforms) {
+            Some(chain) => chain,
+            None => {
+                self.chains.push(transforms.clone());
+                self.chains.len() - 1
+            }
+        };
         Ok(format!(
-            "Link {{ targets: &[{}], exclusions: &[{}], count: {count}, transforms: &[{}], operator: {operator}, negated: {}, multi_match: {} }}",
+            "Link {{ targets: &[{}], exclusions: &[{}], count: {count}, transforms: &[{}], chain: {chain}, operator: {operator}, negated: {}, multi_match: {} }}",
             targets.join(", "),
             exclusions.join(", "),
             transforms.join(", "),
@@ -265,6 +274,12 @@ impl Generator {
             let _ = writeln!(out, "    ({id}, {reason:?}),");
         }
         let _ = writeln!(out, "];\n");
+        let _ = writeln!(out, "/// The distinct transformation chains of the links.");
+        let _ = writeln!(
+            out,
+            "pub(crate) const CHAIN_COUNT: usize = {};\n",
+            self.chains.len()
+        );
         let _ = writeln!(
             out,
             "pub(crate) const REGEX_COUNT: usize = {};",

@@ -80,6 +80,8 @@ pub(crate) struct Link {
     /// `&VARIABLE`: the operator reads how many values there are.
     count: bool,
     transforms: &'static [Transform],
+    /// The chain's slot in a request's memo (one per distinct chain).
+    chain: usize,
     operator: Operator,
     negated: bool,
     /// Also tested after each transformation, not only after the last.
@@ -152,7 +154,11 @@ impl Inspection {
 /// Runs every rule on `parts`.
 pub fn inspect(parts: &Parts<'_>) -> Inspection {
     let values = Values::new(parts);
-    let mut memo = Memo::default();
+    let mut memo = Memo {
+        entries: Vec::new(),
+    };
+    memo.entries
+        .resize_with(values.len() * generated::CHAIN_COUNT, || None);
     let mut inspection = Inspection {
         score: 0,
         matched: Vec::new(),
@@ -174,13 +180,13 @@ pub fn inspect(parts: &Parts<'_>) -> Inspection {
 
 /// The transformed values of this request, kept while its rules run: rules share
 /// transformation chains.
-#[derive(Default)]
 struct Memo<'v> {
-    entries: Vec<Transformed<'v>>,
+    /// By value index × [`generated::CHAIN_COUNT`] + chain.
+    entries: Vec<Option<Transformed<'v>>>,
 }
 
-/// Value `index` through a chain of transformations, and the bytes it holds.
-type Transformed<'v> = (usize, &'static [Transform], Cow<'v, [u8]>, ByteSet);
+/// A value through a chain of transformations, and the bytes it holds.
+type Transformed<'v> = (Cow<'v, [u8]>, ByteSet);
 
 /// One value a condition matched: its index (`usize::MAX` for one made during the
 /// rule, such as a capture) and its text.
@@ -297,17 +303,12 @@ fn memo_test<'v>(
         }
         return false;
     }
-    let position = memo
-        .entries
-        .iter()
-        .position(|(i, chain, _, _)| *i == index && std::ptr::eq(*chain, link.transforms));
-    let position = position.unwrap_or_else(|| {
-        let value = transform::apply(values.text(index), link.transforms);
-        let bytes = ByteSet::of(&value);
-        memo.entries.push((index, link.transforms, value, bytes));
-        memo.entries.len() - 1
-    });
-    let (_, _, value, bytes) = &memo.entries[position];
+    let (value, bytes) = memo.entries[index * generated::CHAIN_COUNT + link.chain]
+        .get_or_insert_with(|| {
+            let value = transform::apply(values.text(index), link.transforms);
+            let bytes = ByteSet::of(&value);
+            (value, bytes)
+        });
     test(link, value, values, Some((bytes, groups)))
 }
 

@@ -1,11 +1,13 @@
-//! The operators' compiled forms: each pattern's DFA (built by build.rs) or PikeVM,
-//! behind the bytes every match needs; each phrase list's Aho-Corasick automaton.
+//! The operators' compiled forms: each pattern's DFA (built by build.rs), or a lazy DFA
+//! where the DFA would be too large, behind the bytes every match needs; a PikeVM for
+//! the groups a chained condition reads; each phrase list's Aho-Corasick automaton.
 //! Each is made on first use and kept for the instance's life.
 
 use crate::generated::{PHRASE_LIST_COUNT, PHRASE_LISTS, REGEX_COUNT, REGEXES};
 use aho_corasick::AhoCorasick;
 use regex_automata::Input;
 use regex_automata::dfa::Automaton;
+use regex_automata::hybrid::dfa::DFA as LazyDfa;
 use regex_automata::nfa::thompson::pikevm::PikeVM;
 use regex_automata::util::captures::Captures;
 use std::sync::OnceLock;
@@ -21,8 +23,8 @@ pub(crate) struct Aligned<B: ?Sized> {
 pub(crate) enum Matcher {
     Dense(&'static Aligned<[u8]>),
     Sparse(&'static Aligned<[u8]>),
-    /// Run by a PikeVM: a pattern whose groups a chained condition reads, or whose DFA
-    /// would be too large.
+    /// Compiled on first use: a pattern whose DFA would be too large (a lazy DFA), or
+    /// whose groups a chained condition reads (a lazy DFA, then a PikeVM on a match).
     Pattern(&'static str),
 }
 
@@ -54,7 +56,7 @@ impl ByteSet {
 enum Compiled {
     Dense(regex_automata::dfa::dense::DFA<&'static [u32]>),
     Sparse(regex_automata::dfa::sparse::DFA<&'static [u8]>),
-    Pike(PikeVM),
+    Lazy(Box<(LazyDfa, PikeVM)>),
     /// Did not deserialise or compile: matches nothing (build.rs's tests catch this).
     Broken,
 }
@@ -66,16 +68,42 @@ fn compiled(slot: usize) -> &'static Compiled {
             .map_or(Compiled::Broken, |(dfa, _)| Compiled::Dense(dfa)),
         Matcher::Sparse(aligned) => regex_automata::dfa::sparse::DFA::from_bytes(&aligned.bytes)
             .map_or(Compiled::Broken, |(dfa, _)| Compiled::Sparse(dfa)),
-        Matcher::Pattern(pattern) => PikeVM::builder()
-            .syntax(
-                regex_automata::util::syntax::Config::new()
-                    .unicode(false)
-                    .utf8(false),
-            )
-            .thompson(regex_automata::nfa::thompson::Config::new().utf8(false))
-            .build(pattern)
-            .map_or(Compiled::Broken, Compiled::Pike),
+        Matcher::Pattern(pattern) => {
+            lazy(pattern).map_or(Compiled::Broken, |both| Compiled::Lazy(Box::new(both)))
+        }
     })
+}
+
+/// The most memory one lazy DFA's cache of states may take.
+const LAZY_CACHE_BYTES: usize = 256 << 10;
+
+/// A pattern's lazy DFA and PikeVM.
+fn lazy(pattern: &str) -> Option<(LazyDfa, PikeVM)> {
+    let syntax = regex_automata::util::syntax::Config::new()
+        .unicode(false)
+        .utf8(false);
+    let thompson = regex_automata::nfa::thompson::Config::new().utf8(false);
+    let nfa = regex_automata::nfa::thompson::NFA::compiler()
+        .syntax(syntax)
+        .configure(thompson)
+        .build(pattern)
+        .ok()?;
+    let dfa = LazyDfa::builder()
+        .configure(
+            LazyDfa::config()
+                .cache_capacity(LAZY_CACHE_BYTES)
+                .skip_cache_capacity_check(true),
+        )
+        .build_from_nfa(nfa.clone())
+        .ok()?;
+    let vm = PikeVM::builder().build_from_nfa(nfa).ok()?;
+    Some((dfa, vm))
+}
+
+std::thread_local! {
+    /// The lazy DFAs' caches, by slot.
+    static LAZY_CACHES: std::cell::RefCell<Vec<Option<regex_automata::hybrid::dfa::Cache>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Whether the pattern in `slot` compiled (for the tests).
@@ -103,25 +131,46 @@ pub(crate) fn regex_matches(
     match compiled(slot) {
         Compiled::Dense(dfa) => matches!(dfa.try_search_fwd(&input), Ok(Some(_))),
         Compiled::Sparse(dfa) => matches!(dfa.try_search_fwd(&input), Ok(Some(_))),
-        Compiled::Pike(vm) => {
-            let mut cache = vm.create_cache();
-            let Some(groups) = groups else {
-                return vm.is_match(&mut cache, input);
-            };
-            let mut caps: Captures = vm.create_captures();
-            vm.search(&mut cache, &input, &mut caps);
-            if !caps.is_match() {
-                return false;
+        Compiled::Lazy(both) => {
+            let (dfa, vm) = &**both;
+            let found = LAZY_CACHES.with(|caches| {
+                let mut caches = caches.borrow_mut();
+                if caches.len() <= slot {
+                    caches.resize_with(REGEX_COUNT, || None);
+                }
+                let cache = caches[slot].get_or_insert_with(|| dfa.create_cache());
+                dfa.try_search_fwd(cache, &input)
+            });
+            match (found, groups) {
+                (Ok(None), _) => false,
+                (Ok(Some(_)), None) => true,
+                // The lazy DFA gave up (its cache too small for this value), or the
+                // groups are wanted: the PikeVM.
+                (Err(_), groups) | (Ok(Some(_)), groups) => pike(vm, value, groups),
             }
-            groups.clear();
-            for i in 0..caps.group_len() {
-                let text = caps.get_group(i).map(|span| value[span.range()].to_vec());
-                groups.push(text.unwrap_or_default());
-            }
-            true
         }
         Compiled::Broken => false,
     }
+}
+
+/// The PikeVM's search, keeping the capture groups of the first match in `groups`.
+fn pike(vm: &PikeVM, value: &[u8], groups: Option<&mut Vec<Vec<u8>>>) -> bool {
+    let mut cache = vm.create_cache();
+    let input = Input::new(value);
+    let Some(groups) = groups else {
+        return vm.is_match(&mut cache, input);
+    };
+    let mut caps: Captures = vm.create_captures();
+    vm.search(&mut cache, &input, &mut caps);
+    if !caps.is_match() {
+        return false;
+    }
+    groups.clear();
+    for i in 0..caps.group_len() {
+        let text = caps.get_group(i).map(|span| value[span.range()].to_vec());
+        groups.push(text.unwrap_or_default());
+    }
+    true
 }
 
 /// Whether any phrase of list `slot` occurs in `value`, case-insensitively.

@@ -28,6 +28,7 @@ pub(crate) enum Collection {
 
 /// What a value is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
 enum Kind {
     Arg,
     ArgName,
@@ -48,9 +49,13 @@ struct Value<'a> {
     text: Cow<'a, [u8]>,
 }
 
-/// Every value of one request, made once.
+/// The number of [`Kind`]s.
+const KINDS: usize = 10;
+
+/// Every value of one request, made once, and the indexes of each kind's values.
 pub(crate) struct Values<'a> {
     values: Vec<Value<'a>>,
+    by_kind: [Vec<usize>; KINDS],
     host: &'a str,
 }
 
@@ -123,28 +128,43 @@ impl<'a> Values<'a> {
             Cow::Borrowed(""),
             Cow::Owned(line.into_bytes()),
         );
-        Values { values, host }
+        let mut by_kind: [Vec<usize>; KINDS] = Default::default();
+        for (i, value) in values.iter().enumerate() {
+            by_kind[value.kind as usize].push(i);
+        }
+        Values {
+            values,
+            by_kind,
+            host,
+        }
+    }
+
+    /// How many values there are.
+    pub(crate) fn len(&self) -> usize {
+        self.values.len()
     }
 
     /// The indexes of the values `target` reads.
     pub(crate) fn select(&self, target: Target) -> impl Iterator<Item = usize> + '_ {
-        self.values.iter().enumerate().filter_map(move |(i, v)| {
-            let wanted = match target {
-                Target::Args => v.kind == Kind::Arg,
-                Target::ArgNames => v.kind == Kind::ArgName,
-                Target::Cookies => v.kind == Kind::Cookie,
-                Target::CookieNames => v.kind == Kind::CookieName,
-                Target::Headers => v.kind == Kind::Header,
-                Target::Header(name) => v.kind == Kind::Header && v.name == name,
-                Target::HeaderNames => v.kind == Kind::HeaderName,
-                Target::Filename => v.kind == Kind::Filename,
-                Target::Uri | Target::UriRaw => v.kind == Kind::Uri,
-                Target::QueryString => v.kind == Kind::QueryString,
-                Target::RequestLine => v.kind == Kind::RequestLine,
-                Target::MatchedVars | Target::Capture(_) => false,
-            };
-            wanted.then_some(i)
-        })
+        let (kind, name) = match target {
+            Target::Args => (Some(Kind::Arg), None),
+            Target::ArgNames => (Some(Kind::ArgName), None),
+            Target::Cookies => (Some(Kind::Cookie), None),
+            Target::CookieNames => (Some(Kind::CookieName), None),
+            Target::Headers => (Some(Kind::Header), None),
+            Target::Header(name) => (Some(Kind::Header), Some(name)),
+            Target::HeaderNames => (Some(Kind::HeaderName), None),
+            Target::Filename => (Some(Kind::Filename), None),
+            Target::Uri | Target::UriRaw => (Some(Kind::Uri), None),
+            Target::QueryString => (Some(Kind::QueryString), None),
+            Target::RequestLine => (Some(Kind::RequestLine), None),
+            Target::MatchedVars | Target::Capture(_) => (None, None),
+        };
+        let indexes = kind.map_or(&[][..], |kind| &self.by_kind[kind as usize]);
+        indexes
+            .iter()
+            .copied()
+            .filter(move |&i| name.is_none_or(|name| self.values[i].name == name))
     }
 
     /// Whether `exclusion` removes value `index`.
