@@ -13,6 +13,7 @@
 mod matchers;
 mod transform;
 mod variables;
+mod verdicts;
 
 use matchers::{Aligned, ByteSet, Matcher, Regex};
 use std::borrow::Cow;
@@ -154,18 +155,32 @@ impl Inspection {
 /// Runs every rule on `parts`.
 pub fn inspect(parts: &Parts<'_>) -> Inspection {
     let values = Values::new(parts);
+    // Sized on first use: a request whose values are all remembered needs none.
     let mut memo = Memo {
         entries: Vec::new(),
     };
-    memo.entries
-        .resize_with(values.len() * generated::CHAIN_COUNT, || None);
+    // Each rule's first condition, value by value (remembered across requests); the
+    // rest of a chained rule only where its first condition holds.
+    let mut fired: verdicts::RuleSet = 0;
+    for index in 0..values.len() {
+        fired |= verdicts::fired(values.key(index), || {
+            local_rules_on(index, &values, &mut memo)
+        });
+    }
     let mut inspection = Inspection {
         score: 0,
         matched: Vec::new(),
     };
     let mut best_score = 0;
-    for rule in generated::RULES {
-        if rule_matches(rule, &values, &mut memo) {
+    for (i, rule) in generated::RULES.iter().enumerate() {
+        let matches = if !reads_values(rule) {
+            rule_matches(rule, &values, &mut memo)
+        } else if fired & (1 << i) == 0 {
+            false
+        } else {
+            rule.links.len() == 1 || rule_matches(rule, &values, &mut memo)
+        };
+        if matches {
             inspection.score += u32::from(rule.score);
             if rule.score > best_score {
                 best_score = rule.score;
@@ -176,6 +191,40 @@ pub fn inspect(parts: &Parts<'_>) -> Inspection {
         }
     }
     inspection
+}
+
+/// Whether a rule's first condition reads each value on its own: not a count, on the
+/// request's values.
+fn reads_values(rule: &Rule) -> bool {
+    let Some(link) = rule.links.first() else {
+        return false;
+    };
+    !link.count
+        && !link
+            .targets
+            .iter()
+            .any(|t| matches!(t, Target::MatchedVars | Target::Capture(_)))
+}
+
+/// The rules whose first condition holds on value `index`.
+fn local_rules_on<'v>(
+    index: usize,
+    values: &'v Values<'_>,
+    memo: &mut Memo<'v>,
+) -> verdicts::RuleSet {
+    let mut fired = 0;
+    for (i, rule) in generated::RULES.iter().enumerate() {
+        if !reads_values(rule) {
+            continue;
+        }
+        let link = &rule.links[0];
+        let read = link.targets.iter().any(|&t| values.reads(t, index))
+            && !link.exclusions.iter().any(|e| values.excluded(index, e));
+        if read && memo_test(link, index, values, memo, None) {
+            fired |= 1 << i;
+        }
+    }
+    fired
 }
 
 /// The transformed values of this request, kept while its rules run: rules share
@@ -303,11 +352,20 @@ fn memo_test<'v>(
         }
         return false;
     }
+    if memo.entries.is_empty() {
+        memo.entries
+            .resize_with(values.len() * generated::CHAIN_COUNT, || None);
+    }
     let (value, bytes) = memo.entries[index * generated::CHAIN_COUNT + link.chain]
         .get_or_insert_with(|| {
-            let value = transform::apply(values.text(index), link.transforms);
-            let bytes = ByteSet::of(&value);
-            (value, bytes)
+            let raw = values.bytes(index);
+            match transform::apply_known(values.text(index), raw, link.transforms) {
+                Cow::Borrowed(value) => (Cow::Borrowed(value), *raw),
+                Cow::Owned(value) => {
+                    let bytes = ByteSet::of(&value);
+                    (Cow::Owned(value), bytes)
+                }
+            }
         });
     test(link, value, values, Some((bytes, groups)))
 }

@@ -51,6 +51,27 @@ impl ByteSet {
     fn meets(&self, other: &[u64; 4]) -> bool {
         self.0.iter().zip(other).any(|(a, b)| a & b != 0)
     }
+
+    /// Whether the value holds `b`.
+    pub(crate) fn has(&self, b: u8) -> bool {
+        self.0[usize::from(b >> 6)] & (1 << (b & 63)) != 0
+    }
+
+    /// Whether the value holds any of `bytes`.
+    pub(crate) fn has_any(&self, bytes: &[u8]) -> bool {
+        bytes.iter().any(|&b| self.has(b))
+    }
+
+    /// Whether the value holds an upper-case ASCII letter.
+    pub(crate) fn has_upper(&self) -> bool {
+        // `A` to `Z` are bits 1 to 26 of the second word.
+        self.0[1] & (0x3ff_ffff << 1) != 0
+    }
+
+    /// Whether the value holds a byte that is not ASCII.
+    pub(crate) fn has_non_ascii(&self) -> bool {
+        self.0[2] | self.0[3] != 0
+    }
 }
 
 enum Compiled {

@@ -71,6 +71,18 @@ fn family_of(rule: u32) -> &'static str {
     }
 }
 
+/// The second inspection of a request (its values remembered) finds what the first did.
+#[test]
+fn remembered_values_give_the_same_inspection() {
+    let samples = corpus(include_str!("../corpus/attacks.jsonl"));
+    let benign = corpus(include_str!("../corpus/benign.jsonl"));
+    let all: Vec<&Sample> = samples.iter().chain(&benign).collect();
+    let first: Vec<Inspection> = all.iter().map(|s| run(s)).collect();
+    for (sample, first) in all.iter().zip(&first) {
+        assert_eq!(&run(sample), first, "{}", sample.test);
+    }
+}
+
 #[test]
 fn every_pattern_compiles() {
     for slot in 0..generated::REGEX_COUNT {

@@ -4,7 +4,9 @@
 //! percent-decoded), `REQUEST_LINE`, `REQUEST_URI` and `QUERY_STRING` as sent.
 
 use crate::Target;
+use crate::matchers::ByteSet;
 use std::borrow::Cow;
+use std::cell::OnceCell;
 
 /// What the rules read of a request.
 #[derive(Clone, Copy, Debug)]
@@ -55,6 +57,8 @@ const KINDS: usize = 10;
 /// Every value of one request, made once, and the indexes of each kind's values.
 pub(crate) struct Values<'a> {
     values: Vec<Value<'a>>,
+    /// The bytes of each value, on first use.
+    bytes: Vec<OnceCell<ByteSet>>,
     by_kind: [Vec<usize>; KINDS],
     host: &'a str,
 }
@@ -132,8 +136,10 @@ impl<'a> Values<'a> {
         for (i, value) in values.iter().enumerate() {
             by_kind[value.kind as usize].push(i);
         }
+        let bytes = values.iter().map(|_| OnceCell::new()).collect();
         Values {
             values,
+            bytes,
             by_kind,
             host,
         }
@@ -167,6 +173,31 @@ impl<'a> Values<'a> {
             .filter(move |&i| name.is_none_or(|name| self.values[i].name == name))
     }
 
+    /// Whether `target` reads value `index`.
+    pub(crate) fn reads(&self, target: Target, index: usize) -> bool {
+        let v = &self.values[index];
+        match target {
+            Target::Args => v.kind == Kind::Arg,
+            Target::ArgNames => v.kind == Kind::ArgName,
+            Target::Cookies => v.kind == Kind::Cookie,
+            Target::CookieNames => v.kind == Kind::CookieName,
+            Target::Headers => v.kind == Kind::Header,
+            Target::Header(name) => v.kind == Kind::Header && v.name == name,
+            Target::HeaderNames => v.kind == Kind::HeaderName,
+            Target::Filename => v.kind == Kind::Filename,
+            Target::Uri | Target::UriRaw => v.kind == Kind::Uri,
+            Target::QueryString => v.kind == Kind::QueryString,
+            Target::RequestLine => v.kind == Kind::RequestLine,
+            Target::MatchedVars | Target::Capture(_) => false,
+        }
+    }
+
+    /// What identifies value `index` for the rules: its kind, its name and its text.
+    pub(crate) fn key(&self, index: usize) -> (u8, &str, &[u8]) {
+        let v = &self.values[index];
+        (v.kind as u8, &v.name, &v.text)
+    }
+
     /// Whether `exclusion` removes value `index`.
     pub(crate) fn excluded(&self, index: usize, exclusion: &crate::Exclusion) -> bool {
         let v = &self.values[index];
@@ -184,6 +215,11 @@ impl<'a> Values<'a> {
 
     pub(crate) fn text(&self, index: usize) -> &[u8] {
         &self.values[index].text
+    }
+
+    /// The bytes value `index` holds.
+    pub(crate) fn bytes(&self, index: usize) -> &ByteSet {
+        self.bytes[index].get_or_init(|| ByteSet::of(&self.values[index].text))
     }
 
     /// The `Host` header's value.
