@@ -96,7 +96,7 @@ fn compiled(slot: usize) -> &'static Compiled {
 }
 
 /// The most memory one lazy DFA's cache of states may take.
-const LAZY_CACHE_BYTES: usize = 256 << 10;
+const LAZY_CACHE_BYTES: usize = 64 << 10;
 
 /// A pattern's lazy DFA and PikeVM.
 fn lazy(pattern: &str) -> Option<(LazyDfa, PikeVM)> {
@@ -200,7 +200,10 @@ pub(crate) fn phrases_match(slot: usize, value: &[u8]) -> bool {
         [const { OnceLock::new() }; PHRASE_LIST_COUNT];
     CACHE[slot]
         .get_or_init(|| {
+            // A contiguous NFA: the lists are long (PHP's function names), and a DFA of
+            // them would take megabytes of the instance's memory.
             AhoCorasick::builder()
+                .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
                 .ascii_case_insensitive(true)
                 .build(PHRASE_LISTS[slot])
                 .ok()
