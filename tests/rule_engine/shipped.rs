@@ -40,7 +40,7 @@ fn shipped_list_matches_the_rulesets_workspace() {
     let mut crates: Vec<String> = std::fs::read_dir(repo_root().join("rulesets"))
         .unwrap()
         .flatten()
-        // A component crate builds a `cdylib`; the SDK and `crs` are libraries.
+        // A component crate builds a `cdylib`; the SDK is a library.
         .filter(|e| {
             std::fs::read_to_string(e.path().join("Cargo.toml"))
                 .is_ok_and(|manifest| manifest.contains("\"cdylib\""))
@@ -66,6 +66,18 @@ fn exercise() -> Vec<(&'static str, RequestFacts, Category)> {
                 "GET",
                 "/",
                 &[("user-agent", "sqlmap/1.8#stable (https://sqlmap.org)")],
+            ),
+            Category::SecurityIssues,
+        ),
+        (
+            "crs",
+            facts(
+                "GET",
+                "/?id=1%20union%20select%201,2--",
+                &[(
+                    "user-agent",
+                    "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0",
+                )],
             ),
             Category::SecurityIssues,
         ),
@@ -320,23 +332,23 @@ fn called(set: &RulesetSet, facts: &RequestFacts) -> Vec<String> {
 fn a_request_calls_only_the_rule_sets_it_concerns() {
     let set = loaded_shipped();
     let expected: &[(&str, &[&str])] = &[
-        // Page views, crawlers and monitors: the classifier alone, with every rule set
-        // enabled (a post to the blog would be Bitrix's business, a view is not).
-        ("browser home page", &["classifier"]),
-        ("browser blog post", &["classifier"]),
-        ("browser product", &["classifier"]),
-        ("browser cart", &["classifier"]),
-        ("browser search", &["classifier"]),
+        // Page views, crawlers and monitors: the always-on classifier and Core Rule Set
+        // alone, with every rule set enabled (a post to the blog would be Bitrix's business, a view is not).
+        ("browser home page", &["classifier", "crs"]),
+        ("browser blog post", &["classifier", "crs"]),
+        ("browser product", &["classifier", "crs"]),
+        ("browser cart", &["classifier", "crs"]),
+        ("browser search", &["classifier", "crs"]),
         // A WordPress theme's stylesheet: no rule answers assets.
-        ("browser asset", &["classifier"]),
-        ("verified googlebot", &["classifier"]),
-        ("gptbot", &["classifier"]),
-        ("uptime monitor", &["classifier"]),
+        ("browser asset", &["classifier", "crs"]),
+        ("verified googlebot", &["classifier", "crs"]),
+        ("gptbot", &["classifier", "crs"]),
+        ("uptime monitor", &["classifier", "crs"]),
         // One application's entry point: that application's rule set, not every rule
         // set that has rules about some PHP file.
-        ("browser login", &["classifier", "wordpress"]),
-        ("wp-login brute force", &["classifier", "wordpress"]),
-        ("nextcloud sync client", &["classifier", "nextcloud"]),
+        ("browser login", &["classifier", "crs", "wordpress"]),
+        ("wp-login brute force", &["classifier", "crs", "wordpress"]),
+        ("nextcloud sync client", &["classifier", "crs", "nextcloud"]),
     ];
     let mix = realistic_mix();
     for (label, components) in expected {

@@ -8,8 +8,10 @@
 //! The variables are read as ModSecurity reads them (`ARGS` percent-decoded once, each
 //! rule's transformations after that); bodies, uploads and XML are not seen, so the
 //! rules that read only those are left out ([`SKIPPED`]). `@detectSQLi` and
-//! `@detectXSS` are libinjection's checks (`libinjectionrs`).
+//! `@detectXSS` are libinjection's checks (`libinjectionrs`). [`component`] is the
+//! `crs` rule component the gateway calls for every request.
 
+pub mod component;
 mod matchers;
 mod transform;
 mod variables;

@@ -1,0 +1,81 @@
+//! The `crs` rule component: the Core Rule Set's verdict on every request, always on.
+
+use crate::{Parts, inspect};
+use botgate_ruleset_sdk::{Category, HttpVersion, Info, Opinion, Request, Ruleset, opinion};
+
+/// The Core Rule Set as a rule component.
+pub struct CoreRuleSet;
+
+impl Ruleset for CoreRuleSet {
+    // Every request: an attack may sit anywhere.
+    const SCOPE: &'static [&'static str] = &[];
+
+    fn info() -> Info {
+        botgate_ruleset_sdk::info!(
+            "crs",
+            "The OWASP Core Rule Set 3.3.4 at paranoia level 1: injection, XSS, LFI/RFI, RCE, PHP, Java, Node.js, session fixation, protocol attacks and scanners in the path, query, cookies and headers."
+        )
+    }
+
+    /// `security_issues` when the request's anomaly score reaches CRS's threshold, named
+    /// by the rule of the highest severity (`crs.942100-sqli`); no opinion otherwise.
+    fn evaluate(req: &Request<'_>) -> Option<Opinion> {
+        let facts = req.facts();
+        let protocol = match facts.version {
+            HttpVersion::Http10 => "HTTP/1.0",
+            HttpVersion::Http11 => "HTTP/1.1",
+            HttpVersion::Http2 => "HTTP/2.0",
+            HttpVersion::Http3 => "HTTP/3.0",
+        };
+        let inspection = inspect(&Parts {
+            method: &facts.method,
+            target: &facts.target,
+            protocol,
+            headers: req.headers(),
+        });
+        let (rule, family) = inspection
+            .leading_rule()
+            .filter(|_| inspection.is_attack())?;
+        opinion(
+            Category::SecurityIssues,
+            95,
+            &format!("crs.{rule}-{}", family.name()),
+        )
+    }
+}
+
+botgate_ruleset_sdk::export_ruleset!(CoreRuleSet);
+
+#[cfg(test)]
+mod tests {
+    use super::CoreRuleSet;
+    use botgate_ruleset_sdk::Category::*;
+    use botgate_ruleset_sdk::testing::*;
+
+    #[test]
+    fn page_views_get_no_opinion() {
+        for page in ORDINARY_PAGES {
+            assert_category::<CoreRuleSet>(get(page).browser(), None);
+        }
+    }
+
+    #[test]
+    fn attacks_anywhere_are_security_issues() {
+        assert_category::<CoreRuleSet>(
+            get("/?id=1%20union%20select%201,2--").browser(),
+            Some(SecurityIssues),
+        );
+        assert_category::<CoreRuleSet>(
+            get("/")
+                .browser()
+                .header("cookie", "s=<script>alert(1)</script>"),
+            Some(SecurityIssues),
+        );
+        assert_category::<CoreRuleSet>(
+            get("/")
+                .browser()
+                .header("user-agent", "() { :; }; /bin/bash -c id"),
+            Some(SecurityIssues),
+        );
+    }
+}
