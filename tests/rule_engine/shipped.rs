@@ -332,23 +332,23 @@ fn called(set: &RulesetSet, facts: &RequestFacts) -> Vec<String> {
 fn a_request_calls_only_the_rule_sets_it_concerns() {
     let set = loaded_shipped();
     let expected: &[(&str, &[&str])] = &[
-        // Page views, crawlers and monitors: the always-on classifier and Core Rule Set
-        // alone, with every rule set enabled (a post to the blog would be Bitrix's business, a view is not).
-        ("browser home page", &["classifier", "crs"]),
-        ("browser blog post", &["classifier", "crs"]),
-        ("browser product", &["classifier", "crs"]),
-        ("browser cart", &["classifier", "crs"]),
-        ("browser search", &["classifier", "crs"]),
+        // Page views, crawlers and monitors: the classifier alone, with every rule set
+        // enabled (a post to the blog would be Bitrix's business, a view is not).
+        ("browser home page", &["classifier"]),
+        ("browser blog post", &["classifier"]),
+        ("browser product", &["classifier"]),
+        ("browser cart", &["classifier"]),
+        ("browser search", &["classifier"]),
         // A WordPress theme's stylesheet: no rule answers assets.
-        ("browser asset", &["classifier", "crs"]),
-        ("verified googlebot", &["classifier", "crs"]),
-        ("gptbot", &["classifier", "crs"]),
-        ("uptime monitor", &["classifier", "crs"]),
+        ("browser asset", &["classifier"]),
+        ("verified googlebot", &["classifier"]),
+        ("gptbot", &["classifier"]),
+        ("uptime monitor", &["classifier"]),
         // One application's entry point: that application's rule set, not every rule
         // set that has rules about some PHP file.
-        ("browser login", &["classifier", "crs", "wordpress"]),
-        ("wp-login brute force", &["classifier", "crs", "wordpress"]),
-        ("nextcloud sync client", &["classifier", "crs", "nextcloud"]),
+        ("browser login", &["classifier", "wordpress"]),
+        ("wp-login brute force", &["classifier", "wordpress"]),
+        ("nextcloud sync client", &["classifier", "nextcloud"]),
     ];
     let mix = realistic_mix();
     for (label, components) in expected {
