@@ -701,6 +701,15 @@ impl Gateway {
         };
         gateway.wait_ready(port, Duration::from_secs(30))?;
         gateway.wait_ready(admin.port(), Duration::from_secs(30))?;
+        // A bound port accepts connections before botgate serves them: the admin
+        // listener answering means the start finished (its operator token written).
+        let admin_client = crate::http::Client::new(&format!("http://{admin}"), None);
+        if let Err(err) = admin_client.get("/health") {
+            bail!(
+                "botgate's admin listener did not answer: {err:#}; log:\n{}",
+                gateway.guard.log_text()
+            );
+        }
         Ok(gateway)
     }
 
