@@ -152,21 +152,9 @@ impl<'a> Values<'a> {
 
     /// The indexes of the values `target` reads.
     pub(crate) fn select(&self, target: Target) -> impl Iterator<Item = usize> + '_ {
-        let (kind, name) = match target {
-            Target::Args => (Some(Kind::Arg), None),
-            Target::ArgNames => (Some(Kind::ArgName), None),
-            Target::Cookies => (Some(Kind::Cookie), None),
-            Target::CookieNames => (Some(Kind::CookieName), None),
-            Target::Headers => (Some(Kind::Header), None),
-            Target::Header(name) => (Some(Kind::Header), Some(name)),
-            Target::HeaderNames => (Some(Kind::HeaderName), None),
-            Target::Filename => (Some(Kind::Filename), None),
-            Target::Uri | Target::UriRaw => (Some(Kind::Uri), None),
-            Target::QueryString => (Some(Kind::QueryString), None),
-            Target::RequestLine => (Some(Kind::RequestLine), None),
-            Target::MatchedVars | Target::Capture(_) => (None, None),
-        };
+        let (kind, name) = read_by(target).unzip();
         let indexes = kind.map_or(&[][..], |kind| &self.by_kind[kind as usize]);
+        let name = name.flatten();
         indexes
             .iter()
             .copied()
@@ -176,20 +164,8 @@ impl<'a> Values<'a> {
     /// Whether `target` reads value `index`.
     pub(crate) fn reads(&self, target: Target, index: usize) -> bool {
         let v = &self.values[index];
-        match target {
-            Target::Args => v.kind == Kind::Arg,
-            Target::ArgNames => v.kind == Kind::ArgName,
-            Target::Cookies => v.kind == Kind::Cookie,
-            Target::CookieNames => v.kind == Kind::CookieName,
-            Target::Headers => v.kind == Kind::Header,
-            Target::Header(name) => v.kind == Kind::Header && v.name == name,
-            Target::HeaderNames => v.kind == Kind::HeaderName,
-            Target::Filename => v.kind == Kind::Filename,
-            Target::Uri | Target::UriRaw => v.kind == Kind::Uri,
-            Target::QueryString => v.kind == Kind::QueryString,
-            Target::RequestLine => v.kind == Kind::RequestLine,
-            Target::MatchedVars | Target::Capture(_) => false,
-        }
+        read_by(target)
+            .is_some_and(|(kind, name)| v.kind == kind && name.is_none_or(|name| v.name == name))
     }
 
     /// What identifies value `index` for the rules: its kind, its name and its text.
@@ -226,6 +202,26 @@ impl<'a> Values<'a> {
     pub(crate) fn host(&self) -> &str {
         self.host
     }
+}
+
+/// The kind of value `target` reads, and the name when it reads one header; `None`
+/// for the targets that read another condition's matches.
+fn read_by(target: Target) -> Option<(Kind, Option<&'static str>)> {
+    let kind = match target {
+        Target::Args => Kind::Arg,
+        Target::ArgNames => Kind::ArgName,
+        Target::Cookies => Kind::Cookie,
+        Target::CookieNames => Kind::CookieName,
+        Target::Headers => Kind::Header,
+        Target::Header(name) => return Some((Kind::Header, Some(name))),
+        Target::HeaderNames => Kind::HeaderName,
+        Target::Filename => Kind::Filename,
+        Target::Uri | Target::UriRaw => Kind::Uri,
+        Target::QueryString => Kind::QueryString,
+        Target::RequestLine => Kind::RequestLine,
+        Target::MatchedVars | Target::Capture(_) => return None,
+    };
+    Some((kind, None))
 }
 
 /// `%XX` decoded and `+` as space, as ModSecurity decodes arguments.
