@@ -1,13 +1,14 @@
-//! Criterion benchmarks of the rule engine: the full decision (classifier and all nine
-//! CMS rule sets) over a realistic request mix, one component call, and the hot swap.
+//! Criterion benchmarks of the rule engine: the full decision (the classifier, the Core
+//! Rule Set and all nine CMS rule sets) over a realistic request mix, with and without
+//! the Core Rule Set, one component call, and the hot swap.
 //!
 //! Run: `cargo bench -p botgate-benches --bench decision`.
 
 use botgate_benches::realistic_mix;
 use botgate_host::rules::facts::smoke_facts;
-use botgate_host::rules::{DirectorySource, Outcome, decide};
+use botgate_host::rules::{CORE_RULE_SET, DirectorySource, Outcome, decide};
 use botgate_model::{KNOWN_RULESETS, Policy};
-use botgate_tests::{guest_bytes, registry, shipped_dir};
+use botgate_tests::{guest_bytes, registry, ruleset_dir, shipped_dir};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::sync::Arc;
@@ -24,7 +25,7 @@ fn decision(c: &mut Criterion) {
     let mut group = c.benchmark_group("decision");
     group.throughput(Throughput::Elements(1));
     let mut i = 0usize;
-    group.bench_function("full: classifier + 9 rule sets, realistic mix", |b| {
+    group.bench_function("full: classifier + crs + 9 rule sets, realistic mix", |b| {
         b.iter(|| {
             let facts = &mix[i % mix.len()].facts;
             i += 1;
@@ -52,8 +53,28 @@ fn decision(c: &mut Criterion) {
             })
         },
     );
+    // The same decision without the Core Rule Set: side by side with the first line,
+    // what `crs` adds to every request.
+    let registry_without_crs = botgate_tests::registry();
+    let entries: Vec<(&str, &str)> = botgate_tests::shipped()
+        .into_iter()
+        .filter(|name| *name != CORE_RULE_SET)
+        .map(|name| (name, name))
+        .collect();
+    let dir_without_crs = ruleset_dir(&entries);
+    let report = registry_without_crs.sync(&DirectorySource::new(dir_without_crs.path()));
+    assert!(report.refused.is_empty(), "{report:?}");
+    let set_without_crs = registry_without_crs.snapshot();
     let mut i = 0usize;
-    group.bench_function("classifier only, realistic mix", |b| {
+    group.bench_function("full without crs, realistic mix", |b| {
+        b.iter(|| {
+            let facts = &mix[i % mix.len()].facts;
+            i += 1;
+            black_box(decide(&set_without_crs, facts, &KNOWN_RULESETS, &policy))
+        })
+    });
+    let mut i = 0usize;
+    group.bench_function("always-on only (classifier + crs), realistic mix", |b| {
         b.iter(|| {
             let facts = &mix[i % mix.len()].facts;
             i += 1;

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || rustup target add wasm32-wasip2
 cargo build --release --target wasm32-wasip2 --manifest-path rulesets/Cargo.toml
 mkdir -p data/rulesets
-for name in classifier bitrix cpanel dokuwiki drupal joomla nextcloud prestashop wordpress xenforo; do
+for name in classifier crs bitrix cpanel dokuwiki drupal joomla nextcloud prestashop wordpress xenforo; do
     cp "rulesets/target/wasm32-wasip2/release/$name.wasm" "data/rulesets/$name.wasm"
 done
 # The demo's origin may be on this machine: loopback is allowed explicitly.

@@ -154,7 +154,7 @@ nginx_conf modsec 2 "load_module /usr/lib/nginx/modules/ngx_http_modsecurity_mod
     "listen 127.0.0.1:$modsec_port; $proxy_location"
 
 # botgate on the embedded store, with every shipped component.
-for name in classifier bitrix cpanel dokuwiki drupal joomla nextcloud prestashop wordpress xenforo; do
+for name in classifier crs bitrix cpanel dokuwiki drupal joomla nextcloud prestashop wordpress xenforo; do
     cp "rulesets/target/wasm32-wasip2/release/$name.wasm" "$work/rulesets/"
 done
 botgate=${BOTGATE:-target/release/botgate}

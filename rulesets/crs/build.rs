@@ -106,6 +106,20 @@ impl Generator {
                 })
             })
             .collect();
+        // The engine tests a rule's first condition value by value and remembers the
+        // answer per value: that condition must read the request's values one by one.
+        if let Some(first) = rule.links.first() {
+            if first.variables.iter().any(|v| v.count && !v.exclude) {
+                return Err("its first condition counts values".into());
+            }
+            if first
+                .variables
+                .iter()
+                .any(|v| matches!(v.collection.as_str(), "MATCHED_VARS" | "MATCHED_VAR" | "TX"))
+            {
+                return Err("its first condition reads another condition's matches".into());
+            }
+        }
         let mut links = Vec::new();
         for (link, capture) in rule.links.iter().zip(captures) {
             links.push(self.link(link, capture, rules_dir, out_dir)?);
@@ -261,6 +275,12 @@ impl Generator {
     }
 
     fn finish(self) -> String {
+        // A request's fired rules are one `u128` (`verdicts::RuleSet`).
+        assert!(
+            self.rules.len() <= 128,
+            "{} rules compiled; the engine holds at most 128",
+            self.rules.len()
+        );
         let mut out = String::new();
         let _ = writeln!(out, "/// The compiled rules, in the rule files' order.");
         let _ = writeln!(out, "pub(crate) static RULES: &[Rule] = &[");

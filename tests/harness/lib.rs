@@ -18,13 +18,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
-/// The components built from `rulesets/`: the classifier, the nine CMS rule sets of
-/// the specification, the Core Rule Set (`crs`, not yet called by the gateway) and the
-/// template.
+/// The components shipped from `rulesets/`: the classifier, the Core Rule Set, the nine
+/// CMS rule sets of the specification and the template.
 pub fn shipped() -> Vec<&'static str> {
-    std::iter::once(botgate_host::rules::CLASSIFIER)
+    botgate_host::rules::ALWAYS_ON
+        .into_iter()
         .chain(botgate_model::KNOWN_RULESETS)
-        .chain(["crs"])
         .chain(["template"])
         .collect()
 }

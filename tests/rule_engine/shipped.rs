@@ -10,6 +10,7 @@ use botgate_model::{Action, Category, KNOWN_RULESETS, Policy};
 use botgate_tests::mix::realistic_mix;
 use botgate_tests::{facts, init_logs, registry, repo_root, shipped, shipped_dir};
 use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// Every shipped component, loaded and validated.
 fn loaded_shipped() -> Arc<RulesetSet> {
@@ -332,23 +333,23 @@ fn called(set: &RulesetSet, facts: &RequestFacts) -> Vec<String> {
 fn a_request_calls_only_the_rule_sets_it_concerns() {
     let set = loaded_shipped();
     let expected: &[(&str, &[&str])] = &[
-        // Page views, crawlers and monitors: the classifier alone, with every rule set
-        // enabled (a post to the blog would be Bitrix's business, a view is not).
-        ("browser home page", &["classifier"]),
-        ("browser blog post", &["classifier"]),
-        ("browser product", &["classifier"]),
-        ("browser cart", &["classifier"]),
-        ("browser search", &["classifier"]),
+        // Page views, crawlers and monitors: the always-on classifier and Core Rule Set
+        // alone, with every rule set enabled (a post to the blog would be Bitrix's business, a view is not).
+        ("browser home page", &["classifier", "crs"]),
+        ("browser blog post", &["classifier", "crs"]),
+        ("browser product", &["classifier", "crs"]),
+        ("browser cart", &["classifier", "crs"]),
+        ("browser search", &["classifier", "crs"]),
         // A WordPress theme's stylesheet: no rule answers assets.
-        ("browser asset", &["classifier"]),
-        ("verified googlebot", &["classifier"]),
-        ("gptbot", &["classifier"]),
-        ("uptime monitor", &["classifier"]),
+        ("browser asset", &["classifier", "crs"]),
+        ("verified googlebot", &["classifier", "crs"]),
+        ("gptbot", &["classifier", "crs"]),
+        ("uptime monitor", &["classifier", "crs"]),
         // One application's entry point: that application's rule set, not every rule
         // set that has rules about some PHP file.
-        ("browser login", &["classifier", "wordpress"]),
-        ("wp-login brute force", &["classifier", "wordpress"]),
-        ("nextcloud sync client", &["classifier", "nextcloud"]),
+        ("browser login", &["classifier", "crs", "wordpress"]),
+        ("wp-login brute force", &["classifier", "crs", "wordpress"]),
+        ("nextcloud sync client", &["classifier", "crs", "nextcloud"]),
     ];
     let mix = realistic_mix();
     for (label, components) in expected {
@@ -420,4 +421,31 @@ fn skipping_out_of_scope_rule_sets_changes_no_decision() {
         skipped > requests.len(),
         "scopes skip most rule sets for most requests ({skipped})"
     );
+}
+
+/// A flood of requests that are all new (each header block, cookie and query unseen,
+/// blocks of 3 KB) neither fails `crs` nor grows its instance past the pooled-memory
+/// cap: what it remembers is bounded, and the instance that served the first request
+/// serves them all.
+#[test]
+fn crs_stays_one_bounded_instance_under_a_flood_of_new_requests() {
+    let set = loaded_shipped();
+    let crs = set.get("crs").expect("crs is shipped");
+    let first = crs.evaluate(&facts("GET", "/", &[("user-agent", "agent/first")]));
+    assert!(matches!(first, Outcome::Abstain), "{first:?}");
+    let created = crs.stats().instances_created.load(Relaxed);
+    for i in 0..3_000 {
+        let cookie = format!("session={i:08x}; prefs={}", "a".repeat(3_000));
+        let agent = format!("agent/{i}");
+        let target = format!("/search?q=item-{i}&page={}", i % 7);
+        let request = facts(
+            "GET",
+            &target,
+            &[("user-agent", agent.as_str()), ("cookie", cookie.as_str())],
+        );
+        let outcome = crs.evaluate(&request);
+        assert!(matches!(outcome, Outcome::Abstain), "{i}: {outcome:?}");
+    }
+    assert_eq!(crs.stats().instances_created.load(Relaxed), created);
+    assert_eq!(crs.stats().failures(), 0);
 }

@@ -50,7 +50,7 @@ fn settings_schema(required: bool) -> Schema {
     let rulesets = object_of(
         KNOWN_RULESETS.iter().map(|name| (*name, boolean())),
         required,
-        "Which CMS rule sets run for the website (the classifier always runs).",
+        "Which CMS rule sets run for the website (the classifier and the Core Rule Set always run).",
     );
     let rules = object_of(
         Category::NAMES.iter().map(|name| (*name, one_of(&ACTIONS))),
@@ -66,7 +66,9 @@ fn settings_schema(required: bool) -> Schema {
                 one_of(&[CertsIssuer::Custom.as_str(), CertsIssuer::Acme.as_str()]),
             )]),
         required,
-        "Load-balancer options.",
+        "Load-balancer options. `monitoring_mode` (default false): every request is \
+         decided and logged with the action bot protection would take (`would_deny`, \
+         `would_captcha` in the access log and metrics) and passed to the origin.",
     );
     object_of(
         [

@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 /// A website's settings; the default is what a website created without `settings` has.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Settings {
-    /// Which of the nine CMS rule sets run for the website (the classifier always runs).
+    /// Which of the nine CMS rule sets run for the website (the classifier and the Core
+    /// Rule Set always run).
     pub rulesets: Rulesets,
     /// The action per traffic category.
     pub rules: Rules,
@@ -192,6 +193,11 @@ pub struct Loadbalancer {
     pub bot_protection: bool,
     /// Redirect listed subdomains to the main domain.
     pub force_subdomains_redirect: bool,
+    /// Monitoring mode: every request is decided and logged as bot protection decides
+    /// it, with the action it would take (`would_deny`, `would_captcha`), and passed to
+    /// the origin. For trying the protection on live traffic before turning it on.
+    #[serde(default)]
+    pub monitoring_mode: bool,
     /// Who issues the certificate.
     pub certs_issuer: CertsIssuer,
 }
@@ -211,13 +217,15 @@ impl Default for Loadbalancer {
             ddos_protection_advanced: false,
             bot_protection: true,
             force_subdomains_redirect: false,
+            monitoring_mode: false,
             certs_issuer: CertsIssuer::Acme,
         }
     }
 }
 
-/// The boolean keys of `settings.loadbalancer`, in the specification's order.
-pub const LOADBALANCER_FLAGS: [&str; 9] = [
+/// The boolean keys of `settings.loadbalancer`: the specification's, in its order, then
+/// botgate's own.
+pub const LOADBALANCER_FLAGS: [&str; 10] = [
     "upstreams_use_https",
     "enable_http3",
     "force_https",
@@ -227,6 +235,7 @@ pub const LOADBALANCER_FLAGS: [&str; 9] = [
     "ddos_protection_advanced",
     "bot_protection",
     "force_subdomains_redirect",
+    "monitoring_mode",
 ];
 
 impl Loadbalancer {
@@ -241,6 +250,7 @@ impl Loadbalancer {
             "ddos_protection_advanced" => &mut self.ddos_protection_advanced,
             "bot_protection" => &mut self.bot_protection,
             "force_subdomains_redirect" => &mut self.force_subdomains_redirect,
+            "monitoring_mode" => &mut self.monitoring_mode,
             _ => return None,
         })
     }
@@ -385,11 +395,31 @@ mod tests {
         assert_eq!(rules["security_issues"], "deny");
         assert_eq!(rules["humans"], "grant");
         let lb = json["loadbalancer"].as_object().unwrap();
-        assert_eq!(lb.len(), 10);
+        // The specification's nine flags and `certs_issuer`, and botgate's
+        // `monitoring_mode`.
+        assert_eq!(lb.len(), 11);
         assert_eq!(lb["bot_protection"], true);
+        assert_eq!(lb["monitoring_mode"], false);
         assert_eq!(lb["certs_issuer"], "acme");
         let back: Settings = serde_json::from_value(json).unwrap();
         assert_eq!(back, Settings::default());
+    }
+
+    #[test]
+    fn settings_stored_before_monitoring_mode_load_with_it_off() {
+        let mut json = serde_json::to_value(Settings::default()).unwrap();
+        json["loadbalancer"]
+            .as_object_mut()
+            .unwrap()
+            .remove("monitoring_mode");
+        let back: Settings = serde_json::from_value(json).unwrap();
+        assert!(!back.loadbalancer.monitoring_mode);
+        let patch = SettingsPatch::parse(&json!({"loadbalancer": {"monitoring_mode": true}}));
+        let mut settings = Settings::default();
+        patch.unwrap().apply(&mut settings);
+        assert!(settings.loadbalancer.monitoring_mode);
+        let wrong = SettingsPatch::parse(&json!({"loadbalancer": {"monitoring_mode": "yes"}}));
+        assert!(wrong.is_err());
     }
 
     #[test]

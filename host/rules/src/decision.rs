@@ -1,6 +1,6 @@
-//! The decision: run the classifier and a website's enabled rule sets on one request,
-//! merge their opinions by a fixed precedence, and look the category up in the
-//! website's policy.
+//! The decision: run the always-on components (the classifier and the OWASP Core Rule
+//! Set) and a website's enabled rule sets on one request, merge their opinions by a
+//! fixed precedence, and look the category up in the website's policy.
 //!
 //! # Precedence
 //!
@@ -11,10 +11,10 @@
 //! 2. An opinion of `security_issues` with confidence ≥ 50 beats every other category:
 //!    attack evidence is never outweighed by a claim of legitimacy.
 //! 3. Otherwise the highest confidence wins.
-//! 4. Ties go to a CMS rule set over the classifier (specific knowledge beats general
-//!    knowledge), then to the category whose action under this website's policy is
-//!    stricter (`deny` > `captcha` > `grant`), then to the component name in
-//!    alphabetical order, so the result never depends on call order.
+//! 4. Ties go to a CMS rule set (or the Core Rule Set) over the classifier (specific
+//!    knowledge beats general knowledge), then to the category whose action under this
+//!    website's policy is stricter (`deny` > `captcha` > `grant`), then to the
+//!    component name in alphabetical order, so the result never depends on call order.
 //! 5. When every component abstains the request counts as `humans`, decided by no
 //!    component.
 
@@ -26,6 +26,10 @@ use std::sync::Arc;
 
 /// The name of the general classifier, which runs for every website.
 pub const CLASSIFIER: &str = "classifier";
+/// The name of the OWASP Core Rule Set component, which runs for every website.
+pub const CORE_RULE_SET: &str = "crs";
+/// The components that run for every website, whatever its `settings.rulesets`.
+pub const ALWAYS_ON: [&str; 2] = [CLASSIFIER, CORE_RULE_SET];
 
 /// The confidence from which `security_issues` overrides every other opinion.
 pub const SECURITY_OVERRIDE_CONFIDENCE: u8 = 50;
@@ -152,10 +156,10 @@ impl<'a> Merge<'a> {
     }
 }
 
-/// Runs the classifier and every rule set of `enabled` that `set` holds (each once),
-/// merges the opinions and applies `policy`.
+/// Runs the always-on components and every rule set of `enabled` that `set` holds
+/// (each once), merges the opinions and applies `policy`.
 ///
-/// The data plane's path: it walks the components in scope (usually the classifier
+/// The data plane's path: it walks the components in scope (usually the always-on ones
 /// and at most one rule set) and keeps those enabled, rather than looking every
 /// enabled name up; [`decide_observed`] decides the same.
 pub fn decide(
@@ -173,15 +177,15 @@ pub fn decide(
             continue;
         };
         let name = component.name();
-        if name == CLASSIFIER || enabled.contains(&name) {
+        if ALWAYS_ON.contains(&name) || enabled.contains(&name) {
             merge.offer(component, component.evaluate(facts));
         }
     }
     merge.decision()
 }
 
-/// [`decide`], showing the outcome of the classifier and of each enabled rule set
-/// (`OutOfScope` for those not called) to `observe` as it comes (for `botgate ruleset
+/// [`decide`], showing the outcome of the always-on components and of each enabled rule
+/// set (`OutOfScope` for those not called) to `observe` as it comes (for `botgate ruleset
 /// eval`, debugging and tests).
 pub fn decide_observed(
     set: &RulesetSet,
@@ -190,19 +194,19 @@ pub fn decide_observed(
     policy: &Policy,
     mut observe: impl FnMut(&LoadedComponent, &Outcome),
 ) -> Decision {
-    // The classifier, then each enabled rule set once (a name listed twice runs once),
-    // in the order given: the merge does not depend on the order. No allocation.
+    // The always-on components, then each enabled rule set once (a name listed twice
+    // runs once), in the order given: the merge does not depend on the order. No allocation.
     let names = enabled
         .iter()
         .enumerate()
-        .filter(|&(i, name)| *name != CLASSIFIER && !enabled[..i].contains(name))
+        .filter(|&(i, name)| !ALWAYS_ON.contains(name) && !enabled[..i].contains(name))
         .map(|(_, name)| *name);
 
     let mut merge = Merge::new(policy);
     let in_scope = set
         .scopes()
         .matching(&facts.method, &facts.target, &facts.headers);
-    for name in std::iter::once(CLASSIFIER).chain(names) {
+    for name in ALWAYS_ON.into_iter().chain(names) {
         let Some((slot, component)) = set.get_with_slot(name) else {
             continue;
         };

@@ -27,7 +27,9 @@ pub mod watcher;
 
 pub use bindings::RequestFacts;
 pub use component::{ComponentStats, LoadError, LoadedComponent, Outcome};
-pub use decision::{CLASSIFIER, Decider, Decision, decide, decide_observed};
+pub use decision::{
+    ALWAYS_ON, CLASSIFIER, CORE_RULE_SET, Decider, Decision, decide, decide_observed,
+};
 pub use registry::{Registry, RulesetSet, SyncReport};
 pub use sandbox::{Sandbox, SandboxConfig};
 pub use source::{DirectorySource, RulesetBlob, RulesetSource};

@@ -66,6 +66,12 @@ impl Sandbox {
         wasm.wasm_component_model(true)
             .epoch_interruption(true)
             .cranelift_opt_level(wasmtime::OptLevel::Speed);
+        // `BOTGATE_PERF_MAP=1`: components' compiled functions are named in
+        // /tmp/perf-<pid>.map, so `perf record` / `perf report` show where a rule set
+        // spends its time.
+        if std::env::var_os("BOTGATE_PERF_MAP").is_some_and(|v| v == "1") {
+            wasm.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&wasm)?;
         let tick = epoch_tick(config.call_deadline);
         let sandbox = Arc::new(Sandbox { engine, config });

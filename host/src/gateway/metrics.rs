@@ -1,5 +1,5 @@
 //! Prometheus metrics of the data plane: requests by website, category and action,
-//! request latency, origin failures, and each rule component's calls and failures
+//! decisions by what decided them, request latency, origin failures, and each rule component's calls and failures
 //! (read from the rule engine's own counters at scrape time), and the response cache's
 //! lookups and size.
 
@@ -26,6 +26,15 @@ struct RequestLabels {
     /// `grant`, `deny`, `captcha`, or what happened without a decision: `pass`
     /// (protection off or paused), `redirect`, `limited`, `challenge_solved`,
     /// `unknown_host`.
+    action: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DecisionLabels {
+    /// The component whose opinion won, or `none` when every component abstained.
+    decider: String,
+    /// Its reason id (`crs.942100-sqli`), `none`, or `other` past [`MAX_REASONS`].
+    reason: String,
     action: &'static str,
 }
 
@@ -114,6 +123,15 @@ type LatencyTotals = BTreeMap<&'static str, LatencyCounts>;
 
 /// Request counts by category and action.
 type CountsByCategory = Vec<(&'static str, &'static str, u64)>;
+/// Decisions by decider, reason and action, added up over the threads.
+type DecisionTotals = BTreeMap<(String, String, &'static str), u64>;
+/// Decision counts by action.
+type CountsByAction = Vec<(&'static str, u64)>;
+
+/// The most (decider, reason) pairs one thread counts apart; the rest count as reason
+/// `other` (reason ids come from components: the series stay bounded whatever they
+/// send).
+pub const MAX_REASONS: usize = 512;
 
 /// One thread's counts.
 #[derive(Default)]
@@ -123,6 +141,10 @@ struct ThreadTable {
     requests: HashMap<Box<str>, CountsByCategory, foldhash::fast::RandomState>,
     /// Latency by action.
     latency: Vec<(&'static str, LatencyCounts)>,
+    /// Decisions by decider, then by reason and action.
+    decisions: HashMap<Box<str>, HashMap<Box<str>, CountsByAction>>,
+    /// The (decider, reason) pairs in `decisions`.
+    reasons: usize,
 }
 
 /// A histogram's counts: per bucket (not cumulative), their sum and count.
@@ -159,14 +181,16 @@ impl RequestMetrics {
         }
     }
 
-    /// Counts one request of `website` (`-` for none), its category and action, and
-    /// its latency.
+    /// Counts one request of `website` (`-` for none), its category and action, its
+    /// latency, and for a decided request what decided it (`decision`: the deciding
+    /// component, `none` when every component abstained, and the reason id).
     pub fn record(
         &self,
         website: &str,
         category: &'static str,
         action: &'static str,
         latency: Duration,
+        decision: Option<(&str, &str)>,
     ) {
         // Only a scrape ever waits on this lock, for the time of a copy.
         let mut table = self
@@ -203,12 +227,16 @@ impl RequestMetrics {
         counts.buckets[bucket] += 1;
         counts.sum += seconds;
         counts.count += 1;
+        if let Some((decider, reason)) = decision {
+            table.count_decision(decider, reason, action);
+        }
     }
 
     /// Every thread's counts, added up, in a stable order.
-    fn totals(&self) -> (RequestTotals, LatencyTotals) {
+    fn totals(&self) -> (RequestTotals, LatencyTotals, DecisionTotals) {
         let mut requests = RequestTotals::new();
         let mut latency = LatencyTotals::new();
+        let mut decisions = DecisionTotals::new();
         for table in self.per_thread.iter() {
             let table = table.lock().unwrap_or_else(PoisonError::into_inner);
             for (website, rows) in &table.requests {
@@ -224,8 +252,47 @@ impl RequestMetrics {
                     .or_insert_with(|| LatencyCounts::new(self.bounds.len()))
                     .add(counts);
             }
+            for (decider, reasons) in &table.decisions {
+                for (reason, actions) in reasons {
+                    for &(action, count) in actions {
+                        *decisions
+                            .entry((decider.to_string(), reason.to_string(), action))
+                            .or_default() += count;
+                    }
+                }
+            }
         }
-        (requests, latency)
+        (requests, latency, decisions)
+    }
+}
+
+impl ThreadTable {
+    fn count_decision(&mut self, decider: &str, reason: &str, action: &'static str) {
+        let reason = if reason.is_empty() { "none" } else { reason };
+        let known = self
+            .decisions
+            .get(decider)
+            .is_some_and(|reasons| reasons.contains_key(reason));
+        let reason = if known || self.reasons < MAX_REASONS {
+            reason
+        } else {
+            "other"
+        };
+        let reasons = match self.decisions.get_mut(decider) {
+            Some(reasons) => reasons,
+            None => self.decisions.entry(decider.into()).or_default(),
+        };
+        let actions = match reasons.get_mut(reason) {
+            Some(actions) => actions,
+            None => {
+                self.reasons += 1;
+                reasons.entry(reason.into()).or_default()
+            }
+        };
+        match actions.iter_mut().find(|(a, _)| *a == action) {
+            Some((_, count)) => *count += 1,
+            None => actions.push((action, 1)),
+        }
     }
 }
 
@@ -235,7 +302,7 @@ struct RequestCollector(Arc<RequestMetrics>);
 
 impl Collector for RequestCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let (requests, latency) = self.0.totals();
+        let (requests, latency, decisions) = self.0.totals();
         let mut family = encoder.encode_descriptor(
             "requests",
             "Requests by website, decided category and action",
@@ -246,6 +313,20 @@ impl Collector for RequestCollector {
             let labels = RequestLabels {
                 website,
                 category,
+                action,
+            };
+            ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "decisions",
+            "Decided requests by the component that decided (none: all abstained), its reason id and the action",
+            None,
+            MetricType::Counter,
+        )?;
+        for ((decider, reason, action), count) in decisions {
+            let labels = DecisionLabels {
+                decider,
+                reason,
                 action,
             };
             ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
@@ -382,19 +463,35 @@ mod tests {
         std::thread::scope(|threads| {
             for _ in 0..3 {
                 threads.spawn(|| {
-                    requests.record("a.example", "humans", "grant", ms(1));
-                    requests.record("a.example", "security_issues", "deny", Duration::ZERO);
-                    requests.record("-", "none", "unknown_host", ms(20_000));
+                    requests.record("a.example", "humans", "grant", ms(1), Some(("none", "")));
+                    requests.record(
+                        "a.example",
+                        "security_issues",
+                        "deny",
+                        Duration::ZERO,
+                        Some(("crs", "crs.942100-sqli")),
+                    );
+                    requests.record("-", "none", "unknown_host", ms(20_000), None);
                 });
             }
         });
-        requests.record("a.example", "humans", "grant", Duration::from_micros(300));
+        requests.record(
+            "a.example",
+            "humans",
+            "grant",
+            Duration::from_micros(300),
+            Some(("classifier", "classifier.browser")),
+        );
         let text = encoded(&requests);
         for line in [
             "# TYPE botgate_requests counter",
             "botgate_requests_total{website=\"a.example\",category=\"humans\",action=\"grant\"} 4",
             "botgate_requests_total{website=\"a.example\",category=\"security_issues\",action=\"deny\"} 3",
             "botgate_requests_total{website=\"-\",category=\"none\",action=\"unknown_host\"} 3",
+            "# TYPE botgate_decisions counter",
+            "botgate_decisions_total{decider=\"crs\",reason=\"crs.942100-sqli\",action=\"deny\"} 3",
+            "botgate_decisions_total{decider=\"none\",reason=\"none\",action=\"grant\"} 3",
+            "botgate_decisions_total{decider=\"classifier\",reason=\"classifier.browser\",action=\"grant\"} 1",
             "# TYPE botgate_request_duration_seconds histogram",
             // Cumulative buckets: 0.3 ms is in 0.0004, the three 1 ms in 0.0016.
             "botgate_request_duration_seconds_bucket{le=\"0.0002\",action=\"grant\"} 0",
@@ -408,6 +505,41 @@ mod tests {
             "botgate_request_duration_seconds_bucket{le=\"6.5536\",action=\"unknown_host\"} 0",
             "botgate_request_duration_seconds_bucket{le=\"+Inf\",action=\"unknown_host\"} 3",
             "botgate_request_duration_seconds_sum{action=\"unknown_host\"} 60.0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
+        }
+    }
+
+    #[test]
+    fn decision_reasons_past_the_bound_count_as_other() {
+        let requests = Arc::new(RequestMetrics::new());
+        for i in 0..MAX_REASONS + 10 {
+            let reason = format!("hostile.{i}");
+            requests.record(
+                "a.example",
+                "humans",
+                "grant",
+                Duration::ZERO,
+                Some(("hostile", &reason)),
+            );
+        }
+        // A reason already counted keeps its own series.
+        requests.record(
+            "a.example",
+            "humans",
+            "grant",
+            Duration::ZERO,
+            Some(("hostile", "hostile.0")),
+        );
+        let text = encoded(&requests);
+        let series = text
+            .lines()
+            .filter(|l| l.starts_with("botgate_decisions_total{"))
+            .count();
+        assert_eq!(series, MAX_REASONS + 1, "{text}");
+        for line in [
+            "botgate_decisions_total{decider=\"hostile\",reason=\"other\",action=\"grant\"} 10",
+            "botgate_decisions_total{decider=\"hostile\",reason=\"hostile.0\",action=\"grant\"} 2",
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
         }

@@ -9,7 +9,8 @@
 //!    challenge form; apply `force_https`, `force_subdomains_redirect` and the
 //!    `ddos_protection` limits ([`limits`]); when `bot_protection` is on, build the
 //!    request facts (TLS, [`crawlers`] verification, [`challenge`] pass, [`behaviour`]
-//!    counters), let the rule engine decide, and act.
+//!    counters), let the rule engine decide, and act (in `monitoring_mode`, record the
+//!    would-be action and pass the request on).
 //! 3. [`cache`]: answer from the response cache when the website caches and a fresh
 //!    copy is held; otherwise [`upstream`]: forward to an origin with the forwarding
 //!    headers ([`forwarding`]), streaming both ways, WebSocket included.

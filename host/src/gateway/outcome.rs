@@ -33,11 +33,15 @@ pub enum Outcome {
     UnknownHost,
     /// An ACME CA's HTTP-01 request, answered by the gateway.
     AcmeChallenge,
+    /// Monitoring mode: the policy's `deny` or `captcha`, not applied (passed to the
+    /// origin).
+    WouldDeny,
+    WouldCaptcha,
 }
 
 impl Outcome {
     /// Every outcome, in declaration order (`ALL[outcome as usize] == outcome`).
-    pub const ALL: [Outcome; 15] = [
+    pub const ALL: [Outcome; 17] = [
         Outcome::Pass,
         Outcome::Grant,
         Outcome::Deny,
@@ -53,6 +57,8 @@ impl Outcome {
         Outcome::BadRequest,
         Outcome::UnknownHost,
         Outcome::AcmeChallenge,
+        Outcome::WouldDeny,
+        Outcome::WouldCaptcha,
     ];
 
     /// The name in the access log and the metrics' `action` label.
@@ -73,6 +79,19 @@ impl Outcome {
             Outcome::BadRequest => "bad_request",
             Outcome::UnknownHost => "unknown_host",
             Outcome::AcmeChallenge => "acme_challenge",
+            Outcome::WouldDeny => "would_deny",
+            Outcome::WouldCaptcha => "would_captcha",
+        }
+    }
+}
+
+impl Outcome {
+    /// What monitoring mode records for the policy's `action` (which it does not apply).
+    pub fn monitored(action: Action) -> Outcome {
+        match action {
+            Action::Grant => Outcome::Grant,
+            Action::Deny => Outcome::WouldDeny,
+            Action::Captcha => Outcome::WouldCaptcha,
         }
     }
 }

@@ -142,11 +142,19 @@ impl RequestHandler for Gateway {
                 passed_on: record.origin.is_some() || record.cache == CacheStatus::Hit,
             });
         }
+        let decision = record.category.map(|_| {
+            let decider = record
+                .decider
+                .as_ref()
+                .map_or("none", |(name, _)| name.as_ref());
+            (decider, record.reason.as_str())
+        });
         self.metrics.requests.record(
             record.website.as_deref().unwrap_or("-"),
             record.category.map_or("none", Category::as_str),
             record.action.as_str(),
             elapsed,
+            decision,
         );
         response
     }
@@ -292,10 +300,17 @@ impl Gateway {
                 record.decider = decision.decided_by.map(|d| (d.name, d.version));
                 record.reason = decision.reason;
             }
+            // Monitoring mode records what the policy would do and lets the request
+            // through; the under-attack challenge is flood protection's, and stays.
+            record.action = action.into();
+            if lb.bot_protection && lb.monitoring_mode {
+                record.action = Outcome::monitored(action);
+                action = Action::Grant;
+            }
             if under_attack && action == Action::Grant {
                 action = Action::Captcha;
+                record.action = Outcome::Captcha;
             }
-            record.action = action.into();
             match action {
                 Action::Deny => return pages::denied(),
                 Action::Captcha if !pass.holds() => {

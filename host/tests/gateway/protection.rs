@@ -46,6 +46,21 @@ fn with_ua<'a>(host: &'a str, target: &'a str, ua: &str) -> Outgoing<'a> {
         .header("accept", "*/*")
 }
 
+/// The access-log line of the request for `target`, checked for its category and
+/// action.
+fn logged_as(gateway: &Gateway, target: &str, category: &str, action: &str) -> String {
+    let line = access_line(gateway, target);
+    assert!(
+        line.contains(&format!("category=\"{category}\"")),
+        "{target}: {line}"
+    );
+    assert!(
+        line.contains(&format!("action=\"{action}\"")),
+        "{target}: {line}"
+    );
+    line
+}
+
 #[test]
 fn every_category_gets_its_action() {
     let origin = origin("site");
@@ -129,15 +144,7 @@ fn every_category_gets_its_action() {
         let target = request.target;
         let answer = send(gateway.http, request).unwrap();
         assert_eq!(answer.status, status, "{target}: {}", answer.text());
-        let line = access_line(&gateway, target);
-        assert!(
-            line.contains(&format!("category=\"{category}\"")),
-            "{target}: {line}"
-        );
-        assert!(
-            line.contains(&format!("action=\"{action}\"")),
-            "{target}: {line}"
-        );
+        let line = logged_as(&gateway, target, category, action);
         assert!(line.contains("decider="), "{line}");
         if action == "captcha" {
             assert!(answer.text().contains(VERIFY_PATH), "{}", answer.text());
@@ -195,6 +202,81 @@ fn the_website_policy_decides_the_action() {
         get(gateway.http, "strict.example", "/.env").unwrap().status,
         200
     );
+}
+
+#[test]
+fn monitoring_mode_records_the_would_be_action_and_lets_traffic_through() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    let host = "watch.example";
+    add_website(
+        &gateway,
+        json!({"domain": host, "ip": ["127.0.0.1"],
+               "settings": loadbalancer(&["bot_protection", "monitoring_mode"])}),
+    )
+    .unwrap();
+    let before = origin.requests();
+    let attack = "/?id=1%20union%20select%20password%20from%20users--";
+    let cases = [
+        (
+            Outgoing::get(host, attack).browser(),
+            "security_issues",
+            "would_deny",
+        ),
+        (
+            with_ua(host, "/suspicious", "python-requests/2.32.3"),
+            "suspicious_behaviour",
+            "would_captcha",
+        ),
+        (Outgoing::get(host, "/shop/").browser(), "humans", "grant"),
+    ];
+    for (request, category, action) in cases {
+        let target = request.target;
+        let answer = send(gateway.http, request).unwrap();
+        assert_eq!(answer.status, 200, "{target}: {}", answer.text());
+        logged_as(&gateway, target, category, action);
+    }
+    assert_eq!(
+        origin.requests(),
+        before + 3,
+        "every request reached the origin"
+    );
+    let metrics = Client::new(&format!("http://{}", gateway.admin), None)
+        .get("/metrics")
+        .unwrap()
+        .text;
+    assert!(
+        metrics.contains(&format!(
+            "botgate_requests_total{{website=\"{host}\",category=\"security_issues\",action=\"would_deny\"}} 1"
+        )),
+        "{metrics}"
+    );
+    // What decided it, by component and reason id.
+    assert!(
+        metrics.lines().any(
+            |line| line.starts_with("botgate_decisions_total{decider=\"")
+                && !line.contains("reason=\"none\"")
+                && line.ends_with("action=\"would_deny\"} 1")
+        ),
+        "{metrics}"
+    );
+    // Blocking turned on: the same attack is denied.
+    let reply = partner(&gateway)
+        .put_json(
+            &format!("/v1.0/website/{host}"),
+            &json!({"settings": {"loadbalancer": {"monitoring_mode": false}}}),
+        )
+        .unwrap();
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while send(gateway.http, Outgoing::get(host, attack).browser())
+        .unwrap()
+        .status
+        != 403
+    {
+        assert!(Instant::now() < deadline, "the attack is still let through");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// The hidden `token` of a challenge page.

@@ -1,6 +1,6 @@
 //! The `crs` rule component: the Core Rule Set's verdict on every request, always on.
 
-use crate::{Parts, inspect};
+use crate::{Parts, inspect, seen_clean};
 use botgate_ruleset_sdk::{Category, HttpVersion, Info, Opinion, Request, Ruleset, opinion};
 
 /// The Core Rule Set as a rule component.
@@ -27,11 +27,17 @@ impl Ruleset for CoreRuleSet {
             HttpVersion::Http2 => "HTTP/2.0",
             HttpVersion::Http3 => "HTTP/3.0",
         };
+        // Most requests repeat a request line and a header block already seen clean:
+        // answered before the headers are split.
+        if seen_clean(&facts.method, &facts.target, protocol, &facts.headers) {
+            return None;
+        }
         let inspection = inspect(&Parts {
             method: &facts.method,
             target: &facts.target,
             protocol,
             headers: req.headers(),
+            header_block: &facts.headers,
         });
         let (rule, family) = inspection
             .leading_rule()

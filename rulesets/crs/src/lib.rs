@@ -22,6 +22,7 @@ use std::borrow::Cow;
 use transform::Transform;
 pub use variables::Parts;
 use variables::{Collection, Values};
+use verdicts::{Key, RuleSet};
 
 mod generated {
     use super::*;
@@ -154,35 +155,65 @@ impl Inspection {
     }
 }
 
+/// Whether a request with this request line and header block (`name: value` lines)
+/// was seen before and fired no rule: every value comes from one or the other, so
+/// when neither fires a rule, no value does. Answers `false` for what is not known.
+pub fn seen_clean(method: &str, target: &str, protocol: &str, header_block: &str) -> bool {
+    !header_block.is_empty()
+        && verdicts::known(Key::Headers(header_block)) == Some(0)
+        && verdicts::known(Key::Line(method, target, protocol)) == Some(0)
+}
+
 /// Runs every rule on `parts`.
 pub fn inspect(parts: &Parts<'_>) -> Inspection {
+    if seen_clean(
+        parts.method,
+        parts.target,
+        parts.protocol,
+        parts.header_block,
+    ) {
+        return Inspection {
+            score: 0,
+            matched: Vec::new(),
+        };
+    }
+    let line = Key::Line(parts.method, parts.target, parts.protocol);
+    let block = (!parts.header_block.is_empty()).then_some(Key::Headers(parts.header_block));
     let values = Values::new(parts);
     // Sized on first use: a request whose values are all remembered needs none.
     let mut memo = Memo {
         entries: Vec::new(),
     };
-    // Each rule's first condition, value by value (remembered across requests); the
-    // rest of a chained rule only where its first condition holds.
-    let mut fired: verdicts::RuleSet = 0;
+    // Each rule's first condition, value by value (remembered across requests).
+    let (mut from_headers, mut from_line): (RuleSet, RuleSet) = (0, 0);
     for index in 0..values.len() {
-        fired |= verdicts::fired(values.key(index), || {
+        let fired = verdicts::fired(values.key(index), || {
             local_rules_on(index, &values, &mut memo)
         });
+        if values.is_from_headers(index) {
+            from_headers |= fired;
+        } else {
+            from_line |= fired;
+        }
     }
+    verdicts::remember(line, from_line);
+    if let Some(block) = block {
+        verdicts::remember(block, from_headers);
+    }
+    let fired = from_headers | from_line;
     let mut inspection = Inspection {
         score: 0,
         matched: Vec::new(),
     };
     let mut best_score = 0;
-    for (i, rule) in generated::RULES.iter().enumerate() {
-        let matches = if !reads_values(rule) {
-            rule_matches(rule, &values, &mut memo)
-        } else if fired & (1 << i) == 0 {
-            false
-        } else {
-            rule.links.len() == 1 || rule_matches(rule, &values, &mut memo)
-        };
-        if matches {
+    // The fired rules in the rule files' order; a chained one only when the rest of its
+    // conditions hold too.
+    let mut rest = fired;
+    while rest != 0 {
+        let i = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        let rule = &generated::RULES[i];
+        if rule.links.len() == 1 || rule_matches(rule, &values, &mut memo) {
             inspection.score += u32::from(rule.score);
             if rule.score > best_score {
                 best_score = rule.score;
@@ -195,31 +226,14 @@ pub fn inspect(parts: &Parts<'_>) -> Inspection {
     inspection
 }
 
-/// Whether a rule's first condition reads each value on its own: not a count, on the
-/// request's values.
-fn reads_values(rule: &Rule) -> bool {
-    let Some(link) = rule.links.first() else {
-        return false;
-    };
-    !link.count
-        && !link
-            .targets
-            .iter()
-            .any(|t| matches!(t, Target::MatchedVars | Target::Capture(_)))
-}
-
 /// The rules whose first condition holds on value `index`.
-fn local_rules_on<'v>(
-    index: usize,
-    values: &'v Values<'_>,
-    memo: &mut Memo<'v>,
-) -> verdicts::RuleSet {
+fn local_rules_on<'v>(index: usize, values: &'v Values<'_>, memo: &mut Memo<'v>) -> RuleSet {
     let mut fired = 0;
+    // build.rs compiles only rules whose first condition reads values one by one.
     for (i, rule) in generated::RULES.iter().enumerate() {
-        if !reads_values(rule) {
+        let Some(link) = rule.links.first() else {
             continue;
-        }
-        let link = &rule.links[0];
+        };
         let read = link.targets.iter().any(|&t| values.reads(t, index))
             && !link.exclusions.iter().any(|e| values.excluded(index, e));
         if read && memo_test(link, index, values, memo, None) {

@@ -46,12 +46,62 @@ fn run(sample: &Sample) -> Inspection {
         .iter()
         .map(|(n, v)| (n.as_str(), v.as_str()))
         .collect();
+    let block: String = headers.iter().map(|(n, v)| format!("{n}: {v}\n")).collect();
     inspect(&Parts {
         method: &sample.method,
         target: &sample.target,
         protocol: "HTTP/1.1",
         headers: &headers,
+        header_block: &block,
     })
+}
+
+/// `GET target` with a browser's headers and `extra`, as a test sample.
+fn browser(target: &str, extra: &[(&str, &str)]) -> Sample {
+    let mut headers = vec![
+        ("host", "shop.example"),
+        (
+            "user-agent",
+            "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0",
+        ),
+        ("accept", "text/html,application/xhtml+xml"),
+        ("cookie", "session=5f1c0de; theme=dark"),
+    ];
+    headers.extend_from_slice(extra);
+    Sample {
+        test: target.into(),
+        rule: 0,
+        method: "GET".into(),
+        target: target.into(),
+        headers: headers
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect(),
+    }
+}
+
+/// A header block or a request line remembered clean hides no attack in the other.
+#[test]
+fn a_block_or_line_seen_clean_hides_no_attack_in_the_other() {
+    let page = browser("/catalog/chairs?page=2", &[]);
+    for _ in 0..2 {
+        assert!(!run(&page).is_attack());
+    }
+    let in_line = browser(
+        "/catalog/chairs?page=2%20union%20select%20password%20from%20users--",
+        &[],
+    );
+    assert!(run(&in_line).is_attack());
+    let in_block = browser(
+        "/catalog/chairs?page=2",
+        &[("referer", "<script>alert(document.cookie)</script>")],
+    );
+    assert!(run(&in_block).is_attack());
+    for _ in 0..2 {
+        assert!(!run(&page).is_attack());
+        assert!(run(&in_line).is_attack());
+        assert!(run(&in_block).is_attack());
+    }
 }
 
 fn family_of(rule: u32) -> &'static str {

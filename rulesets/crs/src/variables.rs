@@ -5,6 +5,7 @@
 
 use crate::Target;
 use crate::matchers::ByteSet;
+use crate::verdicts::Key;
 use std::borrow::Cow;
 use std::cell::OnceCell;
 
@@ -19,6 +20,10 @@ pub struct Parts<'a> {
     pub protocol: &'a str,
     /// The headers in the order received, names in lower case.
     pub headers: &'a [(&'a str, &'a str)],
+    /// The same headers as the text they were read from (`name: value` lines), or
+    /// empty. With it, a request whose header block and request line were both seen
+    /// clean before is answered without reading its values again.
+    pub header_block: &'a str,
 }
 
 /// The collections that exclusions name.
@@ -30,7 +35,7 @@ pub(crate) enum Collection {
 
 /// What a value is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(usize)]
+#[repr(u8)]
 enum Kind {
     Arg,
     ArgName,
@@ -44,37 +49,40 @@ enum Kind {
     RequestLine,
 }
 
-/// One value: its kind, its name (lower case, for selectors and exclusions), its text.
+/// One value: its kind, its name (lower case, for selectors and exclusions), its text,
+/// and the bytes it holds (on first use).
 struct Value<'a> {
     kind: Kind,
     name: Cow<'a, str>,
     text: Cow<'a, [u8]>,
+    bytes: OnceCell<ByteSet>,
 }
 
-/// The number of [`Kind`]s.
-const KINDS: usize = 10;
-
-/// Every value of one request, made once, and the indexes of each kind's values.
+/// Every value of one request, made once.
 pub(crate) struct Values<'a> {
     values: Vec<Value<'a>>,
-    /// The bytes of each value, on first use.
-    bytes: Vec<OnceCell<ByteSet>>,
-    by_kind: [Vec<usize>; KINDS],
     host: &'a str,
 }
 
 impl<'a> Values<'a> {
     pub(crate) fn new(parts: &Parts<'a>) -> Values<'a> {
         let (path, query) = parts.target.split_once('?').unwrap_or((parts.target, ""));
-        let mut values = Vec::new();
+        // Two values a header, two an argument, and four of the request.
+        let capacity =
+            2 * parts.headers.len() + 2 * query.bytes().filter(|&b| b == b'&').count() + 6;
+        let mut values = Vec::with_capacity(capacity);
         let mut push = |kind, name: Cow<'a, str>, text: Cow<'a, [u8]>| {
-            values.push(Value { kind, name, text });
+            values.push(Value {
+                kind,
+                name,
+                text,
+                bytes: OnceCell::new(),
+            });
         };
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
             let name_text = decode(name.as_bytes());
-            let lower: Cow<'a, str> =
-                Cow::Owned(String::from_utf8_lossy(&name_text).to_ascii_lowercase());
+            let lower = lower_case(&name_text);
             push(Kind::ArgName, lower.clone(), name_text);
             push(Kind::Arg, lower, decode(value.as_bytes()));
         }
@@ -90,11 +98,7 @@ impl<'a> Values<'a> {
                         continue;
                     }
                     let (name, value) = cookie.split_once('=').unwrap_or((cookie, ""));
-                    let lower: Cow<'a, str> = if name.bytes().any(|b| b.is_ascii_uppercase()) {
-                        Cow::Owned(name.to_ascii_lowercase())
-                    } else {
-                        Cow::Borrowed(name)
-                    };
+                    let lower = lower_case(&Cow::Borrowed(name.as_bytes()));
                     push(
                         Kind::CookieName,
                         lower.clone(),
@@ -126,23 +130,13 @@ impl<'a> Values<'a> {
             Cow::Borrowed(""),
             Cow::Borrowed(query.as_bytes()),
         );
-        let line = format!("{} {} {}", parts.method, parts.target, parts.protocol);
+        let line = [parts.method, " ", parts.target, " ", parts.protocol].concat();
         push(
             Kind::RequestLine,
             Cow::Borrowed(""),
             Cow::Owned(line.into_bytes()),
         );
-        let mut by_kind: [Vec<usize>; KINDS] = Default::default();
-        for (i, value) in values.iter().enumerate() {
-            by_kind[value.kind as usize].push(i);
-        }
-        let bytes = values.iter().map(|_| OnceCell::new()).collect();
-        Values {
-            values,
-            bytes,
-            by_kind,
-            host,
-        }
+        Values { values, host }
     }
 
     /// How many values there are.
@@ -152,13 +146,7 @@ impl<'a> Values<'a> {
 
     /// The indexes of the values `target` reads.
     pub(crate) fn select(&self, target: Target) -> impl Iterator<Item = usize> + '_ {
-        let (kind, name) = read_by(target).unzip();
-        let indexes = kind.map_or(&[][..], |kind| &self.by_kind[kind as usize]);
-        let name = name.flatten();
-        indexes
-            .iter()
-            .copied()
-            .filter(move |&i| name.is_none_or(|name| self.values[i].name == name))
+        (0..self.values.len()).filter(move |&i| self.reads(target, i))
     }
 
     /// Whether `target` reads value `index`.
@@ -169,9 +157,17 @@ impl<'a> Values<'a> {
     }
 
     /// What identifies value `index` for the rules: its kind, its name and its text.
-    pub(crate) fn key(&self, index: usize) -> (u8, &str, &[u8]) {
+    pub(crate) fn key(&self, index: usize) -> Key<'_> {
         let v = &self.values[index];
-        (v.kind as u8, &v.name, &v.text)
+        Key::Value(v.kind as u8, &v.name, &v.text)
+    }
+
+    /// Whether value `index` was read from the headers (else from the request line).
+    pub(crate) fn is_from_headers(&self, index: usize) -> bool {
+        matches!(
+            self.values[index].kind,
+            Kind::Header | Kind::HeaderName | Kind::Cookie | Kind::CookieName
+        )
     }
 
     /// Whether `exclusion` removes value `index`.
@@ -195,7 +191,8 @@ impl<'a> Values<'a> {
 
     /// The bytes value `index` holds.
     pub(crate) fn bytes(&self, index: usize) -> &ByteSet {
-        self.bytes[index].get_or_init(|| ByteSet::of(&self.values[index].text))
+        let v = &self.values[index];
+        v.bytes.get_or_init(|| ByteSet::of(&v.text))
     }
 
     /// The `Host` header's value.
@@ -222,6 +219,17 @@ fn read_by(target: Target) -> Option<(Kind, Option<&'static str>)> {
         Target::MatchedVars | Target::Capture(_) => return None,
     };
     Some((kind, None))
+}
+
+/// `name` as text in lower case, borrowed when it already is.
+fn lower_case<'a>(name: &Cow<'a, [u8]>) -> Cow<'a, str> {
+    match name {
+        Cow::Borrowed(bytes) => match std::str::from_utf8(bytes) {
+            Ok(text) if !text.bytes().any(|b| b.is_ascii_uppercase()) => Cow::Borrowed(text),
+            _ => Cow::Owned(String::from_utf8_lossy(bytes).to_ascii_lowercase()),
+        },
+        Cow::Owned(bytes) => Cow::Owned(String::from_utf8_lossy(bytes).to_ascii_lowercase()),
+    }
 }
 
 /// `%XX` decoded and `+` as space, as ModSecurity decodes arguments.

@@ -13,7 +13,8 @@ pub struct Request<'a> {
     facts: &'a RequestFacts,
     path: &'a str,
     query: &'a str,
-    path_lower: Cow<'a, str>,
+    /// The normalised path, on first use.
+    path_lower: OnceCell<Cow<'a, str>>,
     /// The decoded, lower-case query, on first use.
     query_lower: OnceCell<Cow<'a, str>>,
     /// [`crate::ua::is_browser`] of the user agent, computed on first use.
@@ -30,7 +31,7 @@ impl<'a> Request<'a> {
             facts,
             path,
             query,
-            path_lower: botgate_normalise::path(path),
+            path_lower: OnceCell::new(),
             query_lower: OnceCell::new(),
             browser: OnceCell::new(),
             header_index: OnceCell::new(),
@@ -76,29 +77,32 @@ impl<'a> Request<'a> {
 
     /// The path percent-decoded, lower case, with repeated `/` collapsed.
     pub fn path_lower(&self) -> &str {
-        &self.path_lower
+        self.path_lower
+            .get_or_init(|| botgate_normalise::path(self.path))
     }
 
     /// Whether the normalised path starts with any of `prefixes` (give them lower case).
     pub fn path_starts_with_any(&self, prefixes: &[&str]) -> bool {
-        prefixes.iter().any(|p| self.path_lower.starts_with(p))
+        let path = self.path_lower();
+        prefixes.iter().any(|p| path.starts_with(p))
     }
 
     /// Whether the normalised path ends with any of `suffixes` (give them lower case).
     pub fn path_ends_with_any(&self, suffixes: &[&str]) -> bool {
-        suffixes.iter().any(|s| self.path_lower.ends_with(s))
+        let path = self.path_lower();
+        suffixes.iter().any(|s| path.ends_with(s))
     }
 
     /// Whether the normalised path contains any of `needles` (give them lower case).
     pub fn path_contains_any(&self, needles: &[&str]) -> bool {
         needles
             .iter()
-            .any(|n| crate::ua::contains(&self.path_lower, n))
+            .any(|n| crate::ua::contains(self.path_lower(), n))
     }
 
     /// The last path segment of the normalised path (`wp-login.php` for `/blog/wp-login.php`).
     pub fn file_name(&self) -> &str {
-        self.path_lower.rsplit('/').next().unwrap_or("")
+        self.path_lower().rsplit('/').next().unwrap_or("")
     }
 
     /// The query string as sent, without `?`.

@@ -99,7 +99,8 @@ enum RulesetCommand {
         /// Directory of `<name>.wasm` components.
         #[arg(long)]
         dir: PathBuf,
-        /// Rule sets enabled for the website, comma-separated (the classifier always runs).
+        /// Rule sets enabled for the website, comma-separated (the classifier and the
+        /// Core Rule Set always run).
         #[arg(long, value_delimiter = ',')]
         enable: Vec<String>,
         /// Request method.
