@@ -119,6 +119,10 @@ impl Generator {
             {
                 return Err("its first condition reads another condition's matches".into());
             }
+            // A remembered answer is keyed by the value alone, not the request's host.
+            if first.operator == "endsWith" {
+                return Err("its first condition compares with the request's host".into());
+            }
         }
         let mut links = Vec::new();
         for (link, capture) in rule.links.iter().zip(captures) {
@@ -294,12 +298,6 @@ impl Generator {
             let _ = writeln!(out, "    ({id}, {reason:?}),");
         }
         let _ = writeln!(out, "];\n");
-        let _ = writeln!(out, "/// The distinct transformation chains of the links.");
-        let _ = writeln!(
-            out,
-            "pub(crate) const CHAIN_COUNT: usize = {};\n",
-            self.chains.len()
-        );
         let _ = writeln!(
             out,
             "pub(crate) const REGEX_COUNT: usize = {};",

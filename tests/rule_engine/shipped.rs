@@ -4,7 +4,7 @@
 
 use botgate_host::rules::RulesetSet;
 use botgate_host::rules::{
-    Decision, DirectorySource, Outcome, RequestFacts, decide, decide_observed,
+    Decision, DirectorySource, LoadedComponent, Outcome, RequestFacts, decide, decide_observed,
 };
 use botgate_model::{Action, Category, KNOWN_RULESETS, Policy};
 use botgate_tests::mix::realistic_mix;
@@ -423,6 +423,14 @@ fn skipping_out_of_scope_rule_sets_changes_no_decision() {
     );
 }
 
+/// `crs` after one clean call, and how many instances it had made by then.
+fn warm_crs(set: &RulesetSet) -> (&Arc<LoadedComponent>, u64) {
+    let crs = set.get("crs").expect("crs is shipped");
+    let first = crs.evaluate(&facts("GET", "/", &[("user-agent", "agent/first")]));
+    assert!(matches!(first, Outcome::Abstain), "{first:?}");
+    (crs, crs.stats().instances_created.load(Relaxed))
+}
+
 /// A flood of requests that are all new (each header block, cookie and query unseen,
 /// blocks of 3 KB) neither fails `crs` nor grows its instance past the pooled-memory
 /// cap: what it remembers is bounded, and the instance that served the first request
@@ -430,10 +438,7 @@ fn skipping_out_of_scope_rule_sets_changes_no_decision() {
 #[test]
 fn crs_stays_one_bounded_instance_under_a_flood_of_new_requests() {
     let set = loaded_shipped();
-    let crs = set.get("crs").expect("crs is shipped");
-    let first = crs.evaluate(&facts("GET", "/", &[("user-agent", "agent/first")]));
-    assert!(matches!(first, Outcome::Abstain), "{first:?}");
-    let created = crs.stats().instances_created.load(Relaxed);
+    let (crs, created) = warm_crs(&set);
     for i in 0..3_000 {
         let cookie = format!("session={i:08x}; prefs={}", "a".repeat(3_000));
         let agent = format!("agent/{i}");
@@ -445,6 +450,29 @@ fn crs_stays_one_bounded_instance_under_a_flood_of_new_requests() {
         );
         let outcome = crs.evaluate(&request);
         assert!(matches!(outcome, Outcome::Abstain), "{i}: {outcome:?}");
+    }
+    assert_eq!(crs.stats().instances_created.load(Relaxed), created);
+    assert_eq!(crs.stats().failures(), 0);
+}
+
+/// One request of thousands of new values, as many as the host passes (a query of
+/// distinct arguments, a block of distinct cookies): `crs` inspects it without failing
+/// and keeps its instance (what it works out per value is not kept for the request).
+#[test]
+fn crs_inspects_a_request_of_thousands_of_new_values_within_its_memory() {
+    let set = loaded_shipped();
+    let (crs, created) = warm_crs(&set);
+    for round in 0..3 {
+        let query: Vec<String> = (0..3_000).map(|i| format!("k{round}{i}={i}")).collect();
+        let cookies: Vec<String> = (0..1_500).map(|i| format!("c{round}{i}=v")).collect();
+        let target = format!("/?{}", query.join("&"));
+        let cookie = cookies.join("; ");
+        let request = facts("GET", &target, &[("cookie", cookie.as_str())]);
+        let outcome = crs.evaluate(&request);
+        assert!(
+            !matches!(outcome, Outcome::Failed(_)),
+            "round {round}: {outcome:?}"
+        );
     }
     assert_eq!(crs.stats().instances_created.load(Relaxed), created);
     assert_eq!(crs.stats().failures(), 0);

@@ -19,6 +19,7 @@ mod verdicts;
 
 use matchers::{Aligned, ByteSet, Matcher, Regex};
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use transform::Transform;
 pub use variables::Parts;
 use variables::{Collection, Values};
@@ -180,9 +181,8 @@ pub fn inspect(parts: &Parts<'_>) -> Inspection {
     let line = Key::Line(parts.method, parts.target, parts.protocol);
     let block = (!parts.header_block.is_empty()).then_some(Key::Headers(parts.header_block));
     let values = Values::new(parts);
-    // Sized on first use: a request whose values are all remembered needs none.
     let mut memo = Memo {
-        entries: Vec::new(),
+        entries: BTreeMap::new(),
     };
     // Each rule's first condition, value by value (remembered across requests).
     let (mut from_headers, mut from_line): (RuleSet, RuleSet) = (0, 0);
@@ -190,6 +190,9 @@ pub fn inspect(parts: &Parts<'_>) -> Inspection {
         let fired = verdicts::fired(values.key(index), || {
             local_rules_on(index, &values, &mut memo)
         });
+        // One value's transformations serve its own rules: kept no longer, so a request
+        // of thousands of new values holds one value's at a time.
+        memo.entries.clear();
         if values.is_from_headers(index) {
             from_headers |= fired;
         } else {
@@ -246,8 +249,9 @@ fn local_rules_on<'v>(index: usize, values: &'v Values<'_>, memo: &mut Memo<'v>)
 /// The transformed values of this request, kept while its rules run: rules share
 /// transformation chains.
 struct Memo<'v> {
-    /// By value index × [`generated::CHAIN_COUNT`] + chain.
-    entries: Vec<Option<Transformed<'v>>>,
+    /// By value index and chain; only what was worked out (a request may hold
+    /// thousands of values, most of them remembered).
+    entries: BTreeMap<(usize, usize), Transformed<'v>>,
 }
 
 /// A value through a chain of transformations, and the bytes it holds.
@@ -368,21 +372,16 @@ fn memo_test<'v>(
         }
         return false;
     }
-    if memo.entries.is_empty() {
-        memo.entries
-            .resize_with(values.len() * generated::CHAIN_COUNT, || None);
-    }
-    let (value, bytes) = memo.entries[index * generated::CHAIN_COUNT + link.chain]
-        .get_or_insert_with(|| {
-            let raw = values.bytes(index);
-            match transform::apply_known(values.text(index), raw, link.transforms) {
-                Cow::Borrowed(value) => (Cow::Borrowed(value), *raw),
-                Cow::Owned(value) => {
-                    let bytes = ByteSet::of(&value);
-                    (Cow::Owned(value), bytes)
-                }
+    let (value, bytes) = memo.entries.entry((index, link.chain)).or_insert_with(|| {
+        let raw = values.bytes(index);
+        match transform::apply_known(values.text(index), raw, link.transforms) {
+            Cow::Borrowed(value) => (Cow::Borrowed(value), *raw),
+            Cow::Owned(value) => {
+                let bytes = ByteSet::of(&value);
+                (Cow::Owned(value), bytes)
             }
-        });
+        }
+    });
     test(link, value, values, Some((bytes, groups)))
 }
 
