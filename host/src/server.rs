@@ -12,6 +12,7 @@ use crate::gateway::connection::Shutdown;
 use crate::gateway::connection::{ConnectionLimits, Live};
 use crate::gateway::crawlers::reverse_dns::ResolverError;
 use crate::gateway::crawlers::{CrawlerConfig, CrawlerListError, Crawlers};
+use crate::gateway::geoip::GeoDatabases;
 use crate::gateway::http3::{self, Http3};
 use crate::gateway::limits::DdosConfig;
 use crate::gateway::listener::{self, AlpnChallenges, Listening};
@@ -206,6 +207,8 @@ pub struct LiveSettings {
     /// files (from ACME when `None`).
     pub api_hosts: Vec<String>,
     pub api_certificate_files: Option<(PathBuf, PathBuf)>,
+    /// Read again at every reload (`geoipupdate` replaces the files in place).
+    pub geoip_databases: Vec<PathBuf>,
 }
 
 /// Why a reload was refused; nothing of it was applied.
@@ -221,6 +224,10 @@ pub enum ReloadError {
         "without api-host the management API is unreachable: this gateway runs with no API listener"
     )]
     ApiUnreachable,
+    #[error(transparent)]
+    GeoIp(#[from] crate::gateway::geoip::GeoIpError),
+    #[error("reading the GeoIP databases stopped")]
+    GeoIpRead(#[source] tokio::task::JoinError),
 }
 
 /// Warns of a website that claims a mounted name (the mounted service answers it).
@@ -651,6 +658,10 @@ impl Server {
                 Some(read)
             }
         };
+        let paths = settings.geoip_databases.clone();
+        let geoip = tokio::task::spawn_blocking(move || GeoDatabases::read(&paths))
+            .await
+            .map_err(ReloadError::GeoIpRead)??;
         let api_changed = self
             .api_hosts
             .set(&settings.api_hosts, settings.api_certificate_files)
@@ -677,6 +688,7 @@ impl Server {
         gateway.challenges.set_config(settings.challenge);
         gateway.ddos.set_config(settings.ddos);
         gateway.config.access_log.replace(&settings.access_log);
+        gateway.geoip.install(geoip);
         Ok(())
     }
 

@@ -2,6 +2,7 @@
 
 pub mod addresses;
 pub mod certificate;
+pub mod custom_rules;
 pub mod dashboard;
 pub mod html;
 pub mod invalid;
@@ -16,6 +17,7 @@ pub mod user;
 pub mod website;
 
 pub use certificate::Certificate;
+pub use custom_rules::CustomRules;
 pub use dashboard::FrameOrigin;
 pub use invalid::{Invalid, InvalidKind};
 pub use names::{Domain, Subdomain, UserId};

@@ -1,13 +1,14 @@
 //! OpenAPI schemas of the settings objects (feature `openapi`), built from the same
 //! key lists the model validates with, so the document cannot drift from the checks.
 
+use crate::custom_rules::{Field, MAX_CONDITIONS, MAX_RULES, Operator};
 use crate::policy::{Action, Category};
 use crate::rulesets::KNOWN_RULESETS;
 use crate::settings::{CertsIssuer, LOADBALANCER_FLAGS, Settings, SettingsPatch};
 use crate::website::Status;
 use std::borrow::Cow;
 use utoipa::openapi::RefOr;
-use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Schema, Type};
+use utoipa::openapi::schema::{AdditionalProperties, ArrayBuilder, ObjectBuilder, Schema, Type};
 
 fn boolean() -> ObjectBuilder {
     ObjectBuilder::new().schema_type(Type::Boolean)
@@ -45,6 +46,66 @@ const ACTIONS: [&str; 3] = [
     Action::Captcha.as_str(),
 ];
 
+/// `settings.custom_rules`: the list of rules.
+fn custom_rules_schema() -> ArrayBuilder {
+    let condition = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+        .property("field", one_of(&Field::ALL.map(Field::as_str)))
+        .required("field")
+        .property(
+            "name",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .description(Some("The header's name, for `field: header` only.")),
+        )
+        .property("operator", one_of(&Operator::ALL.map(Operator::as_str)))
+        .required("operator")
+        .property(
+            "value",
+            ObjectBuilder::new().description(Some(
+                "A string (at most 1024 bytes); for `asn` a number or \"AS13335\"; for \
+                 `is_any_of` a list of at most 100 values; for `in_network` and \
+                 `not_in_network` a network (CIDR) or a list of them; for `matches` a \
+                 regular expression of at most 256 bytes (at most 20 per website), \
+                 case-insensitive, its classes (`\\w`, `\\d`, `.`) ASCII.",
+            )),
+        )
+        .required("value");
+    let rule = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+        .property(
+            "description",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .max_length(Some(200)),
+        )
+        .property(
+            "conditions",
+            ArrayBuilder::new()
+                .items(condition)
+                .min_items(Some(1))
+                .max_items(Some(MAX_CONDITIONS)),
+        )
+        .required("conditions")
+        .property("action", one_of(&ACTIONS))
+        .property("category", one_of(&Category::NAMES));
+    ArrayBuilder::new()
+        .items(rule)
+        .max_items(Some(MAX_RULES))
+        .description(Some(
+            "The website's custom rules, tried in order before the rule components: the \
+             first rule all of whose conditions hold decides, with its `action`, or with \
+             the policy's action for its `category` (a rule has one of the two). Text \
+             comparisons ignore case; the path and query are compared as the gateway \
+             reads them (decoded, dot segments resolved). `country` and `asn` come from \
+             the operator's GeoIP database; a client whose country or ASN is unknown holds \
+             no condition on them. The access log and metrics name the rule as \
+             `custom.<n>`, from 1 for the first. A partial update replaces the whole list.",
+        ))
+}
+
 /// `settings` in full (`required`) or as a partial update.
 fn settings_schema(required: bool) -> Schema {
     let rulesets = object_of(
@@ -70,7 +131,7 @@ fn settings_schema(required: bool) -> Schema {
          decided and logged with the action bot protection would take (`would_deny`, \
          `would_captcha` in the access log and metrics) and passed to the origin.",
     );
-    object_of(
+    let mut settings = object_of(
         [
             ("rulesets", rulesets),
             ("rules", rules),
@@ -83,7 +144,11 @@ fn settings_schema(required: bool) -> Schema {
             "A partial settings object: only the keys sent change."
         },
     )
-    .into()
+    .property("custom_rules", custom_rules_schema());
+    if required {
+        settings = settings.required("custom_rules");
+    }
+    settings.into()
 }
 
 impl utoipa::PartialSchema for Settings {
@@ -142,6 +207,10 @@ mod tests {
         let schema = serde_json::to_value(Settings::schema()).unwrap();
         let shown = serde_json::to_value(Settings::default()).unwrap();
         for (section, keys) in shown.as_object().unwrap() {
+            if section == "custom_rules" {
+                assert_eq!(schema["properties"][section]["type"], "array");
+                continue;
+            }
             let documented = &schema["properties"][section]["properties"];
             for key in keys.as_object().unwrap().keys() {
                 assert!(

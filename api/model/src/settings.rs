@@ -1,6 +1,8 @@
 //! A website's `settings`: `rulesets`, `rules` and `loadbalancer`, every key as the
-//! specification names it, with defaults for keys not sent, and partial updates.
+//! specification names it, botgate's `custom_rules`, with defaults for keys not sent,
+//! and partial updates.
 
+use crate::custom_rules::CustomRules;
 use crate::invalid::Invalid;
 use crate::policy::{Action, Category, Policy};
 use crate::rulesets::KNOWN_RULESETS;
@@ -18,6 +20,9 @@ pub struct Settings {
     pub rules: Rules,
     /// The load-balancer options.
     pub loadbalancer: Loadbalancer,
+    /// The website's own rules, before the rule components (none by default).
+    #[serde(default)]
+    pub custom_rules: CustomRules,
 }
 
 /// `settings.rulesets`: one boolean per rule set of [`KNOWN_RULESETS`], all `false`
@@ -264,12 +269,14 @@ pub struct SettingsPatch {
     rules: Vec<(Category, Action)>,
     flags: Vec<(&'static str, bool)>,
     certs_issuer: Option<CertsIssuer>,
+    custom_rules: Option<CustomRules>,
 }
 
 impl SettingsPatch {
     /// Checks a `settings` value as sent in JSON: an object with any of `rulesets`,
     /// `rules`, `loadbalancer`, each an object of known keys with values of the right
-    /// type. The first problem is reported with its dotted field name.
+    /// type, and `custom_rules`, a list that replaces the website's. The first problem
+    /// is reported with its dotted field name.
     pub fn parse(value: &Value) -> Result<SettingsPatch, Invalid> {
         let settings = object(value, "settings")?;
         let mut patch = SettingsPatch::default();
@@ -324,11 +331,12 @@ impl SettingsPatch {
                         }
                     }
                 }
+                "custom_rules" => patch.custom_rules = Some(CustomRules::parse(value)?),
                 other => {
                     return Err(Invalid::unacceptable(
                         format!("settings.{}", crate::names::shorten(other)),
                         format!(
-                            "unknown settings key `{}`; expected rulesets, rules or loadbalancer",
+                            "unknown settings key `{}`; expected rulesets, rules, loadbalancer or custom_rules",
                             crate::names::shorten(other)
                         ),
                     ));
@@ -363,6 +371,9 @@ impl SettingsPatch {
         }
         if let Some(issuer) = self.certs_issuer {
             settings.loadbalancer.certs_issuer = issuer;
+        }
+        if let Some(rules) = &self.custom_rules {
+            settings.custom_rules = rules.clone();
         }
     }
 }
@@ -401,6 +412,7 @@ mod tests {
         assert_eq!(lb["bot_protection"], true);
         assert_eq!(lb["monitoring_mode"], false);
         assert_eq!(lb["certs_issuer"], "acme");
+        assert_eq!(json["custom_rules"], serde_json::json!([]));
         let back: Settings = serde_json::from_value(json).unwrap();
         assert_eq!(back, Settings::default());
     }
@@ -420,6 +432,32 @@ mod tests {
         assert!(settings.loadbalancer.monitoring_mode);
         let wrong = SettingsPatch::parse(&json!({"loadbalancer": {"monitoring_mode": "yes"}}));
         assert!(wrong.is_err());
+    }
+
+    #[test]
+    fn custom_rules_are_replaced_whole_and_settings_stored_without_them_load() {
+        let mut json = serde_json::to_value(Settings::default()).unwrap();
+        json.as_object_mut().unwrap().remove("custom_rules");
+        let mut settings: Settings = serde_json::from_value(json).unwrap();
+        assert!(settings.custom_rules.is_empty());
+        let rule = |method: &str| json!({"conditions": [{"field": "method", "operator": "is", "value": method}], "action": "deny"});
+        SettingsPatch::parse(&json!({"custom_rules": [rule("PUT"), rule("DELETE")]}))
+            .unwrap()
+            .apply(&mut settings);
+        assert_eq!(settings.custom_rules.rules().len(), 2);
+        SettingsPatch::parse(&json!({"rules": {"humans": "captcha"}}))
+            .unwrap()
+            .apply(&mut settings);
+        assert_eq!(settings.custom_rules.rules().len(), 2, "kept when not sent");
+        SettingsPatch::parse(&json!({"custom_rules": [rule("PATCH")]}))
+            .unwrap()
+            .apply(&mut settings);
+        assert_eq!(settings.custom_rules.rules().len(), 1, "replaced whole");
+        let stored = serde_json::to_value(&settings).unwrap();
+        let back: Settings = serde_json::from_value(stored).unwrap();
+        assert_eq!(back, settings);
+        let err = SettingsPatch::parse(&json!({"custom_rules": [{"conditions": []}]})).unwrap_err();
+        assert_eq!(err.field, "settings.custom_rules[0]");
     }
 
     #[test]

@@ -23,7 +23,9 @@ pub mod cache;
 pub mod challenge;
 pub mod connection;
 pub mod crawlers;
+pub mod custom_rules;
 pub mod forwarding;
+pub mod geoip;
 pub mod host_name;
 pub mod http3;
 pub mod io;
@@ -71,6 +73,9 @@ pub struct GatewayConfig {
     pub fallback_certificate: Option<(PathBuf, PathBuf)>,
     /// Where the access log goes (off by default).
     pub access_log: access_log::AccessLog,
+    /// MaxMind DB files giving clients' countries and ASNs to custom rules (none: both
+    /// unknown).
+    pub geoip_databases: Vec<PathBuf>,
 }
 
 /// The shared state of every connection and request.
@@ -100,6 +105,8 @@ pub struct Gateway {
     pub host_certificates: Arc<tls::HostCertificates>,
     /// Each website's traffic since the last flush to the store (the dashboard's).
     pub traffic: traffic::TrafficRecorder,
+    /// Clients' countries and ASNs, for custom rules.
+    pub geoip: geoip::GeoIp,
 }
 
 /// Where the data plane finds the answers to ACME challenges while an issuance (by
@@ -166,6 +173,8 @@ pub enum StartError {
     Crawlers(#[from] crawlers::CrawlerListError),
     #[error(transparent)]
     Quic(#[from] http3::QuicError),
+    #[error(transparent)]
+    GeoIp(#[from] geoip::GeoIpError),
 }
 
 impl Gateway {
@@ -182,6 +191,7 @@ impl Gateway {
         let provider = tls::provider();
         let cache = Arc::new(cache::ResponseCache::new(&config.cache));
         let challenges = challenge::Challenges::new(challenge_secret, config.challenge.clone());
+        let geoip = geoip::GeoIp::open(&config.geoip_databases)?;
         let gateway = Gateway {
             via: forwarding::Via::new(challenges.pseudonym()),
             challenges,
@@ -202,6 +212,7 @@ impl Gateway {
             ledger,
             host_certificates: Arc::default(),
             traffic: traffic::TrafficRecorder::default(),
+            geoip,
         };
         Ok(Arc::new(gateway))
     }

@@ -6,6 +6,7 @@ use super::access_log::AccessEntry;
 use super::cache;
 use super::challenge::{self, Challenges, PassKind, Submission};
 use super::connection::ConnectionInfo;
+use super::custom_rules::{CUSTOM_DECIDER, RuleSubject};
 use super::forwarding;
 use super::host_name::request_host;
 use super::io::{Activity, ActivityCount};
@@ -19,6 +20,7 @@ use super::upstream::UpstreamError;
 use crate::client::{BehaviourCounts, ClientFacts, PassState};
 use crate::report::Report;
 use crate::rules::{Decision, decide, facts};
+use botgate_model::custom_rules::RuleOutcome;
 use botgate_model::{Action, Category, Status};
 use botgate_store::WebsiteRecord;
 use http::{HeaderValue, Method, Request, Response, StatusCode, Version, header};
@@ -142,7 +144,8 @@ impl RequestHandler for Gateway {
                 passed_on: record.origin.is_some() || record.cache == CacheStatus::Hit,
             });
         }
-        let decision = record.category.map(|_| {
+        // A decision was made when a category was decided or a custom rule acted.
+        let decision = (record.category.is_some() || record.decider.is_some()).then(|| {
             let decider = record
                 .decider
                 .as_ref()
@@ -292,13 +295,31 @@ impl Gateway {
                 let behaviour =
                     self.behaviour
                         .record(site, client, request.uri().path(), record.started);
-                let decision = self
-                    .decide(&request, &host, connection, &website, behaviour, pass)
-                    .await;
-                record.category = Some(decision.category);
-                action = decision.action;
-                record.decider = decision.decided_by.map(|d| (d.name, d.version));
-                record.reason = decision.reason;
+                let settings = &website.website.settings;
+                let custom = (!settings.custom_rules.is_empty())
+                    .then(|| {
+                        let subject = RuleSubject::new(&request, connection, &self.geoip);
+                        settings.custom_rules.first_match(&subject)
+                    })
+                    .flatten();
+                if let Some(rule) = custom {
+                    (record.category, action) = match rule.outcome {
+                        RuleOutcome::Action(action) => (None, action),
+                        RuleOutcome::Category(category) => {
+                            (Some(category), settings.rules.policy().action(category))
+                        }
+                    };
+                    record.decider = Some(CUSTOM_DECIDER.clone());
+                    record.reason = rule.reason.to_owned();
+                } else {
+                    let decision = self
+                        .decide(&request, &host, connection, &website, behaviour, pass)
+                        .await;
+                    record.category = Some(decision.category);
+                    action = decision.action;
+                    record.decider = decision.decided_by.map(|d| (d.name, d.version));
+                    record.reason = decision.reason;
+                }
             }
             // Monitoring mode records what the policy would do and lets the request
             // through; the under-attack challenge is flood protection's, and stays.

@@ -4,6 +4,7 @@
 
 mod api_host;
 mod caching;
+mod custom_rules;
 mod http1;
 mod in_process;
 mod listeners;
@@ -46,6 +47,18 @@ fn gateway(origin_port: u16, extra: &[&str]) -> Gateway {
 /// The partner's API client.
 fn partner(gateway: &Gateway) -> Client {
     Client::new(&gateway.api, Some(&gateway.partner_keys[0]))
+}
+
+/// Changes the `settings` of the website `domain` through the API; answers its view.
+fn update_settings(gateway: &Gateway, domain: &str, settings: Value) -> Value {
+    let reply = partner(gateway)
+        .put_json(
+            &format!("/v1.0/website/{domain}"),
+            &json!({ "settings": settings }),
+        )
+        .unwrap();
+    assert_eq!(reply.status, 200, "{reply:?}");
+    reply.json()
 }
 
 /// Creates `website` (JSON, `user_id` filled in) and waits until the data plane serves

@@ -261,7 +261,7 @@ fn file_line(path: &Path, matches: impl Fn(&str) -> bool) -> String {
     }
 }
 
-fn sighup(gateway: &Gateway) {
+pub(crate) fn sighup(gateway: &Gateway) {
     let hangup = Command::new("kill")
         .args(["-HUP", &gateway.pid().to_string()])
         .status()

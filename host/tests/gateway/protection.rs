@@ -261,13 +261,11 @@ fn monitoring_mode_records_the_would_be_action_and_lets_traffic_through() {
         "{metrics}"
     );
     // Blocking turned on: the same attack is denied.
-    let reply = partner(&gateway)
-        .put_json(
-            &format!("/v1.0/website/{host}"),
-            &json!({"settings": {"loadbalancer": {"monitoring_mode": false}}}),
-        )
-        .unwrap();
-    assert_eq!(reply.status, 200, "{reply:?}");
+    update_settings(
+        &gateway,
+        host,
+        json!({"loadbalancer": {"monitoring_mode": false}}),
+    );
     let deadline = Instant::now() + Duration::from_secs(5);
     while send(gateway.http, Outgoing::get(host, attack).browser())
         .unwrap()

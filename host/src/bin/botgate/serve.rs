@@ -423,6 +423,16 @@ pub struct DataPlaneArgs {
         value_name = "stderr|off|FILE"
     )]
     access_log: String,
+    /// A MaxMind DB file (GeoLite2 or GeoIP2 Country or City, ASN) giving custom rules
+    /// the clients' countries and autonomous systems (repeatable, or comma-separated;
+    /// the first that knows a field answers it). Read again on a reload.
+    #[arg(
+        long = "geoip-db",
+        value_name = "FILE",
+        env = "BOTGATE_GEOIP_DBS",
+        value_delimiter = ','
+    )]
+    geoip_databases: Vec<PathBuf>,
 }
 
 /// Parses `NAME=SOURCE` of `--crawler-networks`.
@@ -508,6 +518,7 @@ impl DataPlaneArgs {
                 max_object_bytes: self.cache_max_object_bytes,
             },
             fallback_certificate: self.fallback_cert.clone().zip(self.fallback_key.clone()),
+            geoip_databases: self.geoip_databases.clone(),
         }
     }
 }
@@ -574,6 +585,7 @@ impl ServeArgs {
             access_log: gateway.access_log,
             api_hosts: self.api_hosts.clone(),
             api_certificate_files: self.api_cert.clone().zip(self.api_key.clone()),
+            geoip_databases: gateway.geoip_databases,
         }
     }
 
@@ -687,7 +699,7 @@ impl ServeArgs {
 
 /// The options a reload applies to a running gateway; any other changed option is
 /// named in the log as needing a restart.
-const LIVE_OPTIONS: [&str; 28] = [
+const LIVE_OPTIONS: [&str; 29] = [
     "header-read-timeout",
     "idle-timeout",
     "max-header-bytes",
@@ -716,6 +728,7 @@ const LIVE_OPTIONS: [&str; 28] = [
     "api-host",
     "api-cert",
     "api-key",
+    "geoip-db",
 ];
 
 /// What `serve` keeps between reloads.

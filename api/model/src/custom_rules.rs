@@ -1,0 +1,1196 @@
+//! A website's custom rules (`settings.custom_rules`): conditions on the client and the
+//! request, all of which must hold, and an outcome (an action or a category). Checked
+//! and compiled once when the settings change; evaluated in order, before the rule
+//! components, against a [`Subject`] the gateway supplies.
+//!
+//! Every text comparison ignores case: values are compared lower-cased, the path and
+//! query as the one normalisation reads them (decoded, dot segments resolved), and a
+//! `matches` pattern is case-insensitive and matched as bytes, its classes (`\w`, `\d`,
+//! `.`) ASCII, which keeps each compiled pattern small. A client whose country or ASN is unknown (no
+//! database, no record) holds no condition on them, `is_not` included, so a rule never
+//! fires on missing data. An absent header, referrer or JA4 reads as the empty string.
+
+use crate::invalid::Invalid;
+use crate::policy::{Action, Category};
+use ipnet::IpNet;
+use regex::bytes::{Regex, RegexBuilder};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::borrow::Cow;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+/// The most rules a website may have.
+pub const MAX_RULES: usize = 50;
+/// The most conditions one rule may have.
+pub const MAX_CONDITIONS: usize = 10;
+/// The longest value (a string, or one item of a list), in bytes.
+pub const MAX_VALUE_BYTES: usize = 1024;
+/// The most items of an `is_any_of` or network list.
+pub const MAX_LIST_ITEMS: usize = 100;
+/// The longest `matches` pattern, in bytes.
+pub const MAX_PATTERN_BYTES: usize = 256;
+/// The most `matches` conditions of one website, over all its rules.
+pub const MAX_PATTERNS: usize = 20;
+/// The longest description, in characters.
+pub const MAX_DESCRIPTION_CHARS: usize = 200;
+/// The longest header name, in bytes.
+pub const MAX_HEADER_NAME_BYTES: usize = 64;
+/// The most memory a compiled pattern may take (its program, and its lazy DFA's cache).
+const PATTERN_MEMORY_BYTES: usize = 64 * 1024;
+
+/// What a condition reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Field {
+    /// The client's address (after a trusted proxy's PROXY header).
+    Ip,
+    /// The client's country, an ISO 3166-1 alpha-2 code, from the GeoIP database.
+    Country,
+    /// The client's autonomous system number, from the GeoIP database.
+    Asn,
+    UserAgent,
+    /// The path as the gateway and the rule components read it.
+    Path,
+    /// The query (without `?`), decoded and lower case.
+    Query,
+    Method,
+    /// The header named by the condition's `name`.
+    Header,
+    Referrer,
+    /// The JA4 fingerprint of the client's TLS hello (empty over plain HTTP).
+    Ja4,
+}
+
+impl Field {
+    /// Every field, in the documented order.
+    pub const ALL: [Field; 10] = [
+        Field::Ip,
+        Field::Country,
+        Field::Asn,
+        Field::UserAgent,
+        Field::Path,
+        Field::Query,
+        Field::Method,
+        Field::Header,
+        Field::Referrer,
+        Field::Ja4,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Field::Ip => "ip",
+            Field::Country => "country",
+            Field::Asn => "asn",
+            Field::UserAgent => "user_agent",
+            Field::Path => "path",
+            Field::Query => "query",
+            Field::Method => "method",
+            Field::Header => "header",
+            Field::Referrer => "referrer",
+            Field::Ja4 => "ja4",
+        }
+    }
+
+    /// The operators that apply to the field.
+    fn operators(self) -> &'static [Operator] {
+        use Operator::*;
+        match self {
+            Field::Ip => &[Is, IsNot, IsAnyOf, InNetwork, NotInNetwork],
+            Field::Country | Field::Asn => &[Is, IsNot, IsAnyOf],
+            _ => &[Is, IsNot, Contains, StartsWith, Matches, IsAnyOf],
+        }
+    }
+}
+
+/// How a condition compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operator {
+    Is,
+    IsNot,
+    Contains,
+    StartsWith,
+    /// A regular expression (linear-time, size-limited), anywhere in the value.
+    Matches,
+    /// Any of a list of values.
+    IsAnyOf,
+    /// In a network (CIDR) or any of a list of networks.
+    InNetwork,
+    /// In none of the networks.
+    NotInNetwork,
+}
+
+impl Operator {
+    /// Every operator, in the documented order.
+    pub const ALL: [Operator; 8] = [
+        Operator::Is,
+        Operator::IsNot,
+        Operator::Contains,
+        Operator::StartsWith,
+        Operator::Matches,
+        Operator::IsAnyOf,
+        Operator::InNetwork,
+        Operator::NotInNetwork,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Operator::Is => "is",
+            Operator::IsNot => "is_not",
+            Operator::Contains => "contains",
+            Operator::StartsWith => "starts_with",
+            Operator::Matches => "matches",
+            Operator::IsAnyOf => "is_any_of",
+            Operator::InNetwork => "in_network",
+            Operator::NotInNetwork => "not_in_network",
+        }
+    }
+}
+
+/// One condition, as the partner sent it and the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Condition {
+    pub field: Field,
+    /// The header's name, for `field: header` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub operator: Operator,
+    /// A string; a number for `asn`; a list for `is_any_of` (and for networks).
+    pub value: Value,
+}
+
+/// One rule, as the partner sent it and the API shows it: every condition must hold,
+/// then its `action` is taken, or the website's policy for its `category`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomRule {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<Action>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<Category>,
+}
+
+/// What a rule that holds decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleOutcome {
+    /// This action, whatever the policy.
+    Action(Action),
+    /// The request is of this category; the website's policy gives the action.
+    Category(Category),
+}
+
+/// The first rule that held for a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Matched<'a> {
+    /// The rule's number, from 1 for the first in the list.
+    pub number: usize,
+    pub outcome: RuleOutcome,
+    /// `custom.<number>`, the reason the access log and the metrics show.
+    pub reason: &'a str,
+}
+
+/// The text a condition reads from the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TextSource {
+    UserAgent,
+    Path,
+    Query,
+    Method,
+    Referrer,
+    Ja4,
+    /// A header, by its lower-case name.
+    Header(Box<str>),
+}
+
+/// What the gateway knows of one request, read by the rules.
+pub trait Subject {
+    /// The client's address.
+    fn client_ip(&self) -> IpAddr;
+    /// The client's country (upper-case ISO 3166-1 alpha-2), when known.
+    fn country(&self) -> Option<[u8; 2]>;
+    /// The client's autonomous system number, when known.
+    fn asn(&self) -> Option<u32>;
+    /// A text value of the request: the path and query as the one normalisation reads
+    /// them, the rest as sent (several values of a header joined by `, `); empty when
+    /// absent.
+    fn text(&self, source: &TextSource) -> Cow<'_, str>;
+}
+
+/// A website's custom rules, checked and compiled; cheap to clone. Compared, shown and
+/// stored as the partner sent them.
+#[derive(Clone, Default)]
+pub struct CustomRules(Arc<Compiled>);
+
+#[derive(Default)]
+struct Compiled {
+    source: Vec<CustomRule>,
+    rules: Vec<CompiledRule>,
+    reads_geo: bool,
+}
+
+struct CompiledRule {
+    tests: Vec<Test>,
+    outcome: RuleOutcome,
+    reason: Box<str>,
+}
+
+enum Test {
+    Ip {
+        negate: bool,
+        networks: Vec<IpNet>,
+    },
+    Country {
+        negate: bool,
+        codes: Vec<[u8; 2]>,
+    },
+    Asn {
+        negate: bool,
+        numbers: Vec<u32>,
+    },
+    Text {
+        source: TextSource,
+        check: TextCheck,
+    },
+}
+
+enum TextCheck {
+    OneOf { negate: bool, values: Vec<Box<str>> },
+    Contains(Box<str>),
+    StartsWith(Box<str>),
+    Matches(Regex),
+}
+
+impl CustomRules {
+    /// Checks and compiles `settings.custom_rules` as sent: an array of rules. The
+    /// first problem is reported with its field (`settings.custom_rules[2].conditions[0].value`).
+    pub fn parse(value: &Value) -> Result<CustomRules, Invalid> {
+        const FIELD: &str = "settings.custom_rules";
+        let Some(items) = value.as_array() else {
+            return Err(Invalid::malformed(
+                FIELD,
+                "`settings.custom_rules` must be a JSON array of rules",
+            ));
+        };
+        if items.len() > MAX_RULES {
+            return Err(Invalid::too_large(
+                FIELD,
+                format!(
+                    "{} custom rules; a website may have at most {MAX_RULES}",
+                    items.len()
+                ),
+            ));
+        }
+        let mut compiled = Compiled::default();
+        let mut patterns = 0;
+        for (i, item) in items.iter().enumerate() {
+            let field = format!("{FIELD}[{i}]");
+            let rule: CustomRule = serde_json::from_value(item.clone())
+                .map_err(|err| Invalid::malformed(&field, format!("{field}: {err}")))?;
+            let checked = compile_rule(&rule, &field, i + 1, &mut patterns)?;
+            compiled.reads_geo |= checked
+                .tests
+                .iter()
+                .any(|test| matches!(test, Test::Country { .. } | Test::Asn { .. }));
+            compiled.rules.push(checked);
+            compiled.source.push(rule);
+        }
+        Ok(CustomRules(Arc::new(compiled)))
+    }
+
+    /// Whether the website has no custom rules.
+    pub fn is_empty(&self) -> bool {
+        self.0.rules.is_empty()
+    }
+
+    /// The rules as sent.
+    pub fn rules(&self) -> &[CustomRule] {
+        &self.0.source
+    }
+
+    /// Whether a rule reads the client's country or ASN.
+    pub fn reads_geo(&self) -> bool {
+        self.0.reads_geo
+    }
+
+    /// The first rule all of whose conditions hold for `subject`.
+    pub fn first_match(&self, subject: &impl Subject) -> Option<Matched<'_>> {
+        self.0
+            .rules
+            .iter()
+            .enumerate()
+            .find(|(_, rule)| rule.tests.iter().all(|test| test.holds(subject)))
+            .map(|(i, rule)| Matched {
+                number: i + 1,
+                outcome: rule.outcome,
+                reason: &rule.reason,
+            })
+    }
+}
+
+impl PartialEq for CustomRules {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.source == other.0.source
+    }
+}
+
+impl Eq for CustomRules {}
+
+impl std::fmt::Debug for CustomRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.source.fmt(f)
+    }
+}
+
+impl Serialize for CustomRules {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.source.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for CustomRules {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        CustomRules::parse(&value).map_err(serde::de::Error::custom)
+    }
+}
+
+fn compile_rule(
+    rule: &CustomRule,
+    field: &str,
+    number: usize,
+    patterns: &mut usize,
+) -> Result<CompiledRule, Invalid> {
+    if let Some(description) = &rule.description {
+        let chars = description.chars().count();
+        if chars > MAX_DESCRIPTION_CHARS {
+            return Err(Invalid::too_large(
+                format!("{field}.description"),
+                format!("the description has {chars} characters; at most {MAX_DESCRIPTION_CHARS}"),
+            ));
+        }
+        if description.chars().any(char::is_control) {
+            return Err(Invalid::malformed(
+                format!("{field}.description"),
+                "the description may not hold control characters",
+            ));
+        }
+    }
+    let outcome = match (rule.action, rule.category) {
+        (Some(action), None) => RuleOutcome::Action(action),
+        (None, Some(category)) => RuleOutcome::Category(category),
+        (action, _) => {
+            let which = if action.is_some() { "both" } else { "neither" };
+            return Err(Invalid::malformed(
+                field,
+                format!(
+                    "a rule has an `action` (grant, deny or captcha) or a `category` (whose \
+                     action the website's policy gives), not {which}"
+                ),
+            ));
+        }
+    };
+    if rule.conditions.is_empty() {
+        return Err(Invalid::malformed(
+            format!("{field}.conditions"),
+            "a rule needs at least one condition",
+        ));
+    }
+    if rule.conditions.len() > MAX_CONDITIONS {
+        return Err(Invalid::too_large(
+            format!("{field}.conditions"),
+            format!(
+                "{} conditions; a rule may have at most {MAX_CONDITIONS}",
+                rule.conditions.len()
+            ),
+        ));
+    }
+    let tests = rule
+        .conditions
+        .iter()
+        .enumerate()
+        .map(|(j, condition)| {
+            compile_condition(condition, &format!("{field}.conditions[{j}]"), patterns)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(CompiledRule {
+        tests,
+        outcome,
+        reason: format!("custom.{number}").into(),
+    })
+}
+
+fn compile_condition(
+    condition: &Condition,
+    field: &str,
+    patterns: &mut usize,
+) -> Result<Test, Invalid> {
+    let Condition {
+        field: reads,
+        name,
+        operator,
+        value,
+    } = condition;
+    let (reads, operator) = (*reads, *operator);
+    if !reads.operators().contains(&operator) {
+        let allowed: Vec<&str> = reads.operators().iter().map(|o| o.as_str()).collect();
+        return Err(Invalid::unacceptable(
+            format!("{field}.operator"),
+            format!(
+                "`{}` does not apply to `{}`; it takes {}",
+                operator.as_str(),
+                reads.as_str(),
+                allowed.join(", ")
+            ),
+        ));
+    }
+    let name = match (reads, name) {
+        (Field::Header, Some(name)) => Some(header_name(name, &format!("{field}.name"))?),
+        (Field::Header, None) => return Err(Invalid::missing(&format!("{field}.name"))),
+        (_, Some(_)) => {
+            return Err(Invalid::unacceptable(
+                format!("{field}.name"),
+                "`name` is for `field: header` only",
+            ));
+        }
+        (_, None) => None,
+    };
+    let value_field = format!("{field}.value");
+    let negate = matches!(operator, Operator::IsNot | Operator::NotInNetwork);
+    Ok(match reads {
+        Field::Ip => {
+            let networks = match operator {
+                Operator::Is | Operator::IsNot => vec![address(
+                    text(one(value, &value_field)?, &value_field)?,
+                    &value_field,
+                )?],
+                Operator::IsAnyOf => list(value, &value_field)?
+                    .iter()
+                    .map(|item| address(text(item, &value_field)?, &value_field))
+                    .collect::<Result<_, _>>()?,
+                _ => one_or_list(value, &value_field)?
+                    .iter()
+                    .map(|item| network(text(item, &value_field)?, &value_field))
+                    .collect::<Result<_, _>>()?,
+            };
+            Test::Ip { negate, networks }
+        }
+        Field::Country => {
+            let codes = values(operator, value, &value_field)?
+                .iter()
+                .map(|item| country(text(item, &value_field)?, &value_field))
+                .collect::<Result<_, _>>()?;
+            Test::Country { negate, codes }
+        }
+        Field::Asn => {
+            let numbers = values(operator, value, &value_field)?
+                .iter()
+                .map(|item| asn(item, &value_field))
+                .collect::<Result<_, _>>()?;
+            Test::Asn { negate, numbers }
+        }
+        _ => {
+            let source = match reads {
+                Field::UserAgent => TextSource::UserAgent,
+                Field::Path => TextSource::Path,
+                Field::Query => TextSource::Query,
+                Field::Method => TextSource::Method,
+                Field::Referrer => TextSource::Referrer,
+                Field::Ja4 => TextSource::Ja4,
+                _ => TextSource::Header(name.unwrap_or_default().into()),
+            };
+            let lower = |item: &Value| -> Result<Box<str>, Invalid> {
+                Ok(text(item, &value_field)?.to_lowercase().into())
+            };
+            let check = match operator {
+                Operator::Contains => TextCheck::Contains(lower(one(value, &value_field)?)?),
+                Operator::StartsWith => TextCheck::StartsWith(lower(one(value, &value_field)?)?),
+                Operator::Matches => {
+                    *patterns += 1;
+                    if *patterns > MAX_PATTERNS {
+                        return Err(Invalid::too_large(
+                            format!("{field}.operator"),
+                            format!(
+                                "a website may have at most {MAX_PATTERNS} `matches` conditions"
+                            ),
+                        ));
+                    }
+                    TextCheck::Matches(pattern(
+                        text(one(value, &value_field)?, &value_field)?,
+                        &value_field,
+                    )?)
+                }
+                _ => TextCheck::OneOf {
+                    negate,
+                    values: values(operator, value, &value_field)?
+                        .iter()
+                        .map(lower)
+                        .collect::<Result<_, _>>()?,
+                },
+            };
+            Test::Text { source, check }
+        }
+    })
+}
+
+/// The single value of an operator that takes one.
+fn one<'a>(value: &'a Value, field: &str) -> Result<&'a Value, Invalid> {
+    if value.is_array() {
+        return Err(Invalid::malformed(
+            field,
+            "this operator takes one value, not a list (`is_any_of` takes a list)",
+        ));
+    }
+    Ok(value)
+}
+
+/// The list of `is_any_of`: 1 to [`MAX_LIST_ITEMS`] values.
+fn list<'a>(value: &'a Value, field: &str) -> Result<&'a [Value], Invalid> {
+    let Some(items) = value.as_array() else {
+        return Err(Invalid::malformed(
+            field,
+            "`is_any_of` takes a list of values",
+        ));
+    };
+    if items.is_empty() {
+        return Err(Invalid::malformed(field, "the list is empty"));
+    }
+    if items.len() > MAX_LIST_ITEMS {
+        return Err(Invalid::too_large(
+            field,
+            format!(
+                "{} values; a list may hold at most {MAX_LIST_ITEMS}",
+                items.len()
+            ),
+        ));
+    }
+    Ok(items)
+}
+
+fn one_or_list<'a>(value: &'a Value, field: &str) -> Result<&'a [Value], Invalid> {
+    match value {
+        Value::Array(_) => list(value, field),
+        single => Ok(std::slice::from_ref(single)),
+    }
+}
+
+/// The values an operator compares with: a list for `is_any_of`, else one.
+fn values<'a>(operator: Operator, value: &'a Value, field: &str) -> Result<&'a [Value], Invalid> {
+    match operator {
+        Operator::IsAnyOf => list(value, field),
+        _ => Ok(std::slice::from_ref(one(value, field)?)),
+    }
+}
+
+fn text<'a>(value: &'a Value, field: &str) -> Result<&'a str, Invalid> {
+    let Some(text) = value.as_str() else {
+        return Err(Invalid::malformed(
+            field,
+            format!("expected a string, not {value}"),
+        ));
+    };
+    if text.len() > MAX_VALUE_BYTES {
+        return Err(Invalid::too_large(
+            field,
+            format!("a value of {} bytes; at most {MAX_VALUE_BYTES}", text.len()),
+        ));
+    }
+    Ok(text)
+}
+
+fn header_name(name: &str, field: &str) -> Result<String, Invalid> {
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if name.is_empty() || name.len() > MAX_HEADER_NAME_BYTES || !name.bytes().all(token) {
+        return Err(Invalid::malformed(
+            field,
+            format!(
+                "`{}` is not a header name (1 to {MAX_HEADER_NAME_BYTES} letters, digits or -_.!#$%&'*+^`|~)",
+                crate::names::shorten(name)
+            ),
+        ));
+    }
+    Ok(name.to_ascii_lowercase())
+}
+
+fn address(text: &str, field: &str) -> Result<IpNet, Invalid> {
+    let ip: IpAddr = text.parse().map_err(|_| {
+        Invalid::malformed(
+            field,
+            format!("`{}` is not an IP address", crate::names::shorten(text)),
+        )
+    })?;
+    Ok(IpNet::from(canonical(ip)))
+}
+
+fn network(text: &str, field: &str) -> Result<IpNet, Invalid> {
+    if !text.contains('/') {
+        return address(text, field);
+    }
+    let net: IpNet = text.parse().map_err(|_| {
+        Invalid::malformed(
+            field,
+            format!(
+                "`{}` is not a network (an address and a prefix length: 203.0.113.0/24, 2001:db8::/32)",
+                crate::names::shorten(text)
+            ),
+        )
+    })?;
+    Ok(net.trunc())
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 address it is.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+fn country(text: &str, field: &str) -> Result<[u8; 2], Invalid> {
+    match text.as_bytes() {
+        [a, b] if a.is_ascii_alphabetic() && b.is_ascii_alphabetic() => {
+            Ok([a.to_ascii_uppercase(), b.to_ascii_uppercase()])
+        }
+        _ => Err(Invalid::malformed(
+            field,
+            format!(
+                "`{}` is not a country code (two letters, ISO 3166-1: DE, US)",
+                crate::names::shorten(text)
+            ),
+        )),
+    }
+}
+
+/// An ASN as a number or a string (`13335`, `"AS13335"`).
+fn asn(value: &Value, field: &str) -> Result<u32, Invalid> {
+    let number = match value {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => {
+            let digits = s
+                .strip_prefix("AS")
+                .or_else(|| s.strip_prefix("as"))
+                .unwrap_or(s);
+            digits.parse::<u64>().ok()
+        }
+        _ => None,
+    };
+    number.and_then(|n| u32::try_from(n).ok()).ok_or_else(|| {
+        Invalid::malformed(
+            field,
+            format!("{value} is not an autonomous system number (13335 or \"AS13335\")"),
+        )
+    })
+}
+
+fn pattern(text: &str, field: &str) -> Result<Regex, Invalid> {
+    if text.len() > MAX_PATTERN_BYTES {
+        return Err(Invalid::too_large(
+            field,
+            format!(
+                "a pattern of {} bytes; at most {MAX_PATTERN_BYTES}",
+                text.len()
+            ),
+        ));
+    }
+    RegexBuilder::new(text)
+        .case_insensitive(true)
+        .unicode(false)
+        .size_limit(PATTERN_MEMORY_BYTES)
+        .dfa_size_limit(PATTERN_MEMORY_BYTES)
+        .build()
+        .map_err(|err| {
+            let message = match err {
+                regex::Error::CompiledTooBig(_) => {
+                    "the pattern compiles too large; make it simpler (fewer repetitions)".to_owned()
+                }
+                // The parser's message ends in its one-line reason.
+                regex::Error::Syntax(text) => format!(
+                    "not a regular expression: {}",
+                    text.lines()
+                        .last()
+                        .map_or(text.as_str(), |l| l.trim_start_matches("error: "))
+                ),
+                other => format!("not a regular expression: {other}"),
+            };
+            Invalid::malformed(field, message)
+        })
+}
+
+/// `text` lower-cased, borrowed when it has no upper case.
+fn lower(text: Cow<'_, str>) -> Cow<'_, str> {
+    if text.chars().any(char::is_uppercase) {
+        Cow::Owned(text.to_lowercase())
+    } else {
+        text
+    }
+}
+
+impl Test {
+    fn holds(&self, subject: &impl Subject) -> bool {
+        match self {
+            Test::Ip { negate, networks } => {
+                let ip = canonical(subject.client_ip());
+                networks.iter().any(|net| net.contains(&ip)) != *negate
+            }
+            Test::Country { negate, codes } => subject
+                .country()
+                .is_some_and(|code| codes.contains(&code) != *negate),
+            Test::Asn { negate, numbers } => subject
+                .asn()
+                .is_some_and(|asn| numbers.contains(&asn) != *negate),
+            Test::Text { source, check } => {
+                let value = lower(subject.text(source));
+                match check {
+                    TextCheck::OneOf { negate, values } => {
+                        values.iter().any(|v| **v == *value) != *negate
+                    }
+                    TextCheck::Contains(needle) => value.contains(&**needle),
+                    TextCheck::StartsWith(prefix) => value.starts_with(&**prefix),
+                    TextCheck::Matches(regex) => regex.is_match(value.as_bytes()),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[derive(Default)]
+    struct Request {
+        ip: Option<IpAddr>,
+        country: Option<[u8; 2]>,
+        asn: Option<u32>,
+        user_agent: &'static str,
+        path: &'static str,
+        query: &'static str,
+        method: &'static str,
+        headers: Vec<(&'static str, &'static str)>,
+        ja4: &'static str,
+    }
+
+    impl Subject for Request {
+        fn client_ip(&self) -> IpAddr {
+            self.ip.unwrap_or([192, 0, 2, 1].into())
+        }
+        fn country(&self) -> Option<[u8; 2]> {
+            self.country
+        }
+        fn asn(&self) -> Option<u32> {
+            self.asn
+        }
+        fn text(&self, source: &TextSource) -> Cow<'_, str> {
+            let header = |name: &str| {
+                self.headers
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                    .map_or("", |(_, v)| *v)
+            };
+            Cow::Borrowed(match source {
+                TextSource::UserAgent => self.user_agent,
+                TextSource::Path => self.path,
+                TextSource::Query => self.query,
+                TextSource::Method => self.method,
+                TextSource::Referrer => header("referer"),
+                TextSource::Ja4 => self.ja4,
+                TextSource::Header(name) => header(name),
+            })
+        }
+    }
+
+    fn rules(value: Value) -> CustomRules {
+        CustomRules::parse(&value).unwrap_or_else(|err| panic!("{value}: {err}"))
+    }
+
+    fn decided(rules: &CustomRules, request: &Request) -> Option<(usize, RuleOutcome)> {
+        rules.first_match(request).map(|m| (m.number, m.outcome))
+    }
+
+    #[test]
+    fn the_first_rule_whose_conditions_all_hold_decides() {
+        let rules = rules(json!([
+            {"description": "office", "conditions": [
+                {"field": "ip", "operator": "in_network", "value": ["203.0.113.0/24", "2001:db8::/32"]},
+            ], "action": "grant"},
+            {"conditions": [
+                {"field": "path", "operator": "starts_with", "value": "/Admin/"},
+                {"field": "method", "operator": "is", "value": "post"},
+            ], "action": "deny"},
+            {"conditions": [
+                {"field": "header", "name": "X-Api-Key", "operator": "is_not", "value": "s3cret"},
+                {"field": "path", "operator": "starts_with", "value": "/api/"},
+            ], "category": "security_issues"},
+        ]));
+        let office = Request {
+            ip: Some("203.0.113.9".parse().unwrap()),
+            path: "/admin/x",
+            method: "POST",
+            ..Request::default()
+        };
+        assert_eq!(
+            decided(&rules, &office),
+            Some((1, RuleOutcome::Action(Action::Grant)))
+        );
+        let mapped = Request {
+            ip: Some("::ffff:203.0.113.9".parse().unwrap()),
+            ..Request::default()
+        };
+        assert_eq!(decided(&rules, &mapped).map(|d| d.0), Some(1));
+        let admin_post = Request {
+            path: "/admin/x",
+            method: "POST",
+            ..Request::default()
+        };
+        assert_eq!(
+            decided(&rules, &admin_post),
+            Some((2, RuleOutcome::Action(Action::Deny)))
+        );
+        let admin_get = Request {
+            path: "/admin/x",
+            method: "GET",
+            ..Request::default()
+        };
+        assert_eq!(
+            decided(&rules, &admin_get),
+            None,
+            "every condition must hold"
+        );
+        let api_without_key = Request {
+            path: "/api/orders",
+            ..Request::default()
+        };
+        assert_eq!(
+            decided(&rules, &api_without_key),
+            Some((3, RuleOutcome::Category(Category::SecurityIssues)))
+        );
+        let api_with_key = Request {
+            path: "/api/orders",
+            headers: vec![("x-api-key", "S3CRET")],
+            ..Request::default()
+        };
+        assert_eq!(decided(&rules, &api_with_key), None);
+        assert_eq!(rules.first_match(&admin_post).unwrap().reason, "custom.2");
+        assert!(!rules.reads_geo());
+    }
+
+    #[test]
+    fn every_operator_compares_as_documented() {
+        let ua = |operator: &str, value: Value| {
+            rules(
+                json!([{"conditions": [{"field": "user_agent", "operator": operator, "value": value}], "action": "deny"}]),
+            )
+        };
+        let curl = Request {
+            user_agent: "curl/8.5.0",
+            ..Request::default()
+        };
+        let holds = |r: &CustomRules| r.first_match(&curl).is_some();
+        assert!(holds(&ua("is", json!("CURL/8.5.0"))));
+        assert!(!holds(&ua("is", json!("curl"))));
+        assert!(holds(&ua("is_not", json!("wget"))));
+        assert!(!holds(&ua("is_not", json!("curl/8.5.0"))));
+        assert!(holds(&ua("contains", json!("L/8"))));
+        assert!(!holds(&ua("contains", json!("wget"))));
+        assert!(holds(&ua("starts_with", json!("curl/"))));
+        assert!(!holds(&ua("starts_with", json!("8.5"))));
+        assert!(holds(&ua("matches", json!(r"^curl/\d+\.\d+"))));
+        assert!(
+            holds(&ua("matches", json!(r"^\w+/[\w.]+$"))),
+            "Unicode classes fit"
+        );
+        assert!(!holds(&ua("matches", json!(r"^wget"))));
+        assert!(holds(&ua("is_any_of", json!(["wget", "curl/8.5.0"]))));
+        assert!(!holds(&ua("is_any_of", json!(["wget", "curl"]))));
+
+        let from = |country: Option<&[u8; 2]>, asn: Option<u32>| Request {
+            country: country.copied(),
+            asn,
+            ..Request::default()
+        };
+        let geo = rules(json!([
+            {"conditions": [{"field": "country", "operator": "is_any_of", "value": ["de", "AT"]}], "action": "captcha"},
+            {"conditions": [{"field": "asn", "operator": "is", "value": "AS64500"}], "action": "deny"},
+            {"conditions": [{"field": "country", "operator": "is_not", "value": "FR"}], "action": "grant"},
+        ]));
+        assert!(geo.reads_geo());
+        assert_eq!(
+            decided(&geo, &from(Some(b"AT"), None)).map(|d| d.0),
+            Some(1)
+        );
+        assert_eq!(
+            decided(&geo, &from(Some(b"FR"), Some(64500))).map(|d| d.0),
+            Some(2)
+        );
+        assert_eq!(
+            decided(&geo, &from(Some(b"US"), Some(1))).map(|d| d.0),
+            Some(3)
+        );
+        assert_eq!(decided(&geo, &from(Some(b"FR"), Some(1))), None);
+        // Unknown country and ASN hold no condition, `is_not` included.
+        assert_eq!(decided(&geo, &from(None, None)), None);
+
+        let ips = rules(json!([
+            {"conditions": [{"field": "ip", "operator": "is_any_of", "value": ["192.0.2.7", "2001:db8::7"]}], "action": "deny"},
+            {"conditions": [{"field": "ip", "operator": "not_in_network", "value": "10.0.0.0/8"}], "action": "captcha"},
+        ]));
+        let at = |ip: &str| {
+            decided(
+                &ips,
+                &Request {
+                    ip: Some(ip.parse().unwrap()),
+                    ..Request::default()
+                },
+            )
+            .map(|d| d.0)
+        };
+        assert_eq!(at("192.0.2.7"), Some(1));
+        assert_eq!(at("2001:db8::7"), Some(1));
+        assert_eq!(at("192.0.2.8"), Some(2));
+        assert_eq!(at("10.1.2.3"), None);
+    }
+
+    #[test]
+    fn field_and_operator_names_are_their_json_names() {
+        for field in Field::ALL {
+            assert_eq!(serde_json::to_value(field).unwrap(), field.as_str());
+        }
+        for operator in Operator::ALL {
+            assert_eq!(serde_json::to_value(operator).unwrap(), operator.as_str());
+        }
+    }
+
+    #[test]
+    fn an_absent_header_reads_empty() {
+        let r = rules(json!([{"conditions": [
+            {"field": "referrer", "operator": "is", "value": ""},
+            {"field": "ja4", "operator": "is", "value": ""},
+        ], "action": "captcha"}]));
+        assert!(r.first_match(&Request::default()).is_some());
+        let with_referrer = Request {
+            headers: vec![("Referer", "https://example.com/")],
+            ..Request::default()
+        };
+        assert!(r.first_match(&with_referrer).is_none());
+    }
+
+    #[test]
+    fn rules_are_shown_and_stored_as_sent_and_compiled_when_read_back() {
+        let sent = json!([{"description": "bad bots", "conditions": [
+            {"field": "header", "name": "X-Bot", "operator": "matches", "value": "^evil"},
+        ], "category": "content_scrapers"}]);
+        let parsed = rules(sent.clone());
+        let shown = serde_json::to_value(&parsed).unwrap();
+        assert_eq!(shown, sent);
+        let back: CustomRules = serde_json::from_value(shown).unwrap();
+        assert_eq!(back, parsed);
+        let bot = Request {
+            headers: vec![("x-bot", "Evil crawler")],
+            ..Request::default()
+        };
+        assert_eq!(
+            decided(&back, &bot),
+            Some((1, RuleOutcome::Category(Category::ContentScrapers)))
+        );
+        assert!(CustomRules::default().is_empty());
+    }
+
+    /// The field and the message of the problem `value` has.
+    fn refusal(value: &Value) -> (String, String) {
+        let err = CustomRules::parse(value).unwrap_err();
+        (err.field, err.message)
+    }
+
+    #[test]
+    fn bad_rules_name_the_field_and_the_problem() {
+        let get = json!({"field": "method", "operator": "is", "value": "GET"});
+        let many_rules = vec![json!({"conditions": [get], "action": "deny"}); MAX_RULES + 1];
+        let many_patterns: Vec<Value> = (0..=MAX_PATTERNS)
+            .map(|i| json!({"conditions": [{"field": "path", "operator": "matches", "value": format!("^/{i}")}], "action": "deny"}))
+            .collect();
+        // (settings.custom_rules, field under it, part of the message)
+        let rules = [
+            (json!({}), "", "array"),
+            (Value::Array(many_rules), "", "at most 50"),
+            (
+                Value::Array(many_patterns),
+                "[20].conditions[0].operator",
+                "at most 20",
+            ),
+            (json!([{"conditions": []}]), "[0]", "neither"),
+            (
+                json!([{"conditions": [], "action": "deny", "category": "humans"}]),
+                "[0]",
+                "both",
+            ),
+            (
+                json!([{"conditions": [], "action": "deny"}]),
+                "[0].conditions",
+                "at least one",
+            ),
+            (
+                json!([{"conditions": vec![get.clone(); 11], "action": "deny"}]),
+                "[0].conditions",
+                "at most 10",
+            ),
+            (
+                json!([{"conditions": [get], "action": "allow"}]),
+                "[0]",
+                "unknown variant `allow`",
+            ),
+            (
+                json!([{"conditions": [get], "action": "deny", "priority": 1}]),
+                "[0]",
+                "unknown field `priority`",
+            ),
+            (
+                json!([{"description": "x".repeat(201), "conditions": [get], "action": "deny"}]),
+                "[0].description",
+                "at most 200",
+            ),
+        ];
+        for (value, field, message) in rules {
+            let (got, text) = refusal(&value);
+            assert_eq!(
+                got,
+                format!("settings.custom_rules{field}"),
+                "{value}: {text}"
+            );
+            assert!(text.contains(message), "{value}: {text} lacks {message:?}");
+        }
+        // (field, name, operator, value; field under the condition, part of the message)
+        let conditions = [
+            (
+                "cookie",
+                None,
+                "is",
+                json!("x"),
+                "",
+                "unknown variant `cookie`",
+            ),
+            (
+                "ip",
+                None,
+                "contains",
+                json!("10."),
+                ".operator",
+                "does not apply to `ip`",
+            ),
+            (
+                "path",
+                None,
+                "in_network",
+                json!("10.0.0.0/8"),
+                ".operator",
+                "does not apply to `path`",
+            ),
+            (
+                "ip",
+                None,
+                "in_network",
+                json!("10.0.0.0/33"),
+                ".value",
+                "not a network",
+            ),
+            (
+                "ip",
+                None,
+                "is",
+                json!("localhost"),
+                ".value",
+                "not an IP address",
+            ),
+            (
+                "country",
+                None,
+                "is",
+                json!("Germany"),
+                ".value",
+                "not a country code",
+            ),
+            (
+                "asn",
+                None,
+                "is",
+                json!("AS-1"),
+                ".value",
+                "autonomous system",
+            ),
+            ("header", None, "is", json!("x"), ".name", "required"),
+            (
+                "header",
+                Some("bad name"),
+                "is",
+                json!("x"),
+                ".name",
+                "not a header name",
+            ),
+            ("path", Some("x"), "is", json!("/"), ".name", "header` only"),
+            ("path", None, "is", json!(["/a"]), ".value", "one value"),
+            ("path", None, "is_any_of", json!("/a"), ".value", "list"),
+            ("path", None, "is_any_of", json!([]), ".value", "empty"),
+            (
+                "path",
+                None,
+                "is_any_of",
+                json!(vec!["/a"; 101]),
+                ".value",
+                "at most 100",
+            ),
+            ("path", None, "is", json!(7), ".value", "a string"),
+            (
+                "path",
+                None,
+                "is",
+                json!("/".repeat(1025)),
+                ".value",
+                "at most 1024",
+            ),
+            (
+                "path",
+                None,
+                "matches",
+                json!("(unclosed"),
+                ".value",
+                "unclosed group",
+            ),
+            (
+                "path",
+                None,
+                "matches",
+                json!("a".repeat(257)),
+                ".value",
+                "at most 256",
+            ),
+            (
+                "path",
+                None,
+                "matches",
+                json!(r"(\w{100}){100}"),
+                ".value",
+                "too large",
+            ),
+        ];
+        for (reads, name, operator, value, field, message) in conditions {
+            let mut condition = json!({"field": reads, "operator": operator, "value": value});
+            if let Some(name) = name {
+                condition["name"] = json!(name);
+            }
+            let value = json!([{"conditions": [condition], "action": "deny"}]);
+            let (got, text) = refusal(&value);
+            // A condition serde refuses is reported for its rule.
+            let at = if field.is_empty() {
+                "settings.custom_rules[0]".to_owned()
+            } else {
+                format!("settings.custom_rules[0].conditions[0]{field}")
+            };
+            assert_eq!(got, at, "{value}: {text}");
+            assert!(text.contains(message), "{value}: {text} lacks {message:?}");
+        }
+    }
+}
