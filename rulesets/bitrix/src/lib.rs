@@ -22,7 +22,10 @@
 //!     the document root (`.access.php`, `.section.php`, `.top.menu.php`, ...).
 //! * Brute force (`security_issues`): `bitrix.login-brute-force` (88), a client that
 //!   repeats its login `POST` (`?login=yes`, or the admin login at `/bitrix/admin/`)
-//!   20 times in the window on few paths (10 times when it is not a browser).
+//!   20 times in the window on few paths (10 times when it is not a browser);
+//!   `bitrix.user-enumeration` (82), a sweep over user profiles
+//!   (`/company/personal/user/<id>/`, `/forum/user/<id>/`, `/club/user/<id>/`) by a
+//!   non-browser (5+ distinct paths in the window) or a browser-looking client (20+).
 //! * Legitimate machine traffic (`services_and_payments`), only with the client's marks:
 //!   - `bitrix.1c-exchange` (92): 1C:Enterprise accounting synchronisation,
 //!     `/bitrix/admin/1c_exchange.php?type=...&mode=...` sent with the `1C+Enterprise` user agent.
@@ -55,7 +58,7 @@
 //!
 //! Everything else, page views and static files included, is left to the classifier.
 
-use botgate_ruleset_sdk::signals::{guessing_passwords, is_scripted, repeating};
+use botgate_ruleset_sdk::signals::{guessing_passwords, is_scripted, repeating, walking_pages};
 use botgate_ruleset_sdk::ua::contains_any_ignore_case;
 use botgate_ruleset_sdk::{Category, Info, Opinion, Request, Ruleset, opinion};
 
@@ -109,6 +112,11 @@ impl Ruleset for Bitrix {
         "/bitrix/components/bitrix/main.feedback&method:post",
         "/bitrix/components/bitrix/form.result.new&method:post",
         "web_form_id&method:post",
+        // User profiles (Bitrix24's intranet, the forum, the social network), walked
+        // by enumerators.
+        "/personal/user/",
+        "/forum/user/",
+        "/club/user/",
         // The desktop and mobile apps, recognised by their agents on their endpoints.
         "ua:bitrixdesktop/",
         "ua:bitrixmobile",
@@ -233,7 +241,8 @@ fn attack(req: &Request<'_>) -> Option<Opinion> {
     None
 }
 
-/// Password guessing against the public or the admin login form.
+/// Password guessing against the public or the admin login form, and a sweep over
+/// user profiles.
 fn brute_force(req: &Request<'_>) -> Option<Opinion> {
     if req.is_method("POST")
         && (is_admin_login(req) || is_public_login(req))
@@ -241,7 +250,20 @@ fn brute_force(req: &Request<'_>) -> Option<Opinion> {
     {
         return opinion(Category::SecurityIssues, 88, "bitrix.login-brute-force");
     }
+    if req.is_read() && is_user_profile(req.path_lower()) && walking_pages(req) {
+        return opinion(Category::SecurityIssues, 82, "bitrix.user-enumeration");
+    }
     None
+}
+
+/// A user's profile page: `/company/personal/user/17/`, `/forum/user/17/`,
+/// `/club/user/17/` (a numeric id after `/user/`).
+fn is_user_profile(path: &str) -> bool {
+    ["/personal/user/", "/forum/user/", "/club/user/"]
+        .iter()
+        .find_map(|folder| path.find(folder).map(|at| &path[at + folder.len()..]))
+        .and_then(|rest| rest.split('/').next())
+        .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Legitimate machine clients, recognised by path, method and their own marks.
@@ -837,4 +859,14 @@ mod tests {
             ],
         );
     }
+}
+
+/// This rule set's probe of each kind of request every CMS rule set treats alike.
+#[cfg(not(target_arch = "wasm32"))]
+pub mod kinds;
+
+#[cfg(test)]
+#[test]
+fn every_kind_is_treated_as_every_cms_rule_set_treats_it() {
+    botgate_ruleset_sdk::testing::kinds::assert_kinds::<Bitrix>(&kinds::probes());
 }

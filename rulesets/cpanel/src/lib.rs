@@ -41,7 +41,6 @@
 //!     (billing systems such as WHMCS create and suspend accounts this way).
 //!   - `cpanel.dynamic-dns-webcall` (88): a Dynamic DNS update, `/cpanelwebcall/<32 letters>`.
 //! * Probes by scripts (`security_issues`):
-//!   - `cpanel.scripted-login` (82): a non-browser posting the panel login once.
 //!   - `cpanel.panel-probe` (80): a non-browser at `/cpanel`, `/whm`, `/webmail`,
 //!     `/3rdparty/`, or a `/cpsess<token>/` path without a session cookie.
 //!   - `cpanel.api-unauthenticated-probe` (80): a non-browser at `/execute/`, `/json-api/`
@@ -50,6 +49,8 @@
 //!   - `cpanel.formmail-spam` (75): posts to FormMail, `cgiemail` or `cgiecho`.
 //!   - `cpanel.mailman-subscribe-spam` (72): subscription bombing of `/mailman/subscribe/<list>`.
 //!   - `cpanel.password-reset-abuse` (70): posts to `/resetpass`.
+//!   - `cpanel.scripted-login` (70): a non-browser posting the panel login once (a
+//!     script may log in once; repeated, it is `cpanel.login-brute-force`).
 //!
 //! Everything else is left to the classifier.
 
@@ -289,7 +290,7 @@ fn probe(req: &Request<'_>) -> Option<Opinion> {
     }
     let path = req.path_lower();
     if req.is_method("POST") && is_panel_login(req) {
-        return opinion(Category::SecurityIssues, 82, "cpanel.scripted-login");
+        return opinion(Category::SuspiciousBehaviour, 70, "cpanel.scripted-login");
     }
     let panel = ["/cpanel", "/whm", "/webmail", "/3rdparty"]
         .iter()
@@ -535,10 +536,10 @@ mod tests {
     }
 
     #[test]
-    fn scripted_panel_login_is_an_attack() {
+    fn one_scripted_panel_login_is_suspicious() {
         assert_category::<Cpanel>(
             post("/login/?login_only=1").machine("python-requests/2.31.0"),
-            Some(SecurityIssues),
+            Some(SuspiciousBehaviour),
         );
     }
 
@@ -709,4 +710,14 @@ mod tests {
             ],
         );
     }
+}
+
+/// This rule set's probe of each kind of request every CMS rule set treats alike.
+#[cfg(not(target_arch = "wasm32"))]
+pub mod kinds;
+
+#[cfg(test)]
+#[test]
+fn every_kind_is_treated_as_every_cms_rule_set_treats_it() {
+    botgate_ruleset_sdk::testing::kinds::assert_kinds::<Cpanel>(&kinds::probes());
 }

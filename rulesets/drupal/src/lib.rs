@@ -66,7 +66,7 @@
 use std::borrow::Cow;
 
 use botgate_ruleset_sdk::signals::{
-    authorization, guessing_passwords, is_scripted, is_verified_crawler, repeating,
+    authorization, guessing_passwords, is_scripted, repeating, walking_pages,
 };
 use botgate_ruleset_sdk::ua::contains_any_ignore_case;
 use botgate_ruleset_sdk::{Category, Info, Opinion, Request, Ruleset, opinion};
@@ -333,16 +333,8 @@ fn brute_force(req: &Request<'_>, route: &str) -> Option<Opinion> {
             return opinion(Category::SecurityIssues, 85, "drupal.xmlrpc-abuse");
         }
     }
-    if req.is_read() && user_id_route(route).is_some() && !is_verified_crawler(req) {
-        let b = req.behaviour();
-        let sweep = if req.is_browser() {
-            b.requests >= 20 && b.distinct_paths >= 20
-        } else {
-            b.distinct_paths >= 5
-        };
-        if sweep {
-            return opinion(Category::SecurityIssues, 82, "drupal.user-enumeration");
-        }
+    if req.is_read() && user_id_route(route).is_some() && walking_pages(req) {
+        return opinion(Category::SecurityIssues, 82, "drupal.user-enumeration");
     }
     None
 }
@@ -951,4 +943,14 @@ mod tests {
             ],
         );
     }
+}
+
+/// This rule set's probe of each kind of request every CMS rule set treats alike.
+#[cfg(not(target_arch = "wasm32"))]
+pub mod kinds;
+
+#[cfg(test)]
+#[test]
+fn every_kind_is_treated_as_every_cms_rule_set_treats_it() {
+    botgate_ruleset_sdk::testing::kinds::assert_kinds::<Drupal>(&kinds::probes());
 }

@@ -47,7 +47,6 @@
 //!     (`ctrl=checkout&task=notify&notif_payment=...`) or J2Store/J2Commerce
 //!     (`task=confirmPayment&paction=process|callback|notify`).
 //! * Probes by scripts (`security_issues`):
-//!   - `joomla.admin-login-scripted` (85): a non-browser posting the administrator login.
 //!   - `joomla.admin-probe` (82): a non-browser under `/administrator`.
 //!   - `joomla.installer-probe` (88): a non-browser at a leftover `/installation/` or
 //!     Akeeba `kickstart.php` (browsers are let through: an administrator installs with one).
@@ -64,6 +63,8 @@
 //!   - `joomla.comment-spam` (72): JComments, Komento, CComment, EasyDiscuss, Kunena.
 //!   - `joomla.password-reset-abuse` (70): `task=reset.request`, `task=remind.remind`.
 //!   - `joomla.scripted-login` (68): a non-browser posting the site login once.
+//!   - `joomla.admin-login-scripted` (70): a non-browser posting the administrator login
+//!     once (repeated, it is `joomla.admin-brute-force`).
 //!
 //! Everything else, page views and media included, is left to the classifier, and so
 //! is the CVE-2015-8562 session object-injection payload in `User-Agent` or
@@ -397,7 +398,11 @@ fn probe(req: &Request<'_>, component: &str) -> Option<Opinion> {
         return opinion(Category::SecurityIssues, 88, "joomla.installer-probe");
     }
     if req.is_method("POST") && is_admin_login(req, component) {
-        return opinion(Category::SecurityIssues, 85, "joomla.admin-login-scripted");
+        return opinion(
+            Category::SuspiciousBehaviour,
+            70,
+            "joomla.admin-login-scripted",
+        );
     }
     let manifest = req.file_name().ends_with(".xml") && req.path_starts_with_any(MANIFEST_DIRS);
     if manifest || VERSION_FILES.contains(&path) {
@@ -808,10 +813,10 @@ mod tests {
     }
 
     #[test]
-    fn scripted_administrator_login_is_an_attack() {
+    fn one_scripted_administrator_login_is_suspicious() {
         assert_category::<Joomla>(
             post("/administrator/index.php").machine("python-requests/2.31.0"),
-            Some(SecurityIssues),
+            Some(SuspiciousBehaviour),
         );
     }
 
@@ -981,4 +986,14 @@ mod tests {
             ],
         );
     }
+}
+
+/// This rule set's probe of each kind of request every CMS rule set treats alike.
+#[cfg(not(target_arch = "wasm32"))]
+pub mod kinds;
+
+#[cfg(test)]
+#[test]
+fn every_kind_is_treated_as_every_cms_rule_set_treats_it() {
+    botgate_ruleset_sdk::testing::kinds::assert_kinds::<Joomla>(&kinds::probes());
 }

@@ -12,7 +12,8 @@
 //!   versions from the admin's browser);
 //! - the folders and files Nextcloud's `.htaccess` refuses (`/lib/`, `/3rdparty/`,
 //!   `/build/`, `/tests/`, `/templates/`, `occ`, `console.php`, `autotest*`, `db_structure.xml`);
-//! - the web installer `setup-nextcloud.php` and, from non-browsers, the web updater
+//! - from non-browsers (an administrator uses one), the web installer
+//!   `setup-nextcloud.php` and the web updater
 //!   `/updater/` (and its password guessed without `X-Updater-Auth`);
 //! - ownCloud exploit probes that scanners fire at every file cloud (CVE-2023-49103
 //!   `apps/graphapi/vendor/…/GetPhpInfo.php`, CVE-2023-49105 `OC-Credential` signed URLs);
@@ -136,3 +137,13 @@ fn route<'r>(req: &'r Request<'_>) -> &'r str {
 
 #[cfg(test)]
 mod tests;
+
+/// This rule set's probe of each kind of request every CMS rule set treats alike.
+#[cfg(not(target_arch = "wasm32"))]
+pub mod kinds;
+
+#[cfg(test)]
+#[test]
+fn every_kind_is_treated_as_every_cms_rule_set_treats_it() {
+    botgate_ruleset_sdk::testing::kinds::assert_kinds::<Nextcloud>(&kinds::probes());
+}

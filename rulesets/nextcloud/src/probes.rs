@@ -42,7 +42,8 @@ pub fn evaluate(req: &Request<'_>) -> Option<Opinion> {
             "nextcloud.protected-path-probe",
         );
     }
-    if req.file_name() == "setup-nextcloud.php" {
+    // The web installer, from scripts: an administrator installs with a browser.
+    if req.file_name() == "setup-nextcloud.php" && !req.is_browser() {
         return opinion(Category::SecurityIssues, 85, "nextcloud.installer-probe");
     }
     if root.starts_with("/updater/") || root == "/updater" {

@@ -13,7 +13,11 @@
 //!   `/cache/smarty/` (compiled templates, abused by the CVE-2022-31181 chain);
 //! - back-office backups (`/admin*/backups/`, 1-Click Upgrade's `/admin*/autoupgrade/backup/`)
 //!   and, from non-browsers, the old back-office file manager (`/admin*/filemanager/`);
-//! - the installer left on the server (`/install/`, `/install-dev/`);
+//! - from scripts (an administrator uses a browser): the installer left on the server
+//!   (`/install/`, `/install-dev/`) and 1-Click Upgrade's scripts (`/admin*/autoupgrade/`,
+//!   `/modules/autoupgrade/`);
+//! - user enumeration: the webservice's customers, employees and addresses asked for by
+//!   a script without a key;
 //! - module exploit paths scanned in the wild: phpunit's `eval-stdin.php` shipped in
 //!   modules' `vendor/` (2020 advisory), the `uploadimage.php` family (columnadverts,
 //!   soopamobile, homepageadvertise, …), attributewizardpro, advancedslider,
@@ -68,7 +72,9 @@ impl Ruleset for Prestashop {
         // (`controller=AdminLogin`, `…/login`: markers further down), `searchcron.php`;
         // the Admin API. Other CMSs' `/admin.php`, `/wp-admin/`, `/administrator/` stay out.
         "/admin&/backups/",
-        "/admin&/autoupgrade/&backup",
+        // 1-Click Upgrade (its backups, and its scripts called by scripts).
+        "/admin&/autoupgrade/",
+        "/modules/autoupgrade/",
         "/admin&/filemanager/",
         "/admin&rand",
         "/admin&/searchcron.php",
@@ -185,3 +191,13 @@ fn core_controller<'r>(req: &'r Request<'_>) -> Option<&'r str> {
 
 #[cfg(test)]
 mod tests;
+
+/// This rule set's probe of each kind of request every CMS rule set treats alike.
+#[cfg(not(target_arch = "wasm32"))]
+pub mod kinds;
+
+#[cfg(test)]
+#[test]
+fn every_kind_is_treated_as_every_cms_rule_set_treats_it() {
+    botgate_ruleset_sdk::testing::kinds::assert_kinds::<Prestashop>(&kinds::probes());
+}

@@ -1,8 +1,9 @@
 //! Probes of PrestaShop's configuration, logs, backups, installer and module exploit
 //! paths: attacks whoever sends them.
 
+use crate::services::valid_ws_key;
 use crate::{back_office, front_module};
-use botgate_ruleset_sdk::signals::{is_php_file, param};
+use botgate_ruleset_sdk::signals::{basic_auth, is_php_file, is_scripted, param};
 use botgate_ruleset_sdk::{Category, Opinion, Request, opinion};
 
 /// File names holding the database credentials (1.7+ `parameters.php`, early 1.7
@@ -55,7 +56,44 @@ pub fn evaluate(req: &Request<'_>) -> Option<Opinion> {
     leaks(req)
         .or_else(|| back_office_files(req))
         .or_else(|| installer(req))
+        .or_else(|| upgrader(req))
+        .or_else(|| customer_enumeration(req))
         .or_else(|| exploits(req))
+}
+
+/// 1-Click Upgrade's scripts (in the back office, or the module's folder) called by a
+/// script: an administrator upgrades from the back office in a browser.
+fn upgrader(req: &Request<'_>) -> Option<Opinion> {
+    let upgrade = back_office(req).is_some_and(|below| below.starts_with("autoupgrade/"))
+        || req.path_lower().starts_with("/modules/autoupgrade/");
+    (upgrade && is_scripted(req))
+        .then(|| opinion(Category::SecurityIssues, 85, "prestashop.upgrade-probe"))
+        .flatten()
+}
+
+/// The webservice's people (customers, employees, their addresses) asked for by a
+/// script without a key: listing the shop's users. With a key it is a service.
+fn customer_enumeration(req: &Request<'_>) -> Option<Opinion> {
+    if !is_scripted(req) || basic_auth(req) {
+        return None;
+    }
+    if param(req.query_lower(), "ws_key").is_some_and(valid_ws_key) {
+        return None;
+    }
+    let path = req.path_lower();
+    let resource = match path.strip_prefix("/api/") {
+        Some(rest) => rest,
+        None if req.path_contains_any(&["/webservice/dispatcher.php"]) => {
+            param(req.query_lower(), "url")?
+        }
+        None => return None,
+    };
+    let people = ["customers", "employees", "addresses"];
+    people
+        .iter()
+        .any(|p| resource == *p || resource.starts_with(&format!("{p}/")))
+        .then(|| opinion(Category::SecurityIssues, 85, "prestashop.user-enumeration"))
+        .flatten()
 }
 
 /// Credentials, logs, caches and shells in the upload folders.
@@ -97,8 +135,12 @@ fn back_office_files(req: &Request<'_>) -> Option<Opinion> {
     None
 }
 
-/// The installer: PrestaShop refuses to open the back office while it exists.
+/// The installer, from scripts (PrestaShop refuses to open the back office while it
+/// exists; an administrator installs with a browser).
 fn installer(req: &Request<'_>) -> Option<Opinion> {
+    if req.is_browser() {
+        return None;
+    }
     let path = req.path_lower();
     if path.starts_with("/install/")
         || path.starts_with("/install-dev/")

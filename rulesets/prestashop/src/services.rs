@@ -43,7 +43,7 @@ pub fn evaluate(req: &Request<'_>) -> Option<Opinion> {
 }
 
 /// Whether `ws_key` is a webservice key: 32 letters and digits.
-fn valid_ws_key(key: &str) -> bool {
+pub(crate) fn valid_ws_key(key: &str) -> bool {
     key.len() == 32 && key.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 

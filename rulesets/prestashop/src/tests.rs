@@ -223,8 +223,27 @@ fn paypal_ipn_path_from_a_script_is_not_a_payment() {
 
 #[test]
 fn webservice_without_a_key_is_not_a_service() {
-    assert_category::<Prestashop>(get("/api/customers").machine(SCRIPT_UA), None);
-    assert_category::<Prestashop>(get("/api/customers?ws_key=admin").machine(SCRIPT_UA), None);
+    assert_category::<Prestashop>(get("/api/products").machine(SCRIPT_UA), None);
+    assert_category::<Prestashop>(get("/api/products?ws_key=admin").machine(SCRIPT_UA), None);
+}
+
+#[test]
+fn the_webservices_people_asked_for_by_a_script_without_a_key_is_enumeration() {
+    for target in [
+        "/api/customers",
+        "/api/customers?ws_key=admin",
+        "/api/employees/1",
+        "/webservice/dispatcher.php?url=addresses",
+    ] {
+        assert_category::<Prestashop>(get(target).machine(SCRIPT_UA), Some(SecurityIssues));
+    }
+    // With the key it is the shop's own integration.
+    assert_category::<Prestashop>(
+        get("/api/customers")
+            .machine("GuzzleHttp/7")
+            .header("authorization", WS_BASIC),
+        Some(ServicesAndPayments),
+    );
 }
 
 #[test]
@@ -278,8 +297,9 @@ fn back_office_backups_are_probes() {
 }
 
 #[test]
-fn leftover_installer_is_a_probe() {
-    assert_category::<Prestashop>(get("/install/index.php").browser(), Some(SecurityIssues));
+fn leftover_installer_is_a_probe_from_a_script() {
+    // An administrator installs with a browser.
+    assert_category::<Prestashop>(get("/install/index.php").browser(), None);
     assert_category::<Prestashop>(
         get("/install-dev/").machine(SCRIPT_UA),
         Some(SecurityIssues),

@@ -153,6 +153,21 @@ pub fn repeating(req: &Request<'_>, min: u32) -> bool {
     b.requests >= min && b.distinct_paths.saturating_mul(2) <= b.requests
 }
 
+/// A walk over many different pages (user profiles, say): 5 distinct paths in the window
+/// from anything but a browser, 20 from a browser-looking client; never a crawler the
+/// host verified.
+pub fn walking_pages(req: &Request<'_>) -> bool {
+    let b = req.behaviour();
+    if is_verified_crawler(req) {
+        return false;
+    }
+    if req.is_browser() {
+        b.requests >= 20 && b.distinct_paths >= 20
+    } else {
+        b.distinct_paths >= 5
+    }
+}
+
 /// The shape of password guessing by [`repeating`]: 20 repeats from a browser, 10 from
 /// anything else.
 pub fn guessing_passwords(req: &Request<'_>) -> bool {

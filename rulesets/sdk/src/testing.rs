@@ -12,6 +12,7 @@ use crate::{
 use std::net::IpAddr;
 
 mod generated;
+pub mod kinds;
 pub use generated::{assert_scope_holds, assert_scope_holds_with, string_literals};
 
 /// Chrome 131 on Windows.

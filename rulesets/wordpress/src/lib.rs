@@ -14,8 +14,9 @@
 //!   (`/wp-content/backups-dup-lite/`, `/dup-installer/`, `installer-backup.php`),
 //!   BackWPup, `*.sql` and `*.wpress` under `/wp-content/`;
 //! - PHP executed from `/wp-content/uploads/` (uploaded web shells);
-//! - the installer (`/wp-admin/install.php`, `/wp-admin/setup-config.php`, used to hijack
-//!   unconfigured sites) and, from non-browsers, `upgrade.php` and `maint/repair.php`;
+//! - from non-browsers (an administrator uses one): the installer
+//!   (`/wp-admin/install.php`, `/wp-admin/setup-config.php`, used to hijack unconfigured
+//!   sites), `upgrade.php` and `maint/repair.php`;
 //! - exploit paths of known plugin CVEs (File Manager `connector.minimal.php`,
 //!   Revolution Slider, Simple File List, Backup Migration `backup-heart.php`,
 //!   WP Automatic `csv.php`, Mail Masta, Site Editor, WP Mobile Detector, FormCraft,
@@ -162,3 +163,13 @@ fn rest_route<'r>(req: &'r Request<'_>) -> Option<&'r str> {
 
 #[cfg(test)]
 mod tests;
+
+/// This rule set's probe of each kind of request every CMS rule set treats alike.
+#[cfg(not(target_arch = "wasm32"))]
+pub mod kinds;
+
+#[cfg(test)]
+#[test]
+fn every_kind_is_treated_as_every_cms_rule_set_treats_it() {
+    botgate_ruleset_sdk::testing::kinds::assert_kinds::<Wordpress>(&kinds::probes());
+}

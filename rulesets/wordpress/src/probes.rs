@@ -161,12 +161,14 @@ fn leak_probe(req: &Request<'_>) -> Option<Opinion> {
     None
 }
 
-/// The installer (hijacks unconfigured sites) and maintenance scripts.
+/// The installer (hijacks unconfigured sites) and maintenance scripts, from scripts: an
+/// administrator installs, upgrades and repairs with a browser.
 fn installer_probe(req: &Request<'_>) -> Option<Opinion> {
-    if req.path_ends_with_any(&["/wp-admin/install.php", "/wp-admin/setup-config.php"]) {
+    if req.path_ends_with_any(&["/wp-admin/install.php", "/wp-admin/setup-config.php"])
+        && !req.is_browser()
+    {
         return opinion(Category::SecurityIssues, 85, "wordpress.installer-probe");
     }
-    // An administrator's browser runs upgrade.php after a core update.
     if req.path_ends_with_any(&["/wp-admin/upgrade.php", "/wp-admin/maint/repair.php"])
         && !req.is_browser()
     {

@@ -323,9 +323,11 @@ fn dumps_archives_and_backup_folders_under_wp_content_are_probes() {
 }
 
 #[test]
-fn installer_and_setup_scripts_are_probes() {
+fn installer_and_setup_scripts_are_probes_from_scripts() {
+    // An administrator installs with a browser.
+    assert_category::<Wordpress>(get("/wp-admin/setup-config.php?step=1").browser(), None);
     assert_category::<Wordpress>(
-        get("/wp-admin/setup-config.php?step=1").browser(),
+        get("/wp-admin/setup-config.php?step=1").machine(SCRIPT_UA),
         Some(SecurityIssues),
     );
     assert_category::<Wordpress>(

@@ -129,3 +129,13 @@ fn last_segment(route: &str) -> &str {
 
 #[cfg(test)]
 mod tests;
+
+/// This rule set's probe of each kind of request every CMS rule set treats alike.
+#[cfg(not(target_arch = "wasm32"))]
+pub mod kinds;
+
+#[cfg(test)]
+#[test]
+fn every_kind_is_treated_as_every_cms_rule_set_treats_it() {
+    botgate_ruleset_sdk::testing::kinds::assert_kinds::<Xenforo>(&kinds::probes());
+}
