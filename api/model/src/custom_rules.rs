@@ -215,10 +215,11 @@ pub trait Subject {
     fn country(&self) -> Option<[u8; 2]>;
     /// The client's autonomous system number, when known.
     fn asn(&self) -> Option<u32>;
-    /// A text value of the request: the path and query as the one normalisation reads
-    /// them, the rest as sent (several values of a header joined by `, `); empty when
-    /// absent.
-    fn text(&self, source: &TextSource) -> Cow<'_, str>;
+    /// Calls `visit` with each value of the text `source` names, until one answers
+    /// true; whether one did. The path and query are read as the one normalisation
+    /// reads them, the rest as sent; a header sent several times gives each of its
+    /// values, an absent one (or a JA4 over plain HTTP) one empty value.
+    fn any_text(&self, source: &TextSource, visit: &mut dyn FnMut(&str) -> bool) -> bool;
 }
 
 /// A website's custom rules, checked and compiled; cheap to clone. Compared, shown and
@@ -230,13 +231,23 @@ pub struct CustomRules(Arc<Compiled>);
 struct Compiled {
     source: Vec<CustomRule>,
     rules: Vec<CompiledRule>,
+    disabled: Vec<(usize, Invalid)>,
     reads_geo: bool,
 }
 
 struct CompiledRule {
-    tests: Vec<Test>,
+    /// `None` for a stored rule this release refuses (see [`CustomRules::disabled`]).
+    tests: Option<Vec<Test>>,
     outcome: RuleOutcome,
     reason: Box<str>,
+}
+
+/// Whose rules are read: the partner's, checked in full, or the store's, which were
+/// checked when sent and are kept whole if a later release refuses one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    Sent,
+    Stored,
 }
 
 enum Test {
@@ -269,6 +280,10 @@ impl CustomRules {
     /// Checks and compiles `settings.custom_rules` as sent: an array of rules. The
     /// first problem is reported with its field (`settings.custom_rules[2].conditions[0].value`).
     pub fn parse(value: &Value) -> Result<CustomRules, Invalid> {
+        CustomRules::read(value, Reading::Sent)
+    }
+
+    fn read(value: &Value, reading: Reading) -> Result<CustomRules, Invalid> {
         const FIELD: &str = "settings.custom_rules";
         let Some(items) = value.as_array() else {
             return Err(Invalid::malformed(
@@ -276,7 +291,7 @@ impl CustomRules {
                 "`settings.custom_rules` must be a JSON array of rules",
             ));
         };
-        if items.len() > MAX_RULES {
+        if items.len() > MAX_RULES && reading == Reading::Sent {
             return Err(Invalid::too_large(
                 FIELD,
                 format!(
@@ -291,10 +306,22 @@ impl CustomRules {
             let field = format!("{FIELD}[{i}]");
             let rule: CustomRule = serde_json::from_value(item.clone())
                 .map_err(|err| Invalid::malformed(&field, format!("{field}: {err}")))?;
-            let checked = compile_rule(&rule, &field, i + 1, &mut patterns)?;
+            let checked = match compile_rule(&rule, &field, i + 1, &mut patterns) {
+                Ok(checked) => checked,
+                Err(refused) if reading == Reading::Stored => {
+                    compiled.disabled.push((i + 1, refused));
+                    CompiledRule {
+                        tests: None,
+                        outcome: RuleOutcome::Action(Action::Grant),
+                        reason: format!("custom.{}", i + 1).into(),
+                    }
+                }
+                Err(refused) => return Err(refused),
+            };
             compiled.reads_geo |= checked
                 .tests
                 .iter()
+                .flatten()
                 .any(|test| matches!(test, Test::Country { .. } | Test::Asn { .. }));
             compiled.rules.push(checked);
             compiled.source.push(rule);
@@ -312,6 +339,12 @@ impl CustomRules {
         &self.0.source
     }
 
+    /// Stored rules this release refuses, by number, and why: they never match, and are
+    /// kept (and shown) until the partner replaces them.
+    pub fn disabled(&self) -> &[(usize, Invalid)] {
+        &self.0.disabled
+    }
+
     /// Whether a rule reads the client's country or ASN.
     pub fn reads_geo(&self) -> bool {
         self.0.reads_geo
@@ -323,7 +356,11 @@ impl CustomRules {
             .rules
             .iter()
             .enumerate()
-            .find(|(_, rule)| rule.tests.iter().all(|test| test.holds(subject)))
+            .find(|(_, rule)| {
+                rule.tests
+                    .as_ref()
+                    .is_some_and(|tests| tests.iter().all(|test| test.holds(subject)))
+            })
             .map(|(i, rule)| Matched {
                 number: i + 1,
                 outcome: rule.outcome,
@@ -355,7 +392,7 @@ impl Serialize for CustomRules {
 impl<'de> Deserialize<'de> for CustomRules {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(deserializer)?;
-        CustomRules::parse(&value).map_err(serde::de::Error::custom)
+        CustomRules::read(&value, Reading::Stored).map_err(serde::de::Error::custom)
     }
 }
 
@@ -418,7 +455,7 @@ fn compile_rule(
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(CompiledRule {
-        tests,
+        tests: Some(tests),
         outcome,
         reason: format!("custom.{number}").into(),
     })
@@ -590,7 +627,10 @@ fn text<'a>(value: &'a Value, field: &str) -> Result<&'a str, Invalid> {
     let Some(text) = value.as_str() else {
         return Err(Invalid::malformed(
             field,
-            format!("expected a string, not {value}"),
+            format!(
+                "expected a string, not {}",
+                crate::names::shorten(&value.to_string())
+            ),
         ));
     };
     if text.len() > MAX_VALUE_BYTES {
@@ -639,6 +679,15 @@ fn network(text: &str, field: &str) -> Result<IpNet, Invalid> {
             ),
         )
     })?;
+    // An IPv4-mapped network (`::ffff:10.0.0.0/104`) is the IPv4 network it maps:
+    // clients are read as IPv4.
+    if let IpNet::V6(v6) = net
+        && v6.prefix_len() >= 96
+        && let Some(v4) = v6.addr().to_ipv4_mapped()
+        && let Ok(mapped) = ipnet::Ipv4Net::new(v4, v6.prefix_len() - 96)
+    {
+        return Ok(IpNet::V4(mapped.trunc()));
+    }
     Ok(net.trunc())
 }
 
@@ -681,7 +730,10 @@ fn asn(value: &Value, field: &str) -> Result<u32, Invalid> {
     number.and_then(|n| u32::try_from(n).ok()).ok_or_else(|| {
         Invalid::malformed(
             field,
-            format!("{value} is not an autonomous system number (13335 or \"AS13335\")"),
+            format!(
+                "{} is not an autonomous system number (13335 or \"AS13335\")",
+                crate::names::shorten(&value.to_string())
+            ),
         )
     })
 }
@@ -720,12 +772,16 @@ fn pattern(text: &str, field: &str) -> Result<Regex, Invalid> {
         })
 }
 
-/// `text` lower-cased, borrowed when it has no upper case.
-fn lower(text: Cow<'_, str>) -> Cow<'_, str> {
-    if text.chars().any(char::is_uppercase) {
+/// `text` lower-cased as the values were at compile time, borrowed when that changes
+/// nothing.
+fn lower(text: &str) -> Cow<'_, str> {
+    if text
+        .chars()
+        .any(|c| c.to_lowercase().ne(std::iter::once(c)))
+    {
         Cow::Owned(text.to_lowercase())
     } else {
-        text
+        Cow::Borrowed(text)
     }
 }
 
@@ -742,17 +798,27 @@ impl Test {
             Test::Asn { negate, numbers } => subject
                 .asn()
                 .is_some_and(|asn| numbers.contains(&asn) != *negate),
-            Test::Text { source, check } => {
-                let value = lower(subject.text(source));
-                match check {
-                    TextCheck::OneOf { negate, values } => {
-                        values.iter().any(|v| **v == *value) != *negate
-                    }
-                    TextCheck::Contains(needle) => value.contains(&**needle),
-                    TextCheck::StartsWith(prefix) => value.starts_with(&**prefix),
-                    TextCheck::Matches(regex) => regex.is_match(value.as_bytes()),
+            // Of a header sent several times, one value must hold a condition; for
+            // `is_not`, none may be the value.
+            Test::Text { source, check } => match check {
+                TextCheck::OneOf { negate, values } => {
+                    let listed = |value: &str| {
+                        let value = lower(value);
+                        values.iter().any(|v| **v == *value)
+                    };
+                    subject.any_text(source, &mut |value| listed(value)) != *negate
                 }
-            }
+                TextCheck::Contains(needle) => {
+                    subject.any_text(source, &mut |value| lower(value).contains(&**needle))
+                }
+                TextCheck::StartsWith(prefix) => {
+                    subject.any_text(source, &mut |value| lower(value).starts_with(&**prefix))
+                }
+                // Case-insensitive for ASCII letters by the pattern's own flag.
+                TextCheck::Matches(regex) => {
+                    subject.any_text(source, &mut |value| regex.is_match(value.as_bytes()))
+                }
+            },
         }
     }
 }
@@ -785,22 +851,26 @@ mod tests {
         fn asn(&self) -> Option<u32> {
             self.asn
         }
-        fn text(&self, source: &TextSource) -> Cow<'_, str> {
-            let header = |name: &str| {
-                self.headers
+        fn any_text(&self, source: &TextSource, visit: &mut dyn FnMut(&str) -> bool) -> bool {
+            let headers = |name: &str| -> Vec<&str> {
+                let values: Vec<&str> = self
+                    .headers
                     .iter()
-                    .find(|(n, _)| n.eq_ignore_ascii_case(name))
-                    .map_or("", |(_, v)| *v)
+                    .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+                    .map(|(_, v)| *v)
+                    .collect();
+                if values.is_empty() { vec![""] } else { values }
             };
-            Cow::Borrowed(match source {
-                TextSource::UserAgent => self.user_agent,
-                TextSource::Path => self.path,
-                TextSource::Query => self.query,
-                TextSource::Method => self.method,
-                TextSource::Referrer => header("referer"),
-                TextSource::Ja4 => self.ja4,
-                TextSource::Header(name) => header(name),
-            })
+            let values = match source {
+                TextSource::UserAgent => vec![self.user_agent],
+                TextSource::Path => vec![self.path],
+                TextSource::Query => vec![self.query],
+                TextSource::Method => vec![self.method],
+                TextSource::Referrer => headers("referer"),
+                TextSource::Ja4 => vec![self.ja4],
+                TextSource::Header(name) => headers(name),
+            };
+            values.into_iter().any(visit)
         }
     }
 
@@ -953,6 +1023,84 @@ mod tests {
         assert_eq!(at("2001:db8::7"), Some(1));
         assert_eq!(at("192.0.2.8"), Some(2));
         assert_eq!(at("10.1.2.3"), None);
+    }
+
+    #[test]
+    fn a_header_sent_twice_holds_a_condition_by_either_value() {
+        let r = rules(json!([
+            {"conditions": [{"field": "header", "name": "x-debug", "operator": "is", "value": "on"}], "action": "deny"},
+            {"conditions": [{"field": "header", "name": "x-key", "operator": "is_not", "value": "s3cret"}], "action": "captcha"},
+        ]));
+        let twice = Request {
+            headers: vec![("x-debug", "off"), ("X-Debug", "ON"), ("x-key", "s3cret")],
+            ..Request::default()
+        };
+        assert_eq!(decided(&r, &twice).map(|d| d.0), Some(1));
+        // `is_not` holds when no value is the one named.
+        let key_twice = Request {
+            headers: vec![("x-key", "guess"), ("x-key", "s3cret")],
+            ..Request::default()
+        };
+        assert_eq!(decided(&r, &key_twice), None);
+        let wrong_key = Request {
+            headers: vec![("x-key", "guess")],
+            ..Request::default()
+        };
+        assert_eq!(decided(&r, &wrong_key).map(|d| d.0), Some(2));
+    }
+
+    #[test]
+    fn mapped_networks_and_non_ascii_values_compare_as_their_clients_read() {
+        let r = rules(json!([
+            {"conditions": [{"field": "ip", "operator": "in_network", "value": "::ffff:10.0.0.0/104"}], "action": "deny"},
+            {"conditions": [{"field": "user_agent", "operator": "contains", "value": "ÜBER"}], "action": "captcha"},
+            {"conditions": [{"field": "user_agent", "operator": "matches", "value": "^Crawler"}], "action": "grant"},
+        ]));
+        let inside = Request {
+            ip: Some("10.1.2.3".parse().unwrap()),
+            ..Request::default()
+        };
+        assert_eq!(decided(&r, &inside).map(|d| d.0), Some(1));
+        let german = Request {
+            user_agent: "Der Über-Bot/1.0",
+            ..Request::default()
+        };
+        assert_eq!(decided(&r, &german).map(|d| d.0), Some(2));
+        let titlecase = Request {
+            user_agent: "ǅ-crawler über",
+            ..Request::default()
+        };
+        assert_eq!(decided(&r, &titlecase).map(|d| d.0), Some(2));
+        let crawler = Request {
+            user_agent: "CRAWLER/2",
+            ..Request::default()
+        };
+        assert_eq!(decided(&r, &crawler).map(|d| d.0), Some(3));
+    }
+
+    #[test]
+    fn a_stored_rule_this_release_refuses_is_kept_and_never_matches() {
+        // Stored under looser limits: a pattern too large today, and 51 rules.
+        let mut stored: Vec<Value> = vec![
+            json!({"conditions": [{"field": "path", "operator": "matches", "value": r"(\w{100}){100}"}], "action": "deny"}),
+        ];
+        stored.extend(std::iter::repeat_n(
+            json!({"conditions": [{"field": "method", "operator": "is", "value": "DELETE"}], "action": "deny"}),
+            MAX_RULES,
+        ));
+        let stored = Value::Array(stored);
+        assert!(CustomRules::parse(&stored).is_err(), "refused when sent");
+        let read: CustomRules = serde_json::from_value(stored.clone()).unwrap();
+        assert_eq!(read.rules().len(), MAX_RULES + 1);
+        assert_eq!(read.disabled().len(), 1);
+        assert_eq!(read.disabled()[0].0, 1);
+        let delete = Request {
+            method: "DELETE",
+            path: "/anything",
+            ..Request::default()
+        };
+        assert_eq!(decided(&read, &delete).map(|d| d.0), Some(2));
+        assert_eq!(serde_json::to_value(&read).unwrap(), stored, "nothing lost");
     }
 
     #[test]

@@ -95,11 +95,17 @@ fn custom_rules_schema() -> ArrayBuilder {
         .items(rule)
         .max_items(Some(MAX_RULES))
         .description(Some(
-            "The website's custom rules, tried in order before the rule components: the \
-             first rule all of whose conditions hold decides, with its `action`, or with \
-             the policy's action for its `category` (a rule has one of the two). Text \
-             comparisons ignore case; the path and query are compared as the gateway \
-             reads them (decoded, dot segments resolved). `country` and `asn` come from \
+            "The website's custom rules, tried in order before the rule components while \
+             `bot_protection` is on: the first rule all of whose conditions hold decides, \
+             with its `action`, or with the policy's action for its `category` (a rule \
+             has one of the two). Operators by field: `ip` takes is, is_not, is_any_of, \
+             in_network, not_in_network; `country` and `asn` take is, is_not, is_any_of; \
+             the others take is, is_not, contains, starts_with, matches, is_any_of. \
+             `header` names the header in `name`; an absent header reads as empty, one \
+             sent several times holds a condition when one of its values does (for \
+             is_not, when none is the value). Text comparisons ignore case; the path and \
+             query are compared as the gateway reads them (decoded, dot segments \
+             resolved). `country` and `asn` come from \
              the operator's GeoIP database; a client whose country or ASN is unknown holds \
              no condition on them. The access log and metrics name the rule as \
              `custom.<n>`, from 1 for the first. A partial update replaces the whole list.",

@@ -61,6 +61,10 @@ pub enum PathRefusal {
     /// a name, so which file the origin serves depends on the origin.
     #[error("a dot segment in a path with a backslash reads differently on different servers")]
     DotSegmentWithBackslash,
+    /// A `.` or `..` segment with `;` parameters (`/api/..;/admin`): Java servers drop
+    /// the parameters and climb, others read a file name.
+    #[error("a dot segment with parameters reads differently on different servers")]
+    DotSegmentWithParameters,
 }
 
 /// Whether the path, as [`path`] reads it, is one the gateway refuses. Most paths hold
@@ -76,6 +80,9 @@ pub fn refusal(path: &str) -> Option<PathRefusal> {
     if dot_segment_with_backslash(&decoded) {
         return Some(PathRefusal::DotSegmentWithBackslash);
     }
+    if dot_segment_with_parameters(&decoded) {
+        return Some(PathRefusal::DotSegmentWithParameters);
+    }
     resolve(decoded).1.then_some(PathRefusal::AboveRoot)
 }
 
@@ -85,6 +92,16 @@ fn dot_segment_with_backslash(decoded: &str) -> bool {
         && decoded
             .split(['/', '\\'])
             .any(|segment| segment == "." || segment == "..")
+}
+
+/// Whether a decoded path has a segment `.` or `..` followed by `;` parameters.
+fn dot_segment_with_parameters(decoded: &str) -> bool {
+    decoded.contains(';')
+        && decoded.split(['/', '\\']).any(|segment| {
+            segment
+                .split_once(';')
+                .is_some_and(|(name, _)| name == "." || name == "..")
+        })
 }
 
 /// Whether a decoded path has anything to resolve: a `\`, an empty segment or a
@@ -327,6 +344,21 @@ mod tests {
             );
         }
         for plain in ["/a\\b.php", "/a\\.htaccess", "/a\\b\\"] {
+            assert_eq!(refusal(plain), None, "{plain}");
+        }
+        // A dot segment with parameters: Tomcat reads `/api/..;/admin` as `/admin`.
+        for ambiguous in [
+            "/api/..;/admin",
+            "/a/.;x/b",
+            "/api/%2e%2e;jsessionid=1/admin",
+        ] {
+            assert_eq!(
+                refusal(ambiguous),
+                Some(PathRefusal::DotSegmentWithParameters),
+                "{ambiguous}"
+            );
+        }
+        for plain in ["/shop/cart;jsessionid=ab12", "/a;b/../c", "/..a;b"] {
             assert_eq!(refusal(plain), None, "{plain}");
         }
         assert_eq!(path("/..."), "/...");

@@ -6,7 +6,6 @@ use super::connection::ConnectionInfo;
 use super::geoip::{Geo, GeoIp};
 use botgate_model::custom_rules::{Subject, TextSource};
 use http::{HeaderMap, header};
-use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::net::IpAddr;
 use std::sync::{Arc, LazyLock};
@@ -18,6 +17,8 @@ pub static CUSTOM_DECIDER: LazyLock<(Arc<str>, Arc<str>)> =
 /// One request, read by the rules.
 pub struct RuleSubject<'a> {
     pub method: &'a str,
+    /// The host the request names, canonical.
+    pub host: &'a str,
     /// The path and query as received.
     pub path: &'a str,
     pub query: &'a str,
@@ -30,11 +31,13 @@ pub struct RuleSubject<'a> {
 impl<'a> RuleSubject<'a> {
     pub fn new<B>(
         request: &'a http::Request<B>,
+        host: &'a str,
         connection: &'a ConnectionInfo,
         geoip: &'a GeoIp,
     ) -> Self {
         RuleSubject {
             method: request.method().as_str(),
+            host,
             path: request.uri().path(),
             query: request.uri().query().unwrap_or(""),
             headers: request.headers(),
@@ -48,29 +51,6 @@ impl<'a> RuleSubject<'a> {
         *self
             .geo
             .get_or_init(|| self.geoip.lookup(self.connection.client.ip()))
-    }
-
-    /// The header's values, joined by `, ` when it is sent more than once (`; ` for
-    /// cookies); empty when absent.
-    fn header(&self, name: &str) -> Cow<'_, str> {
-        let mut values = self.headers.get_all(name).iter();
-        let Some(first) = values.next() else {
-            return Cow::Borrowed("");
-        };
-        let Some(second) = values.next() else {
-            return String::from_utf8_lossy(first.as_bytes());
-        };
-        let separator = if name == header::COOKIE.as_str() {
-            "; "
-        } else {
-            ", "
-        };
-        let mut joined = String::from_utf8_lossy(first.as_bytes()).into_owned();
-        for value in std::iter::once(second).chain(values) {
-            joined.push_str(separator);
-            joined.push_str(&String::from_utf8_lossy(value.as_bytes()));
-        }
-        Cow::Owned(joined)
     }
 }
 
@@ -87,20 +67,29 @@ impl Subject for RuleSubject<'_> {
         self.geo().asn
     }
 
-    fn text(&self, source: &TextSource) -> Cow<'_, str> {
-        match source {
-            TextSource::Path => botgate_normalise::path(self.path),
-            TextSource::Query => botgate_normalise::query(self.query),
-            TextSource::Method => Cow::Borrowed(self.method),
-            TextSource::UserAgent => self.header(header::USER_AGENT.as_str()),
-            TextSource::Referrer => self.header(header::REFERER.as_str()),
-            TextSource::Ja4 => Cow::Borrowed(
-                self.connection
+    fn any_text(&self, source: &TextSource, visit: &mut dyn FnMut(&str) -> bool) -> bool {
+        let header = match source {
+            TextSource::Path => return visit(&botgate_normalise::path(self.path)),
+            TextSource::Query => return visit(&botgate_normalise::query(self.query)),
+            TextSource::Method => return visit(self.method),
+            TextSource::Ja4 => {
+                let ja4 = self
+                    .connection
                     .tls
                     .as_ref()
-                    .map_or("", |tls| tls.ja4.as_str()),
-            ),
-            TextSource::Header(name) => self.header(name),
+                    .map_or("", |tls| tls.ja4.as_str());
+                return visit(ja4);
+            }
+            // The host the request names, from `Host` or HTTP/2's `:authority`.
+            TextSource::Header(name) if **name == *"host" => return visit(self.host),
+            TextSource::UserAgent => header::USER_AGENT.as_str(),
+            TextSource::Referrer => header::REFERER.as_str(),
+            TextSource::Header(name) => &**name,
+        };
+        let mut values = self.headers.get_all(header).iter().peekable();
+        if values.peek().is_none() {
+            return visit("");
         }
+        values.any(|value| visit(&String::from_utf8_lossy(value.as_bytes())))
     }
 }

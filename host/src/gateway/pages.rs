@@ -109,6 +109,9 @@ pub fn path_refused(refusal: botgate_normalise::PathRefusal) -> Response<Body> {
             PathRefusal::DotSegmentWithBackslash => {
                 "The address mixes `.` or `..` with a backslash, which servers read differently."
             }
+            PathRefusal::DotSegmentWithParameters => {
+                "The address gives `.` or `..` parameters (`..;`), which servers read differently."
+            }
         },
     )
 }

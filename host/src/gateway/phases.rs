@@ -298,7 +298,7 @@ impl Gateway {
                 let settings = &website.website.settings;
                 let custom = (!settings.custom_rules.is_empty())
                     .then(|| {
-                        let subject = RuleSubject::new(&request, connection, &self.geoip);
+                        let subject = RuleSubject::new(&request, &host, connection, &self.geoip);
                         settings.custom_rules.first_match(&subject)
                     })
                     .flatten();

@@ -52,9 +52,17 @@ fn geoip_database(path: &Path, networks: &[(&str, Option<&'static str>, Option<u
 
 /// A request from `client`, through the trusted proxy 127.0.0.2.
 fn from(gateway: &Gateway, client: &str, request: Outgoing<'_>) -> Answer {
+    let preamble = match client.parse::<IpAddr>().unwrap() {
+        IpAddr::V4(_) => proxy_header(&format!("{client}:40000"), gateway.http),
+        // PROXY v2 names both ends in one family.
+        IpAddr::V6(_) => proxy_header(
+            &format!("[{client}]:40000"),
+            format!("[::1]:{}", gateway.http.port()).parse().unwrap(),
+        ),
+    };
     let visit = Visit {
         source: Some([127, 0, 0, 2].into()),
-        preamble: proxy_header(&format!("{client}:40000"), gateway.http),
+        preamble,
         ..Visit::default()
     };
     visitor::send(gateway.http, &visit, request).unwrap()
@@ -98,7 +106,7 @@ fn custom_rules_decide_before_the_components_and_are_named_in_the_log_and_metric
             json!({"action": "grant", "description": "the office"})
         ),
         rule(
-            json!([{"field": "country", "operator": "is", "value": "de"}]),
+            json!([{"field": "country", "operator": "is_any_of", "value": ["de", "FR"]}]),
             json!({"action": "deny"})
         ),
         rule(
@@ -163,6 +171,13 @@ fn custom_rules_decide_before_the_components_and_are_named_in_the_log_and_metric
             && line.contains("reason=custom.2 "),
         "{line}"
     );
+    let french = from(
+        &gateway,
+        "2001:db8::5",
+        Outgoing::get(host, "/fr").browser(),
+    );
+    assert_eq!(french.status, 403, "an IPv6 client's country");
+    assert!(access_line(&gateway, "/fr").contains("reason=custom.2 "));
     // By ASN and path, in the one reading of the path the components have.
     for target in ["/admin/", "/%41dmin/x", "//ADMIN/x", "/x/../admin"] {
         let answer = from(
@@ -203,6 +218,16 @@ fn custom_rules_decide_before_the_components_and_are_named_in_the_log_and_metric
             .header("x-debug", "ON"),
     );
     assert_eq!(debug.status, 403);
+    // A header sent twice holds the condition by either value.
+    let twice = from(
+        &gateway,
+        "100.64.0.4",
+        Outgoing::get(host, "/debug-twice")
+            .browser()
+            .header("x-debug", "off")
+            .header("x-debug", "on"),
+    );
+    assert_eq!(twice.status, 403);
     let line = access_line(&gateway, "/debug");
     assert!(
         line.contains("category=\"security_issues\"") && line.contains("reason=custom.4 "),

@@ -1015,6 +1015,7 @@ fn a_path_is_judged_as_the_origin_resolves_it() {
         "/../etc/passwd",
         "/a/%2e%2e/%2e%2e/x",
         "/wp-login.php/..%5c",
+        "/x/..;/wp-admin/install.php",
     ] {
         assert_eq!(status(refused), 400, "{refused}");
     }
