@@ -16,7 +16,8 @@
 # Settings: $FIP_SWITCH_CONFIG, else /etc/botgate/fip-switch.conf (rendered by
 # `botgate cluster render`): `key=value` lines (provider, api, floating_ip,
 # floating_ip_id, token_file, log_file, sentinel_port; url, body and method for
-# `generic`) and one `instance <private-ip> <instance-id>` line per server.
+# `generic`, with read_url and read_field, a JSON pointer, to read its assignment
+# first) and one `instance <private-ip> <instance-id>` line per server.
 #
 # Exit status: 0 done (or nothing to do); 1 the new master's IP has no instance id
 # (as the specification has it), or transient errors until the deadline (50 s, inside
@@ -45,6 +46,7 @@ master_name=$1 role=$2 state=$3 from_ip=$4 to_ip=$6 to_port=$7
 
 # Settings.
 provider= api= floating_ip= floating_ip_id= token_file= url= body= method=POST
+read_url_template= read_field=
 sentinel_port=26379
 instances=
 if [ ! -r "$config" ]; then
@@ -71,6 +73,8 @@ ${line#instance }"
         url) url=$value ;;
         body) body=$value ;;
         method) method=$value ;;
+        read_url) read_url_template=$value ;;
+        read_field) read_field=$value ;;
         *) log "$config: unknown setting '$key'"; exit 2 ;;
         esac
         ;;
@@ -189,7 +193,9 @@ vultr)
     assign_body="{\"instance_id\":$(jq -cn --arg v "$instance" '$v')}"
     ;;
 generic)
-    read_url=
+    # `read_url` and `read_field` (a JSON pointer) when the API can tell the assignment.
+    read_url=$(printf '%s' "$read_url_template" | sed -e "s|{floating_ip}|$floating_ip|g")
+    assigned='getpath($pointer | ltrimstr("/") | split("/") | map(tonumber? // .)) // empty'
     assign_url=$(printf '%s' "$url" | sed -e "s|{floating_ip}|$floating_ip|g" -e "s|{instance_id}|$instance|g")
     assign_body=$(printf '%s' "$body" | sed -e "s|{floating_ip}|$floating_ip|g" -e "s|{instance_id}|$instance|g")
     ;;
@@ -201,13 +207,13 @@ esac
 
 if [ -n "$read_url" ]; then
     call_until_done GET "$read_url"
-    now=$(printf '%s' "$response" | jq -r "$assigned" 2>/dev/null)
+    now=$(printf '%s' "$response" | jq -r --arg pointer "$read_field" "$assigned" 2>/dev/null)
     if [ "$now" = "$instance" ]; then
         log "the floating IP $floating_ip already points to instance $instance: nothing to do"
         exit 0
     fi
     log "the floating IP $floating_ip points to '${now:-nothing}'; assigning it to instance $instance ($to_ip)"
-    call_until_done POST "$assign_url" "$assign_body"
+    call_until_done "$method" "$assign_url" "$assign_body"
 else
     log "assigning the floating IP $floating_ip to instance $instance ($to_ip)"
     call_until_done "$method" "$assign_url" "$assign_body"

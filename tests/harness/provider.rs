@@ -196,6 +196,10 @@ fn answer(state: &mut State, bearer: &str, request: &Received) -> Response<Full<
             }
             None => json(422, json!({"error": "instance_id missing"})),
         },
+        ["generic", _] if get => json(
+            200,
+            json!({"address": segments[1], "target": {"instance": id_value(&state.assigned)}}),
+        ),
         ["generic", .., instance] if !get => {
             state.assigned = Some((*instance).to_owned());
             json(200, json!({"ok": true}))

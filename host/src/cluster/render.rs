@@ -412,12 +412,21 @@ fn failover_settings(d: &Description, server: &Server) -> String {
             );
         }
         Provider::Generic {
-            url, body, method, ..
+            url,
+            body,
+            method,
+            assignment_url,
+            assignment_field,
+            ..
         } => {
             let _ = writeln!(
                 conf,
                 "provider=generic\nurl={url}\nbody={body}\nmethod={method}"
             );
+            // With them the script reads the assignment first, as for the others.
+            if let (Some(read), Some(field)) = (assignment_url, assignment_field) {
+                let _ = writeln!(conf, "read_url={read}\nread_field={field}");
+            }
         }
     }
     for node in &d.servers {

@@ -159,3 +159,32 @@ fn each_provider_gets_its_own_request() {
         );
     }
 }
+
+/// Every provider that can tell the assignment (the generic one given
+/// `assignment-url` and `assignment-field`) is read first: the calls of the other
+/// sentinels find the work done.
+#[test]
+fn every_provider_that_can_tell_the_assignment_is_moved_once() {
+    for keys in [
+        "kind = \"digitalocean\"\napi = \"{fake}\"\n",
+        "kind = \"vultr\"\nreserved-ip-id = \"r-1\"\napi = \"{fake}\"\n",
+        "kind = \"generic\"\nurl = \"{fake}/generic/{floating_ip}/{instance_id}\"\n\
+         body = '{\"ip\": \"{floating_ip}\"}'\nmethod = \"PUT\"\n\
+         assignment-url = \"{fake}/generic/{floating_ip}\"\n\
+         assignment-field = \"/target/instance\"\n",
+    ] {
+        let provider = FakeProvider::start(TOKEN, Some("1001")).unwrap();
+        let cluster = rendered(&provider, keys);
+        let gw2 = cluster.private_ip(2).to_string();
+        for role in ["leader", "observer", "observer"] {
+            let called = call(&cluster, role, "failover", &gw2);
+            assert_eq!(called.status.code(), Some(0), "{keys}: {}", log_of(&called));
+        }
+        let assignments = provider.assignments();
+        assert_eq!(assignments.len(), 1, "{keys}: {:?}", provider.calls());
+        assert_eq!(provider.assigned().as_deref(), Some("1002"), "{keys}");
+        if keys.contains("generic") {
+            assert_eq!(assignments[0].method, "PUT", "the configured method");
+        }
+    }
+}
