@@ -127,6 +127,26 @@ impl RedisServer {
         RedisServer::start_with(&password, &[])
     }
 
+    /// A master and a replica of it that has finished its first sync.
+    pub fn start_with_replica() -> Result<(RedisServer, RedisServer)> {
+        let master = RedisServer::start()?;
+        let replica = RedisServer::start_replica_of(&master)?;
+        wait_until(
+            Duration::from_secs(15),
+            || master.online_replicas() == 1,
+            || "the replica never finished its sync".into(),
+        )?;
+        Ok((master, replica))
+    }
+
+    /// Replicas of this node that finished their sync (`state=online`).
+    pub fn online_replicas(&self) -> usize {
+        self.command(&["INFO", "replication"])
+            .ok()
+            .and_then(|reply| info_field(&reply, "slave0").ok())
+            .map_or(0, |replica| usize::from(replica.contains("state=online")))
+    }
+
     /// Starts a replica of `master` (same password) and waits until it answers.
     pub fn start_replica_of(master: &RedisServer) -> Result<RedisServer> {
         let master_port = master.port.to_string();
@@ -386,6 +406,30 @@ impl Sentinel {
         resp_command(self.port, None, args)
     }
 
+    /// Has the sentinel fail `mymaster` over, and waits until `replica` is the master.
+    pub fn fail_over_to(&self, replica: &RedisServer) -> Result<()> {
+        wait_until(
+            Duration::from_secs(30),
+            || {
+                matches!(
+                    self.command(&["SENTINEL", "FAILOVER", "mymaster"]),
+                    Ok(Resp::Simple(_))
+                )
+            },
+            || format!("sentinel would not fail over; log:\n{}", self.log()),
+        )?;
+        wait_until(
+            Duration::from_secs(30),
+            || replica.role().is_ok_and(|r| r == "master"),
+            || {
+                format!(
+                    "the replica was never promoted; sentinel log:\n{}",
+                    self.log()
+                )
+            },
+        )
+    }
+
     /// The sentinel's log so far.
     pub fn log(&self) -> String {
         self.guard.log_text()
@@ -462,6 +506,8 @@ pub enum GatewayStore<'a> {
         password: &'a str,
         wait_replicas: u32,
     },
+    /// The Redis master the sentinel at this port names `mymaster`, with its password.
+    Sentinel { port: u16, password: &'a str },
 }
 
 impl GatewayStore<'_> {
@@ -486,6 +532,12 @@ impl GatewayStore<'_> {
                 password.to_string(),
                 "--redis-wait-replicas".to_owned(),
                 wait_replicas.to_string(),
+            ]),
+            GatewayStore::Sentinel { port, password } => args.extend([
+                "--redis-sentinel".to_owned(),
+                format!("127.0.0.1:{port}"),
+                "--redis-password".to_owned(),
+                password.to_string(),
             ]),
         }
         args

@@ -19,14 +19,6 @@ fn routes_to(proxy: &HaproxyForRedis, node: &RedisServer) -> bool {
         .is_some_and(|through| through == id)
 }
 
-/// Replicas of `node` that finished their sync (`state=online`).
-fn connected_replicas(node: &RedisServer) -> usize {
-    node.command(&["INFO", "replication"])
-        .ok()
-        .and_then(|reply| botgate_tests::servers::info_field(&reply, "slave0").ok())
-        .map_or(0, |replica| usize::from(replica.contains("state=online")))
-}
-
 /// A master and its replica, a sentinel watching them, and haproxy in front, settled
 /// on the master.
 struct Pair {
@@ -38,14 +30,7 @@ struct Pair {
 
 impl Pair {
     fn start() -> Pair {
-        let master = RedisServer::start().unwrap();
-        let replica = RedisServer::start_replica_of(&master).unwrap();
-        wait_until(
-            Duration::from_secs(15),
-            || connected_replicas(&master) == 1,
-            || "the replica never finished its sync".into(),
-        )
-        .unwrap();
+        let (master, replica) = RedisServer::start_with_replica().unwrap();
         let sentinel = Sentinel::start(&master).unwrap();
         let proxy = HaproxyForRedis::start(&[&master, &replica]).unwrap();
         // Until its first checks ran, haproxy may forward to either node.
@@ -66,28 +51,7 @@ impl Pair {
 
 /// Has `sentinel` fail over to `replica`, and waits until haproxy forwards to it.
 fn fail_over(sentinel: &Sentinel, replica: &RedisServer, proxy: &HaproxyForRedis) {
-    wait_until(
-        Duration::from_secs(30),
-        || {
-            matches!(
-                sentinel.command(&["SENTINEL", "FAILOVER", "mymaster"]),
-                Ok(Resp::Simple(_))
-            )
-        },
-        || format!("sentinel would not fail over; log:\n{}", sentinel.log()),
-    )
-    .unwrap();
-    wait_until(
-        Duration::from_secs(30),
-        || replica.role().is_ok_and(|r| r == "master"),
-        || {
-            format!(
-                "the replica was never promoted; sentinel log:\n{}",
-                sentinel.log()
-            )
-        },
-    )
-    .unwrap();
+    sentinel.fail_over_to(replica).unwrap();
     wait_until(
         Duration::from_secs(15),
         || (0..5).all(|_| routes_to(proxy, replica)),
@@ -224,7 +188,7 @@ async fn confirmed_writes_survive_a_failover_and_the_store_reconnects_by_itself(
     // The demoted master now replicates the new one, so WAIT 1 can be satisfied again.
     wait_until(
         Duration::from_secs(30),
-        || connected_replicas(&replica) == 1,
+        || replica.online_replicas() == 1,
         || "the old master never rejoined as a replica".into(),
     )
     .unwrap();
@@ -278,7 +242,7 @@ async fn a_follower_sees_through_a_promoted_replica_that_reuses_version_numbers(
         .unwrap();
     wait_until(
         Duration::from_secs(10),
-        || connected_replicas(&master) == 0,
+        || master.online_replicas() == 0,
         || "the replica stayed connected".into(),
     )
     .unwrap();
@@ -363,7 +327,7 @@ async fn a_store_that_asks_the_sentinels_follows_the_master_without_haproxy() {
     // cluster's `min-replicas-to-write` refuses them there.)
     wait_until(
         Duration::from_secs(30),
-        || master.role().is_ok_and(|r| r == "slave") && connected_replicas(&replica) == 1,
+        || master.role().is_ok_and(|r| r == "slave") && replica.online_replicas() == 1,
         || "the old master never rejoined as a replica".into(),
     )
     .unwrap();

@@ -109,7 +109,8 @@ fn failover_under_load(failure: Failure) {
     let running = Arc::new(AtomicBool::new(true));
     let failed_visits = Arc::new(Mutex::new(Vec::new()));
     let visits = Arc::new(AtomicUsize::new(0));
-    let confirmed = Arc::new(Mutex::new(Vec::new()));
+    // Each confirmed write: its domain, when it was sent and when it was answered.
+    let confirmed = Arc::new(Mutex::new(Vec::<(String, Instant, Instant)>::new()));
     let refused = Arc::new(Mutex::new(Vec::<(Instant, String)>::new()));
     std::thread::scope(|scope| {
         for gateway in [&one, &two] {
@@ -135,8 +136,14 @@ fn failover_under_load(failure: Failure) {
                 while running.load(Ordering::Relaxed) {
                     n += 1;
                     let domain = format!("w{n}.example");
+                    let sent = Instant::now();
                     match create(&domain) {
-                        Ok(reply) if reply.status == 201 => confirmed.lock().unwrap().push(domain),
+                        Ok(reply) if reply.status == 201 => {
+                            confirmed
+                                .lock()
+                                .unwrap()
+                                .push((domain, sent, Instant::now()))
+                        }
                         Ok(reply) => refused
                             .lock()
                             .unwrap()
@@ -214,6 +221,21 @@ fn failover_under_load(failure: Failure) {
             },
         )
         .unwrap();
+        // The first write sent after the failure was answered within 15 s of it (a
+        // write that hangs on the stopped master counts too).
+        let first_after = confirmed
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, sent, _)| *sent > failed_at)
+            .map(|(_, _, answered)| *answered)
+            .min()
+            .unwrap();
+        assert!(
+            first_after.duration_since(failed_at) < Duration::from_secs(15),
+            "the first write after the failure was answered {:?} after it",
+            first_after.duration_since(failed_at)
+        );
         let last_refusal = refused.lock().unwrap().last().map(|(at, _)| *at);
         if let Some(at) = last_refusal {
             assert!(
@@ -233,7 +255,7 @@ fn failover_under_load(failure: Failure) {
     // Every confirmed write is in the store, and both gateways serve it.
     let confirmed = confirmed.lock().unwrap().clone();
     assert!(!confirmed.is_empty());
-    for domain in &confirmed {
+    for (domain, ..) in &confirmed {
         let reply = partner.get(&format!("/v1.0/website/{domain}")).unwrap();
         assert_eq!(reply.status, 200, "{domain} was confirmed and is gone");
     }
@@ -241,9 +263,9 @@ fn failover_under_load(failure: Failure) {
         wait_until(
             Duration::from_secs(10),
             || {
-                confirmed
-                    .iter()
-                    .all(|domain| visit_host(gateway, domain).is_ok_and(|status| status == 200))
+                confirmed.iter().all(|(domain, ..)| {
+                    visit_host(gateway, domain).is_ok_and(|status| status == 200)
+                })
             },
             || {
                 format!(

@@ -16,6 +16,7 @@ use std::time::Duration;
 mod failover;
 mod failover_script;
 mod runbook;
+mod sentinel;
 
 fn botgate() -> Command {
     Command::new(env!("CARGO_BIN_EXE_botgate"))
