@@ -112,6 +112,8 @@ fn failover_under_load(failure: Failure) {
     // Each confirmed write: its domain, when it was sent and when it was answered.
     let confirmed = Arc::new(Mutex::new(Vec::<(String, Instant, Instant)>::new()));
     let refused = Arc::new(Mutex::new(Vec::<(Instant, String)>::new()));
+    // Server 1 is the master until the failure.
+    let old_run_id = cluster.run_id(1).unwrap();
     std::thread::scope(|scope| {
         for gateway in [&one, &two] {
             let (running, failed, visits) =
@@ -298,17 +300,37 @@ fn failover_under_load(failure: Failure) {
         .unwrap();
     }
 
-    // The old master, started again, rejoins as a replica and gets no traffic.
-    if let Failure::Stopped = failure {
-        drop(nodes[0].take());
+    // The old master comes back (killed: started again; stopped: resumed, still
+    // believing itself the master) and rejoins as a replica; HAProxy never sends it a
+    // command meanwhile, and it takes no write (it has no replica).
+    match failure {
+        Failure::Killed => nodes[0] = Some(cluster.start_redis(1).unwrap()),
+        Failure::Stopped => {
+            let resumed = std::process::Command::new("kill")
+                .args(["-CONT", &nodes[0].as_ref().unwrap().pid().to_string()])
+                .status()
+                .unwrap();
+            assert!(resumed.success());
+        }
     }
-    nodes[0] = Some(cluster.start_redis(1).unwrap());
     wait_until(
         Duration::from_secs(30),
-        || cluster.role(1).as_deref() == Some("slave"),
+        || {
+            if let Ok(routed) = cluster.through_proxy() {
+                assert_ne!(routed, old_run_id, "HAProxy routed to the old master");
+            }
+            cluster.role(1).as_deref() == Some("slave")
+        },
         || "the old master never rejoined as a replica".into(),
     )
     .unwrap();
+    for (domain, ..) in &confirmed {
+        let reply = partner.get(&format!("/v1.0/website/{domain}")).unwrap();
+        assert_eq!(
+            reply.status, 200,
+            "{domain} was lost when the old master came back"
+        );
+    }
     let promoted = (2..=3)
         .find(|&s| cluster.role(s).as_deref() == Some("master"))
         .expect("a master among the replicas");
