@@ -188,3 +188,56 @@ fn every_provider_that_can_tell_the_assignment_is_moved_once() {
         }
     }
 }
+
+/// A late call from an earlier failover (the local Sentinel names another master by
+/// now) must not move the floating IP back; the call for the master Sentinel names
+/// moves it.
+#[test]
+fn a_call_for_a_master_the_local_sentinel_no_longer_names_does_nothing() {
+    use botgate_tests::servers::{RedisServer, Sentinel};
+    let provider = FakeProvider::start(TOKEN, Some("1001")).unwrap();
+    let cluster = rendered(&provider, HETZNER);
+    // A real Sentinel on loopback whose master `mymaster` is 127.0.0.1; the settings
+    // point the script at it and map 127.0.0.1 to instance 1009.
+    let master = RedisServer::start().unwrap();
+    let sentinel = Sentinel::start(&master).unwrap();
+    let installed = cluster.file(1, "etc/botgate/fip-switch.conf");
+    let settings: String = std::fs::read_to_string(&installed)
+        .unwrap()
+        .lines()
+        .map(|line| match line.strip_prefix("sentinel_port=") {
+            Some(_) => format!("sentinel_port={}\n", sentinel.port),
+            None => format!("{line}\n"),
+        })
+        .chain(["instance 127.0.0.1 1009\n".to_owned()])
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("fip-switch.conf");
+    std::fs::write(&config, settings).unwrap();
+    let run = |to_ip: &str| {
+        Command::new(cluster.file(1, "usr/local/bin/fip-switch.sh"))
+            .args([
+                "mymaster",
+                "leader",
+                "failover",
+                "127.0.0.2",
+                "6379",
+                to_ip,
+                "6379",
+            ])
+            .env("FIP_SWITCH_CONFIG", &config)
+            .output()
+            .unwrap()
+    };
+    let late = run(&cluster.private_ip(2).to_string());
+    assert_eq!(late.status.code(), Some(0), "{}", log_of(&late));
+    assert!(
+        log_of(&late).contains("the local Sentinel's master is now 127.0.0.1"),
+        "{}",
+        log_of(&late)
+    );
+    assert!(provider.calls().is_empty(), "{:?}", provider.calls());
+    let current = run("127.0.0.1");
+    assert_eq!(current.status.code(), Some(0), "{}", log_of(&current));
+    assert_eq!(provider.assigned().as_deref(), Some("1009"));
+}
