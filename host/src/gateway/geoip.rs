@@ -87,11 +87,6 @@ impl GeoIp {
         self.databases.store(Arc::new(databases.0));
     }
 
-    /// Whether any database is in use.
-    pub fn is_configured(&self) -> bool {
-        !self.databases.load().is_empty()
-    }
-
     /// The country and ASN of `ip`, as far as the databases know them.
     pub fn lookup(&self, ip: IpAddr) -> Geo {
         let databases = self.databases.load();
