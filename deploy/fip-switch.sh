@@ -23,12 +23,13 @@
 # (as the specification has it), or transient errors until the deadline (50 s, inside
 # Sentinel's 60 s limit): Sentinel runs a script that exits 1 again, up to 10 times;
 # 2 a permanent error (bad settings, the provider refused), which it does not retry.
+# Every call to the provider is cut at the deadline (`deadline_seconds`, 1 to 55).
 # Needs curl and jq.
 set -u
 
 config=${FIP_SWITCH_CONFIG:-/etc/botgate/fip-switch.conf}
 log_file=
-deadline=$(($(date +%s) + 50))
+started=$(date +%s)
 
 log() {
     line="$(date -u +%Y-%m-%dT%H:%M:%SZ) fip-switch[$$]: $*"
@@ -47,7 +48,7 @@ master_name=$1 role=$2 state=$3 from_ip=$4 to_ip=$6 to_port=$7
 # Settings.
 provider= api= floating_ip= floating_ip_id= token_file= url= body= method=POST
 read_url_template= read_field=
-sentinel_port=26379
+sentinel_port=26379 deadline_seconds=50
 instances=
 if [ ! -r "$config" ]; then
     log "cannot read the settings $config"
@@ -70,6 +71,7 @@ ${line#instance }"
         token_file) token_file=$value ;;
         log_file) log_file=$value ;;
         sentinel_port) sentinel_port=$value ;;
+        deadline_seconds) deadline_seconds=$value ;;
         url) url=$value ;;
         body) body=$value ;;
         method) method=$value ;;
@@ -81,6 +83,15 @@ ${line#instance }"
     *) log "$config: cannot read the line '$line'"; exit 2 ;;
     esac
 done <"$config"
+case $deadline_seconds in
+'' | *[!0-9]* | 0*) ok=no ;;
+*) [ "$deadline_seconds" -le 55 ] && ok=yes || ok=no ;;
+esac
+if [ $ok = no ]; then
+    log "$config: deadline_seconds must be 1 to 55 (Sentinel kills the script at 60), not '$deadline_seconds'"
+    exit 2
+fi
+deadline=$((started + deadline_seconds))
 
 log "called: $master_name $role $state from $from_ip to $to_ip:$to_port"
 case "$role/$state" in
@@ -126,16 +137,24 @@ esac
 # transient failure (network, 429, 5xx), 2 on a permanent one.
 call() {
     call_method=$1 call_url=$2 call_body=${3:-}
+    # No call outlives the deadline.
+    left=$((deadline - $(date +%s)))
+    if [ $left -lt 1 ]; then
+        response="no time left before the deadline" status=000
+        return 1
+    fi
+    max_time=$((left < 10 ? left : 10))
+    connect_time=$((max_time < 5 ? max_time : 5))
     # The token goes to curl on its standard input, never on a command line that
     # `ps` shows.
     if [ -n "$call_body" ]; then
         output=$(printf 'header = "Authorization: Bearer %s"\n' "$token" |
-            curl -sS -K - --connect-timeout 5 --max-time 10 -X "$call_method" \
+            curl -sS -K - --connect-timeout $connect_time --max-time $max_time -X "$call_method" \
                 -H "Content-Type: application/json" \
                 --data "$call_body" -w '\n%{http_code}' "$call_url" 2>&1)
     else
         output=$(printf 'header = "Authorization: Bearer %s"\n' "$token" |
-            curl -sS -K - --connect-timeout 5 --max-time 10 -X "$call_method" \
+            curl -sS -K - --connect-timeout $connect_time --max-time $max_time -X "$call_method" \
                 -w '\n%{http_code}' "$call_url" 2>&1)
     fi
     code=$?

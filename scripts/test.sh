@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "system packages the tests start for real: redis-server, redis-sentinel, haproxy, dnsmasq, chromium, pebble; curl and jq for the failover script; openssl for the cluster runbook"
+step "system packages the tests start for real: redis-server, redis-sentinel, haproxy, dnsmasq, chromium, pebble; curl and jq for the failover script; openssl for the cluster runbook; systemd (systemd-analyze) and iproute2 for the rendered system files"
 sudo_if_needed=(); [[ $(id -u) -eq 0 ]] || sudo_if_needed=(sudo)
 apt_install() {
     "${sudo_if_needed[@]}" apt-get update -qq
@@ -23,6 +23,8 @@ command -v pebble >/dev/null || missing+=(pebble)
 command -v curl >/dev/null || missing+=(curl)
 command -v jq >/dev/null || missing+=(jq)
 command -v openssl >/dev/null || missing+=(openssl)
+command -v systemd-analyze >/dev/null || missing+=(systemd)
+command -v ip >/dev/null || missing+=(iproute2)
 if ((${#missing[@]})); then apt_install "${missing[@]}"; fi
 # Debian starts a system redis-server on 6379; the tests start their own on free ports.
 

@@ -241,3 +241,46 @@ fn a_call_for_a_master_the_local_sentinel_no_longer_names_does_nothing() {
     assert_eq!(current.status.code(), Some(0), "{}", log_of(&current));
     assert_eq!(provider.assigned().as_deref(), Some("1009"));
 }
+
+#[test]
+fn a_provider_that_never_answers_costs_no_more_than_the_deadline() {
+    // A provider that accepts connections and never answers: every call hangs.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let api = format!("http://{}", silent.local_addr().unwrap());
+    let cluster = LoopbackCluster::with_provider(
+        3,
+        &format!("kind = \"hetzner\"\nfloating-ip-id = \"4711\"\napi = \"{api}\"\n"),
+    )
+    .unwrap();
+    cluster.render_and_install(1).unwrap();
+    let installed = cluster.file(1, "etc/botgate/fip-switch.conf");
+    let rendered = std::fs::read_to_string(&installed).unwrap();
+    assert!(!rendered.contains("deadline_seconds"), "{rendered}");
+    let gw2 = cluster.private_ip(2).to_string();
+
+    // Shortened from the default 50 s (10 s under Sentinel's 60 s limit), which a call
+    // that hangs for curl's 10 s just before it would overrun without the cut.
+    std::fs::write(&installed, format!("{rendered}deadline_seconds=3\n")).unwrap();
+    let started = std::time::Instant::now();
+    let hung = call(&cluster, "leader", "failover", &gw2);
+    let took = started.elapsed();
+    assert_eq!(hung.status.code(), Some(1), "{}", log_of(&hung));
+    assert!(
+        log_of(&hung).contains("giving up for now"),
+        "{}",
+        log_of(&hung)
+    );
+    assert!(took < std::time::Duration::from_secs(8), "took {took:?}");
+
+    // Out of range: refused before any call.
+    for bad in ["0", "56", "ten"] {
+        std::fs::write(&installed, format!("{rendered}deadline_seconds={bad}\n")).unwrap();
+        let refused = call(&cluster, "leader", "failover", &gw2);
+        assert_eq!(refused.status.code(), Some(2), "{}", log_of(&refused));
+        assert!(
+            log_of(&refused).contains("deadline_seconds must be 1 to 55"),
+            "{}",
+            log_of(&refused)
+        );
+    }
+}

@@ -5,6 +5,7 @@
 //! HAProxy's check (3 s in production) to 200 ms.
 
 use anyhow::{Context, Result, bail};
+use botgate_host::cluster::Ports;
 use botgate_tests::servers::{
     Resp, ServerGuard, check_haproxy, free_port, info_field, resp_at, wait_until,
 };
@@ -17,22 +18,10 @@ mod failover;
 mod failover_script;
 mod runbook;
 mod sentinel;
+mod system;
 
 fn botgate() -> Command {
     Command::new(env!("CARGO_BIN_EXE_botgate"))
-}
-
-/// Ports every server of the test cluster uses (each on its own address).
-struct Ports {
-    redis: u16,
-    sentinel: u16,
-    store_proxy: u16,
-    http: u16,
-    https: u16,
-    /// The gateway's listeners behind HAProxy, and its admin and metrics port.
-    gateway_http: u16,
-    gateway_https: u16,
-    gateway_admin: u16,
 }
 
 /// A cluster description for servers `gw1`..`gwN` on 127.0.0.2.., with each server's
@@ -52,6 +41,10 @@ struct LoopbackCluster {
     ports: Ports,
     servers: usize,
     password: String,
+    /// The addresses and ports of a real cluster (private IPs 10.0.0.11.., public IPs
+    /// and the floating IP in 203.0.113.0/24, the specification's ports), for files run
+    /// in a network namespace of their own; otherwise loopback addresses and free ports.
+    production_addresses: bool,
 }
 
 impl LoopbackCluster {
@@ -105,15 +98,39 @@ impl LoopbackCluster {
             ports,
             servers,
             password,
+            production_addresses: false,
+        })
+    }
+
+    /// A cluster with the addresses and ports of a real one (see
+    /// `production_addresses`); its files only run in a network namespace.
+    fn with_production_addresses(servers: usize) -> Result<LoopbackCluster> {
+        Ok(LoopbackCluster {
+            ports: Ports::default(),
+            production_addresses: true,
+            ..LoopbackCluster::new(servers)?
         })
     }
 
     fn private_ip(&self, server: usize) -> IpAddr {
-        IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1 + server as u8))
+        match self.production_addresses {
+            true => IpAddr::V4(Ipv4Addr::new(10, 0, 0, 10 + server as u8)),
+            false => IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1 + server as u8)),
+        }
     }
 
     fn public_ip(&self, server: usize) -> IpAddr {
-        IpAddr::V4(Ipv4Addr::new(127, 0, 1, 1 + server as u8))
+        match self.production_addresses {
+            true => IpAddr::V4(Ipv4Addr::new(203, 0, 113, 10 + server as u8)),
+            false => IpAddr::V4(Ipv4Addr::new(127, 0, 1, 1 + server as u8)),
+        }
+    }
+
+    fn floating_ip(&self) -> IpAddr {
+        match self.production_addresses {
+            true => IpAddr::V4(Ipv4Addr::new(203, 0, 113, 100)),
+            false => IpAddr::V4(Ipv4Addr::new(127, 0, 0, 100)),
+        }
     }
 
     /// Server `server`'s file system root.
@@ -125,10 +142,11 @@ impl LoopbackCluster {
     /// from one server to the next).
     fn description(&self, server: usize) -> String {
         let mut text = format!(
-            "floating-ip = \"127.0.0.100\"\n\
+            "floating-ip = \"{}\"\n\
              redis-password-file = \"{secrets}redis-password\"\n\
              [provider]\n\
              token-file = \"{secrets}provider-token\"\n{}",
+            self.floating_ip(),
             self.provider,
             secrets = self.secrets
         );

@@ -109,7 +109,7 @@ fn the_runbook_ends_in_a_checked_cluster_and_the_check_names_what_breaks() {
     assert_eq!(std::fs::read_to_string(&sentinel_conf).unwrap(), rendered);
 
     // The services, on the installed files.
-    let store = cluster.start_store().unwrap();
+    let mut store = cluster.start_store().unwrap();
     let haproxy = &store.haproxy;
     let config = |server| cluster.file(server, "etc/botgate/botgate.toml");
     let created = super::botgate()
@@ -256,6 +256,27 @@ fn the_runbook_ends_in_a_checked_cluster_and_the_check_names_what_breaks() {
         "{out}"
     );
     for number in [3, 4, 5] {
+        assert!(out.contains(&format!("PASS {number}.")), "{out}");
+    }
+
+    // The floating IP back on the master, and a replica's store node down.
+    provider.assign("1001");
+    store.nodes[2] = None;
+    let (code, out, err) = check();
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert!(err.contains("checks 1, 2, 4, 5 failed"), "{out}\n{err}");
+    assert!(
+        out.contains("FAIL gw1: the master has 1 connected replicas of 2"),
+        "{out}"
+    );
+    let replication = out.split("FAIL 5.").nth(1).unwrap_or_default();
+    assert!(replication.contains("ok   gw1: role:master"), "{out}");
+    assert!(
+        replication.contains("ok   gw2: role:slave, replica of gw1"),
+        "{out}"
+    );
+    assert!(replication.contains("FAIL gw3: "), "{out}");
+    for number in [3, 6] {
         assert!(out.contains(&format!("PASS {number}.")), "{out}");
     }
 }
