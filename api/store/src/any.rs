@@ -2,6 +2,7 @@
 //! [`Store`] interface (the trait's `async` methods make it unusable as `dyn Store`).
 
 use crate::RedisConfig;
+use crate::rulesets::{Pushed, PushedRuleset, RulesetState, RulesetStore, StoredState};
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
     AccountStore, Change, Delivery, EmbeddedStore, OutboxStore, Page, PartnerRecord, Position,
@@ -278,5 +279,42 @@ impl TrafficStore for AnyStore {
 
     async fn events(&self, domain: &Domain, limit: usize) -> Result<Vec<TrafficEvent>, StoreError> {
         delegate!(self.events(domain, limit))
+    }
+}
+
+impl RulesetStore for AnyStore {
+    async fn push_ruleset(&self, record: &PushedRuleset, bytes: &[u8]) -> Result<Pushed, StoreError> {
+        delegate!(self.push_ruleset(record, bytes))
+    }
+
+    async fn pushed_rulesets(&self) -> Result<Vec<PushedRuleset>, StoreError> {
+        delegate!(self.pushed_rulesets())
+    }
+
+    async fn ruleset_bytes(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        delegate!(self.ruleset_bytes(sha256))
+    }
+
+    async fn ruleset_states(
+        &self,
+    ) -> Result<std::collections::BTreeMap<String, StoredState>, StoreError> {
+        delegate!(self.ruleset_states())
+    }
+
+    async fn put_ruleset_state(
+        &self,
+        name: &str,
+        expected: u64,
+        state: &RulesetState,
+    ) -> Result<u64, StoreError> {
+        delegate!(self.put_ruleset_state(name, expected, state))
+    }
+
+    async fn rulesets_revision(&self) -> Result<u64, StoreError> {
+        delegate!(self.rulesets_revision())
+    }
+
+    async fn remove_ruleset(&self, name: &str, version: &str) -> Result<bool, StoreError> {
+        delegate!(self.remove_ruleset(name, version))
     }
 }

@@ -72,6 +72,115 @@ pub async fn run<S: Store>(store: &S) {
     field_level_partner_writes(store).await;
     counters(store).await;
     traffic(store).await;
+    rulesets(store).await;
+}
+
+fn pushed(name: &str, version: &str, bytes: &[u8]) -> crate::rulesets::PushedRuleset {
+    crate::rulesets::PushedRuleset {
+        name: name.into(),
+        version: version.into(),
+        sha256: crate::sha256_hex(bytes),
+        size: bytes.len() as u64,
+        pushed_by: "ops@admin".into(),
+        pushed_at_ms: 1_795_000_000_000 + bytes.len() as u64,
+        signature: None,
+    }
+}
+
+/// Pushed versions are kept by content and never replaced; a state changes only from
+/// the revision its writer read, and every change raises the one revision; a version in
+/// service cannot be removed, and bytes go with their last version.
+async fn rulesets<S: Store>(store: &S) {
+    use crate::rulesets::{FailurePolicy, Pushed, RulesetState, Shadow};
+    assert_eq!(store.rulesets_revision().await.unwrap(), 0);
+    assert!(store.pushed_rulesets().await.unwrap().is_empty());
+    let (one, two) = (b"\0asm one".as_slice(), b"\0asm two, longer".as_slice());
+    let first = pushed("wordpress", "1.0.0", one);
+    assert_eq!(store.push_ruleset(&first, one).await.unwrap(), Pushed::Stored);
+    assert_eq!(
+        store.push_ruleset(&first, one).await.unwrap(),
+        Pushed::AlreadyStored
+    );
+    let replaced = pushed("wordpress", "1.0.0", two);
+    assert!(matches!(
+        store.push_ruleset(&replaced, two).await,
+        Err(StoreError::Conflict(_))
+    ));
+    let second = pushed("wordpress", "2.0.0", two);
+    store.push_ruleset(&second, two).await.unwrap();
+    // The same bytes under another name share their storage.
+    let copy = pushed("drupal", "2.0.0", two);
+    store.push_ruleset(&copy, two).await.unwrap();
+    assert_eq!(
+        store.pushed_rulesets().await.unwrap(),
+        vec![copy.clone(), first.clone(), second.clone()]
+    );
+    assert_eq!(
+        store.ruleset_bytes(&first.sha256).await.unwrap().as_deref(),
+        Some(one)
+    );
+    assert_eq!(store.ruleset_bytes(&"0".repeat(64)).await.unwrap(), None);
+
+    let state = RulesetState {
+        active: Some("1.0.0".into()),
+        changed_by: "ops".into(),
+        changed_at_ms: 1,
+        ..RulesetState::default()
+    };
+    let revision = store
+        .put_ruleset_state("wordpress", 0, &state)
+        .await
+        .unwrap();
+    assert_eq!(store.rulesets_revision().await.unwrap(), revision);
+    assert!(matches!(
+        store.put_ruleset_state("wordpress", 0, &state).await,
+        Err(StoreError::Stale(_))
+    ));
+    let next = RulesetState {
+        active: Some("2.0.0".into()),
+        previous: vec!["1.0.0".into()],
+        shadow: Some(Shadow {
+            version: "1.0.0".into(),
+            percent: 10,
+        }),
+        failure: FailurePolicy::Closed,
+        ..state.clone()
+    };
+    let later = store
+        .put_ruleset_state("wordpress", revision, &next)
+        .await
+        .unwrap();
+    assert!(later > revision);
+    let states = store.ruleset_states().await.unwrap();
+    assert_eq!(states.len(), 1);
+    assert_eq!(states["wordpress"].state, next);
+    assert_eq!(states["wordpress"].revision, later);
+    assert_eq!(store.rulesets_revision().await.unwrap(), later);
+
+    // Versions in service stay; others go, their bytes with the last of them.
+    for running in ["1.0.0", "2.0.0"] {
+        assert!(matches!(
+            store.remove_ruleset("wordpress", running).await,
+            Err(StoreError::Conflict(_))
+        ));
+    }
+    assert!(store.remove_ruleset("drupal", "2.0.0").await.unwrap());
+    assert!(!store.remove_ruleset("drupal", "2.0.0").await.unwrap());
+    assert!(store.ruleset_bytes(&second.sha256).await.unwrap().is_some());
+    store
+        .put_ruleset_state(
+            "wordpress",
+            later,
+            &RulesetState {
+                shadow: None,
+                ..next
+            },
+        )
+        .await
+        .unwrap();
+    assert!(store.remove_ruleset("wordpress", "1.0.0").await.unwrap());
+    assert_eq!(store.ruleset_bytes(&first.sha256).await.unwrap(), None);
+    assert_eq!(store.pushed_rulesets().await.unwrap(), vec![second]);
 }
 
 fn traffic_event(n: u64) -> crate::TrafficEvent {

@@ -1,6 +1,9 @@
 //! The embedded backend: one redb file under the data directory, crash-safe (every
 //! write is a durable transaction), with the change feed in-process.
 
+use crate::rulesets::{
+    Pushed, PushedRuleset, RulesetState, RulesetStore, StoredState, runs, sort_pushed,
+};
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
     AccountStore, Change, Changed, Delivery, HostClash, HostField, OutboxStore, Page,
@@ -11,6 +14,7 @@ use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use tokio::sync::broadcast;
@@ -54,6 +58,12 @@ const EPHEMERAL_DUE: TableDefinition<&str, ()> = TableDefinition::new("ephemeral
 const TRAFFIC: TableDefinition<&str, &[u8]> = TableDefinition::new("traffic");
 /// The latest events: `domain \n sequence` → a [`TrafficEvent`] (JSON).
 const EVENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("events");
+/// Pushed rule components' bytes: SHA-256 (hex) → bytes.
+const RULESET_BLOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("ruleset_blobs");
+/// Pushed rule components: `name@version` → [`PushedRuleset`] (JSON).
+const RULESET_VERSIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("ruleset_versions");
+/// What runs of each name: name → `{revision:020}` and the [`RulesetState`] (JSON).
+const RULESET_STATES: TableDefinition<&str, &[u8]> = TableDefinition::new("ruleset_states");
 /// Expired ephemeral entries removed by one ephemeral write, at most.
 const SWEEP_PER_WRITE: usize = 16;
 
@@ -250,6 +260,9 @@ impl EmbeddedStore {
             txn.open_table(EPHEMERAL_DUE).map_err(backend)?;
             txn.open_table(HOSTS).map_err(backend)?;
             txn.open_table(DOMAIN_TREE).map_err(backend)?;
+            txn.open_table(RULESET_BLOBS).map_err(backend)?;
+            txn.open_table(RULESET_VERSIONS).map_err(backend)?;
+            txn.open_table(RULESET_STATES).map_err(backend)?;
             index_hosts_once(&txn)?;
         }
         txn.commit().map_err(backend)?;
@@ -1405,6 +1418,171 @@ impl TrafficStore for EmbeddedStore {
                 events.push(decode(key.value(), value.value())?);
             }
             Ok(events)
+        })
+        .await
+    }
+}
+
+/// `"ruleset_revision"` in [`META`]: the revision of every rule-set state.
+const RULESET_REVISION: &str = "ruleset_revision";
+
+/// A stored state: its revision, then its JSON.
+fn stored_state(name: &str, bytes: &[u8]) -> Result<StoredState, StoreError> {
+    let corrupt = |reason: &str| StoreError::Corrupt {
+        key: format!("ruleset state {name}"),
+        reason: reason.to_owned(),
+    };
+    let (revision, json) = bytes
+        .split_at_checked(20)
+        .ok_or_else(|| corrupt("too short"))?;
+    let revision = std::str::from_utf8(revision)
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .ok_or_else(|| corrupt("no revision"))?;
+    Ok(StoredState {
+        state: decode(name, json)?,
+        revision,
+    })
+}
+
+impl RulesetStore for EmbeddedStore {
+    async fn push_ruleset(&self, record: &PushedRuleset, bytes: &[u8]) -> Result<Pushed, StoreError> {
+        let (record, bytes) = (record.clone(), bytes.to_vec());
+        self.write(move |txn| {
+            let key = record.key();
+            let mut versions = txn.open_table(RULESET_VERSIONS).map_err(backend)?;
+            let stored: Option<PushedRuleset> = get_json(&versions, &key)?;
+            if let Some(stored) = stored {
+                return match stored.sha256 == record.sha256 {
+                    true => Ok((Pushed::AlreadyStored, Vec::new())),
+                    false => Err(StoreError::Conflict(format!(
+                        "rule set {key} with other content"
+                    ))),
+                };
+            }
+            versions
+                .insert(key.as_str(), encode(&record).as_slice())
+                .map_err(backend)?;
+            txn.open_table(RULESET_BLOBS)
+                .map_err(backend)?
+                .insert(record.sha256.as_str(), bytes.as_slice())
+                .map_err(backend)?;
+            Ok((Pushed::Stored, Vec::new()))
+        })
+        .await
+    }
+
+    async fn pushed_rulesets(&self) -> Result<Vec<PushedRuleset>, StoreError> {
+        self.read(|txn| {
+            let table = txn.open_table(RULESET_VERSIONS).map_err(backend)?;
+            let mut pushed = Vec::new();
+            for entry in table.iter().map_err(backend)? {
+                let (key, value) = entry.map_err(backend)?;
+                pushed.push(decode(key.value(), value.value())?);
+            }
+            sort_pushed(&mut pushed);
+            Ok(pushed)
+        })
+        .await
+    }
+
+    async fn ruleset_bytes(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let sha256 = sha256.to_owned();
+        self.read(move |txn| {
+            let table = txn.open_table(RULESET_BLOBS).map_err(backend)?;
+            let bytes = table.get(sha256.as_str()).map_err(backend)?;
+            Ok(bytes.map(|bytes| bytes.value().to_vec()))
+        })
+        .await
+    }
+
+    async fn ruleset_states(&self) -> Result<BTreeMap<String, StoredState>, StoreError> {
+        self.read(|txn| {
+            let table = txn.open_table(RULESET_STATES).map_err(backend)?;
+            let mut states = BTreeMap::new();
+            for entry in table.iter().map_err(backend)? {
+                let (name, value) = entry.map_err(backend)?;
+                let name = name.value().to_owned();
+                let state = stored_state(&name, value.value())?;
+                states.insert(name, state);
+            }
+            Ok(states)
+        })
+        .await
+    }
+
+    async fn put_ruleset_state(
+        &self,
+        name: &str,
+        expected: u64,
+        state: &RulesetState,
+    ) -> Result<u64, StoreError> {
+        let (name, state) = (name.to_owned(), state.clone());
+        self.write(move |txn| {
+            let mut states = txn.open_table(RULESET_STATES).map_err(backend)?;
+            let current = match states.get(name.as_str()).map_err(backend)? {
+                Some(stored) => stored_state(&name, stored.value())?.revision,
+                None => 0,
+            };
+            if current != expected {
+                return Err(StoreError::Stale(format!("rule set {name}'s state")));
+            }
+            let mut meta = txn.open_table(META).map_err(backend)?;
+            let revision = meta
+                .get(RULESET_REVISION)
+                .map_err(backend)?
+                .map_or(0, |r| r.value())
+                + 1;
+            meta.insert(RULESET_REVISION, revision).map_err(backend)?;
+            let mut stored = format!("{revision:020}").into_bytes();
+            stored.extend(encode(&state));
+            states
+                .insert(name.as_str(), stored.as_slice())
+                .map_err(backend)?;
+            Ok((revision, Vec::new()))
+        })
+        .await
+    }
+
+    async fn rulesets_revision(&self) -> Result<u64, StoreError> {
+        self.read(|txn| {
+            let meta = txn.open_table(META).map_err(backend)?;
+            let revision = meta.get(RULESET_REVISION).map_err(backend)?;
+            Ok(revision.map_or(0, |r| r.value()))
+        })
+        .await
+    }
+
+    async fn remove_ruleset(&self, name: &str, version: &str) -> Result<bool, StoreError> {
+        let (name, version) = (name.to_owned(), version.to_owned());
+        self.write(move |txn| {
+            let states = txn.open_table(RULESET_STATES).map_err(backend)?;
+            if let Some(stored) = states.get(name.as_str()).map_err(backend)? {
+                if runs(&stored_state(&name, stored.value())?.state, &version) {
+                    return Err(StoreError::Conflict(format!(
+                        "rule set {name} {version} is in service"
+                    )));
+                }
+            }
+            let key = crate::rulesets::version_key(&name, &version);
+            let mut versions = txn.open_table(RULESET_VERSIONS).map_err(backend)?;
+            let Some(removed) = get_json::<PushedRuleset>(&versions, &key)? else {
+                return Ok((false, Vec::new()));
+            };
+            versions.remove(key.as_str()).map_err(backend)?;
+            let mut shared = false;
+            for entry in versions.iter().map_err(backend)? {
+                let (other, value) = entry.map_err(backend)?;
+                let other: PushedRuleset = decode(other.value(), value.value())?;
+                shared |= other.sha256 == removed.sha256;
+            }
+            if !shared {
+                txn.open_table(RULESET_BLOBS)
+                    .map_err(backend)?
+                    .remove(removed.sha256.as_str())
+                    .map_err(backend)?;
+            }
+            Ok((true, Vec::new()))
         })
         .await
     }

@@ -12,12 +12,14 @@ pub mod conformance;
 pub mod embedded;
 pub mod follower;
 pub mod redis_store;
+pub mod rulesets;
 pub mod traffic;
 
 pub use any::{AnyStore, StoreConfig};
 pub use embedded::EmbeddedStore;
 pub use follower::{Follower, Freshness, WebsiteIndex};
 pub use redis_store::{RedisConfig, RedisStore, SentinelConfig};
+pub use rulesets::RulesetStore;
 pub use traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 
 use botgate_model::{Domain, FrameOrigin, PartnerName, User, UserId, Website};
@@ -182,8 +184,13 @@ pub fn now_ms() -> u64 {
 /// digest, never by the key itself, so no index compares a presented key byte by byte
 /// (and a partner key itself is never stored).
 pub fn key_digest(key: &str) -> String {
+    sha256_hex(key.as_bytes())
+}
+
+/// SHA-256 of `bytes`, lower-case hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(key.as_bytes());
+    let digest = Sha256::digest(bytes);
     let mut hex = String::with_capacity(64);
     for byte in digest {
         hex.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
@@ -326,9 +333,15 @@ pub struct Delivery {
 
 /// The store interface, by concern. Both backends implement every part and pass the
 /// conformance suite (`conformance::run`, behind the `conformance` feature).
-pub trait Store: AccountStore + WebsiteStore + OutboxStore + SharedState + TrafficStore {}
+pub trait Store:
+    AccountStore + WebsiteStore + OutboxStore + SharedState + TrafficStore + RulesetStore
+{
+}
 
-impl<S: AccountStore + WebsiteStore + OutboxStore + SharedState + TrafficStore> Store for S {}
+impl<S: AccountStore + WebsiteStore + OutboxStore + SharedState + TrafficStore + RulesetStore> Store
+    for S
+{
+}
 
 /// Partners and their users.
 pub trait AccountStore: Send + Sync + 'static {

@@ -26,6 +26,9 @@
 //! | `deliveries` | sorted set | delivery ids scored by when each is next due (ms) |
 //! | `ephemeral:{key}` | string with a TTL | a short-lived value or a lease's holder |
 
+use crate::rulesets::{
+    Pushed, PushedRuleset, RulesetState, RulesetStore, StoredState, sort_pushed,
+};
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
     AccountStore, Change, Changed, Delivery, HostClash, HostField, OutboxStore, Page,
@@ -1449,6 +1452,130 @@ impl TrafficStore for RedisStore {
             .await
             .map_err(backend)?;
         listed.iter().map(|text| decode(&key, text)).collect()
+    }
+}
+
+impl RulesetStore for RedisStore {
+    async fn push_ruleset(&self, record: &PushedRuleset, bytes: &[u8]) -> Result<Pushed, StoreError> {
+        const LUA: &str = include_str!("lua/push_ruleset.lua");
+        // The bytes first, under their digest (a repeat writes nothing), then the record,
+        // whose confirmation (`WAIT`) covers both.
+        let blob = self.key(&format!("ruleset-blob:{}", record.sha256));
+        let bytes = Arc::new(bytes.to_vec());
+        let _: bool = self
+            .run({
+                let (blob, bytes) = (blob.clone(), bytes.clone());
+                move |c| {
+                    let (blob, bytes) = (blob.clone(), bytes.clone());
+                    Box::pin(async move { c.set_nx(blob, bytes.as_slice()).await })
+                }
+            })
+            .await
+            .map_err(backend)?;
+        let stored: i64 = self
+            .write_script(
+                LUA,
+                vec![self.key("ruleset-versions"), blob],
+                vec![record.key(), json(record), record.sha256.clone()],
+            )
+            .await?;
+        Ok(match stored {
+            1 => Pushed::Stored,
+            _ => Pushed::AlreadyStored,
+        })
+    }
+
+    async fn pushed_rulesets(&self) -> Result<Vec<PushedRuleset>, StoreError> {
+        let key = self.key("ruleset-versions");
+        let stored: BTreeMap<String, String> = self
+            .run({
+                let key = key.clone();
+                move |c| {
+                    let key = key.clone();
+                    Box::pin(async move { c.hgetall(key).await })
+                }
+            })
+            .await
+            .map_err(backend)?;
+        let mut pushed = stored
+            .iter()
+            .map(|(field, text)| decode(&format!("{key} {field}"), text))
+            .collect::<Result<Vec<PushedRuleset>, _>>()?;
+        sort_pushed(&mut pushed);
+        Ok(pushed)
+    }
+
+    async fn ruleset_bytes(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let blob = self.key(&format!("ruleset-blob:{sha256}"));
+        self.run(move |c| {
+            let blob = blob.clone();
+            Box::pin(async move { c.get(blob).await })
+        })
+        .await
+        .map_err(backend)
+    }
+
+    async fn ruleset_states(&self) -> Result<BTreeMap<String, StoredState>, StoreError> {
+        let (states_key, revisions_key) = (self.key("ruleset-states"), self.key("ruleset-state-revisions"));
+        let (states, revisions): (BTreeMap<String, String>, BTreeMap<String, u64>) = self
+            .run({
+                let (states_key, revisions_key) = (states_key.clone(), revisions_key.clone());
+                move |c| {
+                    let mut pipe = redis::pipe();
+                    pipe.hgetall(&states_key).hgetall(&revisions_key);
+                    Box::pin(async move { pipe.query_async(c).await })
+                }
+            })
+            .await
+            .map_err(backend)?;
+        states
+            .into_iter()
+            .map(|(name, text)| {
+                let state: RulesetState = decode(&format!("{states_key} {name}"), &text)?;
+                let revision = revisions.get(&name).copied().unwrap_or(0);
+                Ok((name, StoredState { state, revision }))
+            })
+            .collect()
+    }
+
+    async fn put_ruleset_state(
+        &self,
+        name: &str,
+        expected: u64,
+        state: &RulesetState,
+    ) -> Result<u64, StoreError> {
+        const LUA: &str = include_str!("lua/put_ruleset_state.lua");
+        self.write_script(
+            LUA,
+            vec![
+                self.key("ruleset-states"),
+                self.key("ruleset-state-revisions"),
+                self.key("ruleset-revision"),
+            ],
+            vec![name.to_owned(), expected.to_string(), json(state)],
+        )
+        .await
+    }
+
+    async fn rulesets_revision(&self) -> Result<u64, StoreError> {
+        let revision = self.get(self.key("ruleset-revision")).await?;
+        Ok(revision.and_then(|r| r.parse().ok()).unwrap_or(0))
+    }
+
+    async fn remove_ruleset(&self, name: &str, version: &str) -> Result<bool, StoreError> {
+        const LUA: &str = include_str!("lua/remove_ruleset.lua");
+        let removed: i64 = self
+            .write_script(
+                LUA,
+                vec![self.key("ruleset-versions"), self.key("ruleset-states")],
+                vec![
+                    name.to_owned(),
+                    version.to_owned(),
+                    self.key("ruleset-blob:"),
+                ],
+            )
+            .await?;
+        Ok(removed == 1)
     }
 }
 
