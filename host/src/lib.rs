@@ -5,6 +5,7 @@
 
 pub mod api_host;
 pub mod cluster;
+pub mod fleet;
 pub mod gateway;
 pub mod log_writer;
 pub mod operator;

@@ -5,6 +5,7 @@
 //! [`serve`], and tests start gateways in process with [`Server::start`].
 
 use crate::api_host::{ApiHostError, ApiHosts, ApiHostsParts};
+use crate::fleet::FleetSource;
 use crate::gateway::access_log::AccessLog;
 use crate::gateway::challenge::ChallengeConfig;
 use crate::gateway::challenge::{SECRET_NAME, StoreLedger};
@@ -24,7 +25,7 @@ use crate::report::Report;
 use crate::rules::{DirectorySource, Registry, RulesetSource, Watcher};
 use botgate_api::{Api, ApiConfig};
 use botgate_model::addresses::OriginPolicy;
-use botgate_store::{AnyStore, Follower, Store, StoreConfig, StoreError};
+use botgate_store::{AnyStore, Follower, RulesetStore, Store, StoreConfig, StoreError};
 use botgate_webhooks::{Outbox, WebhookConfig};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -261,23 +262,6 @@ impl Server {
         mut config: ServerConfig,
         rulesets: Arc<Registry>,
     ) -> Result<Server, ServeError> {
-        let watcher = match &config.rulesets_dir {
-            Some(dir) => {
-                let source = DirectorySource::new(dir);
-                tracing::info!(source = %source.describe(), "loading rule components");
-                // The first sync compiles the components: off the async threads.
-                let registry = rulesets.clone();
-                let started = tokio::task::spawn_blocking(move || Watcher::start(registry, source))
-                    .await
-                    .map_err(ServeError::FirstLoad)?;
-                let watcher = started.map_err(|source| ServeError::Watch {
-                    dir: dir.clone(),
-                    source,
-                })?;
-                Some(watcher)
-            }
-            None => None,
-        };
         let store = AnyStore::open(&config.store)
             .await
             .map_err(|source| ServeError::Store {
@@ -285,6 +269,48 @@ impl Server {
                 source,
             })?;
         let store = Arc::new(store);
+        // The rule components: the store's active versions, then the directory's files.
+        let fleet = Arc::new(FleetSource::new(
+            config.rulesets_dir.as_ref().map(DirectorySource::new),
+        ));
+        let seen = match store.rulesets_revision().await {
+            Ok(revision) => match fleet.refresh(store.as_ref()).await {
+                Ok(_) => Some(revision),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read the pushed rule sets; starting with the directory's");
+                    None
+                }
+            },
+            Err(error) => {
+                tracing::warn!(error = %Report(&error), "cannot read the pushed rule sets; starting with the directory's");
+                None
+            }
+        };
+        tracing::info!(source = %fleet.describe(), "loading rule components");
+        // The first sync compiles the components: off the async threads.
+        let registry = rulesets.clone();
+        let watcher = match &config.rulesets_dir {
+            Some(dir) => {
+                let (dir, source) = (dir.clone(), fleet.clone());
+                let started = tokio::task::spawn_blocking(move || {
+                    Watcher::start_with(registry, &dir, source)
+                })
+                .await
+                .map_err(ServeError::FirstLoad)?;
+                let watcher = started.map_err(|source| ServeError::Watch {
+                    dir: config.rulesets_dir.clone().unwrap_or_default(),
+                    source,
+                })?;
+                Some(watcher)
+            }
+            None => {
+                let source = fleet.clone();
+                tokio::task::spawn_blocking(move || registry.sync(source.as_ref()))
+                    .await
+                    .map_err(ServeError::FirstLoad)?;
+                None
+            }
+        };
         let websites = Arc::new(
             Follower::start(store.clone(), Duration::from_secs(5))
                 .await
@@ -358,7 +384,7 @@ impl Server {
         let gateway = Gateway::new(
             gateway_config,
             websites.clone(),
-            rulesets,
+            rulesets.clone(),
             secret,
             answers,
             ledger,
@@ -581,6 +607,13 @@ impl Server {
             gateway.clone(),
             store.clone(),
             config.statistics_flush,
+            shutdown.clone().stopped(),
+        )));
+        tasks.push(tokio::spawn(crate::fleet::follow(
+            store.clone(),
+            rulesets.clone(),
+            fleet,
+            seen,
             shutdown.clone().stopped(),
         )));
         let outbox = Arc::new(Outbox::new(store.clone(), config.webhooks));

@@ -632,6 +632,11 @@ impl Gateway {
         }
     }
 
+    /// The rule-set directory it watches.
+    pub fn rulesets_dir(&self) -> PathBuf {
+        self.guard.dir().join("rulesets")
+    }
+
     /// The data directory (the embedded store and the operator token are there).
     pub fn data_dir(&self) -> PathBuf {
         self.guard.dir().join("data")

@@ -283,7 +283,11 @@ impl TrafficStore for AnyStore {
 }
 
 impl RulesetStore for AnyStore {
-    async fn push_ruleset(&self, record: &PushedRuleset, bytes: &[u8]) -> Result<Pushed, StoreError> {
+    async fn push_ruleset(
+        &self,
+        record: &PushedRuleset,
+        bytes: &[u8],
+    ) -> Result<Pushed, StoreError> {
         delegate!(self.push_ruleset(record, bytes))
     }
 

@@ -96,7 +96,10 @@ async fn rulesets<S: Store>(store: &S) {
     assert!(store.pushed_rulesets().await.unwrap().is_empty());
     let (one, two) = (b"\0asm one".as_slice(), b"\0asm two, longer".as_slice());
     let first = pushed("wordpress", "1.0.0", one);
-    assert_eq!(store.push_ruleset(&first, one).await.unwrap(), Pushed::Stored);
+    assert_eq!(
+        store.push_ruleset(&first, one).await.unwrap(),
+        Pushed::Stored
+    );
     assert_eq!(
         store.push_ruleset(&first, one).await.unwrap(),
         Pushed::AlreadyStored

@@ -1446,7 +1446,11 @@ fn stored_state(name: &str, bytes: &[u8]) -> Result<StoredState, StoreError> {
 }
 
 impl RulesetStore for EmbeddedStore {
-    async fn push_ruleset(&self, record: &PushedRuleset, bytes: &[u8]) -> Result<Pushed, StoreError> {
+    async fn push_ruleset(
+        &self,
+        record: &PushedRuleset,
+        bytes: &[u8],
+    ) -> Result<Pushed, StoreError> {
         let (record, bytes) = (record.clone(), bytes.to_vec());
         self.write(move |txn| {
             let key = record.key();
@@ -1557,12 +1561,12 @@ impl RulesetStore for EmbeddedStore {
         let (name, version) = (name.to_owned(), version.to_owned());
         self.write(move |txn| {
             let states = txn.open_table(RULESET_STATES).map_err(backend)?;
-            if let Some(stored) = states.get(name.as_str()).map_err(backend)? {
-                if runs(&stored_state(&name, stored.value())?.state, &version) {
-                    return Err(StoreError::Conflict(format!(
-                        "rule set {name} {version} is in service"
-                    )));
-                }
+            if let Some(stored) = states.get(name.as_str()).map_err(backend)?
+                && runs(&stored_state(&name, stored.value())?.state, &version)
+            {
+                return Err(StoreError::Conflict(format!(
+                    "rule set {name} {version} is in service"
+                )));
             }
             let key = crate::rulesets::version_key(&name, &version);
             let mut versions = txn.open_table(RULESET_VERSIONS).map_err(backend)?;

@@ -1456,7 +1456,11 @@ impl TrafficStore for RedisStore {
 }
 
 impl RulesetStore for RedisStore {
-    async fn push_ruleset(&self, record: &PushedRuleset, bytes: &[u8]) -> Result<Pushed, StoreError> {
+    async fn push_ruleset(
+        &self,
+        record: &PushedRuleset,
+        bytes: &[u8],
+    ) -> Result<Pushed, StoreError> {
         const LUA: &str = include_str!("lua/push_ruleset.lua");
         // The bytes first, under their digest (a repeat writes nothing), then the record,
         // whose confirmation (`WAIT`) covers both.
@@ -1516,7 +1520,10 @@ impl RulesetStore for RedisStore {
     }
 
     async fn ruleset_states(&self) -> Result<BTreeMap<String, StoredState>, StoreError> {
-        let (states_key, revisions_key) = (self.key("ruleset-states"), self.key("ruleset-state-revisions"));
+        let (states_key, revisions_key) = (
+            self.key("ruleset-states"),
+            self.key("ruleset-state-revisions"),
+        );
         let (states, revisions): (BTreeMap<String, String>, BTreeMap<String, u64>) = self
             .run({
                 let (states_key, revisions_key) = (states_key.clone(), revisions_key.clone());

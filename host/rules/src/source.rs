@@ -1,5 +1,5 @@
-//! Where rule components come from: a pluggable source (a watched directory today;
-//! the store, for cluster-wide uploads, later).
+//! Where rule components come from: a pluggable source (a watched directory here; the
+//! gateway adds the store's pushed components, `botgate_host::fleet`).
 
 use std::path::{Path, PathBuf};
 

@@ -1,8 +1,9 @@
 //! Hot reload: watches a rule-set directory and syncs the registry when it changes.
 
 use super::registry::Registry;
-use super::source::DirectorySource;
+use super::source::{DirectorySource, RulesetSource};
 use notify::{RecursiveMode, Watcher as _};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
@@ -26,6 +27,17 @@ pub struct Watcher {
 impl Watcher {
     /// Syncs `registry` with `source` now, then on every change of its directory.
     pub fn start(registry: Arc<Registry>, source: DirectorySource) -> notify::Result<Watcher> {
+        let dir = source.dir().to_path_buf();
+        Watcher::start_with(registry, &dir, Arc::new(source))
+    }
+
+    /// Syncs `registry` with `source` (which reads `dir`, among others) now, then on
+    /// every change of `dir`.
+    pub fn start_with(
+        registry: Arc<Registry>,
+        dir: &Path,
+        source: Arc<dyn RulesetSource>,
+    ) -> notify::Result<Watcher> {
         let (tx, rx) = mpsc::channel::<()>();
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
@@ -46,8 +58,8 @@ impl Watcher {
                     let _ = tx.send(());
                 }
             })?;
-        watcher.watch(source.dir(), RecursiveMode::NonRecursive)?;
-        registry.sync(&source);
+        watcher.watch(dir, RecursiveMode::NonRecursive)?;
+        registry.sync(source.as_ref());
 
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
@@ -69,7 +81,7 @@ impl Watcher {
                     if stopping.load(Ordering::Relaxed) {
                         break;
                     }
-                    registry.sync(&source);
+                    registry.sync(source.as_ref());
                 }
             })
             .map_err(notify::Error::io)?;

@@ -10,9 +10,8 @@ use botgate_tests::http::Client;
 use botgate_tests::origin::Origin;
 use botgate_tests::provider::FakeProvider;
 use botgate_tests::servers::{Gateway, GatewayStore, wait_until};
-use botgate_tests::visitor::{self, Outgoing, Visit};
 use serde_json::json;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -76,13 +75,7 @@ fn failover_under_load(failure: Failure) {
     let one = Gateway::start(binary, store, &["hoster"], &args).unwrap();
     let two = Gateway::start(binary, store, &[], &args).unwrap();
     let partner = Client::new(&one.api, Some(&one.partner_keys[0]));
-    assert_eq!(
-        partner
-            .post_form("/v1.0/user", &[("id", "owner")])
-            .unwrap()
-            .status,
-        201
-    );
+    super::create_owner(&partner);
     let create = |domain: &str| {
         partner.post_json(
             "/v1.0/website",
@@ -92,43 +85,19 @@ fn failover_under_load(failure: Failure) {
     };
     assert_eq!(create("visited.example").unwrap().status, 201);
     for gateway in [&one, &two] {
-        wait_until(
-            Duration::from_secs(10),
-            || visit(gateway).is_ok_and(|status| status == 200),
-            || {
-                format!(
-                    "a gateway never served the website; log:\n{}",
-                    gateway.log()
-                )
-            },
-        )
-        .unwrap();
+        super::wait_served(gateway, "visited.example");
     }
 
     // Load: visitors on both gateways, and a partner creating websites.
+    let visitors = super::Visitors::default();
     let running = Arc::new(AtomicBool::new(true));
-    let failed_visits = Arc::new(Mutex::new(Vec::new()));
-    let visits = Arc::new(AtomicUsize::new(0));
     // Each confirmed write: its domain, when it was sent and when it was answered.
     let confirmed = Arc::new(Mutex::new(Vec::<(String, Instant, Instant)>::new()));
     let refused = Arc::new(Mutex::new(Vec::<(Instant, String)>::new()));
     // Server 1 is the master until the failure.
     let old_run_id = cluster.run_id(1).unwrap();
     std::thread::scope(|scope| {
-        for gateway in [&one, &two] {
-            let (running, failed, visits) =
-                (running.clone(), failed_visits.clone(), visits.clone());
-            scope.spawn(move || {
-                while running.load(Ordering::Relaxed) {
-                    match visit(gateway) {
-                        Ok(200) => {}
-                        other => failed.lock().unwrap().push(format!("{other:?}")),
-                    }
-                    visits.fetch_add(1, Ordering::Relaxed);
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            });
-        }
+        visitors.start(scope, &[&one, &two], Duration::from_millis(10));
         {
             let (running, confirmed, refused) =
                 (running.clone(), confirmed.clone(), refused.clone());
@@ -160,7 +129,8 @@ fn failover_under_load(failure: Failure) {
             });
         }
         // However this ends (a failed check panics), the load stops with it.
-        let _stop = StopOnDrop(running.clone());
+        let _stop = StopWritesOnDrop(running.clone());
+        let _stop_visitors = super::StopOnDrop(&visitors);
         std::thread::sleep(Duration::from_secs(2));
 
         // The failure.
@@ -249,11 +219,11 @@ fn failover_under_load(failure: Failure) {
         }
         std::thread::sleep(Duration::from_secs(1));
         running.store(false, Ordering::Relaxed);
+        visitors.stop();
     });
 
     // Not one visitor request failed, on either gateway.
-    assert!(visits.load(Ordering::Relaxed) > 100);
-    assert_eq!(*failed_visits.lock().unwrap(), Vec::<String>::new());
+    visitors.assert_none_failed(100);
     // Every confirmed write is in the store, and both gateways serve it.
     let confirmed = confirmed.lock().unwrap().clone();
     assert!(!confirmed.is_empty());
@@ -266,7 +236,7 @@ fn failover_under_load(failure: Failure) {
             Duration::from_secs(10),
             || {
                 confirmed.iter().all(|(domain, ..)| {
-                    visit_host(gateway, domain).is_ok_and(|status| status == 200)
+                    super::visit_host(gateway, domain).is_ok_and(|status| status == 200)
                 })
             },
             || {
@@ -358,24 +328,10 @@ fn store_digest(url: &str, password: &str) -> anyhow::Result<String> {
 }
 
 /// Clears its flag when dropped: the load threads stop even when a check panics.
-struct StopOnDrop(Arc<AtomicBool>);
+struct StopWritesOnDrop(Arc<AtomicBool>);
 
-impl Drop for StopOnDrop {
+impl Drop for StopWritesOnDrop {
     fn drop(&mut self) {
         self.0.store(false, Ordering::Relaxed);
     }
-}
-
-/// A visitor's GET of the test website through `gateway`: its status.
-fn visit(gateway: &Gateway) -> anyhow::Result<u16> {
-    visit_host(gateway, "visited.example")
-}
-
-fn visit_host(gateway: &Gateway, host: &str) -> anyhow::Result<u16> {
-    let answer = visitor::send(
-        gateway.http,
-        &Visit::default(),
-        Outgoing::get(host, "/").browser(),
-    )?;
-    Ok(answer.status)
 }

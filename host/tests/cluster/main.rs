@@ -16,12 +16,106 @@ use std::time::Duration;
 
 mod failover;
 mod failover_script;
+mod fleet;
 mod runbook;
 mod sentinel;
 mod system;
 
 fn botgate() -> Command {
     Command::new(env!("CARGO_BIN_EXE_botgate"))
+}
+
+/// Creates the user `owner` through a partner's API client.
+fn create_owner(partner: &botgate_tests::http::Client) {
+    let created = partner.post_form("/v1.0/user", &[("id", "owner")]).unwrap();
+    assert_eq!(created.status, 201, "{}", created.text);
+}
+
+/// A visitor's GET of `host`'s `/`, as a browser, through `gateway`: its status.
+fn visit_host(gateway: &botgate_tests::servers::Gateway, host: &str) -> Result<u16> {
+    use botgate_tests::visitor::{Outgoing, Visit, send};
+    let answer = send(
+        gateway.http,
+        &Visit::default(),
+        Outgoing::get(host, "/").browser(),
+    )?;
+    Ok(answer.status)
+}
+
+/// Waits until `gateway` serves `host` (200).
+fn wait_served(gateway: &botgate_tests::servers::Gateway, host: &str) {
+    wait_until(
+        Duration::from_secs(10),
+        || visit_host(gateway, host).is_ok_and(|status| status == 200),
+        || format!("a gateway never served {host}; log:\n{}", gateway.log()),
+    )
+    .unwrap();
+}
+
+/// Visitors that GET `visited.example` through gateways, one thread each, until
+/// stopped (or dropped); every answer but a 200 is a failure.
+#[derive(Default)]
+struct Visitors {
+    running: std::sync::atomic::AtomicBool,
+    failed: std::sync::Mutex<Vec<String>>,
+    visits: std::sync::atomic::AtomicUsize,
+}
+
+impl Visitors {
+    /// Starts one visitor on each of `gateways` in `scope`, `pause` between visits.
+    fn start<'scope, 'env>(
+        &'env self,
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+        gateways: &[&'env botgate_tests::servers::Gateway],
+        pause: Duration,
+    ) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.running.store(true, Relaxed);
+        for gateway in gateways {
+            let gateway: &'env botgate_tests::servers::Gateway = gateway;
+            scope.spawn(move || {
+                while self.running.load(Relaxed) {
+                    match visit_host(gateway, "visited.example") {
+                        Ok(200) => {}
+                        other => self.failed.lock().unwrap().push(format!("{other:?}")),
+                    }
+                    self.visits.fetch_add(1, Relaxed);
+                    std::thread::sleep(pause);
+                }
+            });
+        }
+    }
+
+    fn stop(&self) {
+        self.running
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn visits(&self) -> usize {
+        self.visits.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Asserts that more than `at_least` visits were made, and none failed.
+    fn assert_none_failed(&self, at_least: usize) {
+        let failed = self.failed.lock().unwrap();
+        assert!(
+            failed.is_empty(),
+            "{} of {} visits failed: {:?}",
+            failed.len(),
+            self.visits(),
+            &failed[..failed.len().min(10)]
+        );
+        assert!(self.visits() > at_least, "{} visits", self.visits());
+    }
+}
+
+/// Stops the visitors when dropped: a failed check (a panic) stops the load with it.
+struct StopOnDrop<'a>(&'a Visitors);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
 }
 
 /// A cluster description for servers `gw1`..`gwN` on 127.0.0.2.., with each server's

@@ -152,13 +152,7 @@ fn the_runbook_ends_in_a_checked_cluster_and_the_check_names_what_breaks() {
     std::fs::write(&ca_file, ca.root_pem()).unwrap();
     let (public, private) = ca.issue(&["checked.example"]).unwrap();
     let partner = Client::new(&format!("http://{api}"), Some(&partner_key));
-    assert_eq!(
-        partner
-            .post_form("/v1.0/user", &[("id", "owner")])
-            .unwrap()
-            .status,
-        201
-    );
+    super::create_owner(&partner);
     let created = partner
         .post_json(
             "/v1.0/website",

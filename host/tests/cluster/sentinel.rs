@@ -30,13 +30,7 @@ fn a_gateway_that_asks_the_sentinels_follows_a_failover() {
             &json!({"user_id": "owner", "domain": domain, "ip": ["127.0.0.1"]}),
         )
     };
-    assert_eq!(
-        partner
-            .post_form("/v1.0/user", &[("id", "owner")])
-            .unwrap()
-            .status,
-        201
-    );
+    super::create_owner(&partner);
     assert_eq!(create("before.example").unwrap().status, 201);
     let served = |domain: &str| {
         // A website's unknown origin answers 502; an unknown name 404.

@@ -2,6 +2,7 @@
 
 mod cluster;
 mod config;
+mod fleet;
 mod log_level;
 #[cfg(test)]
 mod options;
@@ -120,6 +121,8 @@ enum RulesetCommand {
         /// Directory of `<name>.wasm` components.
         dir: PathBuf,
     },
+    #[command(flatten)]
+    Fleet(fleet::FleetCommand),
 }
 
 fn main() -> Result<()> {
@@ -160,6 +163,7 @@ fn main() -> Result<()> {
             &url,
         ),
         Command::Ruleset(RulesetCommand::Watch { dir }) => ruleset::watch(registry()?, dir),
+        Command::Ruleset(RulesetCommand::Fleet(command)) => fleet::run(command, registry),
         Command::Config(command) => run_config(command),
         Command::Status(target) => partner::status(target),
         Command::Reload(target) => partner::reload(target),

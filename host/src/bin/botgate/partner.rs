@@ -51,7 +51,7 @@ pub struct Target {
     #[arg(long, env = "BOTGATE_CONFIG", value_name = "FILE")]
     config: Option<std::path::PathBuf>,
     #[command(flatten)]
-    store: StoreArgs,
+    pub(crate) store: StoreArgs,
     /// The admin listener of a gateway running on the embedded store (its token is
     /// read from the data directory).
     #[arg(
@@ -59,11 +59,11 @@ pub struct Target {
         env = "BOTGATE_ADMIN_URL",
         default_value = "http://127.0.0.1:9180"
     )]
-    admin_url: String,
+    pub(crate) admin_url: String,
 }
 
 /// How a command reaches its store.
-enum Via {
+pub(crate) enum Via {
     /// A running gateway's admin listener, with its operator token.
     Admin {
         url: String,
@@ -72,7 +72,7 @@ enum Via {
     Store(AnyStore),
 }
 
-fn agent() -> ureq::Agent {
+pub(crate) fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_connect(Some(std::time::Duration::from_secs(2)))
@@ -82,7 +82,7 @@ fn agent() -> ureq::Agent {
 }
 
 /// The JSON answer of a request to the admin listener; its `error` as the error.
-fn admin_answer(
+pub(crate) fn admin_answer(
     answer: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     url: &str,
 ) -> Result<serde_json::Value> {
@@ -101,7 +101,12 @@ fn admin_answer(
 
 /// `GET` (or `POST`, with `post`) of `path` on the admin listener at `url` with the
 /// operator's `token`; the JSON answer.
-fn operator_call(url: &str, token: &str, path: &str, post: bool) -> Result<serde_json::Value> {
+pub(crate) fn operator_call(
+    url: &str,
+    token: &str,
+    path: &str,
+    post: bool,
+) -> Result<serde_json::Value> {
     let target = format!("{url}{path}");
     let authorization = format!("Bearer {token}");
     let answer = match post {
@@ -120,7 +125,7 @@ fn operator_call(url: &str, token: &str, path: &str, post: bool) -> Result<serde
 impl Target {
     /// The admin listener, when a gateway that wrote its token there answers at it;
     /// the store otherwise.
-    async fn via(&self) -> Result<Via> {
+    pub(crate) async fn via(&self) -> Result<Via> {
         if self.store.redis_url.is_none() && self.store.redis_sentinels.is_empty() {
             let path = self.store.data_dir.join(OPERATOR_TOKEN_FILE);
             if let Ok(token) = std::fs::read_to_string(&path) {
@@ -250,13 +255,13 @@ async fn direct_status(target: &Target, store: &AnyStore) -> Result<serde_json::
     let expiring =
         operator::expiring_certificates(snapshot.websites.iter(), now_s, operator::EXPIRING_WITHIN);
     let url = target.admin_url.trim_end_matches('/');
-    let components = admin_answer(agent().get(format!("{url}/health")).call(), url)
-        .map(|health| health["components"].clone())
+    let health = admin_answer(agent().get(format!("{url}/health")).call(), url)
         .unwrap_or(serde_json::Value::Null);
     Ok(serde_json::json!({
         "store": {"backend": config.backend(), "address": config.address(), "reachable": true},
         "snapshot": {"version": snapshot.version, "websites": snapshot.websites.len()},
-        "components": components,
+        "components": health["components"],
+        "component_sources": health["component_sources"],
         "expiring_certificates": expiring,
     }))
 }
@@ -291,7 +296,14 @@ fn describe(status: &serde_json::Value) -> String {
             "components: {}\n",
             components
                 .iter()
-                .map(|(name, version)| format!("{name} {}", version.as_str().unwrap_or("?")))
+                .map(|(name, version)| {
+                    let pushed = status["component_sources"][name] == "store";
+                    format!(
+                        "{name} {}{}",
+                        version.as_str().unwrap_or("?"),
+                        if pushed { " (pushed)" } else { "" }
+                    )
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         )),

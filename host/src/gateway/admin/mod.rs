@@ -3,6 +3,10 @@
 //! gateway's user can read), the operator's commands on a running gateway: partners
 //! and status. Metrics listeners (a cluster's private network) serve the first two only.
 
+mod rulesets;
+
+pub use rulesets::{OPERATOR_HEADER, SIGNATURE_HEADER};
+
 use super::Gateway;
 use crate::operator::{self, OperatorError};
 use axum::Router;
@@ -73,7 +77,8 @@ struct Admin {
 
 /// `/metrics` (OpenMetrics text), `/health` (JSON), and the operator's routes:
 /// `GET /operator/status`, `GET /operator/partners`, `POST
-/// /operator/partners/{name}/{create|rotate|revoke}`, `POST /operator/reload`.
+/// /operator/partners/{name}/{create|rotate|revoke}`, `POST /operator/reload`, and the
+/// rule sets' (`rulesets.rs`).
 pub fn router(gateway: Arc<Gateway>, health: HealthConfig, operator: OperatorAccess) -> Router {
     let monitoring = Arc::new(Monitoring::new(gateway, health));
     Router::new()
@@ -81,6 +86,7 @@ pub fn router(gateway: Arc<Gateway>, health: HealthConfig, operator: OperatorAcc
         .route("/operator/partners", get(partners))
         .route("/operator/reload", post(reload))
         .route("/operator/partners/{name}/{action}", post(partner_action))
+        .merge(rulesets::routes())
         .with_state(Arc::new(Admin {
             monitoring: monitoring.clone(),
             operator,
@@ -166,6 +172,13 @@ fn health_body(monitoring: &Monitoring) -> (StatusCode, serde_json::Value) {
         .iter()
         .map(|component| (component.name().to_owned(), component.version().into()))
         .collect();
+    let sources: serde_json::Map<String, serde_json::Value> = components
+        .iter()
+        .map(|c| {
+            let source = crate::fleet::follow::source_of(c.origin());
+            (c.name().to_owned(), source.into())
+        })
+        .collect();
     let body = serde_json::json!({
         "status": word,
         "store": {
@@ -181,6 +194,7 @@ fn health_body(monitoring: &Monitoring) -> (StatusCode, serde_json::Value) {
             "domains_digest": digest,
         },
         "components": versions,
+        "component_sources": sources,
         "classifier_loaded": classifier,
     });
     (status, body)

@@ -1,0 +1,295 @@
+//! Rule components for a fleet: pushed once with `botgate ruleset push`, activated,
+//! rolled back and removed, while two real `botgate serve` processes share one Redis
+//! and visitors keep coming to both; and on the embedded store, the same commands
+//! through the running gateway's admin listener.
+
+use botgate_tests::http::Client;
+use botgate_tests::origin::Origin;
+use botgate_tests::servers::{Gateway, GatewayStore, RedisServer, wait_until};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+/// `botgate ruleset ARGS` with the compile cache every test shares.
+fn ruleset(args: &[&str], target: &[String]) -> Output {
+    super::botgate()
+        .arg("ruleset")
+        .args(args)
+        .args(target)
+        .env("BOTGATE_CACHE_DIR", botgate_tests::cache_dir())
+        .output()
+        .unwrap()
+}
+
+fn said(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
+}
+
+/// A copy of the test guest `guest` named `versioned.wasm` (the name it reports).
+fn versioned(dir: &Path, guest: &str) -> PathBuf {
+    let folder = dir.join(guest);
+    std::fs::create_dir_all(&folder).unwrap();
+    let file = folder.join("versioned.wasm");
+    std::fs::copy(botgate_tests::guest(guest), &file).unwrap();
+    file
+}
+
+/// The version of `versioned` a gateway's `/health` says it runs, and from where.
+fn running(gateway: &Gateway) -> Option<(String, String)> {
+    let health = Client::new(&format!("http://{}", gateway.admin), None)
+        .get("/health")
+        .ok()?
+        .json();
+    Some((
+        health["components"]["versioned"].as_str()?.to_owned(),
+        health["component_sources"]["versioned"]
+            .as_str()?
+            .to_owned(),
+    ))
+}
+
+/// How long until every gateway runs `version` of `versioned` from `source`.
+fn until_running(gateways: &[&Gateway], version: &str, source: &str) -> Duration {
+    let started = Instant::now();
+    let wanted = Some((version.to_owned(), source.to_owned()));
+    wait_until(
+        Duration::from_secs(10),
+        || gateways.iter().all(|g| running(g) == wanted),
+        || {
+            let seen: Vec<_> = gateways.iter().map(|g| running(g)).collect();
+            format!(
+                "not every gateway runs versioned {version} from the {source}: {seen:?}; logs:\n{}",
+                gateways
+                    .iter()
+                    .map(|g| g.log())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )
+        },
+    )
+    .unwrap();
+    started.elapsed()
+}
+
+#[test]
+fn a_pushed_component_runs_on_every_gateway_of_the_store_without_a_failed_request() {
+    let redis = RedisServer::start().unwrap();
+    let origin = Origin::start("origin", [127, 0, 0, 1].into(), 0).unwrap();
+    let port = origin.address.port().to_string();
+    let args = ["--origin-http-port", port.as_str()];
+    let binary = Path::new(env!("CARGO_BIN_EXE_botgate"));
+    let store = GatewayStore::Redis(&redis);
+    let one = Gateway::start_protecting(binary, store, &["hoster"], &args).unwrap();
+    let two = Gateway::start_protecting(binary, store, &[], &args).unwrap();
+    let partner = Client::new(&one.api, Some(&one.partner_keys[0]));
+    super::create_owner(&partner);
+    let created = partner
+        .post_json(
+            "/v1.0/website",
+            &json!({"domain": "visited.example", "user_id": "owner", "ip": ["127.0.0.1"],
+                    // Bot protection on; the rate limits off for a visitor this eager.
+                    "settings": {"loadbalancer": {"ddos_protection": false,
+                                                  "ddos_protection_advanced": false}}}),
+        )
+        .unwrap();
+    assert_eq!(created.status, 201, "{}", created.text);
+    for gateway in [&one, &two] {
+        super::wait_served(gateway, "visited.example");
+    }
+    // Server one holds a `versioned` of its own in its directory: the store's wins.
+    let files = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        versioned(files.path(), "versioned_two"),
+        one.rulesets_dir().join("versioned.wasm"),
+    )
+    .unwrap();
+    wait_until(
+        Duration::from_secs(20),
+        || running(&one) == Some(("2.0.0".into(), "directory".into())),
+        || {
+            format!(
+                "the directory's component never loaded; log:\n{}",
+                one.log()
+            )
+        },
+    )
+    .unwrap();
+    let target = vec![
+        "--redis-url".to_owned(),
+        redis.url(),
+        "--redis-password".to_owned(),
+        redis.password.clone(),
+    ];
+
+    let visitors = super::Visitors::default();
+    let mut took = Vec::new();
+    std::thread::scope(|scope| {
+        visitors.start(scope, &[&one, &two], Duration::from_millis(5));
+        let _stop = super::StopOnDrop(&visitors);
+
+        // Pushed: stored, not in service.
+        let one_file = versioned(files.path(), "versioned_one");
+        let pushed = ruleset(&["push", one_file.to_str().unwrap()], &target);
+        assert!(pushed.status.success(), "{}", said(&pushed));
+        assert!(
+            said(&pushed).contains("pushed versioned 1.0.0"),
+            "{}",
+            said(&pushed)
+        );
+        let again = ruleset(&["push", one_file.to_str().unwrap()], &target);
+        assert!(again.status.success(), "{}", said(&again));
+        assert!(said(&again).contains("pushed already"), "{}", said(&again));
+        std::thread::sleep(Duration::from_millis(600));
+        assert_eq!(running(&one), Some(("2.0.0".into(), "directory".into())));
+        assert_eq!(running(&two), None);
+
+        // Activated: every gateway runs it, the store's over the directory's.
+        let activated = ruleset(&["activate", "versioned", "1.0.0"], &target);
+        assert!(activated.status.success(), "{}", said(&activated));
+        took.push(until_running(&[&one, &two], "1.0.0", "store"));
+
+        // A new version, then back.
+        let two_file = versioned(files.path(), "versioned_two");
+        let pushed = ruleset(&["push", two_file.to_str().unwrap()], &target);
+        assert!(pushed.status.success(), "{}", said(&pushed));
+        let activated = ruleset(&["activate", "versioned", "2.0.0"], &target);
+        assert!(activated.status.success(), "{}", said(&activated));
+        assert!(
+            said(&activated).contains("rollback returns to 1.0.0"),
+            "{}",
+            said(&activated)
+        );
+        took.push(until_running(&[&one, &two], "2.0.0", "store"));
+        let rolled = ruleset(&["rollback", "versioned"], &target);
+        assert!(rolled.status.success(), "{}", said(&rolled));
+        assert!(
+            said(&rolled).contains("versioned is back to 1.0.0"),
+            "{}",
+            said(&rolled)
+        );
+        took.push(until_running(&[&one, &two], "1.0.0", "store"));
+    });
+    visitors.assert_none_failed(50);
+    eprintln!(
+        "every gateway ran each activation after {took:?} ({} visits)",
+        visitors.visits()
+    );
+
+    // Versions: the one in service stays, the other goes.
+    let refused = ruleset(&["remove", "versioned", "1.0.0"], &target);
+    assert!(!refused.status.success());
+    assert!(
+        said(&refused).contains("is in service"),
+        "{}",
+        said(&refused)
+    );
+    let removed = ruleset(&["remove", "versioned", "2.0.0"], &target);
+    assert!(removed.status.success(), "{}", said(&removed));
+    let listed = ruleset(&["list"], &target);
+    assert!(listed.status.success(), "{}", said(&listed));
+    let out = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        out.contains("versioned") && out.contains("1.0.0") && out.contains("active"),
+        "{out}"
+    );
+    assert!(!out.contains("2.0.0"), "{out}");
+    let nothing = ruleset(&["rollback", "versioned"], &target);
+    assert!(!nothing.status.success());
+    assert!(
+        said(&nothing).contains("no earlier version"),
+        "{}",
+        said(&nothing)
+    );
+}
+
+#[test]
+fn on_the_embedded_store_the_commands_go_through_the_admin_listener() {
+    let binary = Path::new(env!("CARGO_BIN_EXE_botgate"));
+    let gateway = Gateway::start_protecting(binary, GatewayStore::Embedded, &[], &[]).unwrap();
+    let target = vec![
+        "--data-dir".to_owned(),
+        gateway.data_dir().display().to_string(),
+        "--admin-url".to_owned(),
+        format!("http://{}", gateway.admin),
+    ];
+    let files = tempfile::tempdir().unwrap();
+
+    // What the directory source refuses, a push refuses, naming why.
+    let not_wasm = files.path().join("versioned.wasm");
+    std::fs::write(&not_wasm, b"<html>not a component</html>").unwrap();
+    let refused = ruleset(&["push", not_wasm.to_str().unwrap()], &target);
+    assert!(!refused.status.success());
+    assert!(
+        said(&refused).contains("not a WebAssembly file"),
+        "{}",
+        said(&refused)
+    );
+    let world = files.path().join("wrong_world.wasm");
+    std::fs::copy(botgate_tests::guest("wrong_world"), &world).unwrap();
+    let refused = ruleset(&["push", world.to_str().unwrap()], &target);
+    assert!(!refused.status.success());
+    assert!(
+        said(&refused).contains("the component is refused"),
+        "{}",
+        said(&refused)
+    );
+    // A file whose name is not the component's.
+    let misnamed = files.path().join("other.wasm");
+    std::fs::copy(botgate_tests::guest("versioned_one"), &misnamed).unwrap();
+    let refused = ruleset(&["push", misnamed.to_str().unwrap()], &target);
+    assert!(!refused.status.success());
+    assert!(said(&refused).contains("versioned"), "{}", said(&refused));
+
+    let file = versioned(files.path(), "versioned_one");
+    let pushed = ruleset(&["push", file.to_str().unwrap()], &target);
+    assert!(pushed.status.success(), "{}", said(&pushed));
+    let unknown = ruleset(&["activate", "versioned", "9.9.9"], &target);
+    assert!(!unknown.status.success());
+    assert!(
+        said(&unknown).contains("no pushed version 9.9.9 of versioned"),
+        "{}",
+        said(&unknown)
+    );
+    let bad = ruleset(&["activate", "versioned", "1.0/../x"], &target);
+    assert!(!bad.status.success());
+    assert!(
+        said(&bad).contains("version \"1.0/../x\""),
+        "{}",
+        said(&bad)
+    );
+    let activated = ruleset(&["activate", "versioned", "1.0.0"], &target);
+    assert!(activated.status.success(), "{}", said(&activated));
+    until_running(&[&gateway], "1.0.0", "store");
+    let listed = ruleset(&["list"], &target);
+    let out = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        out.contains("this gateway runs:")
+            && out.contains("versioned 1.0.0 (store: versioned 1.0.0)"),
+        "{out}"
+    );
+    let status = super::botgate()
+        .arg("status")
+        .args(&target)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("versioned 1.0.0 (pushed)"),
+        "{}",
+        said(&status)
+    );
+    // The metrics name the version this gateway runs.
+    let metrics = Client::new(&format!("http://{}", gateway.admin), None)
+        .get("/metrics")
+        .unwrap()
+        .text;
+    assert!(
+        metrics.contains("component=\"versioned\",version=\"1.0.0\""),
+        "{metrics}"
+    );
+
+    // A restarted gateway starts with what the store runs.
+    let mut gateway = gateway;
+    gateway.restart().unwrap();
+    until_running(&[&gateway], "1.0.0", "store");
+}
