@@ -6,6 +6,7 @@
 
 use crate::api_host::{ApiHostError, ApiHosts, ApiHostsParts};
 use crate::fleet::FleetSource;
+use crate::fleet::signing::TrustedKeys;
 use crate::gateway::access_log::AccessLog;
 use crate::gateway::challenge::ChallengeConfig;
 use crate::gateway::challenge::{SECRET_NAME, StoreLedger};
@@ -74,6 +75,8 @@ pub struct ServerConfig {
     pub http3: bool,
     /// The directory of rule components, watched and hot-reloaded into the registry.
     pub rulesets_dir: Option<PathBuf>,
+    /// The keys a pushed component must be signed with to be activated and loaded.
+    pub ruleset_trusted_keys: TrustedKeys,
     /// The data plane. Its origin policy is completed here with the public addresses
     /// and every listener bound, which origins may never be.
     pub gateway: GatewayConfig,
@@ -272,6 +275,7 @@ impl Server {
         // The rule components: the store's active versions, then the directory's files.
         let fleet = Arc::new(FleetSource::new(
             config.rulesets_dir.as_ref().map(DirectorySource::new),
+            config.ruleset_trusted_keys.clone(),
         ));
         let seen = match store.rulesets_revision().await {
             Ok(revision) => match fleet.refresh(store.as_ref()).await {
@@ -581,6 +585,7 @@ impl Server {
             admin::OperatorAccess {
                 store: store.clone(),
                 token: operator_token,
+                trusted_keys: config.ruleset_trusted_keys.clone(),
                 reload: reload_requests.clone(),
             },
         );

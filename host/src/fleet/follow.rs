@@ -6,6 +6,7 @@
 //! when both name a component: a fleet runs what was activated for all of it, not a
 //! file one server happens to hold.
 
+use super::signing::TrustedKeys;
 use crate::rules::source::{Listing, RulesetBlob, RulesetSource, SourceError};
 use crate::rules::{DirectorySource, Registry};
 use arc_swap::ArcSwap;
@@ -40,14 +41,17 @@ struct Active {
 /// The registry's source: the store's active versions, then the directory's files.
 pub struct FleetSource {
     directory: Option<DirectorySource>,
+    /// With keys, a pushed version loads only with a trusted key's signature.
+    trusted: TrustedKeys,
     /// The active version of each name the store runs.
     pushed: ArcSwap<BTreeMap<String, Active>>,
 }
 
 impl FleetSource {
-    pub fn new(directory: Option<DirectorySource>) -> FleetSource {
+    pub fn new(directory: Option<DirectorySource>, trusted: TrustedKeys) -> FleetSource {
         FleetSource {
             directory,
+            trusted,
             pushed: ArcSwap::from_pointee(BTreeMap::new()),
         }
     }
@@ -84,8 +88,29 @@ impl FleetSource {
                 next.insert(name, kept.clone());
                 continue;
             }
-            match store.ruleset_bytes(&record.sha256).await {
-                Ok(Some(bytes)) if botgate_store::sha256_hex(&bytes) == record.sha256 => {
+            let fetched = store.ruleset_bytes(&record.sha256).await;
+            let signed = |bytes: &[u8]| {
+                let signature = record.signature.as_deref();
+                self.trusted.check(&name, &version, bytes, signature)
+            };
+            match fetched {
+                Ok(Some(bytes)) if botgate_store::sha256_hex(&bytes) != record.sha256 => {
+                    tracing::error!(component = %name, %version, "the stored bytes do not match their SHA-256; keeping what runs");
+                    if let Some(kept) = held.get(&name) {
+                        next.insert(name, kept.clone());
+                    }
+                }
+                Ok(Some(bytes)) if signed(&bytes).is_err() => {
+                    let why = signed(&bytes)
+                        .err()
+                        .map(|e| e.to_string())
+                        .unwrap_or_default();
+                    tracing::error!(component = %name, %version, reason = %why, "a pushed rule set is refused; keeping what runs");
+                    if let Some(kept) = held.get(&name) {
+                        next.insert(name, kept.clone());
+                    }
+                }
+                Ok(Some(bytes)) => {
                     next.insert(
                         name,
                         Active {
@@ -97,8 +122,7 @@ impl FleetSource {
                 }
                 outcome => {
                     let why = match outcome {
-                        Ok(Some(_)) => "the stored bytes do not match their SHA-256".to_owned(),
-                        Ok(None) => "its bytes are gone".to_owned(),
+                        Ok(_) => "its bytes are gone".to_owned(),
                         Err(error) => crate::report::Report(&error).to_string(),
                     };
                     tracing::error!(component = %name, %version, reason = %why, "cannot read a pushed rule set; keeping what runs");

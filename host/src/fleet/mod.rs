@@ -6,12 +6,14 @@
 //! gateway holds) and a running gateway's admin listener.
 
 pub mod follow;
+pub mod signing;
 
 use crate::rules::{LoadError, Registry};
 use botgate_store::rulesets::{
     MAX_COMPONENT_BYTES, PREVIOUS_KEPT, Pushed, PushedRuleset, RulesetState, StoredState,
 };
 use botgate_store::{RulesetStore, StoreError};
+use signing::{SigningError, TrustedKeys};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -34,6 +36,8 @@ pub enum FleetError {
     NothingToRollBack(String),
     #[error("{name} {version} is in service: activate another version first")]
     InService { name: String, version: String },
+    #[error(transparent)]
+    Signing(#[from] SigningError),
     #[error("{0} changed while this command changed it; run it again")]
     Concurrent(String),
     #[error("the store")]
@@ -63,7 +67,9 @@ pub struct Listing {
 
 /// Validates `bytes` as the component `name` (as the directory source does: its world,
 /// its `info`, smoke calls under the sandbox's limits) and stores it as pushed by
-/// `pushed_by`. Pushing the same bytes again changes nothing.
+/// `pushed_by`. Pushing the same bytes again changes nothing. A signature that comes
+/// with it must be a trusted key's (when keys are trusted); an unsigned component is
+/// stored, and cannot be activated where signatures are needed.
 pub async fn push<S: RulesetStore>(
     store: &S,
     registry: &Arc<Registry>,
@@ -71,6 +77,7 @@ pub async fn push<S: RulesetStore>(
     bytes: Vec<u8>,
     pushed_by: &str,
     signature: Option<String>,
+    trusted: &TrustedKeys,
 ) -> Result<(PushedRuleset, Pushed), FleetError> {
     if bytes.len() > MAX_COMPONENT_BYTES {
         return Err(FleetError::Invalid(format!(
@@ -88,6 +95,14 @@ pub async fn push<S: RulesetStore>(
     .map_err(|_| FleetError::Invalid("the validation stopped".into()))?;
     let component = component.map_err(FleetError::Refused)?;
     check_version(component.version())?;
+    if signature.is_some() {
+        trusted.check(
+            component.name(),
+            component.version(),
+            &bytes,
+            signature.as_deref(),
+        )?;
+    }
     let record = PushedRuleset {
         name: component.name().to_owned(),
         version: component.version().to_owned(),
@@ -135,14 +150,25 @@ pub async fn list<S: RulesetStore>(store: &S) -> Result<Listing, FleetError> {
 }
 
 /// Puts `version` of `name` in service on every gateway; the version it replaces
-/// becomes the one `rollback` returns to.
+/// becomes the one `rollback` returns to. With trusted keys, only a version signed by
+/// one of them.
 pub async fn activate<S: RulesetStore>(
     store: &S,
     name: &str,
     version: &str,
     by: &str,
+    trusted: &TrustedKeys,
 ) -> Result<RulesetState, FleetError> {
-    pushed_version(store, name, version).await?;
+    let record = pushed_version(store, name, version).await?;
+    if trusted.required() {
+        let bytes = store.ruleset_bytes(&record.sha256).await?.ok_or_else(|| {
+            FleetError::NoSuchVersion {
+                name: name.to_owned(),
+                version: version.to_owned(),
+            }
+        })?;
+        trusted.check(name, version, &bytes, record.signature.as_deref())?;
+    }
     change_state(store, name, by, |state| {
         if state.active.as_deref() != Some(version) {
             if let Some(replaced) = state.active.replace(version.to_owned()) {

@@ -293,3 +293,155 @@ fn on_the_embedded_store_the_commands_go_through_the_admin_listener() {
     gateway.restart().unwrap();
     until_running(&[&gateway], "1.0.0", "store");
 }
+
+/// Runs `openssl` in `dir`.
+fn openssl(dir: &Path, args: &[&str]) {
+    let ran = std::process::Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "openssl {args:?}: {}", said(&ran));
+}
+
+#[test]
+fn with_trusted_keys_only_signed_components_are_activated_and_loaded() {
+    let redis = RedisServer::start().unwrap();
+    let keys = tempfile::tempdir().unwrap();
+    // The operator's key pair, and someone else's.
+    for name in ["operator", "stranger"] {
+        let key = format!("{name}.pem");
+        openssl(
+            keys.path(),
+            &["genpkey", "-algorithm", "ed25519", "-out", &key],
+        );
+        let public = format!("{name}.pub.pem");
+        openssl(
+            keys.path(),
+            &["pkey", "-in", &key, "-pubout", "-out", &public],
+        );
+    }
+    let trusted = keys.path().join("operator.pub.pem");
+    let binary = Path::new(env!("CARGO_BIN_EXE_botgate"));
+    let gateway = Gateway::start_protecting(
+        binary,
+        GatewayStore::Redis(&redis),
+        &[],
+        &["--ruleset-trusted-key", trusted.to_str().unwrap()],
+    )
+    .unwrap();
+    let on_the_store = vec![
+        "--redis-url".to_owned(),
+        redis.url(),
+        "--redis-password".to_owned(),
+        redis.password.clone(),
+    ];
+    let files = tempfile::tempdir().unwrap();
+    let sign = |file: &Path, key: &str| {
+        let signature = file.with_extension("sig");
+        openssl(
+            keys.path(),
+            &[
+                "pkeyutl",
+                "-sign",
+                "-rawin",
+                "-inkey",
+                key,
+                "-in",
+                file.to_str().unwrap(),
+                "-out",
+                signature.to_str().unwrap(),
+            ],
+        );
+        signature
+    };
+
+    // Unsigned: stored, never activated where keys are trusted.
+    let one = versioned(files.path(), "versioned_one");
+    let pushed = ruleset(&["push", one.to_str().unwrap()], &on_the_store);
+    assert!(pushed.status.success(), "{}", said(&pushed));
+    let trusted_flag = ["--ruleset-trusted-key", trusted.to_str().unwrap()];
+    let refused = ruleset(
+        &[&["activate", "versioned", "1.0.0"][..], &trusted_flag[..]].concat(),
+        &on_the_store,
+    );
+    assert!(!refused.status.success());
+    assert!(
+        said(&refused).contains("versioned 1.0.0 is not signed"),
+        "{}",
+        said(&refused)
+    );
+
+    // Signed by a stranger: refused by the gateway at the push, which knows its keys;
+    // stored by a push straight into the store, and then refused at activation.
+    let two = versioned(files.path(), "versioned_two");
+    let by_stranger = sign(&two, "stranger.pem");
+    let through_admin = vec![
+        "--data-dir".to_owned(),
+        gateway.data_dir().display().to_string(),
+        "--admin-url".to_owned(),
+        format!("http://{}", gateway.admin),
+    ];
+    let stranger_push = [
+        "push",
+        two.to_str().unwrap(),
+        "--signature",
+        by_stranger.to_str().unwrap(),
+    ];
+    let refused = ruleset(&stranger_push, &through_admin);
+    assert!(!refused.status.success());
+    assert!(
+        said(&refused).contains("is not one of a trusted key's"),
+        "{}",
+        said(&refused)
+    );
+    let stored = ruleset(&stranger_push, &on_the_store);
+    assert!(stored.status.success(), "{}", said(&stored));
+    let refused = ruleset(
+        &[&["activate", "versioned", "2.0.0"][..], &trusted_flag[..]].concat(),
+        &on_the_store,
+    );
+    assert!(!refused.status.success());
+    assert!(
+        said(&refused).contains("is not one of a trusted key's"),
+        "{}",
+        said(&refused)
+    );
+    assert_eq!(running(&gateway), None);
+
+    // Signed by the operator (as a new version of the same name would be): in service.
+    let three = files.path().join("three");
+    std::fs::create_dir_all(&three).unwrap();
+    let three = three.join("versioned.wasm");
+    std::fs::copy(botgate_tests::guest("versioned_two"), &three).unwrap();
+    let by_operator = sign(&three, "operator.pem");
+    ruleset(&["remove", "versioned", "2.0.0"], &on_the_store);
+    let pushed = ruleset(
+        &[
+            "push",
+            three.to_str().unwrap(),
+            "--signature",
+            by_operator.to_str().unwrap(),
+        ],
+        &on_the_store,
+    );
+    assert!(pushed.status.success(), "{}", said(&pushed));
+    let activated = ruleset(
+        &[&["activate", "versioned", "2.0.0"][..], &trusted_flag[..]].concat(),
+        &on_the_store,
+    );
+    assert!(activated.status.success(), "{}", said(&activated));
+    until_running(&[&gateway], "2.0.0", "store");
+
+    // Someone who writes the store without the keys activates the unsigned version:
+    // the gateway refuses to load it and keeps what runs.
+    let forced = ruleset(&["activate", "versioned", "1.0.0"], &on_the_store);
+    assert!(forced.status.success(), "{}", said(&forced));
+    wait_until(
+        Duration::from_secs(10),
+        || gateway.log().contains("a pushed rule set is refused"),
+        || format!("the gateway never refused it; log:\n{}", gateway.log()),
+    )
+    .unwrap();
+    assert_eq!(running(&gateway), Some(("2.0.0".into(), "store".into())));
+}

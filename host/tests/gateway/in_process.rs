@@ -40,6 +40,7 @@ fn config(data: &Path, origin_port: u16, rulesets: &Path) -> ServerConfig {
         threads: std::num::NonZeroUsize::new(2),
         http3: true,
         rulesets_dir: Some(rulesets.to_owned()),
+        ruleset_trusted_keys: Default::default(),
         gateway: GatewayConfig {
             origins: OriginConfig {
                 http_port: origin_port,
@@ -248,6 +249,7 @@ fn the_api_can_answer_on_its_host_name_only() {
         api_hosts: vec!["api.in-process.test".to_owned()],
         api_certificate_files: Some((certificate_path.clone(), key_path.clone())),
         rulesets_dir: None,
+        ruleset_trusted_keys: Default::default(),
         ..config(data.path(), 9, data.path())
     };
     let registry = || botgate_tests::registry();

@@ -5,6 +5,7 @@
 use crate::partner::{Target, Via, admin_answer, agent};
 use anyhow::{Context, Result, bail};
 use botgate_host::fleet;
+use botgate_host::fleet::signing::TrustedKeys;
 use botgate_host::gateway::admin::{OPERATOR_HEADER, SIGNATURE_HEADER};
 use botgate_host::rules::{DirectorySource, Registry};
 use botgate_store::rulesets::{Pushed, PushedRuleset, RulesetState};
@@ -35,6 +36,15 @@ pub enum FleetCommand {
     Activate {
         name: String,
         version: String,
+        /// A key whose signature the version needs (as `serve --ruleset-trusted-key`;
+        /// through a running gateway's admin listener, the gateway's keys apply).
+        #[arg(
+            long = "ruleset-trusted-key",
+            value_name = "FILE",
+            env = "BOTGATE_RULESET_TRUSTED_KEYS",
+            value_delimiter = ','
+        )]
+        trusted_keys: Vec<PathBuf>,
         #[command(flatten)]
         target: Target,
     },
@@ -145,6 +155,7 @@ pub fn run(command: FleetCommand, registry: impl FnOnce() -> Result<Arc<Registry
             FleetCommand::Activate {
                 name,
                 version,
+                trusted_keys,
                 target,
             } => {
                 check_name(&name)?;
@@ -155,7 +166,8 @@ pub fn run(command: FleetCommand, registry: impl FnOnce() -> Result<Arc<Registry
                         serde_json::from_value(send(&url, &token, "POST", &path, None)?)?
                     }
                     Via::Store(store) => {
-                        fleet::activate(&store, &name, &version, &operator()).await?
+                        let trusted = TrustedKeys::read(&trusted_keys)?;
+                        fleet::activate(&store, &name, &version, &operator(), &trusted).await?
                     }
                 };
                 eprintln!("{name} {version} is active; every gateway runs it within a second");
@@ -228,7 +240,18 @@ async fn push(
             (record, Pushed::Stored)
         }
         Via::Store(store) => {
-            fleet::push(&store, &registry()?, &name, bytes, &operator(), signature).await?
+            let registry = registry()?;
+            let trusted = TrustedKeys::default();
+            fleet::push(
+                &store,
+                &registry,
+                &name,
+                bytes,
+                &operator(),
+                signature,
+                &trusted,
+            )
+            .await?
         }
     };
     match outcome {

@@ -208,6 +208,19 @@ fn command_for(args: &[std::ffi::OsString]) -> Result<clap::Command> {
             partner = partner.mut_subcommand(name, |_| sub);
         }
         command = command.mut_subcommand("partner", |_| partner);
+        let mut ruleset = command
+            .find_subcommand("ruleset")
+            .cloned()
+            .expect("ruleset");
+        for name in ["push", "list", "activate", "rollback", "remove"] {
+            let sub = ruleset
+                .find_subcommand(name)
+                .cloned()
+                .expect("ruleset subcommand");
+            let sub = file.apply_to_operator(sub)?;
+            ruleset = ruleset.mut_subcommand(name, |_| sub);
+        }
+        command = command.mut_subcommand("ruleset", |_| ruleset);
     }
     Ok(command)
 }

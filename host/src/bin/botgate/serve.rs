@@ -5,6 +5,7 @@
 use crate::store::StoreArgs;
 use anyhow::{Context, Result};
 use botgate_api::{ApiConfig, IssuanceLimits};
+use botgate_host::fleet::signing::TrustedKeys;
 use botgate_host::gateway::GatewayConfig;
 use botgate_host::gateway::access_log::AccessLog;
 use botgate_host::gateway::cache::CacheConfig;
@@ -118,6 +119,16 @@ pub struct ServeArgs {
     /// The directory of rule components, hot-reloaded.
     #[arg(long, env = "BOTGATE_RULESETS_DIR", default_value = "data/rulesets")]
     rulesets_dir: PathBuf,
+    /// An ed25519 public key (PEM, as `openssl pkey -pubout` writes it) whose detached
+    /// signature a pushed component needs to be activated and loaded (repeatable, or
+    /// comma-separated). Without it, pushed components need no signature.
+    #[arg(
+        long = "ruleset-trusted-key",
+        value_name = "FILE",
+        env = "BOTGATE_RULESET_TRUSTED_KEYS",
+        value_delimiter = ','
+    )]
+    ruleset_trusted_keys: Vec<PathBuf>,
     /// API requests a second per key, sustained.
     #[arg(long, env = "BOTGATE_API_RATE", default_value = "50")]
     api_rate: NonZeroU32,
@@ -534,7 +545,8 @@ pub fn run(args: ServeArgs, registry: Arc<Registry>, stderr: BatchedWriter) -> R
     args.check()?;
     crate::log_level::set(args.log_level.as_deref()).map_err(anyhow::Error::msg)?;
     let (access_log, flush_access_log) = args.data_plane.access_log(&stderr)?;
-    let config = args.config(access_log);
+    let mut config = args.config(access_log);
+    config.ruleset_trusted_keys = TrustedKeys::read(&args.ruleset_trusted_keys)?;
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
@@ -671,6 +683,7 @@ impl ServeArgs {
             threads: self.data_plane.threads,
             http3: !self.data_plane.no_http3,
             rulesets_dir: Some(self.rulesets_dir.clone()),
+            ruleset_trusted_keys: TrustedKeys::default(),
             gateway,
             api: ApiConfig {
                 rate_per_second: self.api_rate,

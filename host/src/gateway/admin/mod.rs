@@ -36,6 +36,8 @@ pub struct HealthConfig {
 pub struct OperatorAccess {
     pub store: Arc<AnyStore>,
     pub token: Option<String>,
+    /// The keys a pushed component must be signed with to be activated.
+    pub trusted_keys: crate::fleet::signing::TrustedKeys,
     /// Told when the operator asks for a configuration reload.
     pub reload: Arc<tokio::sync::Notify>,
 }

@@ -38,7 +38,9 @@ pub(super) fn routes() -> Router<Arc<Admin>> {
 
 fn fleet_error(error: FleetError) -> Response {
     let status = match &error {
-        FleetError::Invalid(_) | FleetError::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        FleetError::Invalid(_) | FleetError::Refused(_) | FleetError::Signing(_) => {
+            StatusCode::UNPROCESSABLE_ENTITY
+        }
         FleetError::NoSuchVersion { .. } => StatusCode::NOT_FOUND,
         FleetError::VersionTaken { .. }
         | FleetError::NothingToRollBack(_)
@@ -99,6 +101,7 @@ async fn push(
         body.to_vec(),
         &operator_of(&headers),
         signature,
+        &admin.operator.trusted_keys,
     )
     .await;
     match pushed {
@@ -120,7 +123,8 @@ async fn activate(
     headers: HeaderMap,
 ) -> Response {
     let store = admin.operator.store.as_ref();
-    match fleet::activate(store, &name, &version, &operator_of(&headers)).await {
+    let (by, trusted) = (operator_of(&headers), &admin.operator.trusted_keys);
+    match fleet::activate(store, &name, &version, &by, trusted).await {
         Ok(state) => axum::Json(state).into_response(),
         Err(error) => fleet_error(error),
     }
