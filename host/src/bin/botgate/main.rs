@@ -187,40 +187,35 @@ fn command_for(args: &[std::ffi::OsString]) -> Result<clap::Command> {
         command = command.mut_subcommand("serve", |_| serve);
         // The operator's commands act on the store and gateway the file configures.
         let file = config::ConfigFile::read(&path)?;
-        for name in ["status", "reload"] {
-            let operator = command
-                .find_subcommand(name)
-                .cloned()
-                .expect("operator command");
-            let operator = file.apply_to_operator(operator)?;
-            command = command.mut_subcommand(name, |_| operator);
+        command = operator_defaults(command, &file, &["status", "reload"])?;
+        for (parent, names) in [
+            ("partner", &["create", "list", "rotate", "revoke"][..]),
+            (
+                "ruleset",
+                &["push", "list", "activate", "rollback", "remove"][..],
+            ),
+        ] {
+            let sub = command.find_subcommand(parent).cloned().expect("a command");
+            let sub = operator_defaults(sub, &file, names)?;
+            command = command.mut_subcommand(parent, |_| sub);
         }
-        let mut partner = command
-            .find_subcommand("partner")
+    }
+    Ok(command)
+}
+
+/// `command` with its subcommands `names` taking their defaults from `file`.
+fn operator_defaults(
+    mut command: clap::Command,
+    file: &config::ConfigFile,
+    names: &[&str],
+) -> Result<clap::Command> {
+    for name in names {
+        let sub = command
+            .find_subcommand(name)
             .cloned()
-            .expect("partner");
-        for name in ["create", "list", "rotate", "revoke"] {
-            let sub = partner
-                .find_subcommand(name)
-                .cloned()
-                .expect("partner subcommand");
-            let sub = file.apply_to_operator(sub)?;
-            partner = partner.mut_subcommand(name, |_| sub);
-        }
-        command = command.mut_subcommand("partner", |_| partner);
-        let mut ruleset = command
-            .find_subcommand("ruleset")
-            .cloned()
-            .expect("ruleset");
-        for name in ["push", "list", "activate", "rollback", "remove"] {
-            let sub = ruleset
-                .find_subcommand(name)
-                .cloned()
-                .expect("ruleset subcommand");
-            let sub = file.apply_to_operator(sub)?;
-            ruleset = ruleset.mut_subcommand(name, |_| sub);
-        }
-        command = command.mut_subcommand("ruleset", |_| ruleset);
+            .expect("a subcommand");
+        let sub = file.apply_to_operator(sub)?;
+        command = command.mut_subcommand(name, |_| sub);
     }
     Ok(command)
 }
