@@ -279,7 +279,10 @@ impl Server {
         ));
         let seen = match store.rulesets_revision().await {
             Ok(revision) => match fleet.refresh(store.as_ref()).await {
-                Ok(_) => Some(revision),
+                Ok(_) => {
+                    rulesets.set_fail_closed(fleet.fail_closed());
+                    Some(revision)
+                }
                 Err(error) => {
                     tracing::warn!(%error, "cannot read the pushed rule sets; starting with the directory's");
                     None

@@ -147,6 +147,43 @@ fn failing_component_never_fails_the_decision() {
 }
 
 #[test]
+fn a_component_made_to_fail_closed_refuses_the_requests_it_fails_on() {
+    init_logs();
+    let registry = registry_with(lenient());
+    let dir = ruleset_dir(&[("classifier", "classifier"), ("hostile", "hostile")]);
+    registry.sync(&DirectorySource::new(dir.path()));
+    let set = registry.snapshot();
+    // Every policy grants, so only the failure can refuse.
+    let grant_all = Category::ALL
+        .into_iter()
+        .fold(Policy::default(), |p, c| p.with(c, Action::Grant));
+    registry.set_fail_closed(["hostile".to_owned()].into());
+    assert!(set.fails_closed("hostile") && !set.fails_closed("classifier"));
+    for path in ["/trap", "/loop"] {
+        let decision = decide(&set, &facts_for(path), &["hostile"], &grant_all);
+        assert_eq!(decision.action, Action::Deny, "{path}");
+        assert_eq!(decision.category, Category::SecurityIssues, "{path}");
+        assert_eq!(decision.reason, "hostile.failed", "{path}");
+        assert_eq!(
+            decision.decided_by.as_ref().map(|d| &*d.name),
+            Some("hostile")
+        );
+    }
+    // Where it is not called, or behaves, nothing changes.
+    let behaved = decide(&set, &facts_for("/"), &["hostile"], &grant_all);
+    assert_eq!(behaved.reason, "hostile.everything");
+    let not_enabled = decide(&set, &facts_for("/trap"), &[], &grant_all);
+    assert_eq!(not_enabled.action, Action::Grant);
+    // Open again: the classifier decides, as before.
+    registry.set_fail_closed(Default::default());
+    let open = decide(&set, &facts_for("/trap"), &["hostile"], &grant_all);
+    assert_eq!(
+        open.decided_by.map(|d| d.name.to_string()).as_deref(),
+        Some("classifier")
+    );
+}
+
+#[test]
 fn component_that_keeps_failing_is_switched_off_then_retried() {
     init_logs();
     let hostile = load_hostile(SandboxConfig {

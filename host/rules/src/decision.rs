@@ -5,7 +5,9 @@
 //! # Precedence
 //!
 //! 1. Opinions of components that failed, timed out or are switched off are dropped
-//!    (fail-open); so are rule sets the website enabled that are not loaded. A rule set
+//!    (fail-open); so are rule sets the website enabled that are not loaded. A component
+//!    the operator made fail closed refuses the request instead: `security_issues`,
+//!    `deny`, reason `<name>.failed`, whatever the others said. A rule set
 //!    is not called for a request outside its declared scope (see [`super::scope`]):
 //!    it abstains there by contract, so this changes no decision.
 //! 2. An opinion of `security_issues` with confidence ≥ 50 beats every other category:
@@ -94,16 +96,21 @@ struct Candidate<'a> {
 /// The merge of the outcomes of one decision, in any order.
 struct Merge<'a> {
     policy: &'a Policy,
+    set: &'a RulesetSet,
     best: Option<Candidate<'a>>,
     failed: u8,
+    /// The first component that failed closed.
+    closed_by: Option<&'a LoadedComponent>,
 }
 
 impl<'a> Merge<'a> {
-    fn new(policy: &'a Policy) -> Self {
+    fn new(policy: &'a Policy, set: &'a RulesetSet) -> Self {
         Merge {
             policy,
+            set,
             best: None,
             failed: 0,
+            closed_by: None,
         }
     }
 
@@ -113,6 +120,9 @@ impl<'a> Merge<'a> {
             Outcome::Abstain | Outcome::OutOfScope => return,
             Outcome::Disabled | Outcome::Failed(_) => {
                 self.failed = self.failed.saturating_add(1);
+                if self.closed_by.is_none() && self.set.fails_closed(component.name()) {
+                    self.closed_by = Some(component);
+                }
                 return;
             }
         };
@@ -132,6 +142,19 @@ impl<'a> Merge<'a> {
 
     fn decision(self) -> Decision {
         let policy = self.policy;
+        if let Some(component) = self.closed_by {
+            return Decision {
+                category: Category::SecurityIssues,
+                action: Action::Deny,
+                confidence: 100,
+                decided_by: Some(Decider {
+                    name: component.name_arc().clone(),
+                    version: component.version_arc().clone(),
+                }),
+                reason: format!("{}.failed", component.name()),
+                failed_components: self.failed,
+            };
+        }
         match self.best {
             Some(best) => Decision {
                 category: best.category,
@@ -168,7 +191,7 @@ pub fn decide(
     enabled: &[&str],
     policy: &Policy,
 ) -> Decision {
-    let mut merge = Merge::new(policy);
+    let mut merge = Merge::new(policy, set);
     let in_scope = set
         .scopes()
         .matching(&facts.method, &facts.target, &facts.headers);
@@ -202,7 +225,7 @@ pub fn decide_observed(
         .filter(|&(i, name)| !ALWAYS_ON.contains(name) && !enabled[..i].contains(name))
         .map(|(_, name)| *name);
 
-    let mut merge = Merge::new(policy);
+    let mut merge = Merge::new(policy, set);
     let in_scope = set
         .scopes()
         .matching(&facts.method, &facts.target, &facts.headers);

@@ -11,12 +11,16 @@ use super::sandbox::Sandbox;
 use super::scope::ScopeIndex;
 use super::source::RulesetSource;
 use arc_swap::ArcSwap;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::PoisonError;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// The names of the components whose failure refuses the request (fail-closed), shared
+/// by the registry and every set it made: the operator changes it without a new set.
+pub type FailClosed = Arc<ArcSwap<BTreeSet<String>>>;
 
 /// One immutable generation of loaded components, keyed by name, with their scopes
 /// indexed.
@@ -25,22 +29,34 @@ pub struct RulesetSet {
     /// The components in name order; a component's position is its slot in `scopes`.
     components: Vec<Arc<LoadedComponent>>,
     scopes: ScopeIndex,
+    fail_closed: FailClosed,
 }
 
 impl Default for RulesetSet {
     fn default() -> Self {
-        RulesetSet::new(0, BTreeMap::new())
+        RulesetSet::new(0, BTreeMap::new(), FailClosed::default())
     }
 }
 
 impl RulesetSet {
-    fn new(generation: u64, components: BTreeMap<String, Arc<LoadedComponent>>) -> Self {
+    fn new(
+        generation: u64,
+        components: BTreeMap<String, Arc<LoadedComponent>>,
+        fail_closed: FailClosed,
+    ) -> Self {
         let scopes = ScopeIndex::new(components.values());
         RulesetSet {
             generation,
             components: components.into_values().collect(),
             scopes,
+            fail_closed,
         }
+    }
+
+    /// Whether a failure of the component `name` refuses the request it was called
+    /// for (fail-closed) rather than leaving it to the others (fail-open).
+    pub fn fails_closed(&self, name: &str) -> bool {
+        self.fail_closed.load().contains(name)
     }
 
     /// The components by name, to build the next generation from.
@@ -120,6 +136,7 @@ pub struct Registry {
     sandbox: Arc<Sandbox>,
     cache: ComponentCache,
     current: ArcSwap<RulesetSet>,
+    fail_closed: FailClosed,
     /// Serialises syncs; readers never take it.
     sync_lock: Mutex<()>,
     /// Components refused recently, by content hash, so an unchanged refused file is
@@ -143,10 +160,16 @@ impl Registry {
     /// An empty registry; compiled code is cached under `cache_dir` when given.
     pub fn new(sandbox: Arc<Sandbox>, cache_dir: Option<PathBuf>) -> Self {
         let cache = ComponentCache::new(sandbox.engine(), cache_dir);
+        let fail_closed = FailClosed::default();
         Registry {
             sandbox,
             cache,
-            current: ArcSwap::from_pointee(RulesetSet::default()),
+            current: ArcSwap::from_pointee(RulesetSet::new(
+                0,
+                BTreeMap::new(),
+                fail_closed.clone(),
+            )),
+            fail_closed,
             sync_lock: Mutex::new(()),
             refused: Mutex::new(HashMap::new()),
             syncs: AtomicU64::new(0),
@@ -155,6 +178,14 @@ impl Registry {
 
     pub fn sandbox(&self) -> &Arc<Sandbox> {
         &self.sandbox
+    }
+
+    /// Makes the components `names` fail closed, every other one fail open, at once.
+    pub fn set_fail_closed(&self, names: BTreeSet<String>) {
+        if **self.fail_closed.load() != names {
+            tracing::info!(components = ?names, "components that fail closed");
+            self.fail_closed.store(Arc::new(names));
+        }
     }
 
     /// The set in service now. Hold it for the whole of one evaluation.
@@ -192,8 +223,11 @@ impl Registry {
         let mut components = old.to_map();
         components.insert(component.name().to_owned(), component);
         let generation = old.generation + 1;
-        self.current
-            .store(Arc::new(RulesetSet::new(generation, components)));
+        self.current.store(Arc::new(RulesetSet::new(
+            generation,
+            components,
+            self.fail_closed.clone(),
+        )));
         generation
     }
 
@@ -298,8 +332,11 @@ impl Registry {
             let generation = old.generation + 1;
             let keep: Vec<&str> = next.values().map(|c| c.hash()).collect();
             self.cache.retain(&keep);
-            self.current
-                .store(Arc::new(RulesetSet::new(generation, next)));
+            self.current.store(Arc::new(RulesetSet::new(
+                generation,
+                next,
+                self.fail_closed.clone(),
+            )));
             report.generation = generation;
         }
         report

@@ -11,7 +11,8 @@ use crate::rules::source::{Listing, RulesetBlob, RulesetSource, SourceError};
 use crate::rules::{DirectorySource, Registry};
 use arc_swap::ArcSwap;
 use botgate_store::RulesetStore;
-use std::collections::BTreeMap;
+use botgate_store::rulesets::FailurePolicy;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,6 +46,8 @@ pub struct FleetSource {
     trusted: TrustedKeys,
     /// The active version of each name the store runs.
     pushed: ArcSwap<BTreeMap<String, Active>>,
+    /// The names the operator made fail closed.
+    fail_closed: ArcSwap<BTreeSet<String>>,
 }
 
 impl FleetSource {
@@ -53,7 +56,13 @@ impl FleetSource {
             directory,
             trusted,
             pushed: ArcSwap::from_pointee(BTreeMap::new()),
+            fail_closed: ArcSwap::from_pointee(BTreeSet::new()),
         }
+    }
+
+    /// The names the operator made fail closed, as last read.
+    pub fn fail_closed(&self) -> BTreeSet<String> {
+        (**self.fail_closed.load()).clone()
     }
 
     /// Reads the store's active versions, fetching the bytes of those it does not hold
@@ -68,6 +77,12 @@ impl FleetSource {
             .pushed_rulesets()
             .await
             .map_err(|e| crate::report::Report(&e).to_string())?;
+        let closed = states
+            .iter()
+            .filter(|(_, stored)| stored.state.failure == FailurePolicy::Closed)
+            .map(|(name, _)| name.clone())
+            .collect();
+        self.fail_closed.store(Arc::new(closed));
         let held = self.pushed.load_full();
         let mut next = BTreeMap::new();
         for (name, stored) in states {
@@ -207,6 +222,7 @@ pub async fn follow<S: RulesetStore>(
             Ok(changed) => {
                 failing = false;
                 seen = Some(revision);
+                registry.set_fail_closed(source.fail_closed());
                 if changed {
                     let (registry, source) = (registry.clone(), source.clone());
                     let _ =

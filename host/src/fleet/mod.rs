@@ -10,7 +10,8 @@ pub mod signing;
 
 use crate::rules::{LoadError, Registry};
 use botgate_store::rulesets::{
-    MAX_COMPONENT_BYTES, PREVIOUS_KEPT, Pushed, PushedRuleset, RulesetState, StoredState,
+    FailurePolicy, MAX_COMPONENT_BYTES, PREVIOUS_KEPT, Pushed, PushedRuleset, RulesetState,
+    StoredState,
 };
 use botgate_store::{RulesetStore, StoreError};
 use signing::{SigningError, TrustedKeys};
@@ -209,6 +210,23 @@ pub async fn rollback<S: RulesetStore>(
             }
         }
         Err(FleetError::NothingToRollBack(name.to_owned()))
+    })
+    .await
+}
+
+/// Makes `name` fail open (its failure leaves the request to the others) or closed (its
+/// failure refuses the request), on every gateway.
+pub async fn set_failure_policy<S: RulesetStore>(
+    store: &S,
+    name: &str,
+    policy: FailurePolicy,
+    by: &str,
+) -> Result<RulesetState, FleetError> {
+    name.parse::<botgate_model::rulesets::RulesetName>()
+        .map_err(|e| FleetError::Invalid(e.to_string()))?;
+    change_state(store, name, by, |state| {
+        state.failure = policy;
+        Ok(())
     })
     .await
 }

@@ -405,6 +405,28 @@ impl Collector for ComponentCollector {
                 ConstCounter::new(pick(row)).encode(family.encode_family(&row.0)?)?;
             }
         }
+        // The circuit breaker's state (switched off now) and the failure policy.
+        type State = fn(&botgate_rules::LoadedComponent, &botgate_rules::RulesetSet) -> bool;
+        let states: [(&str, &str, State); 2] = [
+            (
+                "component_switched_off",
+                "1 while a component that kept failing is switched off (its circuit open)",
+                |c, _| c.is_disabled(),
+            ),
+            (
+                "component_fails_closed",
+                "1 for a component whose failure refuses the request (fail-closed)",
+                |c, set| set.fails_closed(c.name()),
+            ),
+        ];
+        for (name, help, state) in states {
+            let mut family =
+                encoder.encode_descriptor(name, help, None, ConstGauge::new(0i64).metric_type())?;
+            for (component, row) in set.iter().zip(&rows) {
+                let value = i64::from(state(component, &set));
+                ConstGauge::new(value).encode(family.encode_family(&row.0)?)?;
+            }
+        }
         let loaded = ConstGauge::new(rows.len() as i64);
         loaded.encode(encoder.encode_descriptor(
             "components_loaded",

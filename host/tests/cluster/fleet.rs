@@ -288,6 +288,62 @@ fn on_the_embedded_store_the_commands_go_through_the_admin_listener() {
         "{metrics}"
     );
 
+    // The failure policy, on a component from the directory: in /health, the status
+    // and the metrics, with the circuit breaker's state.
+    let closed = ruleset(&["failure", "classifier", "closed"], &target);
+    assert!(closed.status.success(), "{}", said(&closed));
+    let admin = Client::new(&format!("http://{}", gateway.admin), None);
+    wait_until(
+        Duration::from_secs(5),
+        || {
+            admin
+                .get("/health")
+                .is_ok_and(|reply| reply.json()["components_fail_closed"] == json!(["classifier"]))
+        },
+        || format!("never failing closed; log:\n{}", gateway.log()),
+    )
+    .unwrap();
+    let status = super::botgate()
+        .arg("status")
+        .args(&target)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("components failing closed: classifier"),
+        "{}",
+        said(&status)
+    );
+    let metrics = admin.get("/metrics").unwrap().text;
+    let value = |family: &str| {
+        let start = format!("{family}{{component=\"classifier\"");
+        let line = metrics.lines().find(|l| l.starts_with(&start));
+        line.and_then(|l| l.rsplit(' ').next()).map(str::to_owned)
+    };
+    assert_eq!(
+        value("botgate_component_fails_closed").as_deref(),
+        Some("1"),
+        "{metrics}"
+    );
+    assert_eq!(
+        value("botgate_component_switched_off").as_deref(),
+        Some("0"),
+        "{metrics}"
+    );
+    let open = ruleset(&["failure", "classifier", "open"], &target);
+    assert!(open.status.success(), "{}", said(&open));
+    wait_until(
+        Duration::from_secs(5),
+        || {
+            admin
+                .get("/health")
+                .is_ok_and(|reply| reply.json()["components_fail_closed"] == json!([]))
+        },
+        || "still failing closed".into(),
+    )
+    .unwrap();
+    let wrong = ruleset(&["failure", "classifier", "sometimes"], &target);
+    assert!(!wrong.status.success());
+
     // A restarted gateway starts with what the store runs.
     let mut gateway = gateway;
     gateway.restart().unwrap();

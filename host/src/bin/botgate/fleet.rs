@@ -8,7 +8,7 @@ use botgate_host::fleet;
 use botgate_host::fleet::signing::TrustedKeys;
 use botgate_host::gateway::admin::{OPERATOR_HEADER, SIGNATURE_HEADER};
 use botgate_host::rules::{DirectorySource, Registry};
-use botgate_store::rulesets::{Pushed, PushedRuleset, RulesetState};
+use botgate_store::rulesets::{FailurePolicy, Pushed, PushedRuleset, RulesetState};
 use clap::Subcommand;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -51,6 +51,16 @@ pub enum FleetCommand {
     /// Put back the version that ran before the active one.
     Rollback {
         name: String,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// How a component's failure (a trap, its deadline, switched off) treats a request,
+    /// on every gateway: `open` decides it without the component, `closed` refuses it
+    /// (403, `security_issues`, reason `<name>.failed`). Pushed or from the directory.
+    Failure {
+        name: String,
+        #[arg(value_parser = ["open", "closed"])]
+        policy: String,
         #[command(flatten)]
         target: Target,
     },
@@ -188,6 +198,28 @@ pub fn run(command: FleetCommand, registry: impl FnOnce() -> Result<Arc<Registry
                     state.active.as_deref().unwrap_or("?")
                 );
                 print_state(&name, &state);
+                Ok(())
+            }
+            FleetCommand::Failure {
+                name,
+                policy,
+                target,
+            } => {
+                check_name(&name)?;
+                let state: RulesetState = match target.via().await? {
+                    Via::Admin { url, token } => {
+                        let path = format!("/operator/rulesets/{name}/failure/{policy}");
+                        serde_json::from_value(send(&url, &token, "POST", &path, None)?)?
+                    }
+                    Via::Store(store) => {
+                        let policy = match policy.as_str() {
+                            "closed" => FailurePolicy::Closed,
+                            _ => FailurePolicy::Open,
+                        };
+                        fleet::set_failure_policy(&store, &name, policy, &operator()).await?
+                    }
+                };
+                eprintln!("{name} fails {} on every gateway", state.failure.as_str());
                 Ok(())
             }
             FleetCommand::Remove {

@@ -262,6 +262,8 @@ async fn direct_status(target: &Target, store: &AnyStore) -> Result<serde_json::
         "snapshot": {"version": snapshot.version, "websites": snapshot.websites.len()},
         "components": health["components"],
         "component_sources": health["component_sources"],
+        "components_fail_closed": health["components_fail_closed"],
+        "components_switched_off": health["components_switched_off"],
         "expiring_certificates": expiring,
     }))
 }
@@ -308,6 +310,21 @@ fn describe(status: &serde_json::Value) -> String {
                 .join(", ")
         )),
         None => out.push_str("components: no gateway answers at the admin URL\n"),
+    }
+    for (key, what) in [
+        ("components_fail_closed", "components failing closed"),
+        (
+            "components_switched_off",
+            "components SWITCHED OFF after failures",
+        ),
+    ] {
+        let names: Vec<&str> = status[key]
+            .as_array()
+            .map(|names| names.iter().filter_map(|n| n.as_str()).collect())
+            .unwrap_or_default();
+        if !names.is_empty() {
+            out.push_str(&format!("{what}: {}\n", names.join(", ")));
+        }
     }
     let expiring: Vec<Expiring> =
         serde_json::from_value(status["expiring_certificates"].clone()).unwrap_or_default();

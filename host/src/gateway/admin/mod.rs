@@ -197,6 +197,16 @@ fn health_body(monitoring: &Monitoring) -> (StatusCode, serde_json::Value) {
         },
         "components": versions,
         "component_sources": sources,
+        "components_switched_off": components
+            .iter()
+            .filter(|c| c.is_disabled())
+            .map(|c| c.name())
+            .collect::<Vec<_>>(),
+        "components_fail_closed": components
+            .iter()
+            .filter(|c| components.fails_closed(c.name()))
+            .map(|c| c.name())
+            .collect::<Vec<_>>(),
         "classifier_loaded": classifier,
     });
     (status, body)

@@ -9,7 +9,7 @@ use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
-use botgate_store::rulesets::{MAX_COMPONENT_BYTES, Pushed};
+use botgate_store::rulesets::{FailurePolicy, MAX_COMPONENT_BYTES, Pushed};
 use std::sync::Arc;
 
 /// The header naming who asks (the operator's user and machine, as the command saw
@@ -33,6 +33,7 @@ pub(super) fn routes() -> Router<Arc<Admin>> {
             post(activate),
         )
         .route("/operator/rulesets/{name}/rollback", post(rollback))
+        .route("/operator/rulesets/{name}/failure/{policy}", post(failure))
         .route("/operator/rulesets/{name}/{version}", delete(remove))
 }
 
@@ -150,6 +151,29 @@ async fn remove(
 ) -> Response {
     match fleet::remove(admin.operator.store.as_ref(), &name, &version).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(error) => fleet_error(error),
+    }
+}
+
+async fn failure(
+    State(admin): State<Arc<Admin>>,
+    _: Operator,
+    Path((name, policy)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let policy = match policy.as_str() {
+        "open" => FailurePolicy::Open,
+        "closed" => FailurePolicy::Closed,
+        _ => {
+            return refused(
+                StatusCode::NOT_FOUND,
+                "the failure policies are open and closed",
+            );
+        }
+    };
+    let store = admin.operator.store.as_ref();
+    match fleet::set_failure_policy(store, &name, policy, &operator_of(&headers)).await {
+        Ok(state) => axum::Json(state).into_response(),
         Err(error) => fleet_error(error),
     }
 }
