@@ -621,7 +621,13 @@ impl Server {
             store.clone(),
             rulesets.clone(),
             fleet,
+            gateway.shadows.clone(),
             seen,
+            shutdown.clone().stopped(),
+        )));
+        tasks.push(tokio::spawn(crate::gateway::shadow::flush_every(
+            gateway.shadows.clone(),
+            store.clone(),
             shutdown.clone().stopped(),
         )));
         let outbox = Arc::new(Outbox::new(store.clone(), config.webhooks));

@@ -2,7 +2,9 @@
 //! [`Store`] interface (the trait's `async` methods make it unusable as `dyn Store`).
 
 use crate::RedisConfig;
-use crate::rulesets::{Pushed, PushedRuleset, RulesetState, RulesetStore, StoredState};
+use crate::rulesets::{
+    Pushed, PushedRuleset, RulesetState, RulesetStore, ShadowResults, StoredState,
+};
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
     AccountStore, Change, Delivery, EmbeddedStore, OutboxStore, Page, PartnerRecord, Position,
@@ -316,6 +318,19 @@ impl RulesetStore for AnyStore {
 
     async fn rulesets_revision(&self) -> Result<u64, StoreError> {
         delegate!(self.rulesets_revision())
+    }
+
+    async fn add_shadow_results(
+        &self,
+        name: &str,
+        version: &str,
+        results: &ShadowResults,
+    ) -> Result<(), StoreError> {
+        delegate!(self.add_shadow_results(name, version, results))
+    }
+
+    async fn shadow_results(&self, name: &str, version: &str) -> Result<ShadowResults, StoreError> {
+        delegate!(self.shadow_results(name, version))
     }
 
     async fn remove_ruleset(&self, name: &str, version: &str) -> Result<bool, StoreError> {

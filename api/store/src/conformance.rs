@@ -184,6 +184,44 @@ async fn rulesets<S: Store>(store: &S) {
     assert!(store.remove_ruleset("wordpress", "1.0.0").await.unwrap());
     assert_eq!(store.ruleset_bytes(&first.sha256).await.unwrap(), None);
     assert_eq!(store.pushed_rulesets().await.unwrap(), vec![second]);
+
+    // Shadow results add up across gateways; the latest samples are kept, newest first.
+    use crate::rulesets::{SHADOW_SAMPLES_KEPT, ShadowResults, ShadowSample};
+    let sample = |n: u64| ShadowSample {
+        at_ms: n,
+        website: "a.example".into(),
+        method: "GET".into(),
+        target: format!("/{n}"),
+        active: "humans (classifier.browser)".into(),
+        shadow: "abstain".into(),
+    };
+    assert_eq!(
+        store.shadow_results("wordpress", "3.0.0").await.unwrap(),
+        ShadowResults::default()
+    );
+    for flush in 0..3u64 {
+        let results = ShadowResults {
+            counts: [
+                ("humans -> abstain".to_owned(), 2),
+                ("humans -> humans".to_owned(), 5),
+            ]
+            .into(),
+            samples: (flush * 30..flush * 30 + 30).map(sample).collect(),
+        };
+        store
+            .add_shadow_results("wordpress", "3.0.0", &results)
+            .await
+            .unwrap();
+    }
+    let results = store.shadow_results("wordpress", "3.0.0").await.unwrap();
+    assert_eq!(results.counts["humans -> abstain"], 6);
+    assert_eq!(results.counts["humans -> humans"], 15);
+    assert_eq!(results.samples.len(), SHADOW_SAMPLES_KEPT);
+    assert_eq!(results.samples[0], sample(89));
+    assert_eq!(
+        store.shadow_results("wordpress", "2.0.0").await.unwrap(),
+        ShadowResults::default()
+    );
 }
 
 fn traffic_event(n: u64) -> crate::TrafficEvent {

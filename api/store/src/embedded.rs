@@ -2,7 +2,8 @@
 //! write is a durable transaction), with the change feed in-process.
 
 use crate::rulesets::{
-    Pushed, PushedRuleset, RulesetState, RulesetStore, StoredState, runs, sort_pushed,
+    Pushed, PushedRuleset, RulesetState, RulesetStore, SHADOW_SAMPLES_KEPT, ShadowResults,
+    StoredState, runs, sort_pushed, version_key,
 };
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
@@ -62,6 +63,8 @@ const EVENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("events");
 const RULESET_BLOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("ruleset_blobs");
 /// Pushed rule components: `name@version` → [`PushedRuleset`] (JSON).
 const RULESET_VERSIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("ruleset_versions");
+/// Shadow results: `name@version` → [`ShadowResults`] (JSON).
+const SHADOW_RESULTS: TableDefinition<&str, &[u8]> = TableDefinition::new("shadow_results");
 /// What runs of each name: name → `{revision:020}` and the [`RulesetState`] (JSON).
 const RULESET_STATES: TableDefinition<&str, &[u8]> = TableDefinition::new("ruleset_states");
 /// Expired ephemeral entries removed by one ephemeral write, at most.
@@ -263,6 +266,7 @@ impl EmbeddedStore {
             txn.open_table(RULESET_BLOBS).map_err(backend)?;
             txn.open_table(RULESET_VERSIONS).map_err(backend)?;
             txn.open_table(RULESET_STATES).map_err(backend)?;
+            txn.open_table(SHADOW_RESULTS).map_err(backend)?;
             index_hosts_once(&txn)?;
         }
         txn.commit().map_err(backend)?;
@@ -1557,6 +1561,41 @@ impl RulesetStore for EmbeddedStore {
         .await
     }
 
+    async fn add_shadow_results(
+        &self,
+        name: &str,
+        version: &str,
+        results: &ShadowResults,
+    ) -> Result<(), StoreError> {
+        let (key, added) = (version_key(name, version), results.clone());
+        self.write(move |txn| {
+            let mut table = txn.open_table(SHADOW_RESULTS).map_err(backend)?;
+            let mut stored: ShadowResults = get_json(&table, &key)?.unwrap_or_default();
+            for (pair, count) in added.counts {
+                *stored.counts.entry(pair).or_default() += count;
+            }
+            let mut samples = added.samples;
+            samples.reverse();
+            samples.extend(stored.samples);
+            samples.truncate(SHADOW_SAMPLES_KEPT);
+            stored.samples = samples;
+            table
+                .insert(key.as_str(), encode(&stored).as_slice())
+                .map_err(backend)?;
+            Ok(((), Vec::new()))
+        })
+        .await
+    }
+
+    async fn shadow_results(&self, name: &str, version: &str) -> Result<ShadowResults, StoreError> {
+        let key = version_key(name, version);
+        self.read(move |txn| {
+            let table = txn.open_table(SHADOW_RESULTS).map_err(backend)?;
+            Ok(get_json(&table, &key)?.unwrap_or_default())
+        })
+        .await
+    }
+
     async fn remove_ruleset(&self, name: &str, version: &str) -> Result<bool, StoreError> {
         let (name, version) = (name.to_owned(), version.to_owned());
         self.write(move |txn| {
@@ -1568,7 +1607,7 @@ impl RulesetStore for EmbeddedStore {
                     "rule set {name} {version} is in service"
                 )));
             }
-            let key = crate::rulesets::version_key(&name, &version);
+            let key = version_key(&name, &version);
             let mut versions = txn.open_table(RULESET_VERSIONS).map_err(backend)?;
             let Some(removed) = get_json::<PushedRuleset>(&versions, &key)? else {
                 return Ok((false, Vec::new()));

@@ -27,7 +27,8 @@
 //! | `ephemeral:{key}` | string with a TTL | a short-lived value or a lease's holder |
 
 use crate::rulesets::{
-    Pushed, PushedRuleset, RulesetState, RulesetStore, StoredState, sort_pushed,
+    Pushed, PushedRuleset, RulesetState, RulesetStore, SHADOW_SAMPLES_KEPT, ShadowResults,
+    StoredState, sort_pushed, version_key,
 };
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
@@ -1567,6 +1568,63 @@ impl RulesetStore for RedisStore {
     async fn rulesets_revision(&self) -> Result<u64, StoreError> {
         let revision = self.get(self.key("ruleset-revision")).await?;
         Ok(revision.and_then(|r| r.parse().ok()).unwrap_or(0))
+    }
+
+    async fn add_shadow_results(
+        &self,
+        name: &str,
+        version: &str,
+        results: &ShadowResults,
+    ) -> Result<(), StoreError> {
+        const LUA: &str = include_str!("lua/add_shadow_results.lua");
+        let key = version_key(name, version);
+        let mut args = vec![
+            SHADOW_SAMPLES_KEPT.to_string(),
+            results.counts.len().to_string(),
+        ];
+        for (pair, count) in &results.counts {
+            args.push(pair.clone());
+            args.push(count.to_string());
+        }
+        // Oldest first: each is pushed in front of the list.
+        args.extend(results.samples.iter().map(json));
+        let _: i64 = self
+            .write_script_with(
+                // Once per flush: a retry after a lost reply must not count twice.
+                Retry::FirstReply,
+                LUA,
+                vec![
+                    self.key(&format!("shadow-counts:{key}")),
+                    self.key(&format!("shadow-samples:{key}")),
+                ],
+                args,
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn shadow_results(&self, name: &str, version: &str) -> Result<ShadowResults, StoreError> {
+        let key = version_key(name, version);
+        let (counts_key, samples_key) = (
+            self.key(&format!("shadow-counts:{key}")),
+            self.key(&format!("shadow-samples:{key}")),
+        );
+        let (counts, samples): (BTreeMap<String, u64>, Vec<String>) = self
+            .run({
+                let (counts_key, samples_key) = (counts_key.clone(), samples_key.clone());
+                move |c| {
+                    let mut pipe = redis::pipe();
+                    pipe.hgetall(&counts_key).lrange(&samples_key, 0, -1);
+                    Box::pin(async move { pipe.query_async(c).await })
+                }
+            })
+            .await
+            .map_err(backend)?;
+        let samples = samples
+            .iter()
+            .map(|text| decode(&samples_key, text))
+            .collect::<Result<_, _>>()?;
+        Ok(ShadowResults { counts, samples })
     }
 
     async fn remove_ruleset(&self, name: &str, version: &str) -> Result<bool, StoreError> {

@@ -98,6 +98,31 @@ pub struct StoredState {
     pub revision: u64,
 }
 
+/// The disagreements kept per shadowed version, the latest.
+pub const SHADOW_SAMPLES_KEPT: usize = 50;
+
+/// One request on which a shadowed version and the active one disagreed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShadowSample {
+    pub at_ms: u64,
+    pub website: String,
+    pub method: String,
+    /// The path and query, cut to 256 bytes.
+    pub target: String,
+    /// Each side's opinion: `category (reason)`, `abstain` or `failed`.
+    pub active: String,
+    pub shadow: String,
+}
+
+/// What a shadowed version did beside the active one, summed over every gateway.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShadowResults {
+    /// Requests by `active category -> shadow category` (`abstain`, `failed` too).
+    pub counts: BTreeMap<String, u64>,
+    /// The latest disagreements, newest first (at most [`SHADOW_SAMPLES_KEPT`]).
+    pub samples: Vec<ShadowSample>,
+}
+
 /// What a push did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pushed {
@@ -143,6 +168,22 @@ pub trait RulesetStore: Send + Sync + 'static {
 
     /// The revision of all rule-set states: it grows with every change of one.
     fn rulesets_revision(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// Adds a gateway's shadow results for `name`'s `version`: counts added, samples
+    /// kept newest first up to [`SHADOW_SAMPLES_KEPT`].
+    fn add_shadow_results(
+        &self,
+        name: &str,
+        version: &str,
+        results: &ShadowResults,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The shadow results of `name`'s `version` so far.
+    fn shadow_results(
+        &self,
+        name: &str,
+        version: &str,
+    ) -> impl Future<Output = Result<ShadowResults, StoreError>> + Send;
 
     /// Forgets `name`'s `version` (and its bytes, when no other version has them);
     /// false when it was not stored. [`StoreError::Conflict`] while the state runs it

@@ -7,11 +7,12 @@
 //! file one server happens to hold.
 
 use super::signing::TrustedKeys;
+use crate::gateway::shadow::{Shadowed, Shadows};
 use crate::rules::source::{Listing, RulesetBlob, RulesetSource, SourceError};
 use crate::rules::{DirectorySource, Registry};
 use arc_swap::ArcSwap;
 use botgate_store::RulesetStore;
-use botgate_store::rulesets::FailurePolicy;
+use botgate_store::rulesets::{FailurePolicy, PushedRuleset};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,12 +32,12 @@ pub fn source_of(origin: &str) -> &'static str {
     }
 }
 
-/// An active version as the store holds it.
+/// A pushed version as the store holds it.
 #[derive(Debug, Clone)]
-struct Active {
-    version: String,
-    sha256: String,
-    bytes: Arc<Vec<u8>>,
+pub struct Active {
+    pub version: String,
+    pub sha256: String,
+    pub bytes: Arc<Vec<u8>>,
 }
 
 /// The registry's source: the store's active versions, then the directory's files.
@@ -48,6 +49,8 @@ pub struct FleetSource {
     pushed: ArcSwap<BTreeMap<String, Active>>,
     /// The names the operator made fail closed.
     fail_closed: ArcSwap<BTreeSet<String>>,
+    /// The versions in shadow and their shares, by name.
+    shadows: ArcSwap<BTreeMap<String, (Active, u8)>>,
 }
 
 impl FleetSource {
@@ -57,6 +60,7 @@ impl FleetSource {
             trusted,
             pushed: ArcSwap::from_pointee(BTreeMap::new()),
             fail_closed: ArcSwap::from_pointee(BTreeSet::new()),
+            shadows: ArcSwap::from_pointee(BTreeMap::new()),
         }
     }
 
@@ -65,9 +69,51 @@ impl FleetSource {
         (**self.fail_closed.load()).clone()
     }
 
-    /// Reads the store's active versions, fetching the bytes of those it does not hold
-    /// yet. Whether anything changed. A name whose bytes cannot be read keeps what it
-    /// ran (and the error is logged); a store that does not answer is an error.
+    /// The versions in shadow, as last read: name → (the version, its share).
+    pub fn shadows(&self) -> BTreeMap<String, (Active, u8)> {
+        (**self.shadows.load()).clone()
+    }
+
+    /// `record`'s version: `held` when it has the same bytes, else fetched from `store`
+    /// and checked (its SHA-256, and its signature when keys are trusted). A version
+    /// that cannot be read or is refused leaves `held` (the error is logged).
+    async fn fetch<S: RulesetStore>(
+        &self,
+        store: &S,
+        record: &PushedRuleset,
+        held: Option<&Active>,
+    ) -> Option<Active> {
+        if let Some(kept) = held.filter(|k| k.sha256 == record.sha256) {
+            return Some(kept.clone());
+        }
+        let (name, version) = (&record.name, &record.version);
+        let why = match store.ruleset_bytes(&record.sha256).await {
+            Ok(Some(bytes)) if botgate_store::sha256_hex(&bytes) != record.sha256 => {
+                "the stored bytes do not match their SHA-256".to_owned()
+            }
+            Ok(Some(bytes)) => {
+                let signature = record.signature.as_deref();
+                match self.trusted.check(name, version, &bytes, signature) {
+                    Ok(_) => {
+                        return Some(Active {
+                            version: version.clone(),
+                            sha256: record.sha256.clone(),
+                            bytes: Arc::new(bytes),
+                        });
+                    }
+                    Err(refused) => refused.to_string(),
+                }
+            }
+            Ok(None) => "its bytes are gone".to_owned(),
+            Err(error) => crate::report::Report(&error).to_string(),
+        };
+        tracing::error!(component = %name, %version, reason = %why, "a pushed rule set is refused; keeping what runs");
+        held.cloned()
+    }
+
+    /// Reads the store's active versions and those in shadow, fetching the bytes of
+    /// those it does not hold yet. Whether the active ones changed. A name whose bytes
+    /// cannot be read keeps what it ran; a store that does not answer is an error.
     pub async fn refresh<S: RulesetStore>(&self, store: &S) -> Result<bool, String> {
         let states = store
             .ruleset_states()
@@ -83,70 +129,40 @@ impl FleetSource {
             .map(|(name, _)| name.clone())
             .collect();
         self.fail_closed.store(Arc::new(closed));
-        let held = self.pushed.load_full();
-        let mut next = BTreeMap::new();
-        for (name, stored) in states {
-            let Some(version) = stored.state.active else {
-                continue;
-            };
+        let record_of = |name: &str, version: &str| {
             let record = pushed
                 .iter()
                 .find(|p| p.name == name && p.version == version);
-            let Some(record) = record else {
-                tracing::error!(component = %name, %version, "the active rule-set version is not stored; keeping what runs");
-                if let Some(kept) = held.get(&name) {
-                    next.insert(name, kept.clone());
-                }
-                continue;
-            };
-            if let Some(kept) = held.get(&name).filter(|k| k.sha256 == record.sha256) {
-                next.insert(name, kept.clone());
-                continue;
+            if record.is_none() {
+                tracing::error!(component = %name, %version, "a pushed version in service is not stored; keeping what runs");
             }
-            let fetched = store.ruleset_bytes(&record.sha256).await;
-            let signed = |bytes: &[u8]| {
-                let signature = record.signature.as_deref();
-                self.trusted.check(&name, &version, bytes, signature)
-            };
-            match fetched {
-                Ok(Some(bytes)) if botgate_store::sha256_hex(&bytes) != record.sha256 => {
-                    tracing::error!(component = %name, %version, "the stored bytes do not match their SHA-256; keeping what runs");
-                    if let Some(kept) = held.get(&name) {
-                        next.insert(name, kept.clone());
-                    }
+            record
+        };
+        let (held, held_shadows) = (self.pushed.load_full(), self.shadows.load_full());
+        let (mut next, mut shadows) = (BTreeMap::new(), BTreeMap::new());
+        for (name, stored) in &states {
+            if let Some(version) = &stored.state.active {
+                let kept = held.get(name);
+                let active = match record_of(name, version) {
+                    Some(record) => self.fetch(store, record, kept).await,
+                    None => kept.cloned(),
+                };
+                if let Some(active) = active {
+                    next.insert(name.clone(), active);
                 }
-                Ok(Some(bytes)) if signed(&bytes).is_err() => {
-                    let why = signed(&bytes)
-                        .err()
-                        .map(|e| e.to_string())
-                        .unwrap_or_default();
-                    tracing::error!(component = %name, %version, reason = %why, "a pushed rule set is refused; keeping what runs");
-                    if let Some(kept) = held.get(&name) {
-                        next.insert(name, kept.clone());
-                    }
-                }
-                Ok(Some(bytes)) => {
-                    next.insert(
-                        name,
-                        Active {
-                            version,
-                            sha256: record.sha256.clone(),
-                            bytes: Arc::new(bytes),
-                        },
-                    );
-                }
-                outcome => {
-                    let why = match outcome {
-                        Ok(_) => "its bytes are gone".to_owned(),
-                        Err(error) => crate::report::Report(&error).to_string(),
-                    };
-                    tracing::error!(component = %name, %version, reason = %why, "cannot read a pushed rule set; keeping what runs");
-                    if let Some(kept) = held.get(&name) {
-                        next.insert(name, kept.clone());
-                    }
+            }
+            if let Some(shadow) = &stored.state.shadow {
+                let kept = held_shadows.get(name).map(|(active, _)| active);
+                let fetched = match record_of(name, &shadow.version) {
+                    Some(record) => self.fetch(store, record, kept).await,
+                    None => kept.cloned(),
+                };
+                if let Some(fetched) = fetched {
+                    shadows.insert(name.clone(), (fetched, shadow.percent));
                 }
             }
         }
+        self.shadows.store(Arc::new(shadows));
         let changed = next.len() != held.len()
             || next
                 .iter()
@@ -189,17 +205,60 @@ impl RulesetSource for FleetSource {
     }
 }
 
+/// Loads the versions in shadow that `shadows` does not run yet (validated as any
+/// component is) and installs them all.
+async fn install_shadows(registry: &Arc<Registry>, source: &FleetSource, shadows: &Shadows) {
+    let wanted = source.shadows();
+    let running = shadows.running();
+    let mut next = BTreeMap::new();
+    for (name, (version, percent)) in wanted {
+        let kept = running
+            .get(&name)
+            .filter(|s| s.component.hash() == version.sha256);
+        let component = match kept {
+            Some(kept) => kept.component.clone(),
+            None => {
+                let (registry, checked, bytes) =
+                    (registry.clone(), name.clone(), version.bytes.clone());
+                let origin = format!("{PUSHED_ORIGIN}{name} {} (shadow)", version.version);
+                let loaded =
+                    tokio::task::spawn_blocking(move || registry.check(&checked, &bytes, &origin))
+                        .await;
+                match loaded {
+                    Ok(Ok(component)) => Arc::new(component),
+                    Ok(Err(refused)) => {
+                        tracing::error!(component = %name, version = %version.version, reason = %refused, "a version in shadow is refused");
+                        continue;
+                    }
+                    Err(_) => continue,
+                }
+            }
+        };
+        next.insert(name, Shadowed { component, percent });
+    }
+    if next.keys().ne(running.keys())
+        || next.iter().zip(running.iter()).any(|((_, a), (_, b))| {
+            a.component.hash() != b.component.hash() || a.percent != b.percent
+        })
+    {
+        tracing::info!(shadows = ?next.iter().map(|(n, s)| format!("{n} {} {}%", s.component.version(), s.percent)).collect::<Vec<_>>(), "versions in shadow");
+        shadows.install(next);
+    }
+}
+
 /// Polls `store` every [`POLL_EVERY`] and syncs `registry` with `source` when the
 /// rule-set revision moves from `seen` (`None`: not read yet); until `stopped`.
 pub async fn follow<S: RulesetStore>(
     store: Arc<S>,
     registry: Arc<Registry>,
     source: Arc<FleetSource>,
+    shadows: Arc<Shadows>,
     mut seen: Option<u64>,
     stopped: impl std::future::Future<Output = ()>,
 ) {
     let mut failing = false;
     let mut stopped = std::pin::pin!(stopped);
+    install_shadows(&registry, &source, &shadows).await;
     loop {
         tokio::select! {
             _ = tokio::time::sleep(POLL_EVERY) => {}
@@ -223,6 +282,7 @@ pub async fn follow<S: RulesetStore>(
                 failing = false;
                 seen = Some(revision);
                 registry.set_fail_closed(source.fail_closed());
+                install_shadows(&registry, &source, &shadows).await;
                 if changed {
                     let (registry, source) = (registry.clone(), source.clone());
                     let _ =

@@ -10,8 +10,8 @@ pub mod signing;
 
 use crate::rules::{LoadError, Registry};
 use botgate_store::rulesets::{
-    FailurePolicy, MAX_COMPONENT_BYTES, PREVIOUS_KEPT, Pushed, PushedRuleset, RulesetState,
-    StoredState,
+    FailurePolicy, MAX_COMPONENT_BYTES, PREVIOUS_KEPT, Pushed, PushedRuleset, RulesetState, Shadow,
+    ShadowResults, StoredState,
 };
 use botgate_store::{RulesetStore, StoreError};
 use signing::{SigningError, TrustedKeys};
@@ -212,6 +212,83 @@ pub async fn rollback<S: RulesetStore>(
         Err(FleetError::NothingToRollBack(name.to_owned()))
     })
     .await
+}
+
+/// Runs `version` of `name` in shadow on `percent` of the requests the active version
+/// judges, on every gateway (it replaces a version in shadow before).
+pub async fn shadow<S: RulesetStore>(
+    store: &S,
+    name: &str,
+    version: &str,
+    percent: u8,
+    by: &str,
+    trusted: &TrustedKeys,
+) -> Result<RulesetState, FleetError> {
+    if !(1..=100).contains(&percent) {
+        return Err(FleetError::Invalid(format!(
+            "a shadow share is 1 to 100 percent, not {percent}"
+        )));
+    }
+    let record = pushed_version(store, name, version).await?;
+    if trusted.required() {
+        let bytes = store
+            .ruleset_bytes(&record.sha256)
+            .await?
+            .unwrap_or_default();
+        trusted.check(name, version, &bytes, record.signature.as_deref())?;
+    }
+    change_state(store, name, by, |state| {
+        if state.active.as_deref() == Some(version) {
+            return Err(FleetError::Invalid(format!(
+                "{name} {version} is the active version; shadow another one"
+            )));
+        }
+        state.shadow = Some(Shadow {
+            version: version.to_owned(),
+            percent,
+        });
+        Ok(())
+    })
+    .await
+}
+
+/// Stops `name`'s shadow rollout.
+pub async fn unshadow<S: RulesetStore>(
+    store: &S,
+    name: &str,
+    by: &str,
+) -> Result<RulesetState, FleetError> {
+    change_state(store, name, by, |state| match state.shadow.take() {
+        Some(_) => Ok(()),
+        None => Err(FleetError::Invalid(format!(
+            "{name} has no version in shadow"
+        ))),
+    })
+    .await
+}
+
+/// What the version of `name` in shadow (or `version`) did beside the active one.
+pub async fn diff<S: RulesetStore>(
+    store: &S,
+    name: &str,
+    version: Option<&str>,
+) -> Result<(String, ShadowResults), FleetError> {
+    let version = match version {
+        Some(version) => version.to_owned(),
+        None => store
+            .ruleset_states()
+            .await?
+            .remove(name)
+            .and_then(|stored| stored.state.shadow)
+            .map(|shadow| shadow.version)
+            .ok_or_else(|| {
+                FleetError::Invalid(format!(
+                    "{name} has no version in shadow (name one with --version)"
+                ))
+            })?,
+    };
+    let results = store.shadow_results(name, &version).await?;
+    Ok((version, results))
 }
 
 /// Makes `name` fail open (its failure leaves the request to the others) or closed (its

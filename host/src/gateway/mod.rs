@@ -39,6 +39,7 @@ pub mod phases;
 pub mod proxy_protocol;
 pub mod quic_hello;
 pub mod service;
+pub mod shadow;
 pub mod tls;
 pub mod traffic;
 pub mod upstream;
@@ -107,6 +108,8 @@ pub struct Gateway {
     pub traffic: traffic::TrafficRecorder,
     /// Clients' countries and ASNs, for custom rules.
     pub geoip: geoip::GeoIp,
+    /// Pushed versions evaluated beside the active ones, never acted on.
+    pub shadows: Arc<shadow::Shadows>,
 }
 
 /// Where the data plane finds the answers to ACME challenges while an issuance (by
@@ -213,6 +216,7 @@ impl Gateway {
             host_certificates: Arc::default(),
             traffic: traffic::TrafficRecorder::default(),
             geoip,
+            shadows: Arc::default(),
         };
         Ok(Arc::new(gateway))
     }

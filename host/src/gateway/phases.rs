@@ -430,12 +430,11 @@ impl Gateway {
         let facts = facts::request_facts(parts, &known);
         let settings = &website.website.settings;
         let enabled: smallvec::SmallVec<[&str; 9]> = settings.rulesets.enabled_iter().collect();
-        decide(
-            &self.rulesets.current(),
-            &facts,
-            &enabled,
-            settings.rules.policy(),
-        )
+        let set = self.rulesets.current();
+        let decision = decide(&set, &facts, &enabled, settings.rules.policy());
+        let method = request.method().as_str();
+        self.shadows.observe(&set, &facts, &enabled, host, method);
+        decision
     }
 
     /// The challenge page, counted as a failed challenge until solved.

@@ -35,6 +35,17 @@ fn versioned(dir: &Path, guest: &str) -> PathBuf {
     file
 }
 
+/// The command-line options that reach `gateway`'s admin listener (the embedded store's
+/// commands go there while a gateway holds it).
+fn through_admin(gateway: &Gateway) -> Vec<String> {
+    vec![
+        "--data-dir".to_owned(),
+        gateway.data_dir().display().to_string(),
+        "--admin-url".to_owned(),
+        format!("http://{}", gateway.admin),
+    ]
+}
+
 /// The version of `versioned` a gateway's `/health` says it runs, and from where.
 fn running(gateway: &Gateway) -> Option<(String, String)> {
     let health = Client::new(&format!("http://{}", gateway.admin), None)
@@ -207,12 +218,7 @@ fn a_pushed_component_runs_on_every_gateway_of_the_store_without_a_failed_reques
 fn on_the_embedded_store_the_commands_go_through_the_admin_listener() {
     let binary = Path::new(env!("CARGO_BIN_EXE_botgate"));
     let gateway = Gateway::start_protecting(binary, GatewayStore::Embedded, &[], &[]).unwrap();
-    let target = vec![
-        "--data-dir".to_owned(),
-        gateway.data_dir().display().to_string(),
-        "--admin-url".to_owned(),
-        format!("http://{}", gateway.admin),
-    ];
+    let target = through_admin(&gateway);
     let files = tempfile::tempdir().unwrap();
 
     // What the directory source refuses, a push refuses, naming why.
@@ -432,12 +438,7 @@ fn with_trusted_keys_only_signed_components_are_activated_and_loaded() {
     // stored by a push straight into the store, and then refused at activation.
     let two = versioned(files.path(), "versioned_two");
     let by_stranger = sign(&two, "stranger.pem");
-    let through_admin = vec![
-        "--data-dir".to_owned(),
-        gateway.data_dir().display().to_string(),
-        "--admin-url".to_owned(),
-        format!("http://{}", gateway.admin),
-    ];
+    let through_admin = through_admin(&gateway);
     let stranger_push = [
         "push",
         two.to_str().unwrap(),
@@ -500,4 +501,109 @@ fn with_trusted_keys_only_signed_components_are_activated_and_loaded() {
     )
     .unwrap();
     assert_eq!(running(&gateway), Some(("2.0.0".into(), "store".into())));
+}
+
+#[test]
+fn a_version_in_shadow_is_compared_never_acted_on_and_the_diff_says_where() {
+    let origin = Origin::start("origin", [127, 0, 0, 1].into(), 0).unwrap();
+    let port = origin.address.port().to_string();
+    let binary = Path::new(env!("CARGO_BIN_EXE_botgate"));
+    let gateway = Gateway::start_protecting(
+        binary,
+        GatewayStore::Embedded,
+        &["hoster"],
+        &["--origin-http-port", port.as_str()],
+    )
+    .unwrap();
+    let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
+    super::create_owner(&partner);
+    let created = partner
+        .post_json(
+            "/v1.0/website",
+            &json!({"domain": "visited.example", "user_id": "owner", "ip": ["127.0.0.1"],
+                    "settings": {"rulesets": {"wordpress": true},
+                                 "loadbalancer": {"ddos_protection": false,
+                                                  "ddos_protection_advanced": false}}}),
+        )
+        .unwrap();
+    assert_eq!(created.status, 201, "{}", created.text);
+    let target = through_admin(&gateway);
+    // A new wordpress that calls everything a scraper, in shadow on every request the
+    // running wordpress (from the directory) judges.
+    let files = tempfile::tempdir().unwrap();
+    let folder = files.path().join("new");
+    std::fs::create_dir_all(&folder).unwrap();
+    let file = folder.join("wordpress.wasm");
+    std::fs::copy(botgate_tests::guest("shadow_wordpress"), &file).unwrap();
+    let pushed = ruleset(&["push", file.to_str().unwrap()], &target);
+    assert!(pushed.status.success(), "{}", said(&pushed));
+    let wrong = ruleset(&["shadow", "wordpress", "9.0.0", "--percent", "0"], &target);
+    assert!(!wrong.status.success());
+    let shadowed = ruleset(
+        &["shadow", "wordpress", "9.0.0", "--percent", "100"],
+        &target,
+    );
+    assert!(shadowed.status.success(), "{}", said(&shadowed));
+    wait_until(
+        Duration::from_secs(10),
+        || gateway.log().contains("versions in shadow"),
+        || format!("the shadow never loaded; log:\n{}", gateway.log()),
+    )
+    .unwrap();
+
+    // Browsers on WordPress's pages: the running version lets them in; the shadow's
+    // opinion (a scraper, which the policy denies) is never acted on.
+    let visits = 12;
+    for _ in 0..visits {
+        let status =
+            super::visit_path(&gateway, "visited.example", "/wp-json/wp/v2/posts").unwrap();
+        assert_eq!(status, 200);
+    }
+    // Outside WordPress's scope the shadow is not asked.
+    super::visit_path(&gateway, "visited.example", "/about").unwrap();
+    let diff = || ruleset(&["diff", "wordpress"], &target);
+    wait_until(
+        Duration::from_secs(10),
+        || {
+            String::from_utf8_lossy(&diff().stdout).contains(&format!(
+                "{visits} requests compared, {visits} with another category"
+            ))
+        },
+        || format!("the diff never counted every visit: {}", said(&diff())),
+    )
+    .unwrap();
+    let out = said(&diff());
+    assert!(
+        out.contains("* abstain -> content_scrapers")
+            || out.contains("* humans -> content_scrapers"),
+        "{out}"
+    );
+    assert!(
+        out.contains("visited.example GET /wp-json/wp/v2/posts"),
+        "{out}"
+    );
+    assert!(out.contains("content_scrapers (shadow.scraper)"), "{out}");
+    assert!(
+        gateway
+            .log()
+            .contains("shadow_version=9.0.0 shadow=content_scrapers (shadow.scraper)"),
+        "the shadow's opinion is logged beside the active one's"
+    );
+
+    // Dropped: no more comparisons; the versions stay as they were.
+    let dropped = ruleset(&["unshadow", "wordpress"], &target);
+    assert!(dropped.status.success(), "{}", said(&dropped));
+    let again = ruleset(&["unshadow", "wordpress"], &target);
+    assert!(!again.status.success());
+    assert!(
+        said(&again).contains("no version in shadow"),
+        "{}",
+        said(&again)
+    );
+    let listed = ruleset(&["diff", "wordpress", "--version", "9.0.0"], &target);
+    assert!(
+        said(&listed).contains(&format!("{visits} requests compared")),
+        "{}",
+        said(&listed)
+    );
 }

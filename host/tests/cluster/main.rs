@@ -33,11 +33,16 @@ fn create_owner(partner: &botgate_tests::http::Client) {
 
 /// A visitor's GET of `host`'s `/`, as a browser, through `gateway`: its status.
 fn visit_host(gateway: &botgate_tests::servers::Gateway, host: &str) -> Result<u16> {
+    visit_path(gateway, host, "/")
+}
+
+/// A visitor's GET of `host`'s `path`, as a browser, through `gateway`: its status.
+fn visit_path(gateway: &botgate_tests::servers::Gateway, host: &str, path: &str) -> Result<u16> {
     use botgate_tests::visitor::{Outgoing, Visit, send};
     let answer = send(
         gateway.http,
         &Visit::default(),
-        Outgoing::get(host, "/").browser(),
+        Outgoing::get(host, path).browser(),
     )?;
     Ok(answer.status)
 }

@@ -8,7 +8,7 @@ use botgate_host::fleet;
 use botgate_host::fleet::signing::TrustedKeys;
 use botgate_host::gateway::admin::{OPERATOR_HEADER, SIGNATURE_HEADER};
 use botgate_host::rules::{DirectorySource, Registry};
-use botgate_store::rulesets::{FailurePolicy, Pushed, PushedRuleset, RulesetState};
+use botgate_store::rulesets::{FailurePolicy, Pushed, PushedRuleset, RulesetState, ShadowResults};
 use clap::Subcommand;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -61,6 +61,33 @@ pub enum FleetCommand {
         name: String,
         #[arg(value_parser = ["open", "closed"])]
         policy: String,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Run a pushed version in shadow on every gateway: evaluated beside the active one
+    /// on a share of the requests it judges, logged and counted, never acted on.
+    Shadow {
+        name: String,
+        version: String,
+        /// The share of the active version's requests, 1 to 100.
+        #[arg(long, default_value = "10", value_parser = clap::value_parser!(u8).range(1..=100))]
+        percent: u8,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Stop a shadow rollout (activate the version instead to put it in service).
+    Unshadow {
+        name: String,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// The requests on which the version in shadow and the active one disagreed: counts
+    /// by category pair, summed over every gateway, and the latest samples.
+    Diff {
+        name: String,
+        /// Another version than the one in shadow now.
+        #[arg(long)]
+        version: Option<String>,
         #[command(flatten)]
         target: Target,
     },
@@ -222,6 +249,69 @@ pub fn run(command: FleetCommand, registry: impl FnOnce() -> Result<Arc<Registry
                 eprintln!("{name} fails {} on every gateway", state.failure.as_str());
                 Ok(())
             }
+            FleetCommand::Shadow {
+                name,
+                version,
+                percent,
+                target,
+            } => {
+                check_name(&name)?;
+                fleet::check_version(&version)?;
+                let state: RulesetState = match target.via().await? {
+                    Via::Admin { url, token } => {
+                        let path = format!("/operator/rulesets/{name}/shadow/{version}/{percent}");
+                        serde_json::from_value(send(&url, &token, "POST", &path, None)?)?
+                    }
+                    Via::Store(store) => {
+                        let trusted = TrustedKeys::default();
+                        fleet::shadow(&store, &name, &version, percent, &operator(), &trusted)
+                            .await?
+                    }
+                };
+                eprintln!(
+                    "{name} {version} runs in shadow on {percent}% of the requests {name} {} judges; `botgate ruleset diff {name}` shows where they disagree",
+                    state.active.as_deref().unwrap_or("(from the directory)")
+                );
+                Ok(())
+            }
+            FleetCommand::Unshadow { name, target } => {
+                check_name(&name)?;
+                match target.via().await? {
+                    Via::Admin { url, token } => {
+                        let path = format!("/operator/rulesets/{name}/shadow");
+                        send(&url, &token, "DELETE", &path, None)?;
+                    }
+                    Via::Store(store) => {
+                        fleet::unshadow(&store, &name, &operator()).await?;
+                    }
+                }
+                eprintln!("{name} runs no version in shadow");
+                Ok(())
+            }
+            FleetCommand::Diff {
+                name,
+                version,
+                target,
+            } => {
+                check_name(&name)?;
+                if let Some(version) = &version {
+                    fleet::check_version(version)?;
+                }
+                let (version, results): (String, ShadowResults) = match target.via().await? {
+                    Via::Admin { url, token } => {
+                        let query = version.map(|v| format!("?version={v}")).unwrap_or_default();
+                        let path = format!("/operator/rulesets/{name}/diff{query}");
+                        let body = send(&url, &token, "GET", &path, None)?;
+                        (
+                            serde_json::from_value(body["version"].clone())?,
+                            serde_json::from_value(body["results"].clone())?,
+                        )
+                    }
+                    Via::Store(store) => fleet::diff(&store, &name, version.as_deref()).await?,
+                };
+                print!("{}", describe_diff(&name, &version, &results));
+                Ok(())
+            }
             FleetCommand::Remove {
                 name,
                 version,
@@ -352,6 +442,45 @@ async fn list(target: &Target) -> Result<()> {
         println!("{line}");
     }
     Ok(())
+}
+
+/// A shadow's results for a person: every pair, disagreements first, then samples.
+fn describe_diff(name: &str, version: &str, results: &ShadowResults) -> String {
+    let total: u64 = results.counts.values().sum();
+    let agree = |pair: &str| pair.split_once(" -> ").is_some_and(|(a, b)| a == b);
+    let disagreed: u64 = results
+        .counts
+        .iter()
+        .filter(|(pair, _)| !agree(pair))
+        .map(|(_, n)| n)
+        .sum();
+    let mut out = format!(
+        "{name} {version} in shadow: {total} requests compared, {disagreed} with another category\n"
+    );
+    let mut pairs: Vec<(&String, &u64)> = results.counts.iter().collect();
+    pairs.sort_by_key(|(pair, n)| (agree(pair), std::cmp::Reverse(**n)));
+    out.push_str("  active -> shadow                              requests\n");
+    for (pair, n) in pairs {
+        let mark = if agree(pair) { " " } else { "*" };
+        out.push_str(&format!("{mark} {pair:<44} {n:>8}\n"));
+    }
+    if !results.samples.is_empty() {
+        out.push_str("latest disagreements (active | shadow):\n");
+    }
+    for sample in &results.samples {
+        out.push_str(&format!(
+            "  {} {} {} {}: {} | {}\n",
+            httpdate::fmt_http_date(
+                std::time::UNIX_EPOCH + std::time::Duration::from_millis(sample.at_ms)
+            ),
+            sample.website,
+            sample.method,
+            sample.target,
+            sample.active,
+            sample.shadow
+        ));
+    }
+    out
 }
 
 fn print_state(name: &str, state: &RulesetState) {

@@ -34,6 +34,12 @@ pub(super) fn routes() -> Router<Arc<Admin>> {
         )
         .route("/operator/rulesets/{name}/rollback", post(rollback))
         .route("/operator/rulesets/{name}/failure/{policy}", post(failure))
+        .route(
+            "/operator/rulesets/{name}/shadow/{version}/{percent}",
+            post(shadow),
+        )
+        .route("/operator/rulesets/{name}/shadow", delete(unshadow))
+        .route("/operator/rulesets/{name}/diff", get(diff))
         .route("/operator/rulesets/{name}/{version}", delete(remove))
 }
 
@@ -50,6 +56,14 @@ fn fleet_error(error: FleetError) -> Response {
         FleetError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
     };
     refused(status, crate::report::Report(&error))
+}
+
+/// The JSON of what an operation returned, or its error.
+fn answer<T: serde::Serialize>(done: Result<T, FleetError>) -> Response {
+    match done {
+        Ok(value) => axum::Json(value).into_response(),
+        Err(error) => fleet_error(error),
+    }
 }
 
 fn operator_of(headers: &HeaderMap) -> String {
@@ -125,10 +139,7 @@ async fn activate(
 ) -> Response {
     let store = admin.operator.store.as_ref();
     let (by, trusted) = (operator_of(&headers), &admin.operator.trusted_keys);
-    match fleet::activate(store, &name, &version, &by, trusted).await {
-        Ok(state) => axum::Json(state).into_response(),
-        Err(error) => fleet_error(error),
-    }
+    answer(fleet::activate(store, &name, &version, &by, trusted).await)
 }
 
 async fn rollback(
@@ -138,10 +149,7 @@ async fn rollback(
     headers: HeaderMap,
 ) -> Response {
     let store = admin.operator.store.as_ref();
-    match fleet::rollback(store, &name, &operator_of(&headers)).await {
-        Ok(state) => axum::Json(state).into_response(),
-        Err(error) => fleet_error(error),
-    }
+    answer(fleet::rollback(store, &name, &operator_of(&headers)).await)
 }
 
 async fn remove(
@@ -172,8 +180,46 @@ async fn failure(
         }
     };
     let store = admin.operator.store.as_ref();
-    match fleet::set_failure_policy(store, &name, policy, &operator_of(&headers)).await {
-        Ok(state) => axum::Json(state).into_response(),
+    answer(fleet::set_failure_policy(store, &name, policy, &operator_of(&headers)).await)
+}
+
+async fn shadow(
+    State(admin): State<Arc<Admin>>,
+    _: Operator,
+    Path((name, version, percent)): Path<(String, String, u8)>,
+    headers: HeaderMap,
+) -> Response {
+    let store = admin.operator.store.as_ref();
+    let (by, trusted) = (operator_of(&headers), &admin.operator.trusted_keys);
+    answer(fleet::shadow(store, &name, &version, percent, &by, trusted).await)
+}
+
+async fn unshadow(
+    State(admin): State<Arc<Admin>>,
+    _: Operator,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let store = admin.operator.store.as_ref();
+    answer(fleet::unshadow(store, &name, &operator_of(&headers)).await)
+}
+
+#[derive(serde::Deserialize)]
+struct DiffQuery {
+    version: Option<String>,
+}
+
+async fn diff(
+    State(admin): State<Arc<Admin>>,
+    _: Operator,
+    Path(name): Path<String>,
+    axum::extract::Query(query): axum::extract::Query<DiffQuery>,
+) -> Response {
+    let store = admin.operator.store.as_ref();
+    match fleet::diff(store, &name, query.version.as_deref()).await {
+        Ok((version, results)) => {
+            axum::Json(serde_json::json!({"version": version, "results": results})).into_response()
+        }
         Err(error) => fleet_error(error),
     }
 }
