@@ -607,3 +607,118 @@ fn a_version_in_shadow_is_compared_never_acted_on_and_the_diff_says_where() {
         said(&listed)
     );
 }
+
+/// `cargo ARGS` in `dir`, building into the repository's `target/scaffold` (warm on a
+/// second run; the guest workspace's lock file pins the same versions).
+fn cargo(dir: &Path, args: &[&str]) -> Output {
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/scaffold");
+    std::process::Command::new(env!("CARGO"))
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target)
+        .env_remove("RUSTFLAGS")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_rule_author_goes_from_the_template_to_a_component_in_service() {
+    let projects = tempfile::tempdir().unwrap();
+    let project = projects.path().join("my_cms");
+    let scaffolded = ruleset(&["new", "my_cms", "--dir", project.to_str().unwrap()], &[]);
+    assert!(scaffolded.status.success(), "{}", said(&scaffolded));
+    for file in [
+        "Cargo.toml",
+        "src/lib.rs",
+        "cases.jsonl",
+        "wit/ruleset.wit",
+        "botgate/sdk/src/lib.rs",
+    ] {
+        assert!(project.join(file).is_file(), "{file} was not written");
+    }
+    let again = ruleset(&["new", "my_cms", "--dir", project.to_str().unwrap()], &[]);
+    assert!(!again.status.success());
+    assert!(said(&again).contains("exists already"), "{}", said(&again));
+    let bad = ruleset(
+        &[
+            "new",
+            "My-CMS",
+            "--dir",
+            projects.path().join("x").to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(!bad.status.success());
+
+    // Tested natively, then built, outside this repository, against the SDK and the
+    // contract written beside it.
+    let tested = cargo(&project, &["test", "-q"]);
+    assert!(tested.status.success(), "{}", said(&tested));
+    let built = cargo(
+        &project,
+        &["build", "--release", "--target", "wasm32-wasip2"],
+    );
+    assert!(built.status.success(), "{}", said(&built));
+    let wasm = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/scaffold/wasm32-wasip2/release/my_cms.wasm");
+    let cases = project.join("cases.jsonl");
+    let tested = ruleset(
+        &[
+            "test",
+            wasm.to_str().unwrap(),
+            "--cases",
+            cases.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(tested.status.success(), "{}", said(&tested));
+    assert!(
+        said(&tested).contains("my_cms 0.1.0: 4 cases, 0 mismatches"),
+        "{}",
+        said(&tested)
+    );
+    // A case the rules do not meet is reported, and fails the command.
+    let mut text = std::fs::read_to_string(&cases).unwrap();
+    text.push_str(
+        r#"{"name": "wrongly labelled", "url": "https://www.example.com/health", "headers": {"user-agent": "ExampleMonitor/1.0"}, "expect": "humans"}"#,
+    );
+    text.push('\n');
+    std::fs::write(&cases, text).unwrap();
+    let failed = ruleset(
+        &[
+            "test",
+            wasm.to_str().unwrap(),
+            "--cases",
+            cases.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(!failed.status.success());
+    assert!(
+        said(&failed).contains("wrongly labelled: category services_and_payments, not humans"),
+        "{}",
+        said(&failed)
+    );
+
+    // Pushed, then in service on a running gateway.
+    let binary = Path::new(env!("CARGO_BIN_EXE_botgate"));
+    let gateway = Gateway::start_protecting(binary, GatewayStore::Embedded, &[], &[]).unwrap();
+    let target = through_admin(&gateway);
+    let pushed = ruleset(&["push", wasm.to_str().unwrap()], &target);
+    assert!(pushed.status.success(), "{}", said(&pushed));
+    let activated = ruleset(&["activate", "my_cms", "0.1.0"], &target);
+    assert!(activated.status.success(), "{}", said(&activated));
+    let admin = Client::new(&format!("http://{}", gateway.admin), None);
+    wait_until(
+        Duration::from_secs(10),
+        || {
+            admin.get("/health").is_ok_and(|reply| {
+                let health = reply.json();
+                health["components"]["my_cms"] == "0.1.0"
+                    && health["component_sources"]["my_cms"] == "store"
+            })
+        },
+        || format!("my_cms never ran; log:\n{}", gateway.log()),
+    )
+    .unwrap();
+}

@@ -8,6 +8,7 @@ mod log_level;
 mod options;
 mod partner;
 mod ruleset;
+mod scaffold;
 mod serve;
 mod store;
 
@@ -116,6 +117,26 @@ enum RulesetCommand {
         /// The request URL, `https://host/path?query`.
         url: String,
     },
+    /// Start a rule-set project of its own, outside this repository: the template's
+    /// rules and tests renamed, this release's SDK and WIT contract beside them, and
+    /// labelled requests for `ruleset test`.
+    New {
+        /// The rule set's name: a-z, 0-9 and `_`, starting with a letter.
+        name: String,
+        /// The new project's folder [default: NAME].
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Run labelled requests against a built component and report every mismatch.
+    Test {
+        /// The built `<name>.wasm`.
+        file: PathBuf,
+        /// One JSON object a line: `url`, `method`, `headers`, `ip`, `name`, and
+        /// `expect`: a category or `abstain`, or `{"category", "reason",
+        /// "min_confidence"}`.
+        #[arg(long, value_name = "CASES.jsonl")]
+        cases: PathBuf,
+    },
     /// Load a directory of components and hot-reload it on every change until stopped.
     Watch {
         /// Directory of `<name>.wasm` components.
@@ -163,6 +184,18 @@ fn main() -> Result<()> {
             &url,
         ),
         Command::Ruleset(RulesetCommand::Watch { dir }) => ruleset::watch(registry()?, dir),
+        Command::Ruleset(RulesetCommand::New { name, dir }) => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+            scaffold::new(&name, &dir)?;
+            eprintln!(
+                "{}: the rule set `{name}`; its README.md says how to test, build and push it",
+                dir.display()
+            );
+            Ok(())
+        }
+        Command::Ruleset(RulesetCommand::Test { file, cases }) => {
+            ruleset::test(registry()?.as_ref(), &file, &cases)
+        }
         Command::Ruleset(RulesetCommand::Fleet(command)) => fleet::run(command, registry),
         Command::Config(command) => run_config(command),
         Command::Status(target) => partner::status(target),
