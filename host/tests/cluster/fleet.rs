@@ -216,8 +216,28 @@ fn a_pushed_component_runs_on_every_gateway_of_the_store_without_a_failed_reques
 
 #[test]
 fn on_the_embedded_store_the_commands_go_through_the_admin_listener() {
+    let origin = Origin::start("origin", [127, 0, 0, 1].into(), 0).unwrap();
+    let port = origin.address.port().to_string();
     let binary = Path::new(env!("CARGO_BIN_EXE_botgate"));
-    let gateway = Gateway::start_protecting(binary, GatewayStore::Embedded, &[], &[]).unwrap();
+    let gateway = Gateway::start_protecting(
+        binary,
+        GatewayStore::Embedded,
+        &["hoster"],
+        &["--origin-http-port", port.as_str()],
+    )
+    .unwrap();
+    let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
+    super::create_owner(&partner);
+    let created = partner
+        .post_json(
+            "/v1.0/website",
+            &json!({"domain": "visited.example", "user_id": "owner", "ip": ["127.0.0.1"],
+                    "settings": {"loadbalancer": {"ddos_protection": false,
+                                                  "ddos_protection_advanced": false}}}),
+        )
+        .unwrap();
+    assert_eq!(created.status, 201, "{}", created.text);
+    super::wait_served(&gateway, "visited.example");
     let target = through_admin(&gateway);
     let files = tempfile::tempdir().unwrap();
 
@@ -264,9 +284,18 @@ fn on_the_embedded_store_the_commands_go_through_the_admin_listener() {
         "{}",
         said(&bad)
     );
-    let activated = ruleset(&["activate", "versioned", "1.0.0"], &target);
-    assert!(activated.status.success(), "{}", said(&activated));
-    until_running(&[&gateway], "1.0.0", "store");
+    // Activated while visitors keep coming: none of them fails.
+    let visitors = super::Visitors::default();
+    std::thread::scope(|scope| {
+        visitors.start(scope, &[&gateway], Duration::from_millis(5));
+        let _stop = super::StopOnDrop(&visitors);
+        std::thread::sleep(Duration::from_millis(300));
+        let activated = ruleset(&["activate", "versioned", "1.0.0"], &target);
+        assert!(activated.status.success(), "{}", said(&activated));
+        until_running(&[&gateway], "1.0.0", "store");
+        std::thread::sleep(Duration::from_millis(300));
+    });
+    visitors.assert_none_failed(20);
     let listed = ruleset(&["list"], &target);
     let out = String::from_utf8_lossy(&listed.stdout);
     assert!(

@@ -232,8 +232,8 @@ pub fn test(registry: &Registry, file: &PathBuf, cases: &PathBuf) -> Result<()> 
             .iter()
             .map(|(name, value)| format!("{name}: {value}"))
             .collect();
-        let facts = facts_for(&case.method, &headers, case.ip, &case.url)
-            .with_context(|| at.clone())?;
+        let facts =
+            facts_for(&case.method, &headers, case.ip, &case.url).with_context(|| at.clone())?;
         let in_scope = set
             .scopes()
             .matching(&facts.method, &facts.target, &facts.headers)
