@@ -167,8 +167,30 @@ async fn rulesets<S: Store>(store: &S) {
             Err(StoreError::Conflict(_))
         ));
     }
+    // A removal moves the name's revision: a change read before it is stale.
+    store.put_ruleset_state("drupal", 0, &state).await.unwrap();
+    let read = store.ruleset_states().await.unwrap()["drupal"].revision;
     assert!(store.remove_ruleset("drupal", "2.0.0").await.unwrap());
     assert!(!store.remove_ruleset("drupal", "2.0.0").await.unwrap());
+    assert!(matches!(
+        store.put_ruleset_state("drupal", read, &state).await,
+        Err(StoreError::Stale(_))
+    ));
+    // A signature that comes with bytes stored unsigned is kept.
+    let signed = crate::rulesets::PushedRuleset {
+        signature: Some("c2lnbmF0dXJl".into()),
+        ..second.clone()
+    };
+    assert_eq!(
+        store.push_ruleset(&signed, two).await.unwrap(),
+        Pushed::AlreadyStored
+    );
+    let stored = store.pushed_rulesets().await.unwrap();
+    assert!(
+        stored
+            .iter()
+            .any(|p| p.key() == second.key() && p.signature.is_some())
+    );
     assert!(store.ruleset_bytes(&second.sha256).await.unwrap().is_some());
     store
         .put_ruleset_state(
@@ -183,7 +205,7 @@ async fn rulesets<S: Store>(store: &S) {
         .unwrap();
     assert!(store.remove_ruleset("wordpress", "1.0.0").await.unwrap());
     assert_eq!(store.ruleset_bytes(&first.sha256).await.unwrap(), None);
-    assert_eq!(store.pushed_rulesets().await.unwrap(), vec![second]);
+    assert_eq!(store.pushed_rulesets().await.unwrap(), vec![signed.clone()]);
 
     // Shadow results add up across gateways; the latest samples are kept, newest first.
     use crate::rulesets::{SHADOW_SAMPLES_KEPT, ShadowResults, ShadowSample};
@@ -220,6 +242,14 @@ async fn rulesets<S: Store>(store: &S) {
     assert_eq!(results.samples[0], sample(89));
     assert_eq!(
         store.shadow_results("wordpress", "2.0.0").await.unwrap(),
+        ShadowResults::default()
+    );
+    // They go with their version.
+    let third = pushed("wordpress", "3.0.0", b"\0asm three");
+    store.push_ruleset(&third, b"\0asm three").await.unwrap();
+    assert!(store.remove_ruleset("wordpress", "3.0.0").await.unwrap());
+    assert_eq!(
+        store.shadow_results("wordpress", "3.0.0").await.unwrap(),
         ShadowResults::default()
     );
 }

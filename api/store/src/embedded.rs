@@ -1449,6 +1449,26 @@ fn stored_state(name: &str, bytes: &[u8]) -> Result<StoredState, StoreError> {
     })
 }
 
+/// Stores `name`'s state under the next rule-set revision; that revision.
+fn put_state(
+    txn: &redb::WriteTransaction,
+    states: &mut redb::Table<&str, &[u8]>,
+    name: &str,
+    state: &RulesetState,
+) -> Result<u64, StoreError> {
+    let mut meta = txn.open_table(META).map_err(backend)?;
+    let revision = meta
+        .get(RULESET_REVISION)
+        .map_err(backend)?
+        .map_or(0, |r| r.value())
+        + 1;
+    meta.insert(RULESET_REVISION, revision).map_err(backend)?;
+    let mut stored = format!("{revision:020}").into_bytes();
+    stored.extend(encode(state));
+    states.insert(name, stored.as_slice()).map_err(backend)?;
+    Ok(revision)
+}
+
 impl RulesetStore for EmbeddedStore {
     async fn push_ruleset(
         &self,
@@ -1461,12 +1481,18 @@ impl RulesetStore for EmbeddedStore {
             let mut versions = txn.open_table(RULESET_VERSIONS).map_err(backend)?;
             let stored: Option<PushedRuleset> = get_json(&versions, &key)?;
             if let Some(stored) = stored {
-                return match stored.sha256 == record.sha256 {
-                    true => Ok((Pushed::AlreadyStored, Vec::new())),
-                    false => Err(StoreError::Conflict(format!(
+                if stored.sha256 != record.sha256 {
+                    return Err(StoreError::Conflict(format!(
                         "rule set {key} with other content"
-                    ))),
-                };
+                    )));
+                }
+                // A signature coming with the same bytes is kept.
+                if stored.signature.is_none() && record.signature.is_some() {
+                    versions
+                        .insert(key.as_str(), encode(&record).as_slice())
+                        .map_err(backend)?;
+                }
+                return Ok((Pushed::AlreadyStored, Vec::new()));
             }
             versions
                 .insert(key.as_str(), encode(&record).as_slice())
@@ -1535,19 +1561,7 @@ impl RulesetStore for EmbeddedStore {
             if current != expected {
                 return Err(StoreError::Stale(format!("rule set {name}'s state")));
             }
-            let mut meta = txn.open_table(META).map_err(backend)?;
-            let revision = meta
-                .get(RULESET_REVISION)
-                .map_err(backend)?
-                .map_or(0, |r| r.value())
-                + 1;
-            meta.insert(RULESET_REVISION, revision).map_err(backend)?;
-            let mut stored = format!("{revision:020}").into_bytes();
-            stored.extend(encode(&state));
-            states
-                .insert(name.as_str(), stored.as_slice())
-                .map_err(backend)?;
-            Ok((revision, Vec::new()))
+            Ok((put_state(txn, &mut states, &name, &state)?, Vec::new()))
         })
         .await
     }
@@ -1599,10 +1613,12 @@ impl RulesetStore for EmbeddedStore {
     async fn remove_ruleset(&self, name: &str, version: &str) -> Result<bool, StoreError> {
         let (name, version) = (name.to_owned(), version.to_owned());
         self.write(move |txn| {
-            let states = txn.open_table(RULESET_STATES).map_err(backend)?;
-            if let Some(stored) = states.get(name.as_str()).map_err(backend)?
-                && runs(&stored_state(&name, stored.value())?.state, &version)
-            {
+            let mut states = txn.open_table(RULESET_STATES).map_err(backend)?;
+            let state = match states.get(name.as_str()).map_err(backend)? {
+                Some(stored) => Some(stored_state(&name, stored.value())?.state),
+                None => None,
+            };
+            if state.as_ref().is_some_and(|state| runs(state, &version)) {
                 return Err(StoreError::Conflict(format!(
                     "rule set {name} {version} is in service"
                 )));
@@ -1613,6 +1629,14 @@ impl RulesetStore for EmbeddedStore {
                 return Ok((false, Vec::new()));
             };
             versions.remove(key.as_str()).map_err(backend)?;
+            txn.open_table(SHADOW_RESULTS)
+                .map_err(backend)?
+                .remove(key.as_str())
+                .map_err(backend)?;
+            // The name's revision moves: a change read before this is refused as stale.
+            if let Some(state) = state {
+                put_state(txn, &mut states, &name, &state)?;
+            }
             let mut shared = false;
             for entry in versions.iter().map_err(backend)? {
                 let (other, value) = entry.map_err(backend)?;

@@ -1466,6 +1466,27 @@ impl RulesetStore for RedisStore {
         // The bytes first, under their digest (a repeat writes nothing), then the record,
         // whose confirmation (`WAIT`) covers both.
         let blob = self.key(&format!("ruleset-blob:{}", record.sha256));
+        // A version stored with other bytes is refused before its bytes are written.
+        let versions = self.key("ruleset-versions");
+        let stored: Option<String> = self
+            .run({
+                let (versions, field) = (versions.clone(), record.key());
+                move |c| {
+                    let (versions, field) = (versions.clone(), field.clone());
+                    Box::pin(async move { c.hget(versions, field).await })
+                }
+            })
+            .await
+            .map_err(backend)?;
+        if let Some(stored) = stored {
+            let stored: PushedRuleset = decode(&versions, &stored)?;
+            if stored.sha256 != record.sha256 {
+                return Err(StoreError::Conflict(format!(
+                    "rule set {} with other content",
+                    record.key()
+                )));
+            }
+        }
         let bytes = Arc::new(bytes.to_vec());
         let _: bool = self
             .run({
@@ -1481,7 +1502,12 @@ impl RulesetStore for RedisStore {
             .write_script(
                 LUA,
                 vec![self.key("ruleset-versions"), blob],
-                vec![record.key(), json(record), record.sha256.clone()],
+                vec![
+                    record.key(),
+                    json(record),
+                    record.sha256.clone(),
+                    if record.signature.is_some() { "1" } else { "0" }.to_owned(),
+                ],
             )
             .await?;
         Ok(match stored {
@@ -1529,8 +1555,9 @@ impl RulesetStore for RedisStore {
             .run({
                 let (states_key, revisions_key) = (states_key.clone(), revisions_key.clone());
                 move |c| {
+                    // One transaction: a state and its revision as one writer left them.
                     let mut pipe = redis::pipe();
-                    pipe.hgetall(&states_key).hgetall(&revisions_key);
+                    pipe.atomic().hgetall(&states_key).hgetall(&revisions_key);
                     Box::pin(async move { pipe.query_async(c).await })
                 }
             })
@@ -1629,10 +1656,18 @@ impl RulesetStore for RedisStore {
 
     async fn remove_ruleset(&self, name: &str, version: &str) -> Result<bool, StoreError> {
         const LUA: &str = include_str!("lua/remove_ruleset.lua");
+        let key = version_key(name, version);
         let removed: i64 = self
             .write_script(
                 LUA,
-                vec![self.key("ruleset-versions"), self.key("ruleset-states")],
+                vec![
+                    self.key("ruleset-versions"),
+                    self.key("ruleset-states"),
+                    self.key("ruleset-state-revisions"),
+                    self.key("ruleset-revision"),
+                    self.key(&format!("shadow-counts:{key}")),
+                    self.key(&format!("shadow-samples:{key}")),
+                ],
                 vec![
                     name.to_owned(),
                     version.to_owned(),

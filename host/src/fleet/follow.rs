@@ -76,15 +76,16 @@ impl FleetSource {
 
     /// `record`'s version: `held` when it has the same bytes, else fetched from `store`
     /// and checked (its SHA-256, and its signature when keys are trusted). A version
-    /// that cannot be read or is refused leaves `held` (the error is logged).
+    /// refused leaves `held` (the refusal is logged); a store that does not answer is an
+    /// error, so the next poll tries again.
     async fn fetch<S: RulesetStore>(
         &self,
         store: &S,
         record: &PushedRuleset,
         held: Option<&Active>,
-    ) -> Option<Active> {
+    ) -> Result<Option<Active>, String> {
         if let Some(kept) = held.filter(|k| k.sha256 == record.sha256) {
-            return Some(kept.clone());
+            return Ok(Some(kept.clone()));
         }
         let (name, version) = (&record.name, &record.version);
         let why = match store.ruleset_bytes(&record.sha256).await {
@@ -95,20 +96,20 @@ impl FleetSource {
                 let signature = record.signature.as_deref();
                 match self.trusted.check(name, version, &bytes, signature) {
                     Ok(_) => {
-                        return Some(Active {
+                        return Ok(Some(Active {
                             version: version.clone(),
                             sha256: record.sha256.clone(),
                             bytes: Arc::new(bytes),
-                        });
+                        }));
                     }
                     Err(refused) => refused.to_string(),
                 }
             }
             Ok(None) => "its bytes are gone".to_owned(),
-            Err(error) => crate::report::Report(&error).to_string(),
+            Err(error) => return Err(crate::report::Report(&error).to_string()),
         };
         tracing::error!(component = %name, %version, reason = %why, "a pushed rule set is refused; keeping what runs");
-        held.cloned()
+        Ok(held.cloned())
     }
 
     /// Reads the store's active versions and those in shadow, fetching the bytes of
@@ -144,7 +145,7 @@ impl FleetSource {
             if let Some(version) = &stored.state.active {
                 let kept = held.get(name);
                 let active = match record_of(name, version) {
-                    Some(record) => self.fetch(store, record, kept).await,
+                    Some(record) => self.fetch(store, record, kept).await?,
                     None => kept.cloned(),
                 };
                 if let Some(active) = active {
@@ -154,7 +155,7 @@ impl FleetSource {
             if let Some(shadow) = &stored.state.shadow {
                 let kept = held_shadows.get(name).map(|(active, _)| active);
                 let fetched = match record_of(name, &shadow.version) {
-                    Some(record) => self.fetch(store, record, kept).await,
+                    Some(record) => self.fetch(store, record, kept).await?,
                     None => kept.cloned(),
                 };
                 if let Some(fetched) = fetched {

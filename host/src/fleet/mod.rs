@@ -189,27 +189,50 @@ pub async fn activate<S: RulesetStore>(
 }
 
 /// Puts back the version that was in service before the active one (skipping versions
-/// removed since).
+/// removed since), signed by a trusted key when keys are trusted.
 pub async fn rollback<S: RulesetStore>(
     store: &S,
     name: &str,
     by: &str,
+    trusted: &TrustedKeys,
 ) -> Result<RulesetState, FleetError> {
-    let stored: Vec<String> = store
+    let stored: Vec<PushedRuleset> = store
         .pushed_rulesets()
         .await?
         .into_iter()
         .filter(|p| p.name == name)
-        .map(|p| p.version)
         .collect();
+    let back_to = store
+        .ruleset_states()
+        .await?
+        .remove(name)
+        .and_then(|s| {
+            let previous = s.state.previous;
+            previous
+                .into_iter()
+                .rev()
+                .find(|v| stored.iter().any(|p| p.version == *v))
+        })
+        .ok_or_else(|| FleetError::NothingToRollBack(name.to_owned()))?;
+    if trusted.required() {
+        let record = pushed_version(store, name, &back_to).await?;
+        let bytes = store
+            .ruleset_bytes(&record.sha256)
+            .await?
+            .unwrap_or_default();
+        trusted.check(name, &back_to, &bytes, record.signature.as_deref())?;
+    }
     change_state(store, name, by, |state| {
         while let Some(earlier) = state.previous.pop() {
-            if stored.contains(&earlier) {
+            if earlier == back_to {
                 state.active = Some(earlier);
+                if state.shadow.as_ref().is_some_and(|s| s.version == back_to) {
+                    state.shadow = None;
+                }
                 return Ok(());
             }
         }
-        Err(FleetError::NothingToRollBack(name.to_owned()))
+        Err(FleetError::Concurrent(name.to_owned()))
     })
     .await
 }

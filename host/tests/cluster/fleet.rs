@@ -601,7 +601,13 @@ fn a_version_in_shadow_is_compared_never_acted_on_and_the_diff_says_where() {
         || format!("the diff never counted every visit: {}", said(&diff())),
     )
     .unwrap();
+    // A flush later, the request outside the scope has still not been compared.
+    std::thread::sleep(Duration::from_millis(1500));
     let out = said(&diff());
+    assert!(
+        out.contains(&format!("{visits} requests compared")),
+        "{out}"
+    );
     assert!(
         out.contains("* abstain -> content_scrapers")
             || out.contains("* humans -> content_scrapers"),

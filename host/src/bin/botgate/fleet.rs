@@ -36,21 +36,16 @@ pub enum FleetCommand {
     Activate {
         name: String,
         version: String,
-        /// A key whose signature the version needs (as `serve --ruleset-trusted-key`;
-        /// through a running gateway's admin listener, the gateway's keys apply).
-        #[arg(
-            long = "ruleset-trusted-key",
-            value_name = "FILE",
-            env = "BOTGATE_RULESET_TRUSTED_KEYS",
-            value_delimiter = ','
-        )]
-        trusted_keys: Vec<PathBuf>,
+        #[command(flatten)]
+        trusted_keys: TrustedKeyArgs,
         #[command(flatten)]
         target: Target,
     },
     /// Put back the version that ran before the active one.
     Rollback {
         name: String,
+        #[command(flatten)]
+        trusted_keys: TrustedKeyArgs,
         #[command(flatten)]
         target: Target,
     },
@@ -105,6 +100,20 @@ fn check_name(name: &str) -> Result<()> {
     name.parse::<botgate_model::rulesets::RulesetName>()
         .map(|_| ())
         .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// The keys a version needs a signature of, on the store directly (through a running
+/// gateway's admin listener, the gateway's own apply).
+#[derive(clap::Args)]
+pub struct TrustedKeyArgs {
+    /// A key whose signature the version needs (as `serve --ruleset-trusted-key`).
+    #[arg(
+        long = "ruleset-trusted-key",
+        value_name = "FILE",
+        env = "BOTGATE_RULESET_TRUSTED_KEYS",
+        value_delimiter = ','
+    )]
+    files: Vec<PathBuf>,
 }
 
 /// Who runs the command, as kept with what it changes: `user@host`.
@@ -203,7 +212,7 @@ pub fn run(command: FleetCommand, registry: impl FnOnce() -> Result<Arc<Registry
                         serde_json::from_value(send(&url, &token, "POST", &path, None)?)?
                     }
                     Via::Store(store) => {
-                        let trusted = TrustedKeys::read(&trusted_keys)?;
+                        let trusted = TrustedKeys::read(&trusted_keys.files)?;
                         fleet::activate(&store, &name, &version, &operator(), &trusted).await?
                     }
                 };
@@ -211,14 +220,21 @@ pub fn run(command: FleetCommand, registry: impl FnOnce() -> Result<Arc<Registry
                 print_state(&name, &state);
                 Ok(())
             }
-            FleetCommand::Rollback { name, target } => {
+            FleetCommand::Rollback {
+                name,
+                trusted_keys,
+                target,
+            } => {
                 check_name(&name)?;
                 let state: RulesetState = match target.via().await? {
                     Via::Admin { url, token } => {
                         let path = format!("/operator/rulesets/{name}/rollback");
                         serde_json::from_value(send(&url, &token, "POST", &path, None)?)?
                     }
-                    Via::Store(store) => fleet::rollback(&store, &name, &operator()).await?,
+                    Via::Store(store) => {
+                        let trusted = TrustedKeys::read(&trusted_keys.files)?;
+                        fleet::rollback(&store, &name, &operator(), &trusted).await?
+                    }
                 };
                 eprintln!(
                     "{name} is back to {}",
@@ -299,7 +315,10 @@ pub fn run(command: FleetCommand, registry: impl FnOnce() -> Result<Arc<Registry
                 }
                 let (version, results): (String, ShadowResults) = match target.via().await? {
                     Via::Admin { url, token } => {
-                        let query = version.map(|v| format!("?version={v}")).unwrap_or_default();
+                        // A version is letters, digits and `._+-`: only `+` needs escaping.
+                        let query = version
+                            .map(|v| format!("?version={}", v.replace('+', "%2B")))
+                            .unwrap_or_default();
                         let path = format!("/operator/rulesets/{name}/diff{query}");
                         let body = send(&url, &token, "GET", &path, None)?;
                         (
@@ -321,7 +340,7 @@ pub fn run(command: FleetCommand, registry: impl FnOnce() -> Result<Arc<Registry
                 fleet::check_version(&version)?;
                 match target.via().await? {
                     Via::Admin { url, token } => {
-                        let path = format!("/operator/rulesets/{name}/{version}");
+                        let path = format!("/operator/rulesets/{name}/versions/{version}");
                         send(&url, &token, "DELETE", &path, None)?;
                     }
                     Via::Store(store) => fleet::remove(&store, &name, &version).await?,
@@ -356,10 +375,12 @@ async fn push(
                 &path,
                 Some((&bytes, signature.as_deref())),
             )?;
-            let record: PushedRuleset = serde_json::from_value(body)?;
-            // The listener answers 201 for a new version, 200 for one stored already;
-            // the record is the same either way.
-            (record, Pushed::Stored)
+            let record: PushedRuleset = serde_json::from_value(body["pushed"].clone())?;
+            let outcome = match body["already_stored"].as_bool() {
+                Some(true) => Pushed::AlreadyStored,
+                _ => Pushed::Stored,
+            };
+            (record, outcome)
         }
         Via::Store(store) => {
             let registry = registry()?;
@@ -421,7 +442,7 @@ async fn list(target: &Target) -> Result<()> {
             record.version,
             mark,
             record.size,
-            &record.sha256[..12.min(record.sha256.len())],
+            record.sha256.get(..12).unwrap_or(&record.sha256),
             record.pushed_by,
             if record.signature.is_some() {
                 ", signed"

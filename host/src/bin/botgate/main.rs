@@ -225,7 +225,10 @@ fn command_for(args: &[std::ffi::OsString]) -> Result<clap::Command> {
             ("partner", &["create", "list", "rotate", "revoke"][..]),
             (
                 "ruleset",
-                &["push", "list", "activate", "rollback", "remove"][..],
+                &[
+                    "push", "list", "activate", "rollback", "failure", "shadow", "unshadow",
+                    "diff", "remove",
+                ][..],
             ),
         ] {
             let sub = command.find_subcommand(parent).cloned().expect("a command");

@@ -18,9 +18,11 @@ pub const OPERATOR_HEADER: &str = "x-botgate-operator";
 /// The header carrying a pushed component's detached signature (base64).
 pub const SIGNATURE_HEADER: &str = "x-botgate-signature";
 
-/// `GET /operator/rulesets`, `POST /operator/rulesets/{name}` (the component's bytes),
-/// `POST /operator/rulesets/{name}/activate/{version}`, `POST
-/// /operator/rulesets/{name}/rollback`, `DELETE /operator/rulesets/{name}/{version}`.
+/// `GET /operator/rulesets`, `POST /operator/rulesets/{name}` (the component's bytes;
+/// 201 stored, 200 stored already), `POST …/{name}/activate/{version}`, `POST
+/// …/{name}/rollback`, `POST …/{name}/failure/{open|closed}`, `POST
+/// …/{name}/shadow/{version}/{percent}`, `DELETE …/{name}/shadow`, `GET
+/// …/{name}/diff[?version=V]`, `DELETE …/{name}/versions/{version}`.
 pub(super) fn routes() -> Router<Arc<Admin>> {
     Router::new()
         .route("/operator/rulesets", get(list))
@@ -40,7 +42,10 @@ pub(super) fn routes() -> Router<Arc<Admin>> {
         )
         .route("/operator/rulesets/{name}/shadow", delete(unshadow))
         .route("/operator/rulesets/{name}/diff", get(diff))
-        .route("/operator/rulesets/{name}/{version}", delete(remove))
+        .route(
+            "/operator/rulesets/{name}/versions/{version}",
+            delete(remove),
+        )
 }
 
 fn fleet_error(error: FleetError) -> Response {
@@ -121,11 +126,12 @@ async fn push(
     .await;
     match pushed {
         Ok((record, outcome)) => {
-            let status = match outcome {
-                Pushed::Stored => StatusCode::CREATED,
-                Pushed::AlreadyStored => StatusCode::OK,
+            let (status, already) = match outcome {
+                Pushed::Stored => (StatusCode::CREATED, false),
+                Pushed::AlreadyStored => (StatusCode::OK, true),
             };
-            (status, axum::Json(record)).into_response()
+            let body = serde_json::json!({"pushed": record, "already_stored": already});
+            (status, axum::Json(body)).into_response()
         }
         Err(error) => fleet_error(error),
     }
@@ -149,7 +155,8 @@ async fn rollback(
     headers: HeaderMap,
 ) -> Response {
     let store = admin.operator.store.as_ref();
-    answer(fleet::rollback(store, &name, &operator_of(&headers)).await)
+    let (by, trusted) = (operator_of(&headers), &admin.operator.trusted_keys);
+    answer(fleet::rollback(store, &name, &by, trusted).await)
 }
 
 async fn remove(
