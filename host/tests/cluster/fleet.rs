@@ -462,6 +462,16 @@ fn with_trusted_keys_only_signed_components_are_activated_and_loaded() {
         "{}",
         said(&refused)
     );
+    let refused = ruleset(
+        &[&["shadow", "versioned", "1.0.0"][..], &trusted_flag[..]].concat(),
+        &on_the_store,
+    );
+    assert!(!refused.status.success());
+    assert!(
+        said(&refused).contains("versioned 1.0.0 is not signed"),
+        "{}",
+        said(&refused)
+    );
 
     // Signed by a stranger: refused by the gateway at the push, which knows its keys;
     // stored by a push straight into the store, and then refused at activation.

@@ -68,6 +68,8 @@ pub enum FleetCommand {
         #[arg(long, default_value = "10", value_parser = clap::value_parser!(u8).range(1..=100))]
         percent: u8,
         #[command(flatten)]
+        trusted_keys: TrustedKeyArgs,
+        #[command(flatten)]
         target: Target,
     },
     /// Stop a shadow rollout (activate the version instead to put it in service).
@@ -269,6 +271,7 @@ pub fn run(command: FleetCommand, registry: impl FnOnce() -> Result<Arc<Registry
                 name,
                 version,
                 percent,
+                trusted_keys,
                 target,
             } => {
                 check_name(&name)?;
@@ -279,7 +282,7 @@ pub fn run(command: FleetCommand, registry: impl FnOnce() -> Result<Arc<Registry
                         serde_json::from_value(send(&url, &token, "POST", &path, None)?)?
                     }
                     Via::Store(store) => {
-                        let trusted = TrustedKeys::default();
+                        let trusted = TrustedKeys::read(&trusted_keys.files)?;
                         fleet::shadow(&store, &name, &version, percent, &operator(), &trusted)
                             .await?
                     }
