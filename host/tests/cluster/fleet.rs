@@ -1,7 +1,8 @@
 //! Rule components for a fleet: pushed once with `botgate ruleset push`, activated,
 //! rolled back and removed, while two real `botgate serve` processes share one Redis
-//! and visitors keep coming to both; and on the embedded store, the same commands
-//! through the running gateway's admin listener.
+//! and visitors keep coming to both; on the embedded store, the same commands through
+//! the running gateway's admin listener, the failure policy, a shadow rollout; signed
+//! components with trusted keys; and a rule author's path from `ruleset new` to live.
 
 use botgate_tests::http::Client;
 use botgate_tests::origin::Origin;
@@ -99,9 +100,11 @@ fn a_pushed_component_runs_on_every_gateway_of_the_store_without_a_failed_reques
         .post_json(
             "/v1.0/website",
             &json!({"domain": "visited.example", "user_id": "owner", "ip": ["127.0.0.1"],
-                    // Bot protection on; the rate limits off for a visitor this eager.
+                    // Bot protection on; the rate limits off, and the classifier's
+                    // "too many requests" granted, for a visitor this eager.
                     "settings": {"loadbalancer": {"ddos_protection": false,
-                                                  "ddos_protection_advanced": false}}}),
+                                                  "ddos_protection_advanced": false},
+                                 "rules": {"suspicious_behaviour": "grant"}}}),
         )
         .unwrap();
     assert_eq!(created.status, 201, "{}", created.text);
@@ -233,7 +236,8 @@ fn on_the_embedded_store_the_commands_go_through_the_admin_listener() {
             "/v1.0/website",
             &json!({"domain": "visited.example", "user_id": "owner", "ip": ["127.0.0.1"],
                     "settings": {"loadbalancer": {"ddos_protection": false,
-                                                  "ddos_protection_advanced": false}}}),
+                                                  "ddos_protection_advanced": false},
+                                 "rules": {"suspicious_behaviour": "grant"}}}),
         )
         .unwrap();
     assert_eq!(created.status, 201, "{}", created.text);
@@ -562,7 +566,8 @@ fn a_version_in_shadow_is_compared_never_acted_on_and_the_diff_says_where() {
             &json!({"domain": "visited.example", "user_id": "owner", "ip": ["127.0.0.1"],
                     "settings": {"rulesets": {"wordpress": true},
                                  "loadbalancer": {"ddos_protection": false,
-                                                  "ddos_protection_advanced": false}}}),
+                                                  "ddos_protection_advanced": false},
+                                 "rules": {"suspicious_behaviour": "grant"}}}),
         )
         .unwrap();
     assert_eq!(created.status, 201, "{}", created.text);
@@ -766,4 +771,55 @@ fn a_rule_author_goes_from_the_template_to_a_component_in_service() {
         || format!("my_cms never ran; log:\n{}", gateway.log()),
     )
     .unwrap();
+
+    // A new version: pushed, in shadow beside the running one, then active.
+    let manifest = project.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace("version = \"0.1.0\"", "version = \"0.2.0\""),
+    )
+    .unwrap();
+    let built = cargo(
+        &project,
+        &["build", "--release", "--target", "wasm32-wasip2"],
+    );
+    assert!(built.status.success(), "{}", said(&built));
+    let pushed = ruleset(&["push", wasm.to_str().unwrap()], &target);
+    assert!(
+        said(&pushed).contains("pushed my_cms 0.2.0"),
+        "{}",
+        said(&pushed)
+    );
+    let shadowed = ruleset(&["shadow", "my_cms", "0.2.0", "--percent", "10"], &target);
+    assert!(shadowed.status.success(), "{}", said(&shadowed));
+    wait_until(
+        Duration::from_secs(10),
+        || gateway.log().contains("my_cms 0.2.0 10%"),
+        || format!("the shadow never loaded; log:\n{}", gateway.log()),
+    )
+    .unwrap();
+    let diff = ruleset(&["diff", "my_cms"], &target);
+    assert!(
+        said(&diff).contains("my_cms 0.2.0 in shadow"),
+        "{}",
+        said(&diff)
+    );
+    let activated = ruleset(&["activate", "my_cms", "0.2.0"], &target);
+    assert!(activated.status.success(), "{}", said(&activated));
+    wait_until(
+        Duration::from_secs(10),
+        || {
+            admin
+                .get("/health")
+                .is_ok_and(|reply| reply.json()["components"]["my_cms"] == "0.2.0")
+        },
+        || format!("my_cms 0.2.0 never ran; log:\n{}", gateway.log()),
+    )
+    .unwrap();
+    let listed = String::from_utf8_lossy(&ruleset(&["list"], &target).stdout).into_owned();
+    assert!(
+        !listed.contains("shadow"),
+        "activating ends its shadow: {listed}"
+    );
 }

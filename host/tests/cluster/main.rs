@@ -2,7 +2,8 @@
 //! server's files, and redis-server, redis-sentinel and haproxy run with them as they
 //! are. Three servers share the machine on the loopback addresses 127.0.0.2–4; the
 //! description moves the ports and places that one machine cannot share, and shortens
-//! HAProxy's check (3 s in production) to 200 ms.
+//! HAProxy's check (3 s in production) to 200 ms. `fleet` runs several gateways on one
+//! store for the rule components they share.
 
 use anyhow::{Context, Result, bail};
 use botgate_host::cluster::Ports;
