@@ -1672,6 +1672,7 @@ impl RulesetStore for RedisStore {
                     name.to_owned(),
                     version.to_owned(),
                     self.key("ruleset-blob:"),
+                    key,
                 ],
             )
             .await?;

@@ -65,6 +65,20 @@ impl FailurePolicy {
     }
 }
 
+impl std::str::FromStr for FailurePolicy {
+    type Err = String;
+
+    fn from_str(word: &str) -> Result<FailurePolicy, String> {
+        match word {
+            "open" => Ok(FailurePolicy::Open),
+            "closed" => Ok(FailurePolicy::Closed),
+            _ => Err(format!(
+                "`{word}`: the failure policies are open and closed"
+            )),
+        }
+    }
+}
+
 /// A version evaluated beside the active one on a share of the traffic, never acted on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shadow {

@@ -47,6 +47,44 @@ fn through_admin(gateway: &Gateway) -> Vec<String> {
     ]
 }
 
+/// An origin and `count` gateways on `store` (the first with the partner `hoster`), each
+/// serving `visited.example`: bot protection on with the rule sets `rulesets`, the rate
+/// limits off and the classifier's `suspicious_behaviour` (too many requests) granted,
+/// for test visitors this eager.
+fn visited_website(
+    store: GatewayStore<'_>,
+    count: usize,
+    rulesets: serde_json::Value,
+) -> (Origin, Vec<Gateway>) {
+    let origin = Origin::start("origin", [127, 0, 0, 1].into(), 0).unwrap();
+    let port = origin.address.port().to_string();
+    let args = ["--origin-http-port", port.as_str()];
+    let binary = Path::new(env!("CARGO_BIN_EXE_botgate"));
+    let gateways: Vec<Gateway> = (0..count)
+        .map(|n| {
+            let partners: &[&str] = if n == 0 { &["hoster"] } else { &[] };
+            Gateway::start_protecting(binary, store, partners, &args).unwrap()
+        })
+        .collect();
+    let partner = Client::new(&gateways[0].api, Some(&gateways[0].partner_keys[0]));
+    super::create_owner(&partner);
+    let created = partner
+        .post_json(
+            "/v1.0/website",
+            &json!({"domain": "visited.example", "user_id": "owner", "ip": ["127.0.0.1"],
+                    "settings": {"rulesets": rulesets,
+                                 "loadbalancer": {"ddos_protection": false,
+                                                  "ddos_protection_advanced": false},
+                                 "rules": {"suspicious_behaviour": "grant"}}}),
+        )
+        .unwrap();
+    assert_eq!(created.status, 201, "{}", created.text);
+    for gateway in &gateways {
+        super::wait_served(gateway, "visited.example");
+    }
+    (origin, gateways)
+}
+
 /// The version of `versioned` a gateway's `/health` says it runs, and from where.
 fn running(gateway: &Gateway) -> Option<(String, String)> {
     let health = Client::new(&format!("http://{}", gateway.admin), None)
@@ -87,30 +125,8 @@ fn until_running(gateways: &[&Gateway], version: &str, source: &str) -> Duration
 #[test]
 fn a_pushed_component_runs_on_every_gateway_of_the_store_without_a_failed_request() {
     let redis = RedisServer::start().unwrap();
-    let origin = Origin::start("origin", [127, 0, 0, 1].into(), 0).unwrap();
-    let port = origin.address.port().to_string();
-    let args = ["--origin-http-port", port.as_str()];
-    let binary = Path::new(env!("CARGO_BIN_EXE_botgate"));
-    let store = GatewayStore::Redis(&redis);
-    let one = Gateway::start_protecting(binary, store, &["hoster"], &args).unwrap();
-    let two = Gateway::start_protecting(binary, store, &[], &args).unwrap();
-    let partner = Client::new(&one.api, Some(&one.partner_keys[0]));
-    super::create_owner(&partner);
-    let created = partner
-        .post_json(
-            "/v1.0/website",
-            &json!({"domain": "visited.example", "user_id": "owner", "ip": ["127.0.0.1"],
-                    // Bot protection on; the rate limits off, and the classifier's
-                    // "too many requests" granted, for a visitor this eager.
-                    "settings": {"loadbalancer": {"ddos_protection": false,
-                                                  "ddos_protection_advanced": false},
-                                 "rules": {"suspicious_behaviour": "grant"}}}),
-        )
-        .unwrap();
-    assert_eq!(created.status, 201, "{}", created.text);
-    for gateway in [&one, &two] {
-        super::wait_served(gateway, "visited.example");
-    }
+    let (_origin, gateways) = visited_website(GatewayStore::Redis(&redis), 2, json!({}));
+    let [one, two] = <[Gateway; 2]>::try_from(gateways).ok().unwrap();
     // Server one holds a `versioned` of its own in its directory: the store's wins.
     let files = tempfile::tempdir().unwrap();
     std::fs::copy(
@@ -219,29 +235,8 @@ fn a_pushed_component_runs_on_every_gateway_of_the_store_without_a_failed_reques
 
 #[test]
 fn on_the_embedded_store_the_commands_go_through_the_admin_listener() {
-    let origin = Origin::start("origin", [127, 0, 0, 1].into(), 0).unwrap();
-    let port = origin.address.port().to_string();
-    let binary = Path::new(env!("CARGO_BIN_EXE_botgate"));
-    let gateway = Gateway::start_protecting(
-        binary,
-        GatewayStore::Embedded,
-        &["hoster"],
-        &["--origin-http-port", port.as_str()],
-    )
-    .unwrap();
-    let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
-    super::create_owner(&partner);
-    let created = partner
-        .post_json(
-            "/v1.0/website",
-            &json!({"domain": "visited.example", "user_id": "owner", "ip": ["127.0.0.1"],
-                    "settings": {"loadbalancer": {"ddos_protection": false,
-                                                  "ddos_protection_advanced": false},
-                                 "rules": {"suspicious_behaviour": "grant"}}}),
-        )
-        .unwrap();
-    assert_eq!(created.status, 201, "{}", created.text);
-    super::wait_served(&gateway, "visited.example");
+    let (_origin, gateways) = visited_website(GatewayStore::Embedded, 1, json!({}));
+    let gateway = gateways.into_iter().next().unwrap();
     let target = through_admin(&gateway);
     let files = tempfile::tempdir().unwrap();
 
@@ -548,29 +543,9 @@ fn with_trusted_keys_only_signed_components_are_activated_and_loaded() {
 
 #[test]
 fn a_version_in_shadow_is_compared_never_acted_on_and_the_diff_says_where() {
-    let origin = Origin::start("origin", [127, 0, 0, 1].into(), 0).unwrap();
-    let port = origin.address.port().to_string();
-    let binary = Path::new(env!("CARGO_BIN_EXE_botgate"));
-    let gateway = Gateway::start_protecting(
-        binary,
-        GatewayStore::Embedded,
-        &["hoster"],
-        &["--origin-http-port", port.as_str()],
-    )
-    .unwrap();
-    let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
-    super::create_owner(&partner);
-    let created = partner
-        .post_json(
-            "/v1.0/website",
-            &json!({"domain": "visited.example", "user_id": "owner", "ip": ["127.0.0.1"],
-                    "settings": {"rulesets": {"wordpress": true},
-                                 "loadbalancer": {"ddos_protection": false,
-                                                  "ddos_protection_advanced": false},
-                                 "rules": {"suspicious_behaviour": "grant"}}}),
-        )
-        .unwrap();
-    assert_eq!(created.status, 201, "{}", created.text);
+    let (_origin, gateways) =
+        visited_website(GatewayStore::Embedded, 1, json!({"wordpress": true}));
+    let gateway = gateways.into_iter().next().unwrap();
     let target = through_admin(&gateway);
     // A new wordpress that calls everything a scraper, in shadow on every request the
     // running wordpress (from the directory) judges.

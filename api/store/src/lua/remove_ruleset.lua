@@ -3,7 +3,8 @@
 -- (an activation of this version) is refused as stale. KEYS[3] the versions, KEYS[4]
 -- the states, KEYS[5] their revisions, KEYS[6] the revision of them all, KEYS[7] and
 -- KEYS[8] the version's shadow counts and samples; ARGV[1] the name, ARGV[2] the
--- version, ARGV[3] the prefix of the bytes' keys. 1 removed, 0 not stored.
+-- version, ARGV[3] the prefix of the bytes' keys, ARGV[4] the version's key
+-- (name@version). 1 removed, 0 not stored.
 local state = redis.call('HGET', KEYS[4], ARGV[1])
 if state then
   state = cjson.decode(state)
@@ -12,7 +13,7 @@ if state then
     return redis.error_reply('CONFLICT rule set ' .. ARGV[1] .. ' ' .. ARGV[2] .. ' is in service')
   end
 end
-local key = ARGV[1] .. '@' .. ARGV[2]
+local key = ARGV[4]
 local stored = redis.call('HGET', KEYS[3], key)
 if not stored then return 0 end
 local sha256 = cjson.decode(stored).sha256

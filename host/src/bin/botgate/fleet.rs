@@ -257,10 +257,8 @@ pub fn run(command: FleetCommand, registry: impl FnOnce() -> Result<Arc<Registry
                         serde_json::from_value(send(&url, &token, "POST", &path, None)?)?
                     }
                     Via::Store(store) => {
-                        let policy = match policy.as_str() {
-                            "closed" => FailurePolicy::Closed,
-                            _ => FailurePolicy::Open,
-                        };
+                        let policy: FailurePolicy =
+                            policy.parse().map_err(anyhow::Error::msg)?;
                         fleet::set_failure_policy(&store, &name, policy, &operator()).await?
                     }
                 };

@@ -176,15 +176,9 @@ async fn failure(
     Path((name, policy)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    let policy = match policy.as_str() {
-        "open" => FailurePolicy::Open,
-        "closed" => FailurePolicy::Closed,
-        _ => {
-            return refused(
-                StatusCode::NOT_FOUND,
-                "the failure policies are open and closed",
-            );
-        }
+    let policy: FailurePolicy = match policy.parse() {
+        Ok(policy) => policy,
+        Err(why) => return refused(StatusCode::NOT_FOUND, why),
     };
     let store = admin.operator.store.as_ref();
     answer(fleet::set_failure_policy(store, &name, policy, &operator_of(&headers)).await)
