@@ -231,6 +231,31 @@ fn a_pushed_component_runs_on_every_gateway_of_the_store_without_a_failed_reques
         "{}",
         said(&nothing)
     );
+
+    // Bytes changed in the store behind the record: no gateway loads them.
+    let two_file = versioned(files.path(), "versioned_two");
+    let pushed = ruleset(&["push", two_file.to_str().unwrap()], &target);
+    assert!(pushed.status.success(), "{}", said(&pushed));
+    let sha = botgate_store::sha256_hex(&std::fs::read(&two_file).unwrap());
+    let blob = format!("botgate:ruleset-blob:{sha}");
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], redis.port));
+    botgate_tests::servers::resp_at(address, Some(&redis.password), &["SET", &blob, "\0asm?"])
+        .unwrap();
+    let activated = ruleset(&["activate", "versioned", "2.0.0"], &target);
+    assert!(activated.status.success(), "{}", said(&activated));
+    for gateway in [&one, &two] {
+        wait_until(
+            Duration::from_secs(10),
+            || {
+                gateway
+                    .log()
+                    .contains("the stored bytes do not match their SHA-256")
+            },
+            || format!("a gateway took the bytes; log:\n{}", gateway.log()),
+        )
+        .unwrap();
+        assert_eq!(running(gateway), Some(("1.0.0".into(), "store".into())));
+    }
 }
 
 #[test]
