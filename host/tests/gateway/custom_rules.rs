@@ -276,11 +276,14 @@ fn custom_rules_decide_before_the_components_and_are_named_in_the_log_and_metric
         assert!(Instant::now() < deadline, "monitoring mode not applied");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let line = access_line(&gateway, "/watched");
-    assert!(
-        line.contains("action=\"would_deny\"") && line.contains("reason=custom.2 "),
-        "{line}"
-    );
+    // The answer can come before its access line is written: wait for that line, not
+    // the last one written for the target (an earlier request's).
+    let line = log_line(&gateway, |line| {
+        line.contains("botgate::access")
+            && line.contains("target=/watched ")
+            && line.contains("action=\"would_deny\"")
+    });
+    assert!(line.contains("reason=custom.2 "), "{line}");
 
     // A reload reads the database again: the network is now Austrian.
     geoip_database(&database, &[("203.0.113.0/24", Some("AT"), None)]);
