@@ -293,6 +293,12 @@ impl Server {
                 None
             }
         };
+        let threads = config
+            .threads
+            .or_else(|| std::thread::available_parallelism().ok())
+            .map_or(1, NonZeroUsize::get);
+        // Each data-plane thread's first call finds a warm instance of every component.
+        rulesets.sandbox().set_warm_instances(threads);
         tracing::info!(source = %fleet.describe(), "loading rule components");
         // The first sync compiles the components: off the async threads.
         let registry = rulesets.clone();
@@ -325,10 +331,6 @@ impl Server {
         );
         let secret = challenge_secret(store.as_ref()).await?;
 
-        let threads = config
-            .threads
-            .or_else(|| std::thread::available_parallelism().ok())
-            .map_or(1, NonZeroUsize::get);
         let http = bind_shared(config.http_listen, "HTTP", threads)?;
         let https = bind_shared(config.https_listen, "HTTPS", threads)?;
         let admin_listener = bind(config.admin_listen, "admin").await?;

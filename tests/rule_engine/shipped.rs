@@ -477,3 +477,117 @@ fn crs_inspects_a_request_of_thousands_of_new_values_within_its_memory() {
     assert_eq!(crs.stats().instances_created.load(Relaxed), created);
     assert_eq!(crs.stats().failures(), 0);
 }
+
+/// Requests unlike the load-time smoke request (a plain browser page view): a session
+/// cookie, a query, a script's path, a form post's headers, an odd agent.
+fn unusual_requests() -> Vec<RequestFacts> {
+    vec![
+        facts(
+            "GET",
+            "/index.php?q=shoes&page=2&sort=price%27",
+            &[
+                (
+                    "user-agent",
+                    "Mozilla/5.0 (X11; Linux x86_64) Firefox/133.0",
+                ),
+                ("cookie", "session=8f2c1a; prefs=dark; cart=3"),
+                ("referer", "https://www.example.com/search?q=shoes"),
+            ],
+        ),
+        facts(
+            "POST",
+            "/wp-login.php?redirect_to=%2Fwp-admin%2F",
+            &[
+                ("user-agent", "curl/8.5.0"),
+                ("content-type", "application/x-www-form-urlencoded"),
+                ("content-length", "42"),
+                ("x-forwarded-for", "198.51.100.7"),
+            ],
+        ),
+        facts(
+            "GET",
+            "/static/app.js?v=1.2.3",
+            &[
+                ("user-agent", "python-requests/2.31.0"),
+                ("accept", "*/*"),
+                ("cookie", "a=1; b=2; c=3; d=4"),
+                ("range", "bytes=0-99"),
+            ],
+        ),
+    ]
+}
+
+/// What building a component's tables costs is paid before its first request, under
+/// the warm-up deadline, not inside a request's call: with a call deadline of 8 ms
+/// (building `crs`'s matchers for a request like these takes more), each shipped
+/// component judges the first requests of shapes it has not seen. A trapped instance
+/// is replaced by one warmed the same way, so a call that ran out of time on a busy
+/// machine is retried once, and must then succeed.
+#[test]
+fn shipped_components_judge_their_first_unusual_requests_within_a_tight_deadline() {
+    init_logs();
+    let registry = botgate_tests::registry_with(botgate_host::rules::SandboxConfig {
+        call_deadline: std::time::Duration::from_millis(8),
+        failures_before_disable: 1_000,
+        ..botgate_tests::test_config()
+    });
+    let report = registry.sync(&DirectorySource::new(shipped_dir().path()));
+    assert!(report.refused.is_empty(), "{report:?}");
+    let set = registry.snapshot();
+    for request in unusual_requests() {
+        for name in shipped() {
+            let component = set.get(name).expect("shipped");
+            let outcome = match component.evaluate(&request) {
+                Outcome::Failed(_) => component.evaluate(&request),
+                outcome => outcome,
+            };
+            assert!(
+                !matches!(outcome, Outcome::Failed(_)),
+                "{name} on {} {}: {outcome:?}",
+                request.method,
+                request.target
+            );
+        }
+    }
+}
+
+/// Each component gets an instance ready for every data-plane thread when it loads:
+/// threads' first calls take those, and none is made while a request waits.
+#[test]
+fn components_load_with_a_warm_instance_for_every_thread() {
+    init_logs();
+    let registry = registry();
+    registry.sandbox().set_warm_instances(3);
+    let report = registry.sync(&DirectorySource::new(shipped_dir().path()));
+    assert!(report.refused.is_empty(), "{report:?}");
+    let set = registry.snapshot();
+    let made = |name: &str| {
+        set.get(name)
+            .expect("shipped")
+            .stats()
+            .instances_created
+            .load(Relaxed)
+    };
+    for name in shipped() {
+        assert_eq!(made(name), 3, "{name} at load");
+    }
+    let requests = unusual_requests();
+    std::thread::scope(|threads| {
+        for _ in 0..3 {
+            threads.spawn(|| {
+                for request in &requests {
+                    for name in shipped() {
+                        let outcome = set.get(name).expect("shipped").evaluate(request);
+                        assert!(
+                            !matches!(outcome, Outcome::Failed(_)),
+                            "{name}: {outcome:?}"
+                        );
+                    }
+                }
+            });
+        }
+    });
+    for name in shipped() {
+        assert_eq!(made(name), 3, "{name} after three threads' calls");
+    }
+}

@@ -143,8 +143,8 @@ pub struct LoadedComponent {
     /// lock: a data-plane core calling a component writes no memory the other cores
     /// use. A thread keeps at most one, since its calls never overlap.
     local: ThreadLocal<Cell<Option<Instance>>>,
-    /// The instance `load` warmed up, for the first thread that calls.
-    warm: Mutex<Option<Instance>>,
+    /// The instances `load` warmed up, one for each thread's first call.
+    warm: Mutex<Vec<Instance>>,
     /// Failures minus successes since the last switch-off, never below zero.
     failure_score: AtomicU32,
     /// Milliseconds since [`clock_base`] until which the component is switched off.
@@ -222,7 +222,7 @@ impl LoadedComponent {
             sandbox: sandbox.clone(),
             pre,
             local: ThreadLocal::new(),
-            warm: Mutex::new(None),
+            warm: Mutex::new(Vec::new()),
             failure_score: AtomicU32::new(0),
             disabled_until_ms: AtomicU64::new(0),
             stats: ComponentStats::default(),
@@ -242,7 +242,18 @@ impl LoadedComponent {
         ) {
             Outcome::Failed(f) => return Err(LoadError::Smoke(f.to_string())),
             _ => {
-                *loaded.warm.lock().unwrap_or_else(PoisonError::into_inner) = Some(instance);
+                let mut warm = vec![instance];
+                // The other threads' instances, made here rather than on a request.
+                for _ in 1..loaded.sandbox.warm_instances() {
+                    match loaded.instantiate(warmup) {
+                        Ok((instance, _)) => warm.push(instance),
+                        Err(err) => {
+                            tracing::warn!(component = %loaded.name, error = %err, "could not make a spare warm instance; a thread will make its own");
+                            break;
+                        }
+                    }
+                }
+                *loaded.warm.lock().unwrap_or_else(PoisonError::into_inner) = warm;
             }
         }
         Ok(loaded)
@@ -318,8 +329,9 @@ impl LoadedComponent {
         Ok(self)
     }
 
-    /// A fresh instance, its `info`, and one warm-up call so lazily built tables exist
-    /// before it serves traffic; each step bounded by `warmup`.
+    /// A fresh instance, its `info` (where a component builds its tables, as `crs`
+    /// does), and one warm-up call so lazily built tables exist before it serves
+    /// traffic; each step bounded by `warmup`.
     fn instantiate(&self, warmup: Duration) -> Result<(Instance, ComponentInfo), InstantiateError> {
         self.stats.instances_created.fetch_add(1, Relaxed);
         let sandbox = &self.sandbox;
@@ -381,7 +393,7 @@ impl LoadedComponent {
             self.warm
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .take()
+                .pop()
         });
         let mut instance = match pooled {
             Some(instance) => instance,

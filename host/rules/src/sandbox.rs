@@ -1,6 +1,7 @@
 //! The sandbox every rule component runs in: one wasmtime `Engine`, epoch deadlines,
 //! per-store memory caps, and a linker that grants nothing.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread;
 use std::time::Duration;
@@ -56,6 +57,9 @@ fn epoch_tick(call_deadline: Duration) -> Duration {
 pub struct Sandbox {
     engine: Engine,
     config: SandboxConfig,
+    /// Instances each component gets ready when it loads: one for every thread that
+    /// calls components, so that none is made (and warmed up) while a request waits.
+    warm_instances: AtomicUsize,
 }
 
 impl Sandbox {
@@ -74,7 +78,11 @@ impl Sandbox {
         }
         let engine = Engine::new(&wasm)?;
         let tick = epoch_tick(config.call_deadline);
-        let sandbox = Arc::new(Sandbox { engine, config });
+        let sandbox = Arc::new(Sandbox {
+            engine,
+            config,
+            warm_instances: AtomicUsize::new(1),
+        });
         let weak: Weak<Sandbox> = Arc::downgrade(&sandbox);
         thread::Builder::new()
             .name("botgate-epoch".into())
@@ -95,6 +103,16 @@ impl Sandbox {
 
     pub fn config(&self) -> &SandboxConfig {
         &self.config
+    }
+
+    /// How many instances each component loaded from now on gets ready at load: the
+    /// number of threads that call components (at least one).
+    pub fn set_warm_instances(&self, threads: usize) {
+        self.warm_instances.store(threads.max(1), Ordering::Relaxed);
+    }
+
+    pub fn warm_instances(&self) -> usize {
+        self.warm_instances.load(Ordering::Relaxed)
     }
 
     /// A store for one instance, with the memory cap installed and epoch interruption

@@ -10,7 +10,10 @@ impl Ruleset for CoreRuleSet {
     // Every request: an attack may sit anywhere.
     const SCOPE: &'static [&'static str] = &[];
 
+    /// Also builds every matcher: the gateway asks for `info` once per instance, before
+    /// any request, under its warm-up deadline.
     fn info() -> Info {
+        crate::matchers::prepare_all();
         botgate_ruleset_sdk::info!(
             "crs",
             "The OWASP Core Rule Set 3.3.4 at paranoia level 1: injection, XSS, LFI/RFI, RCE, PHP, Java, Node.js, session fixation, protocol attacks and scanners in the path, query, cookies and headers."

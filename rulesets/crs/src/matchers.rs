@@ -127,6 +127,18 @@ std::thread_local! {
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// Builds every matcher now: each pattern's automaton and each phrase list's. Called
+/// once per instance before its first request (from `info`, under the gateway's
+/// warm-up deadline), so that no request pays for a table it is the first to need.
+pub(crate) fn prepare_all() {
+    for slot in 0..REGEX_COUNT {
+        compiled(slot);
+    }
+    for slot in 0..PHRASE_LIST_COUNT {
+        phrase_list(slot);
+    }
+}
+
 /// Whether the pattern in `slot` compiled (for the tests).
 #[cfg(test)]
 pub(crate) fn regex_compiles(slot: usize) -> bool {
@@ -196,18 +208,22 @@ fn pike(vm: &PikeVM, value: &[u8], groups: Option<&mut Vec<Vec<u8>>>) -> bool {
 
 /// Whether any phrase of list `slot` occurs in `value`, case-insensitively.
 pub(crate) fn phrases_match(slot: usize, value: &[u8]) -> bool {
-    static CACHE: [OnceLock<Option<AhoCorasick>>; PHRASE_LIST_COUNT] =
-        [const { OnceLock::new() }; PHRASE_LIST_COUNT];
-    CACHE[slot]
-        .get_or_init(|| {
-            // A contiguous NFA: the lists are long (PHP's function names), and a DFA of
-            // them would take megabytes of the instance's memory.
-            AhoCorasick::builder()
-                .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
-                .ascii_case_insensitive(true)
-                .build(PHRASE_LISTS[slot])
-                .ok()
-        })
+    phrase_list(slot)
         .as_ref()
         .is_some_and(|ac| ac.is_match(value))
+}
+
+/// The automaton of phrase list `slot`, built on first use.
+fn phrase_list(slot: usize) -> &'static Option<AhoCorasick> {
+    static CACHE: [OnceLock<Option<AhoCorasick>>; PHRASE_LIST_COUNT] =
+        [const { OnceLock::new() }; PHRASE_LIST_COUNT];
+    CACHE[slot].get_or_init(|| {
+        // A contiguous NFA: the lists are long (PHP's function names), and a DFA of
+        // them would take megabytes of the instance's memory.
+        AhoCorasick::builder()
+            .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
+            .ascii_case_insensitive(true)
+            .build(PHRASE_LISTS[slot])
+            .ok()
+    })
 }
