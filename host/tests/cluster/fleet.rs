@@ -658,10 +658,16 @@ fn a_version_in_shadow_is_compared_never_acted_on_and_the_diff_says_where() {
     );
 }
 
-/// `cargo ARGS` in `dir`, building into the repository's `target/scaffold` (warm on a
-/// second run; the guest workspace's lock file pins the same versions).
+/// Where the scaffolded project builds: the guest workspace's target folder, whose
+/// dependencies (the same versions: the project gets the workspace's lock file, and
+/// the same release profile) the guests' build has already compiled.
+fn scaffold_target() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../rulesets/target")
+}
+
+/// `cargo ARGS` in `dir`, building into [`scaffold_target`].
 fn cargo(dir: &Path, args: &[&str]) -> Output {
-    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/scaffold");
+    let target = scaffold_target();
     std::process::Command::new(env!("CARGO"))
         .args(args)
         .current_dir(dir)
@@ -709,8 +715,7 @@ fn a_rule_author_goes_from_the_template_to_a_component_in_service() {
         &["build", "--release", "--target", "wasm32-wasip2"],
     );
     assert!(built.status.success(), "{}", said(&built));
-    let wasm = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/scaffold/wasm32-wasip2/release/my_cms.wasm");
+    let wasm = scaffold_target().join("wasm32-wasip2/release/my_cms.wasm");
     let cases = project.join("cases.jsonl");
     let tested = ruleset(
         &[
