@@ -220,9 +220,11 @@ requests_in() { awk '/requests in/ { print $1 } /^requests:/ { print $6 }' "$1";
 # calls (`name failures calls`, one a line; nothing when none did) and, with `off` as $2,
 # only those that failed often enough to be switched off: figures measured while one was
 # off are not full protection's. (A call now and then running past its deadline on a
-# busy machine is not that.)
+# busy machine is not that.) Metrics that cannot be read say so, and count as both.
 components_failed() {
-    curl -sf "http://127.0.0.1:$1/metrics" | awk -v off="${2:-}" '
+    local metrics
+    metrics=$(curl -sf "http://127.0.0.1:$1/metrics") || { echo "(metrics unreadable)"; return 0; }
+    awk -v off="${2:-}" '
         /^botgate_component_(failures|calls|disabled)_total/ {
             match($0, /component="[^"]*"/); name = substr($0, RSTART + 11, RLENGTH - 12)
             if ($0 ~ /^botgate_component_failures/) failures[name] = $NF
@@ -230,7 +232,7 @@ components_failed() {
             else disabled[name] = $NF
         }
         END { for (name in failures) if (failures[name] > 0 && (off == "" || disabled[name] > 0))
-            print name, failures[name], "of", calls[name] }' || true
+            print name, failures[name], "of", calls[name] }' <<<"$metrics"
 }
 # The same websites on one data-plane thread (not for AB or TRAIN): a second botgate on
 # a copy of the store (the same challenge secret, so the same pass holds).
@@ -525,7 +527,7 @@ for admin_of in "botgate $admin_port" ${admin1_port:+"botgate --threads 1 $admin
     failed=$(components_failed "${admin_of##* }" off)
     [[ -z $failed ]] && continue
     unsound=1
-    echo "WARNING: ${admin_of% *} switched rule components off: the (a) rows are not full protection; see $work" >&2
+    echo "WARNING: ${admin_of% *} switched rule components off (${failed//$'\n'/, }): the (a) rows are not full protection; see $work" >&2
 done
 declare -A rps p50 p99 cpu user_cpu origin_cpu wrk_cpu
 for run in $FRONTENDS; do

@@ -520,30 +520,33 @@ fn unusual_requests() -> Vec<RequestFacts> {
 /// What building a component's tables costs is paid before its first request, under
 /// the warm-up deadline, not inside a request's call: with a call deadline of 8 ms
 /// (building `crs`'s matchers for a request like these takes more), each shipped
-/// component judges the first requests of shapes it has not seen. A trapped instance
-/// is replaced by one warmed the same way, so a call that ran out of time on a busy
-/// machine is retried once, and must then succeed.
+/// component judges the first requests of shapes it has not seen. A thread descheduled
+/// on a busy machine can still run past so short a deadline, so a load refused or a call
+/// failed is tried again, twice: a trapped instance is replaced by one warmed the same
+/// way, where building the tables inside the call fails every time.
 #[test]
 fn shipped_components_judge_their_first_unusual_requests_within_a_tight_deadline() {
     init_logs();
-    let registry = botgate_tests::registry_with(botgate_host::rules::SandboxConfig {
+    let tight = botgate_host::rules::SandboxConfig {
         call_deadline: std::time::Duration::from_millis(8),
         failures_before_disable: 1_000,
         ..botgate_tests::test_config()
+    };
+    let loaded = (0..3).find_map(|_| {
+        let registry = botgate_tests::registry_with(tight.clone());
+        let report = registry.sync(&DirectorySource::new(shipped_dir().path()));
+        report.refused.is_empty().then(|| registry.snapshot())
     });
-    let report = registry.sync(&DirectorySource::new(shipped_dir().path()));
-    assert!(report.refused.is_empty(), "{report:?}");
-    let set = registry.snapshot();
+    let set = loaded.expect("the shipped components load with an 8 ms call deadline");
     for request in unusual_requests() {
         for name in shipped() {
             let component = set.get(name).expect("shipped");
-            let outcome = match component.evaluate(&request) {
-                Outcome::Failed(_) => component.evaluate(&request),
-                outcome => outcome,
-            };
+            let outcome = (0..3)
+                .map(|_| component.evaluate(&request))
+                .find(|outcome| !matches!(outcome, Outcome::Failed(_)));
             assert!(
-                !matches!(outcome, Outcome::Failed(_)),
-                "{name} on {} {}: {outcome:?}",
+                outcome.is_some(),
+                "{name} failed {} {} three times",
                 request.method,
                 request.target
             );
@@ -590,4 +593,8 @@ fn components_load_with_a_warm_instance_for_every_thread() {
     for name in shipped() {
         assert_eq!(made(name), 3, "{name} after three threads' calls");
     }
+    // A component only being checked (a push, say) gets the one instance its checks ran on.
+    let bytes = std::fs::read(shipped_dir().path().join("crs.wasm")).unwrap();
+    let checked = registry.check("crs", &bytes, "checked").unwrap();
+    assert_eq!(checked.stats().instances_created.load(Relaxed), 1);
 }

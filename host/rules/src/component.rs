@@ -242,21 +242,43 @@ impl LoadedComponent {
         ) {
             Outcome::Failed(f) => return Err(LoadError::Smoke(f.to_string())),
             _ => {
-                let mut warm = vec![instance];
-                // The other threads' instances, made here rather than on a request.
-                for _ in 1..loaded.sandbox.warm_instances() {
-                    match loaded.instantiate(warmup) {
-                        Ok((instance, _)) => warm.push(instance),
-                        Err(err) => {
-                            tracing::warn!(component = %loaded.name, error = %err, "could not make a spare warm instance; a thread will make its own");
-                            break;
-                        }
-                    }
+                let memory = instance.store.data().limiter.memory_bytes;
+                if memory > loaded.sandbox.config().max_pooled_memory_bytes {
+                    tracing::warn!(component = %loaded.name, memory_bytes = memory, "a warm instance holds more memory than instances may keep between calls: every call will make a new one");
                 }
-                *loaded.warm.lock().unwrap_or_else(PoisonError::into_inner) = warm;
+                loaded
+                    .warm
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(instance);
             }
         }
         Ok(loaded)
+    }
+
+    /// Makes the warm instances the other data-plane threads take on their first call
+    /// ([`Sandbox::set_warm_instances`]), so that none is made while a request waits;
+    /// for a component about to serve requests (not one only being checked).
+    pub fn make_spares(&self) {
+        let wanted = self.sandbox.warm_instances();
+        let have = self
+            .warm
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        for _ in have..wanted {
+            match self.instantiate(self.sandbox.config().warmup_deadline) {
+                Ok((instance, _)) => self
+                    .warm
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(instance),
+                Err(err) => {
+                    tracing::warn!(component = %self.name, error = %err, "could not make a spare warm instance; a thread will make its own");
+                    return;
+                }
+            }
+        }
     }
 
     /// Refuses components that import anything but WASI and the contract's types.

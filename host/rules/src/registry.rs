@@ -201,7 +201,8 @@ impl Registry {
         self.current.load()
     }
 
-    /// Validates one component without putting it in service.
+    /// Validates one component without putting it in service (with one warm instance:
+    /// [`LoadedComponent::make_spares`] readies the rest for serving).
     pub fn check(
         &self,
         name: &str,
@@ -215,6 +216,7 @@ impl Registry {
     /// one atomic swap; returns the new generation. This is the whole cost of a hot
     /// swap once a component is compiled and validated.
     pub fn install(&self, component: Arc<LoadedComponent>) -> u64 {
+        component.make_spares();
         let _guard = self
             .sync_lock
             .lock()
@@ -280,6 +282,7 @@ impl Registry {
                     &blob.bytes,
                     &blob.origin,
                 )
+                .inspect(LoadedComponent::make_spares)
                 .map_err(|err| {
                     let kept = previous.map(|p| p.version().to_owned());
                     tracing::error!(

@@ -222,9 +222,13 @@ async fn install_shadows(registry: &Arc<Registry>, source: &FleetSource, shadows
                 let (registry, checked, bytes) =
                     (registry.clone(), name.clone(), version.bytes.clone());
                 let origin = format!("{PUSHED_ORIGIN}{name} {} (shadow)", version.version);
-                let loaded =
-                    tokio::task::spawn_blocking(move || registry.check(&checked, &bytes, &origin))
-                        .await;
+                // Evaluated on the data-plane threads: readied for each of them.
+                let loaded = tokio::task::spawn_blocking(move || {
+                    registry
+                        .check(&checked, &bytes, &origin)
+                        .inspect(|component| component.make_spares())
+                })
+                .await;
                 match loaded {
                     Ok(Ok(component)) => Arc::new(component),
                     Ok(Err(refused)) => {
