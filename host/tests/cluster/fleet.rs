@@ -476,26 +476,18 @@ fn with_trusted_keys_only_signed_components_are_activated_and_loaded() {
     let pushed = ruleset(&["push", one.to_str().unwrap()], &on_the_store);
     assert!(pushed.status.success(), "{}", said(&pushed));
     let trusted_flag = ["--ruleset-trusted-key", trusted.to_str().unwrap()];
-    let refused = ruleset(
-        &[&["activate", "versioned", "1.0.0"][..], &trusted_flag[..]].concat(),
-        &on_the_store,
-    );
-    assert!(!refused.status.success());
-    assert!(
-        said(&refused).contains("versioned 1.0.0 is not signed"),
-        "{}",
-        said(&refused)
-    );
-    let refused = ruleset(
-        &[&["shadow", "versioned", "1.0.0"][..], &trusted_flag[..]].concat(),
-        &on_the_store,
-    );
-    assert!(!refused.status.success());
-    assert!(
-        said(&refused).contains("versioned 1.0.0 is not signed"),
-        "{}",
-        said(&refused)
-    );
+    for command in ["activate", "shadow"] {
+        let refused = ruleset(
+            &[&[command, "versioned", "1.0.0"][..], &trusted_flag[..]].concat(),
+            &on_the_store,
+        );
+        assert!(!refused.status.success(), "{command}");
+        assert!(
+            said(&refused).contains("versioned 1.0.0 is not signed"),
+            "{command}: {}",
+            said(&refused)
+        );
+    }
 
     // Signed by a stranger: refused by the gateway at the push, which knows its keys;
     // stored by a push straight into the store, and then refused at activation.
