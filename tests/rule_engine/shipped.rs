@@ -554,8 +554,8 @@ fn shipped_components_judge_their_first_unusual_requests_within_a_tight_deadline
     }
 }
 
-/// Each component gets an instance ready for every data-plane thread when it loads:
-/// threads' first calls take those, and none is made while a request waits.
+/// Each component gets an instance ready for every data-plane thread when it loads, and
+/// a spare: threads' first calls take those, and none is made while a request waits.
 #[test]
 fn components_load_with_a_warm_instance_for_every_thread() {
     init_logs();
@@ -572,7 +572,7 @@ fn components_load_with_a_warm_instance_for_every_thread() {
             .load(Relaxed)
     };
     for name in shipped() {
-        assert_eq!(made(name), 3, "{name} at load");
+        assert_eq!(made(name), 3 + 1, "{name} at load");
     }
     let requests = unusual_requests();
     std::thread::scope(|threads| {
@@ -591,7 +591,11 @@ fn components_load_with_a_warm_instance_for_every_thread() {
         }
     });
     for name in shipped() {
-        assert_eq!(made(name), 3, "{name} after three threads' calls");
+        let component = set.get(name).expect("shipped");
+        assert_eq!(made(name), 3 + 1, "{name} after three threads' calls");
+        assert_eq!(component.spares(), 1, "{name}");
+        let on_request = component.stats().instances_made_on_request.load(Relaxed);
+        assert_eq!(on_request, 0, "{name}");
     }
     // A component only being checked (a push, say) gets the one instance its checks ran on.
     let bytes = std::fs::read(shipped_dir().path().join("crs.wasm")).unwrap();

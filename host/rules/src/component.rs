@@ -8,8 +8,8 @@ use super::sandbox::{GuestState, Sandbox};
 use botgate_model::RulesetName;
 use std::cell::Cell;
 use std::sync::PoisonError;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 use thread_local::ThreadLocal;
 use wasmtime::component::{Component, Linker, types::ComponentItem};
@@ -19,6 +19,9 @@ use wasmtime::{Store, Trap};
 const MAX_REASON: usize = 64;
 const MAX_VERSION: usize = 64;
 const MAX_DESCRIPTION: usize = 1024;
+/// Warm instances a component in service keeps beyond one per data-plane thread: the one
+/// a thread takes when its own trapped (or grew too large), replaced in the background.
+const SPARES: usize = 1;
 
 /// Why a component was refused. The previous version, if any, stays in service.
 #[derive(Debug, thiserror::Error)]
@@ -103,6 +106,8 @@ pub struct ComponentStats {
     pub skipped_disabled: AtomicU64,
     pub disabled_times: AtomicU64,
     pub instances_created: AtomicU64,
+    /// Of those, the ones a thread made while a request waited (no spare was ready).
+    pub instances_made_on_request: AtomicU64,
 }
 
 impl ComponentStats {
@@ -143,8 +148,13 @@ pub struct LoadedComponent {
     /// lock: a data-plane core calling a component writes no memory the other cores
     /// use. A thread keeps at most one, since its calls never overlap.
     local: ThreadLocal<Cell<Option<Instance>>>,
-    /// The instances `load` warmed up, one for each thread's first call.
+    /// Warm instances not yet taken by a thread: one for each thread's first call, and
+    /// [`SPARES`] for a thread whose instance was dropped.
     warm: Mutex<Vec<Instance>>,
+    /// Set when the component is put in service: itself, for the background refill.
+    in_service: OnceLock<Weak<LoadedComponent>>,
+    /// A background refill of `warm` is queued or running.
+    refilling: AtomicBool,
     /// Failures minus successes since the last switch-off, never below zero.
     failure_score: AtomicU32,
     /// Milliseconds since [`clock_base`] until which the component is switched off.
@@ -223,6 +233,8 @@ impl LoadedComponent {
             pre,
             local: ThreadLocal::new(),
             warm: Mutex::new(Vec::new()),
+            in_service: OnceLock::new(),
+            refilling: AtomicBool::new(false),
             failure_score: AtomicU32::new(0),
             disabled_until_ms: AtomicU64::new(0),
             stats: ComponentStats::default(),
@@ -256,17 +268,26 @@ impl LoadedComponent {
         Ok(loaded)
     }
 
-    /// Makes the warm instances the other data-plane threads take on their first call
-    /// ([`Sandbox::set_warm_instances`]), so that none is made while a request waits;
-    /// for a component about to serve requests (not one only being checked).
-    pub fn make_spares(&self) {
-        let wanted = self.sandbox.warm_instances();
-        let have = self
-            .warm
+    /// Readies a component to serve requests (not one only being checked): the warm
+    /// instances the other data-plane threads take on their first call
+    /// ([`Sandbox::set_warm_instances`]) and [`SPARES`] more, so that none is made while
+    /// a request waits; from now on a spare taken is replaced in the background.
+    pub fn make_spares(self: &Arc<Self>) {
+        let _ = self.in_service.set(Arc::downgrade(self));
+        self.fill_warm(self.sandbox.warm_instances() + SPARES);
+    }
+
+    /// Warm instances not taken by any thread yet.
+    pub fn spares(&self) -> usize {
+        self.warm
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .len();
-        for _ in have..wanted {
+            .len()
+    }
+
+    /// Makes instances (under the warm-up deadline) until `wanted` are waiting in `warm`.
+    fn fill_warm(&self, wanted: usize) {
+        while self.spares() < wanted {
             match self.instantiate(self.sandbox.config().warmup_deadline) {
                 Ok((instance, _)) => self
                     .warm
@@ -279,6 +300,33 @@ impl LoadedComponent {
                 }
             }
         }
+    }
+
+    /// Asks the sandbox's background thread to bring the spares back to [`SPARES`], once
+    /// at a time; only for a component in service.
+    fn refill_in_background(&self) {
+        let Some(me) = self.in_service.get() else {
+            return;
+        };
+        if self.refilling.swap(true, Relaxed) {
+            return;
+        }
+        let me = me.clone();
+        self.sandbox.in_background(move || {
+            // A component replaced meanwhile needs no spares.
+            let Some(component) = me.upgrade() else {
+                return;
+            };
+            loop {
+                component.fill_warm(SPARES);
+                component.refilling.store(false, Relaxed);
+                // A spare taken between the fill and the flag: fill again, unless a
+                // new refill was queued for it.
+                if component.spares() >= SPARES || component.refilling.swap(true, Relaxed) {
+                    return;
+                }
+            }
+        });
     }
 
     /// Refuses components that import anything but WASI and the contract's types.
@@ -412,15 +460,23 @@ impl LoadedComponent {
         }
         let local = self.local.get_or_default();
         let pooled = local.take().or_else(|| {
-            self.warm
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pop()
+            let mut warm = self.warm.lock().unwrap_or_else(PoisonError::into_inner);
+            let taken = warm.pop();
+            // The last spare taken (a thread's own instance was dropped): another is
+            // made off the data plane before the next thread needs one.
+            if warm.len() < SPARES {
+                drop(warm);
+                self.refill_in_background();
+            }
+            taken
         });
         let mut instance = match pooled {
             Some(instance) => instance,
             None => match self.instantiate(self.sandbox.config().instantiate_deadline) {
-                Ok((instance, _)) => instance,
+                Ok((instance, _)) => {
+                    self.stats.instances_made_on_request.fetch_add(1, Relaxed);
+                    instance
+                }
                 Err(err) => {
                     let failure = Failure::Instantiate(err.to_string());
                     self.stats.traps.fetch_add(1, Relaxed);

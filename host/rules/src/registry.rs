@@ -282,6 +282,7 @@ impl Registry {
                     &blob.bytes,
                     &blob.origin,
                 )
+                .map(Arc::new)
                 .inspect(LoadedComponent::make_spares)
                 .map_err(|err| {
                     let kept = previous.map(|p| p.version().to_owned());
@@ -314,7 +315,7 @@ impl Registry {
                     report
                         .loaded
                         .push((blob.name.clone(), component.version().to_owned()));
-                    next.insert(blob.name, Arc::new(component));
+                    next.insert(blob.name, component);
                 }
                 Err(reason) => {
                     report.refused.push((blob.origin, reason));

@@ -1,7 +1,9 @@
 //! The sandbox every rule component runs in: one wasmtime `Engine`, epoch deadlines,
-//! per-store memory caps, and a linker that grants nothing.
+//! per-store memory caps, a linker that grants nothing, and the thread that makes spare
+//! instances off the data plane.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::sync::{Arc, Weak};
 use std::thread;
 use std::time::Duration;
@@ -60,7 +62,12 @@ pub struct Sandbox {
     /// Instances each component gets ready when it loads: one for every thread that
     /// calls components, so that none is made (and warmed up) while a request waits.
     warm_instances: AtomicUsize,
+    /// Work for the `botgate-spares` thread: making instances no request waits for.
+    background: mpsc::Sender<BackgroundJob>,
 }
+
+/// A piece of work the sandbox's background thread runs.
+type BackgroundJob = Box<dyn FnOnce() + Send>;
 
 impl Sandbox {
     /// Creates the engine and starts the epoch ticker, which stops when the sandbox is
@@ -78,10 +85,22 @@ impl Sandbox {
         }
         let engine = Engine::new(&wasm)?;
         let tick = epoch_tick(config.call_deadline);
+        let (background, jobs) = mpsc::channel::<BackgroundJob>();
+        // Ends when the sandbox (the only sender) is dropped.
+        thread::Builder::new()
+            .name("botgate-spares".into())
+            .spawn(move || {
+                for job in jobs {
+                    // A job that panics loses its spare, not the thread.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                }
+            })
+            .map_err(|e| wasmtime::Error::msg(format!("cannot start the spares thread: {e}")))?;
         let sandbox = Arc::new(Sandbox {
             engine,
             config,
             warm_instances: AtomicUsize::new(1),
+            background,
         });
         let weak: Weak<Sandbox> = Arc::downgrade(&sandbox);
         thread::Builder::new()
@@ -113,6 +132,12 @@ impl Sandbox {
 
     pub fn warm_instances(&self) -> usize {
         self.warm_instances.load(Ordering::Relaxed)
+    }
+
+    /// Runs `job` on the sandbox's background thread, one job after another.
+    pub(crate) fn in_background(&self, job: impl FnOnce() + Send + 'static) {
+        // The thread lives as long as the sandbox, its only sender.
+        let _ = self.background.send(Box::new(job));
     }
 
     /// A store for one instance, with the memory cap installed and epoch interruption

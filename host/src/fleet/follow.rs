@@ -9,7 +9,7 @@
 use super::signing::TrustedKeys;
 use crate::gateway::shadow::{Shadowed, Shadows};
 use crate::rules::source::{Listing, RulesetBlob, RulesetSource, SourceError};
-use crate::rules::{DirectorySource, Registry};
+use crate::rules::{DirectorySource, LoadedComponent, Registry};
 use arc_swap::ArcSwap;
 use botgate_store::RulesetStore;
 use botgate_store::rulesets::{FailurePolicy, PushedRuleset};
@@ -226,11 +226,12 @@ async fn install_shadows(registry: &Arc<Registry>, source: &FleetSource, shadows
                 let loaded = tokio::task::spawn_blocking(move || {
                     registry
                         .check(&checked, &bytes, &origin)
-                        .inspect(|component| component.make_spares())
+                        .map(Arc::new)
+                        .inspect(LoadedComponent::make_spares)
                 })
                 .await;
                 match loaded {
-                    Ok(Ok(component)) => Arc::new(component),
+                    Ok(Ok(component)) => component,
                     Ok(Err(refused)) => {
                         tracing::error!(component = %name, version = %version.version, reason = %refused, "a version in shadow is refused");
                         continue;

@@ -365,7 +365,7 @@ struct ComponentCollector(Arc<RulesetRegistry>);
 impl Collector for ComponentCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let set = self.0.snapshot();
-        let rows: Vec<(ComponentLabels, u64, u64, u64)> = set
+        let rows: Vec<(ComponentLabels, u64, u64, u64, u64)> = set
             .iter()
             .map(|c| {
                 let stats = c.stats();
@@ -377,11 +377,12 @@ impl Collector for ComponentCollector {
                     stats.calls(),
                     stats.failures(),
                     stats.disabled_times.load(Relaxed),
+                    stats.instances_made_on_request.load(Relaxed),
                 )
             })
             .collect();
-        type Pick = fn(&(ComponentLabels, u64, u64, u64)) -> u64;
-        let counters: [(&str, &str, Pick); 3] = [
+        type Pick = fn(&(ComponentLabels, u64, u64, u64, u64)) -> u64;
+        let counters: [(&str, &str, Pick); 4] = [
             ("component_calls", "Calls into each rule component", |r| r.1),
             (
                 "component_failures",
@@ -392,6 +393,11 @@ impl Collector for ComponentCollector {
                 "component_disabled",
                 "Times a failing component was switched off for a while",
                 |r| r.3,
+            ),
+            (
+                "component_instances_made_on_request",
+                "Instances a thread made while a request waited, no spare being ready",
+                |r| r.4,
             ),
         ];
         for (name, help, pick) in counters {

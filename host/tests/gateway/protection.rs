@@ -169,6 +169,16 @@ fn every_category_gets_its_action() {
         metrics.contains("botgate_component_calls_total{component=\"classifier\""),
         "{metrics}"
     );
+    // Every instance was made before a request needed it.
+    let made_on_request = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with(
+                "botgate_component_instances_made_on_request_total{component=\"classifier\"",
+            )
+        })
+        .unwrap_or_else(|| panic!("no instances counter: {metrics}"));
+    assert!(made_on_request.ends_with(" 0"), "{made_on_request}");
 
     // Without the operator's list, loopback is no Google: an impostor is challenged.
     let plain = super::gateway(origin.address.port(), &[]);
