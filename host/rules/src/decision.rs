@@ -210,12 +210,12 @@ pub fn decide(
 /// [`decide`], showing the outcome of the always-on components and of each enabled rule
 /// set (`OutOfScope` for those not called) to `observe` as it comes (for `botgate ruleset
 /// eval`, debugging and tests).
-pub fn decide_observed(
-    set: &RulesetSet,
+pub fn decide_observed<'set>(
+    set: &'set RulesetSet,
     facts: &RequestFacts,
     enabled: &[&str],
     policy: &Policy,
-    mut observe: impl FnMut(&LoadedComponent, &Outcome),
+    mut observe: impl FnMut(&'set LoadedComponent, &Outcome),
 ) -> Decision {
     // The always-on components, then each enabled rule set once (a name listed twice
     // runs once), in the order given: the merge does not depend on the order. No allocation.

@@ -19,7 +19,7 @@ use super::traffic::Decided;
 use super::upstream::UpstreamError;
 use crate::client::{BehaviourCounts, ClientFacts, PassState};
 use crate::report::Report;
-use crate::rules::{Decision, decide, facts};
+use crate::rules::{Decision, decide, decide_observed, facts};
 use botgate_model::custom_rules::RuleOutcome;
 use botgate_model::{Action, Category, Status};
 use botgate_store::WebsiteRecord;
@@ -431,9 +431,21 @@ impl Gateway {
         let settings = &website.website.settings;
         let enabled: smallvec::SmallVec<[&str; 9]> = settings.rulesets.enabled_iter().collect();
         let set = self.rulesets.current();
-        let decision = decide(&set, &facts, &enabled, settings.rules.policy());
+        let policy = settings.rules.policy();
+        if !self.shadows.any() {
+            return decide(&set, &facts, &enabled, policy);
+        }
+        // Versions in shadow: compared with what the active versions said here.
+        let mut judged = smallvec::SmallVec::<[_; 2]>::new();
+        let decision = decide_observed(&set, &facts, &enabled, policy, |component, outcome| {
+            if !matches!(outcome, crate::rules::Outcome::OutOfScope)
+                && self.shadows.has(component.name())
+            {
+                judged.push((component, outcome.clone()));
+            }
+        });
         let method = request.method().as_str();
-        self.shadows.observe(&set, &facts, &enabled, host, method);
+        self.shadows.observe(&judged, &facts, host, method);
         decision
     }
 

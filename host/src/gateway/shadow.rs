@@ -3,7 +3,7 @@
 //! beside the active one's and counted, never acted on. Each gateway sums what it saw
 //! and adds it into the store every second (`botgate ruleset diff` reads it there).
 
-use crate::rules::{ALWAYS_ON, LoadedComponent, Outcome, RequestFacts, RulesetSet};
+use crate::rules::{LoadedComponent, Outcome, RequestFacts};
 use arc_swap::ArcSwap;
 use botgate_model::Category;
 use botgate_store::rulesets::{SHADOW_SAMPLES_KEPT, ShadowResults, ShadowSample};
@@ -69,42 +69,40 @@ impl Shadows {
             .collect()
     }
 
-    /// Evaluates the versions in shadow whose active component this decision called,
-    /// on their share of the requests.
+    /// Whether any version is in shadow (the one load the request path pays otherwise).
+    pub fn any(&self) -> bool {
+        self.any.load(Relaxed)
+    }
+
+    /// Whether a version of `name` is in shadow.
+    pub fn has(&self, name: &str) -> bool {
+        self.running.load().contains_key(name)
+    }
+
+    /// Evaluates, on their share of the requests, the versions in shadow of the active
+    /// components a decision called, and compares them with what those said (`judged`).
     pub fn observe(
         &self,
-        set: &RulesetSet,
+        judged: &[(&LoadedComponent, Outcome)],
         facts: &RequestFacts,
-        enabled: &[&str],
         website: &str,
         method: &str,
     ) {
-        if !self.any.load(Relaxed) {
-            return;
-        }
         let seen = SEEN.with(|seen| {
             let n = seen.get().wrapping_add(1);
             seen.set(n);
             n
         });
         let running = self.running.load();
-        for (name, shadow) in running.iter() {
+        for (active, active_outcome) in judged {
+            let name = active.name();
+            let Some(shadow) = running.get(name) else {
+                continue;
+            };
             if seen % 100 >= u32::from(shadow.percent) {
                 continue;
             }
-            if !ALWAYS_ON.contains(&name.as_str()) && !enabled.contains(&name.as_str()) {
-                continue;
-            }
-            let Some((slot, active)) = set.get_with_slot(name) else {
-                continue;
-            };
-            let in_scope = set
-                .scopes()
-                .matching(&facts.method, &facts.target, &facts.headers);
-            if !in_scope.contains(slot) {
-                continue;
-            }
-            let (active_category, active_said) = describe(&active.evaluate(facts));
+            let (active_category, active_said) = describe(active_outcome);
             let (shadow_category, shadow_said) = describe(&shadow.component.evaluate(facts));
             let agree = active_said == shadow_said;
             tracing::info!(
@@ -120,7 +118,7 @@ impl Shadows {
                 "shadow"
             );
             let mut results = self.results.lock().unwrap_or_else(PoisonError::into_inner);
-            let key = (name.clone(), shadow.component.version().to_owned());
+            let key = (name.to_owned(), shadow.component.version().to_owned());
             let entry = results.entry(key).or_default();
             *entry
                 .counts

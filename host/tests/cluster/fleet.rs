@@ -589,12 +589,24 @@ fn a_version_in_shadow_is_compared_never_acted_on_and_the_diff_says_where() {
 
     // Browsers on WordPress's pages: the running version lets them in; the shadow's
     // opinion (a scraper, which the policy denies) is never acted on.
+    let admin = Client::new(&format!("http://{}", gateway.admin), None);
+    let active_calls = || -> u64 {
+        let metrics = admin.get("/metrics").unwrap().text;
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with("botgate_component_calls_total{component=\"wordpress\""));
+        line.and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no calls of wordpress: {metrics}"))
+    };
+    let before = active_calls();
     let visits = 12;
     for _ in 0..visits {
         let status =
             super::visit_path(&gateway, "visited.example", "/wp-json/wp/v2/posts").unwrap();
         assert_eq!(status, 200);
     }
+    // The active version judged each request once: the shadow is compared with that.
+    assert_eq!(active_calls() - before, visits);
     // Outside WordPress's scope the shadow is not asked.
     super::visit_path(&gateway, "visited.example", "/about").unwrap();
     let diff = || ruleset(&["diff", "wordpress"], &target);
