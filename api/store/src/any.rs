@@ -3,7 +3,7 @@
 
 use crate::RedisConfig;
 use crate::rulesets::{
-    Pushed, PushedRuleset, RulesetState, RulesetStore, ShadowResults, StoredState,
+    Listed, Pushed, PushedRuleset, RulesetState, RulesetStore, ShadowResults, StoredState,
 };
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
@@ -293,7 +293,7 @@ impl RulesetStore for AnyStore {
         delegate!(self.push_ruleset(record, bytes))
     }
 
-    async fn pushed_rulesets(&self) -> Result<Vec<PushedRuleset>, StoreError> {
+    async fn pushed_rulesets(&self) -> Result<Listed<Vec<PushedRuleset>>, StoreError> {
         delegate!(self.pushed_rulesets())
     }
 
@@ -303,7 +303,7 @@ impl RulesetStore for AnyStore {
 
     async fn ruleset_states(
         &self,
-    ) -> Result<std::collections::BTreeMap<String, StoredState>, StoreError> {
+    ) -> Result<Listed<std::collections::BTreeMap<String, StoredState>>, StoreError> {
         delegate!(self.ruleset_states())
     }
 

@@ -93,7 +93,15 @@ fn pushed(name: &str, version: &str, bytes: &[u8]) -> crate::rulesets::PushedRul
 async fn rulesets<S: Store>(store: &S) {
     use crate::rulesets::{FailurePolicy, Pushed, RulesetState, Shadow};
     assert_eq!(store.rulesets_revision().await.unwrap(), 0);
-    assert!(store.pushed_rulesets().await.unwrap().is_empty());
+    assert!(
+        store
+            .pushed_rulesets()
+            .await
+            .unwrap()
+            .whole()
+            .unwrap()
+            .is_empty()
+    );
     let (one, two) = (b"\0asm one".as_slice(), b"\0asm two, longer".as_slice());
     let first = pushed("wordpress", "1.0.0", one);
     assert_eq!(
@@ -115,7 +123,7 @@ async fn rulesets<S: Store>(store: &S) {
     let copy = pushed("drupal", "2.0.0", two);
     store.push_ruleset(&copy, two).await.unwrap();
     assert_eq!(
-        store.pushed_rulesets().await.unwrap(),
+        store.pushed_rulesets().await.unwrap().whole().unwrap(),
         vec![copy.clone(), first.clone(), second.clone()]
     );
     assert_eq!(
@@ -154,7 +162,7 @@ async fn rulesets<S: Store>(store: &S) {
         .await
         .unwrap();
     assert!(later > revision);
-    let states = store.ruleset_states().await.unwrap();
+    let states = store.ruleset_states().await.unwrap().whole().unwrap();
     assert_eq!(states.len(), 1);
     assert_eq!(states["wordpress"].state, next);
     assert_eq!(states["wordpress"].revision, later);
@@ -169,7 +177,7 @@ async fn rulesets<S: Store>(store: &S) {
     }
     // A removal moves the name's revision: a change read before it is stale.
     store.put_ruleset_state("drupal", 0, &state).await.unwrap();
-    let read = store.ruleset_states().await.unwrap()["drupal"].revision;
+    let read = store.ruleset_states().await.unwrap().whole().unwrap()["drupal"].revision;
     assert!(store.remove_ruleset("drupal", "2.0.0").await.unwrap());
     assert!(!store.remove_ruleset("drupal", "2.0.0").await.unwrap());
     assert!(matches!(
@@ -185,7 +193,7 @@ async fn rulesets<S: Store>(store: &S) {
         store.push_ruleset(&signed, two).await.unwrap(),
         Pushed::AlreadyStored
     );
-    let stored = store.pushed_rulesets().await.unwrap();
+    let stored = store.pushed_rulesets().await.unwrap().whole().unwrap();
     assert!(
         stored
             .iter()
@@ -205,7 +213,10 @@ async fn rulesets<S: Store>(store: &S) {
         .unwrap();
     assert!(store.remove_ruleset("wordpress", "1.0.0").await.unwrap());
     assert_eq!(store.ruleset_bytes(&first.sha256).await.unwrap(), None);
-    assert_eq!(store.pushed_rulesets().await.unwrap(), vec![signed.clone()]);
+    assert_eq!(
+        store.pushed_rulesets().await.unwrap().whole().unwrap(),
+        vec![signed.clone()]
+    );
 
     // Shadow results add up across gateways; the latest samples are kept, newest first.
     use crate::rulesets::{SHADOW_SAMPLES_KEPT, ShadowResults, ShadowSample};

@@ -2,8 +2,8 @@
 //! write is a durable transaction), with the change feed in-process.
 
 use crate::rulesets::{
-    Pushed, PushedRuleset, RulesetState, RulesetStore, SHADOW_SAMPLES_KEPT, ShadowResults,
-    StoredState, runs, sort_pushed, version_key,
+    Listed, Pushed, PushedRuleset, RulesetState, RulesetStore, SHADOW_SAMPLES_KEPT, ShadowResults,
+    StoredState, runs, sort_pushed, unreadable, version_key,
 };
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
@@ -1432,8 +1432,9 @@ const RULESET_REVISION: &str = "ruleset_revision";
 
 /// A stored state: its revision, then its JSON.
 fn stored_state(name: &str, bytes: &[u8]) -> Result<StoredState, StoreError> {
+    let key = format!("ruleset state {name}");
     let corrupt = |reason: &str| StoreError::Corrupt {
-        key: format!("ruleset state {name}"),
+        key: key.clone(),
         reason: reason.to_owned(),
     };
     let (revision, json) = bytes
@@ -1444,7 +1445,7 @@ fn stored_state(name: &str, bytes: &[u8]) -> Result<StoredState, StoreError> {
         .and_then(|r| r.parse().ok())
         .ok_or_else(|| corrupt("no revision"))?;
     Ok(StoredState {
-        state: decode(name, json)?,
+        state: decode(&key, json)?,
         revision,
     })
 }
@@ -1506,16 +1507,20 @@ impl RulesetStore for EmbeddedStore {
         .await
     }
 
-    async fn pushed_rulesets(&self) -> Result<Vec<PushedRuleset>, StoreError> {
+    async fn pushed_rulesets(&self) -> Result<Listed<Vec<PushedRuleset>>, StoreError> {
         self.read(|txn| {
             let table = txn.open_table(RULESET_VERSIONS).map_err(backend)?;
-            let mut pushed = Vec::new();
+            let mut listed = Listed::<Vec<PushedRuleset>>::default();
             for entry in table.iter().map_err(backend)? {
                 let (key, value) = entry.map_err(backend)?;
-                pushed.push(decode(key.value(), value.value())?);
+                let name = key.value().split('@').next().unwrap_or_default();
+                match decode(key.value(), value.value()) {
+                    Ok(pushed) => listed.records.push(pushed),
+                    Err(error) => listed.unreadable.push(unreadable(name, error)),
+                }
             }
-            sort_pushed(&mut pushed);
-            Ok(pushed)
+            sort_pushed(&mut listed.records);
+            Ok(listed)
         })
         .await
     }
@@ -1530,17 +1535,21 @@ impl RulesetStore for EmbeddedStore {
         .await
     }
 
-    async fn ruleset_states(&self) -> Result<BTreeMap<String, StoredState>, StoreError> {
+    async fn ruleset_states(&self) -> Result<Listed<BTreeMap<String, StoredState>>, StoreError> {
         self.read(|txn| {
             let table = txn.open_table(RULESET_STATES).map_err(backend)?;
-            let mut states = BTreeMap::new();
+            let mut listed = Listed::<BTreeMap<_, _>>::default();
             for entry in table.iter().map_err(backend)? {
                 let (name, value) = entry.map_err(backend)?;
                 let name = name.value().to_owned();
-                let state = stored_state(&name, value.value())?;
-                states.insert(name, state);
+                match stored_state(&name, value.value()) {
+                    Ok(state) => {
+                        listed.records.insert(name, state);
+                    }
+                    Err(error) => listed.unreadable.push(unreadable(&name, error)),
+                }
             }
-            Ok(states)
+            Ok(listed)
         })
         .await
     }
@@ -1696,5 +1705,47 @@ mod tests {
         );
         store.remove_ephemeral("live").await.unwrap();
         assert_eq!(count(&store), (0, 0));
+    }
+
+    /// Records a later release wrote (or damage) are listed apart, named, and the rest
+    /// are read; an operation on their name is refused naming them.
+    #[tokio::test]
+    async fn unreadable_rule_set_records_are_listed_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let state = RulesetState::default();
+        store
+            .put_ruleset_state("wordpress", 0, &state)
+            .await
+            .unwrap();
+        let txn = store.db.begin_write().unwrap();
+        {
+            let mut states = txn.open_table(RULESET_STATES).unwrap();
+            let later = format!("{:020}{{\"failure\":\"quarantine\"}}", 7);
+            states.insert("drupal", later.as_bytes()).unwrap();
+            let mut versions = txn.open_table(RULESET_VERSIONS).unwrap();
+            versions.insert("drupal@2.0.0", b"{".as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+
+        let states = store.ruleset_states().await.unwrap();
+        assert_eq!(states.records.keys().collect::<Vec<_>>(), ["wordpress"]);
+        let names: Vec<_> = states.unreadable.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["drupal"]);
+        assert!(states.unreadable[0].reason.contains("quarantine"));
+        assert!(states.clone().readable_for("wordpress").is_ok());
+        let refused = states.readable_for("drupal").unwrap_err().to_string();
+        assert!(refused.contains("ruleset state drupal"), "{refused}");
+
+        let pushed = store.pushed_rulesets().await.unwrap();
+        assert!(pushed.records.is_empty());
+        assert_eq!(pushed.unreadable[0].name, "drupal");
+        assert!(
+            pushed
+                .whole()
+                .unwrap_err()
+                .to_string()
+                .contains("drupal@2.0.0")
+        );
     }
 }

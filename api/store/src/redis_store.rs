@@ -27,8 +27,8 @@
 //! | `ephemeral:{key}` | string with a TTL | a short-lived value or a lease's holder |
 
 use crate::rulesets::{
-    Pushed, PushedRuleset, RulesetState, RulesetStore, SHADOW_SAMPLES_KEPT, ShadowResults,
-    StoredState, sort_pushed, version_key,
+    Listed, Pushed, PushedRuleset, RulesetState, RulesetStore, SHADOW_SAMPLES_KEPT, ShadowResults,
+    StoredState, sort_pushed, unreadable, version_key,
 };
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
@@ -1516,7 +1516,7 @@ impl RulesetStore for RedisStore {
         })
     }
 
-    async fn pushed_rulesets(&self) -> Result<Vec<PushedRuleset>, StoreError> {
+    async fn pushed_rulesets(&self) -> Result<Listed<Vec<PushedRuleset>>, StoreError> {
         let key = self.key("ruleset-versions");
         let stored: BTreeMap<String, String> = self
             .run({
@@ -1528,12 +1528,18 @@ impl RulesetStore for RedisStore {
             })
             .await
             .map_err(backend)?;
-        let mut pushed = stored
-            .iter()
-            .map(|(field, text)| decode(&format!("{key} {field}"), text))
-            .collect::<Result<Vec<PushedRuleset>, _>>()?;
-        sort_pushed(&mut pushed);
-        Ok(pushed)
+        let mut listed = Listed::<Vec<PushedRuleset>>::default();
+        for (field, text) in &stored {
+            match decode(&format!("{key} {field}"), text) {
+                Ok(pushed) => listed.records.push(pushed),
+                Err(error) => {
+                    let name = field.split('@').next().unwrap_or_default();
+                    listed.unreadable.push(unreadable(name, error));
+                }
+            }
+        }
+        sort_pushed(&mut listed.records);
+        Ok(listed)
     }
 
     async fn ruleset_bytes(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError> {
@@ -1546,7 +1552,7 @@ impl RulesetStore for RedisStore {
         .map_err(backend)
     }
 
-    async fn ruleset_states(&self) -> Result<BTreeMap<String, StoredState>, StoreError> {
+    async fn ruleset_states(&self) -> Result<Listed<BTreeMap<String, StoredState>>, StoreError> {
         let (states_key, revisions_key) = (
             self.key("ruleset-states"),
             self.key("ruleset-state-revisions"),
@@ -1563,14 +1569,17 @@ impl RulesetStore for RedisStore {
             })
             .await
             .map_err(backend)?;
-        states
-            .into_iter()
-            .map(|(name, text)| {
-                let state: RulesetState = decode(&format!("{states_key} {name}"), &text)?;
-                let revision = revisions.get(&name).copied().unwrap_or(0);
-                Ok((name, StoredState { state, revision }))
-            })
-            .collect()
+        let mut listed = Listed::<BTreeMap<_, _>>::default();
+        for (name, text) in states {
+            match decode::<RulesetState>(&format!("{states_key} {name}"), &text) {
+                Ok(state) => {
+                    let revision = revisions.get(&name).copied().unwrap_or(0);
+                    listed.records.insert(name, StoredState { state, revision });
+                }
+                Err(error) => listed.unreadable.push(unreadable(&name, error)),
+            }
+        }
+        Ok(listed)
     }
 
     async fn put_ruleset_state(

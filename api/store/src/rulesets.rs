@@ -104,6 +104,65 @@ pub struct RulesetState {
     pub changed_at_ms: u64,
 }
 
+/// A listing's records, and those it could not decode (written by a later release, or
+/// damaged), each named: a reader acts on the rest and keeps what it had for those.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listed<T> {
+    pub records: T,
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// A record a listing could not decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    /// The component it belongs to.
+    pub name: String,
+    /// Where it is stored.
+    pub key: String,
+    pub reason: String,
+}
+
+/// `error`, a decoding error of one of `name`'s records, as a listing reports it.
+pub(crate) fn unreadable(name: &str, error: StoreError) -> Unreadable {
+    let (key, reason) = match error {
+        StoreError::Corrupt { key, reason } => (key, reason),
+        other => (name.to_owned(), other.to_string()),
+    };
+    Unreadable {
+        name: name.to_owned(),
+        key,
+        reason,
+    }
+}
+
+impl Unreadable {
+    pub fn to_error(&self) -> StoreError {
+        StoreError::Corrupt {
+            key: self.key.clone(),
+            reason: self.reason.clone(),
+        }
+    }
+}
+
+impl<T> Listed<T> {
+    /// The records, or the first unreadable one as an error (a listing shown whole).
+    pub fn whole(self) -> Result<T, StoreError> {
+        match self.unreadable.first() {
+            Some(unreadable) => Err(unreadable.to_error()),
+            None => Ok(self.records),
+        }
+    }
+
+    /// The records, or an error when one of `name`'s could not be read (an operation on
+    /// that name).
+    pub fn readable_for(self, name: &str) -> Result<T, StoreError> {
+        match self.unreadable.iter().find(|u| u.name == name) {
+            Some(unreadable) => Err(unreadable.to_error()),
+            None => Ok(self.records),
+        }
+    }
+}
+
 /// A state as stored, with the revision a compare-and-set names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredState {
@@ -155,10 +214,10 @@ pub trait RulesetStore: Send + Sync + 'static {
         bytes: &[u8],
     ) -> impl Future<Output = Result<Pushed, StoreError>> + Send;
 
-    /// Every pushed version, by name then push time.
+    /// Every pushed version, by name then push time (and the records it could not read).
     fn pushed_rulesets(
         &self,
-    ) -> impl Future<Output = Result<Vec<PushedRuleset>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Listed<Vec<PushedRuleset>>, StoreError>> + Send;
 
     /// The bytes stored under `sha256`.
     fn ruleset_bytes(
@@ -166,10 +225,10 @@ pub trait RulesetStore: Send + Sync + 'static {
         sha256: &str,
     ) -> impl Future<Output = Result<Option<Vec<u8>>, StoreError>> + Send;
 
-    /// Every name's state.
+    /// Every name's state (and the names whose state it could not read).
     fn ruleset_states(
         &self,
-    ) -> impl Future<Output = Result<BTreeMap<String, StoredState>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Listed<BTreeMap<String, StoredState>>, StoreError>> + Send;
 
     /// Replaces `name`'s state if it is still at `expected` (0: no state yet); the new
     /// revision. [`StoreError::Stale`] when another change came first.

@@ -114,7 +114,8 @@ impl FleetSource {
 
     /// Reads the store's active versions and those in shadow, fetching the bytes of
     /// those it does not hold yet. Whether the active ones changed. A name whose bytes
-    /// cannot be read keeps what it ran; a store that does not answer is an error.
+    /// or records cannot be read keeps what it ran; a store that does not answer is an
+    /// error.
     pub async fn refresh<S: RulesetStore>(&self, store: &S) -> Result<bool, String> {
         let states = store
             .ruleset_states()
@@ -124,10 +125,24 @@ impl FleetSource {
             .pushed_rulesets()
             .await
             .map_err(|e| crate::report::Report(&e).to_string())?;
+        for record in states.unreadable.iter().chain(&pushed.unreadable) {
+            tracing::error!(component = %record.name, key = %record.key, reason = %record.reason, "a rule-set record is unreadable; keeping what runs for that name");
+        }
+        // Names whose state cannot be read keep their version, shadow and policy.
+        let unreadable: BTreeSet<&str> =
+            states.unreadable.iter().map(|u| u.name.as_str()).collect();
+        let (states, pushed) = (states.records, pushed.records);
+        let was_closed = self.fail_closed.load_full();
         let closed = states
             .iter()
             .filter(|(_, stored)| stored.state.failure == FailurePolicy::Closed)
             .map(|(name, _)| name.clone())
+            .chain(
+                was_closed
+                    .iter()
+                    .filter(|n| unreadable.contains(n.as_str()))
+                    .cloned(),
+            )
             .collect();
         self.fail_closed.store(Arc::new(closed));
         let record_of = |name: &str, version: &str| {
@@ -141,6 +156,14 @@ impl FleetSource {
         };
         let (held, held_shadows) = (self.pushed.load_full(), self.shadows.load_full());
         let (mut next, mut shadows) = (BTreeMap::new(), BTreeMap::new());
+        for name in &unreadable {
+            if let Some(active) = held.get(*name) {
+                next.insert((*name).to_owned(), active.clone());
+            }
+            if let Some(shadow) = held_shadows.get(*name) {
+                shadows.insert((*name).to_owned(), shadow.clone());
+            }
+        }
         for (name, stored) in &states {
             if let Some(version) = &stored.state.active {
                 let kept = held.get(name);

@@ -140,10 +140,11 @@ pub fn check_version(version: &str) -> Result<(), FleetError> {
 
 /// Every pushed version and every name's state.
 pub async fn list<S: RulesetStore>(store: &S) -> Result<Listing, FleetError> {
-    let pushed = store.pushed_rulesets().await?;
+    let pushed = store.pushed_rulesets().await?.whole()?;
     let states = store
         .ruleset_states()
         .await?
+        .whole()?
         .into_iter()
         .map(|(name, stored)| (name, stored.state))
         .collect();
@@ -199,12 +200,14 @@ pub async fn rollback<S: RulesetStore>(
     let stored: Vec<PushedRuleset> = store
         .pushed_rulesets()
         .await?
+        .readable_for(name)?
         .into_iter()
         .filter(|p| p.name == name)
         .collect();
     let back_to = store
         .ruleset_states()
         .await?
+        .readable_for(name)?
         .remove(name)
         .and_then(|s| {
             let previous = s.state.previous;
@@ -301,6 +304,7 @@ pub async fn diff<S: RulesetStore>(
         None => store
             .ruleset_states()
             .await?
+            .readable_for(name)?
             .remove(name)
             .and_then(|stored| stored.state.shadow)
             .map(|shadow| shadow.version)
@@ -360,6 +364,7 @@ async fn pushed_version<S: RulesetStore>(
     store
         .pushed_rulesets()
         .await?
+        .readable_for(name)?
         .into_iter()
         .find(|p| p.name == name && p.version == version)
         .ok_or_else(|| FleetError::NoSuchVersion {
@@ -377,7 +382,11 @@ async fn change_state<S: RulesetStore>(
     change: impl Fn(&mut RulesetState) -> Result<(), FleetError>,
 ) -> Result<RulesetState, FleetError> {
     for _ in 0..5 {
-        let stored = store.ruleset_states().await?.remove(name);
+        let stored = store
+            .ruleset_states()
+            .await?
+            .readable_for(name)?
+            .remove(name);
         let StoredState {
             mut state,
             revision,

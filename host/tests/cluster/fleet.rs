@@ -47,6 +47,34 @@ fn through_admin(gateway: &Gateway) -> Vec<String> {
     ]
 }
 
+/// The command-line options that reach `redis`.
+fn redis_target(redis: &RedisServer) -> Vec<String> {
+    vec![
+        "--redis-url".to_owned(),
+        redis.url(),
+        "--redis-password".to_owned(),
+        redis.password.clone(),
+    ]
+}
+
+/// Makes the classifier fail closed with `botgate ruleset failure` and waits until
+/// `gateway`'s `/health` says so.
+fn classifier_fails_closed(gateway: &Gateway, target: &[String]) {
+    let closed = ruleset(&["failure", "classifier", "closed"], target);
+    assert!(closed.status.success(), "{}", said(&closed));
+    let admin = Client::new(&format!("http://{}", gateway.admin), None);
+    wait_until(
+        Duration::from_secs(10),
+        || {
+            admin
+                .get("/health")
+                .is_ok_and(|reply| reply.json()["components_fail_closed"] == json!(["classifier"]))
+        },
+        || format!("never failing closed; log:\n{}", gateway.log()),
+    )
+    .unwrap();
+}
+
 /// An origin and `count` gateways on `store` (the first with the partner `hoster`), each
 /// serving `visited.example`: bot protection on with the rule sets `rulesets`, the rate
 /// limits off and the classifier's `suspicious_behaviour` (too many requests) granted,
@@ -145,12 +173,7 @@ fn a_pushed_component_runs_on_every_gateway_of_the_store_without_a_failed_reques
         },
     )
     .unwrap();
-    let target = vec![
-        "--redis-url".to_owned(),
-        redis.url(),
-        "--redis-password".to_owned(),
-        redis.password.clone(),
-    ];
+    let target = redis_target(&redis);
 
     let visitors = super::Visitors::default();
     let mut took = Vec::new();
@@ -258,6 +281,73 @@ fn a_pushed_component_runs_on_every_gateway_of_the_store_without_a_failed_reques
     }
 }
 
+/// A rule-set record this release cannot read (a later release's, or damaged) holds only
+/// its own name: the other names change as the store says on every gateway, the name
+/// keeps what it ran, and the commands name the record.
+#[test]
+fn an_unreadable_rule_set_record_holds_only_its_own_name() {
+    let redis = RedisServer::start().unwrap();
+    let (_origin, gateways) = visited_website(GatewayStore::Redis(&redis), 1, json!({}));
+    let gateway = &gateways[0];
+    let target = redis_target(&redis);
+    let files = tempfile::tempdir().unwrap();
+    for guest in ["versioned_one", "versioned_two"] {
+        let file = versioned(files.path(), guest);
+        let pushed = ruleset(&["push", file.to_str().unwrap()], &target);
+        assert!(pushed.status.success(), "{}", said(&pushed));
+    }
+    let activated = ruleset(&["activate", "versioned", "1.0.0"], &target);
+    assert!(activated.status.success(), "{}", said(&activated));
+    until_running(&[gateway], "1.0.0", "store");
+
+    // Another name's state as a later release writes it (a policy this one lacks).
+    let later = r#"{"active":null,"previous":[],"shadow":null,"failure":"quarantine","changed_by":"later","changed_at_ms":1}"#;
+    redis
+        .command(&["HSET", "botgate:ruleset-states", "drupal", later])
+        .unwrap();
+    let activated = ruleset(&["activate", "versioned", "2.0.0"], &target);
+    assert!(activated.status.success(), "{}", said(&activated));
+    until_running(&[gateway], "2.0.0", "store");
+    wait_until(
+        Duration::from_secs(5),
+        || {
+            gateway
+                .log()
+                .lines()
+                .any(|l| l.contains("a rule-set record is unreadable") && l.contains("drupal"))
+        },
+        || format!("the unreadable record is not logged:\n{}", gateway.log()),
+    )
+    .unwrap();
+    let listed = ruleset(&["list"], &target);
+    assert!(!listed.status.success());
+    assert!(
+        said(&listed).contains("ruleset-states drupal is unreadable"),
+        "{}",
+        said(&listed)
+    );
+
+    // Its own state unreadable: the name keeps the version it runs while another
+    // name's change (the classifier failing closed) still arrives.
+    redis
+        .command(&[
+            "HSET",
+            "botgate:ruleset-states",
+            "versioned",
+            "{\"active\":",
+        ])
+        .unwrap();
+    classifier_fails_closed(gateway, &target);
+    assert_eq!(running(gateway), Some(("2.0.0".into(), "store".into())));
+    let refused = ruleset(&["activate", "versioned", "1.0.0"], &target);
+    assert!(!refused.status.success());
+    assert!(
+        said(&refused).contains("ruleset-states versioned is unreadable"),
+        "{}",
+        said(&refused)
+    );
+}
+
 #[test]
 fn on_the_embedded_store_the_commands_go_through_the_admin_listener() {
     let (_origin, gateways) = visited_website(GatewayStore::Embedded, 1, json!({}));
@@ -349,19 +439,8 @@ fn on_the_embedded_store_the_commands_go_through_the_admin_listener() {
 
     // The failure policy, on a component from the directory: in /health, the status
     // and the metrics, with the circuit breaker's state.
-    let closed = ruleset(&["failure", "classifier", "closed"], &target);
-    assert!(closed.status.success(), "{}", said(&closed));
+    classifier_fails_closed(&gateway, &target);
     let admin = Client::new(&format!("http://{}", gateway.admin), None);
-    wait_until(
-        Duration::from_secs(5),
-        || {
-            admin
-                .get("/health")
-                .is_ok_and(|reply| reply.json()["components_fail_closed"] == json!(["classifier"]))
-        },
-        || format!("never failing closed; log:\n{}", gateway.log()),
-    )
-    .unwrap();
     let status = super::botgate()
         .arg("status")
         .args(&target)
@@ -445,12 +524,7 @@ fn with_trusted_keys_only_signed_components_are_activated_and_loaded() {
         &["--ruleset-trusted-key", trusted.to_str().unwrap()],
     )
     .unwrap();
-    let on_the_store = vec![
-        "--redis-url".to_owned(),
-        redis.url(),
-        "--redis-password".to_owned(),
-        redis.password.clone(),
-    ];
+    let on_the_store = redis_target(&redis);
     let files = tempfile::tempdir().unwrap();
     let sign = |file: &Path, key: &str| {
         let signature = file.with_extension("sig");
