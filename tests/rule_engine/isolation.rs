@@ -3,7 +3,9 @@
 
 use botgate_host::rules::component::Failure;
 use botgate_host::rules::facts::smoke_facts;
-use botgate_host::rules::{DirectorySource, Outcome, RequestFacts, SandboxConfig, decide};
+use botgate_host::rules::{
+    DirectorySource, Outcome, RequestFacts, SandboxConfig, decide, decide_observed,
+};
 use botgate_model::{Action, Category, Policy};
 use botgate_tests::{init_logs, registry, registry_with, ruleset_dir, test_config};
 use std::sync::atomic::Ordering::Relaxed;
@@ -213,6 +215,49 @@ fn a_component_made_to_fail_closed_refuses_the_requests_it_fails_on() {
         open.decided_by.map(|d| d.name.to_string()).as_deref(),
         Some("classifier")
     );
+}
+
+/// A name made to fail closed with no component loaded (a pushed version refused and no
+/// file) refuses the requests it would judge: a critical component that cannot judge
+/// never lets them through unjudged.
+#[test]
+fn a_component_made_to_fail_closed_that_is_not_loaded_refuses_what_it_would_judge() {
+    init_logs();
+    let registry = registry_with(lenient());
+    let without = ruleset_dir(&[("classifier", "classifier")]);
+    registry.sync(&DirectorySource::new(without.path()));
+    let grant_all = Category::ALL
+        .into_iter()
+        .fold(Policy::default(), |p, c| p.with(c, Action::Grant));
+    registry.set_fail_closed(["hostile".to_owned()].into());
+    let set = registry.snapshot();
+    let refused = decide(&set, &facts_for("/"), &["hostile"], &grant_all);
+    assert_eq!(refused.action, Action::Deny);
+    assert_eq!(refused.category, Category::SecurityIssues);
+    assert_eq!(refused.reason, "hostile.failed");
+    assert_eq!(
+        refused.decided_by.as_ref().map(|d| &*d.name),
+        Some("hostile")
+    );
+    let observed = decide_observed(&set, &facts_for("/"), &["hostile"], &grant_all, |_, _| {});
+    assert_eq!(observed, refused);
+    // Websites that do not enable it are not its to judge.
+    let elsewhere = decide(&set, &facts_for("/"), &[], &grant_all);
+    assert_eq!(elsewhere.action, Action::Grant);
+    // Loaded, it judges.
+    let with = ruleset_dir(&[("classifier", "classifier"), ("hostile", "hostile")]);
+    registry.sync(&DirectorySource::new(with.path()));
+    let judged = decide(
+        &registry.snapshot(),
+        &facts_for("/"),
+        &["hostile"],
+        &grant_all,
+    );
+    assert_eq!(judged.reason, "hostile.everything");
+    // An always-on component that fails closed and is missing refuses every request.
+    registry.set_fail_closed(["crs".to_owned()].into());
+    let every = decide(&registry.snapshot(), &facts_for("/"), &[], &grant_all);
+    assert_eq!(every.reason, "crs.failed");
 }
 
 #[test]

@@ -101,6 +101,8 @@ struct Merge<'a> {
     failed: u8,
     /// The first component that failed closed.
     closed_by: Option<&'a LoadedComponent>,
+    /// A name that fails closed, should have judged, and is not loaded.
+    missing: Option<&'a Arc<str>>,
 }
 
 impl<'a> Merge<'a> {
@@ -111,6 +113,18 @@ impl<'a> Merge<'a> {
             best: None,
             failed: 0,
             closed_by: None,
+            missing: None,
+        }
+    }
+
+    /// Notes a name that fails closed and is not loaded, if the request is one it
+    /// judges (always-on, or enabled for the website).
+    fn require_loaded(&mut self, enabled: &[&str]) {
+        let missing = self.set.missing_fail_closed();
+        if !missing.is_empty() {
+            self.missing = missing
+                .iter()
+                .find(|name| ALWAYS_ON.contains(&&***name) || enabled.contains(&&***name));
         }
     }
 
@@ -142,17 +156,20 @@ impl<'a> Merge<'a> {
 
     fn decision(self) -> Decision {
         let policy = self.policy;
-        if let Some(component) = self.closed_by {
+        // A component that fails closed and could not judge refuses the request.
+        let closed = match (self.missing, self.closed_by) {
+            (Some(name), _) => Some((name.clone(), Arc::from(""), self.failed.saturating_add(1))),
+            (None, Some(c)) => Some((c.name_arc().clone(), c.version_arc().clone(), self.failed)),
+            (None, None) => None,
+        };
+        if let Some((name, version, failed_components)) = closed {
             return Decision {
                 category: Category::SecurityIssues,
                 action: Action::Deny,
                 confidence: 100,
-                decided_by: Some(Decider {
-                    name: component.name_arc().clone(),
-                    version: component.version_arc().clone(),
-                }),
-                reason: format!("{}.failed", component.name()),
-                failed_components: self.failed,
+                reason: format!("{name}.failed"),
+                decided_by: Some(Decider { name, version }),
+                failed_components,
             };
         }
         match self.best {
@@ -204,6 +221,7 @@ pub fn decide(
             merge.offer(component, component.evaluate(facts));
         }
     }
+    merge.require_loaded(enabled);
     merge.decision()
 }
 
@@ -241,6 +259,7 @@ pub fn decide_observed<'set>(
         observe(component, &outcome);
         merge.offer(component, outcome);
     }
+    merge.require_loaded(enabled);
     merge.decision()
 }
 

@@ -30,6 +30,9 @@ pub struct RulesetSet {
     components: Vec<Arc<LoadedComponent>>,
     scopes: ScopeIndex,
     fail_closed: FailClosed,
+    /// The names that fail closed with no component loaded (as the set was made; a
+    /// change of the names makes a new set).
+    missing_fail_closed: Box<[Arc<str>]>,
 }
 
 impl Default for RulesetSet {
@@ -45,12 +48,25 @@ impl RulesetSet {
         fail_closed: FailClosed,
     ) -> Self {
         let scopes = ScopeIndex::new(components.values());
+        let missing_fail_closed = fail_closed
+            .load()
+            .iter()
+            .filter(|name| !components.contains_key(*name))
+            .map(|name| Arc::from(name.as_str()))
+            .collect();
         RulesetSet {
             generation,
             components: components.into_values().collect(),
             scopes,
             fail_closed,
+            missing_fail_closed,
         }
+    }
+
+    /// The names that fail closed but have no component loaded: a request one of them
+    /// should judge is refused.
+    pub fn missing_fail_closed(&self) -> &[Arc<str>] {
+        &self.missing_fail_closed
     }
 
     /// Whether a failure of the component `name` refuses the request it was called
@@ -182,9 +198,20 @@ impl Registry {
 
     /// Makes the components `names` fail closed, every other one fail open, at once.
     pub fn set_fail_closed(&self, names: BTreeSet<String>) {
+        let _guard = self
+            .sync_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if **self.fail_closed.load() != names {
             tracing::info!(components = ?names, "components that fail closed");
             self.fail_closed.store(Arc::new(names));
+            // A new generation of the same components, which knows what is missing.
+            let old = self.current.load();
+            self.current.store(Arc::new(RulesetSet::new(
+                old.generation + 1,
+                old.to_map(),
+                self.fail_closed.clone(),
+            )));
         }
     }
 
