@@ -69,11 +69,14 @@ results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 
 step "guest logic, natively"
-cargo test --workspace --manifest-path rulesets/Cargo.toml 2>&1 | tee -a "$results"
+# Doc tests only where there are some (the SDK's): rustdoc over each guest crate costs.
+cargo test --workspace --manifest-path rulesets/Cargo.toml --lib --bins --tests 2>&1 | tee -a "$results"
+cargo test --doc --manifest-path rulesets/Cargo.toml -p botgate-ruleset-sdk 2>&1 | tee -a "$results"
 
 step "host, engine and integration tests"
-# The benchmarks' crate holds no tests (lints check it above): not built here.
-cargo test --workspace --exclude botgate-benches 2>&1 | tee -a "$results"
+# The benchmarks' crate holds no tests (lints check it above): not built here; nor are
+# doc tests, which these crates have none of.
+cargo test --workspace --exclude botgate-benches --lib --bins --tests 2>&1 | tee -a "$results"
 
 # One closing line over every test binary of both runs.
 awk '/^test result:/ { passed += $4; failed += $6 } END { printf "\ntests: %d passed, %d failed\n", passed, failed }' "$results"

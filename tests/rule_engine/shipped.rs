@@ -593,7 +593,9 @@ fn components_load_with_a_warm_instance_for_every_thread() {
     for name in shipped() {
         let component = set.get(name).expect("shipped");
         assert_eq!(made(name), 3 + 1, "{name} after three threads' calls");
-        assert_eq!(component.spares(), 1, "{name}");
+        // One spare at least (a thread that started after another ended may take over
+        // its slot, and its instance, leaving one more).
+        assert!(component.spares() >= 1, "{name}");
         let on_request = component.stats().instances_made_on_request.load(Relaxed);
         assert_eq!(on_request, 0, "{name}");
     }

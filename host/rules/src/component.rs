@@ -285,8 +285,9 @@ impl LoadedComponent {
             .len()
     }
 
-    /// Makes instances (under the warm-up deadline) until `wanted` are waiting in `warm`.
-    fn fill_warm(&self, wanted: usize) {
+    /// Makes instances (under the warm-up deadline) until `wanted` are waiting in `warm`;
+    /// false when one could not be made.
+    fn fill_warm(&self, wanted: usize) -> bool {
         while self.spares() < wanted {
             match self.instantiate(self.sandbox.config().warmup_deadline) {
                 Ok((instance, _)) => self
@@ -296,10 +297,11 @@ impl LoadedComponent {
                     .push(instance),
                 Err(err) => {
                     tracing::warn!(component = %self.name, error = %err, "could not make a spare warm instance; a thread will make its own");
-                    return;
+                    return false;
                 }
             }
         }
+        true
     }
 
     /// Asks the sandbox's background thread to bring the spares back to [`SPARES`], once
@@ -317,12 +319,25 @@ impl LoadedComponent {
             let Some(component) = me.upgrade() else {
                 return;
             };
+            /// Clears the flag however the fill ends (a panic included).
+            struct Refilled<'a>(&'a AtomicBool);
+            impl Drop for Refilled<'_> {
+                fn drop(&mut self) {
+                    self.0.store(false, Relaxed);
+                }
+            }
             loop {
-                component.fill_warm(SPARES);
-                component.refilling.store(false, Relaxed);
-                // A spare taken between the fill and the flag: fill again, unless a
-                // new refill was queued for it.
-                if component.spares() >= SPARES || component.refilling.swap(true, Relaxed) {
+                let filled = {
+                    let _refilled = Refilled(&component.refilling);
+                    component.fill_warm(SPARES)
+                };
+                // One that cannot be made is tried again at the next spare taken. A
+                // spare taken between the fill and the flag: fill again, unless a new
+                // refill was queued for it.
+                if !filled
+                    || component.spares() >= SPARES
+                    || component.refilling.swap(true, Relaxed)
+                {
                     return;
                 }
             }

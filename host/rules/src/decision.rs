@@ -7,7 +7,10 @@
 //! 1. Opinions of components that failed, timed out or are switched off are dropped
 //!    (fail-open); so are rule sets the website enabled that are not loaded. A component
 //!    the operator made fail closed refuses the request instead: `security_issues`,
-//!    `deny`, reason `<name>.failed`, whatever the others said. A rule set
+//!    `deny`, reason `<name>.failed`, whatever the others said; so does such a name with
+//!    no component loaded, on every request it could judge (it has no scope to narrow
+//!    them: every request for an always-on name, the enabling websites' for a rule set).
+//!    A rule set
 //!    is not called for a request outside its declared scope (see [`super::scope`]):
 //!    it abstains there by contract, so this changes no decision.
 //! 2. An opinion of `security_issues` with confidence ≥ 50 beats every other category:

@@ -53,7 +53,10 @@ impl RulesetSet {
             .iter()
             .filter(|name| !components.contains_key(*name))
             .map(|name| Arc::from(name.as_str()))
-            .collect();
+            .collect::<Box<[Arc<str>]>>();
+        if !missing_fail_closed.is_empty() {
+            tracing::warn!(components = ?missing_fail_closed, "components that fail closed are not loaded: the requests they would judge are refused");
+        }
         RulesetSet {
             generation,
             components: components.into_values().collect(),

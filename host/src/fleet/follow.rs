@@ -310,7 +310,10 @@ pub async fn follow<S: RulesetStore>(
             Ok(changed) => {
                 failing = false;
                 seen = Some(revision);
-                registry.set_fail_closed(source.fail_closed());
+                // Both wait for a sync in progress (a directory's, say): off this thread.
+                let (closed, fail_closed) = (registry.clone(), source.fail_closed());
+                let _ =
+                    tokio::task::spawn_blocking(move || closed.set_fail_closed(fail_closed)).await;
                 install_shadows(&registry, &source, &shadows).await;
                 if changed {
                     let (registry, source) = (registry.clone(), source.clone());

@@ -435,11 +435,13 @@ impl Gateway {
         if !self.shadows.any() {
             return decide(&set, &facts, &enabled, policy);
         }
-        // Versions in shadow: compared with what the active versions said here.
+        // Versions in shadow: compared, on their share, with what the active versions
+        // said here.
+        let seen = self.shadows.count_request();
         let mut judged = smallvec::SmallVec::<[_; 2]>::new();
         let decision = decide_observed(&set, &facts, &enabled, policy, |component, outcome| {
             if !matches!(outcome, crate::rules::Outcome::OutOfScope)
-                && self.shadows.has(component.name())
+                && self.shadows.wants(component.name(), seen)
             {
                 judged.push((component, outcome.clone()));
             }

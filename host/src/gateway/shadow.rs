@@ -74,13 +74,26 @@ impl Shadows {
         self.any.load(Relaxed)
     }
 
-    /// Whether a version of `name` is in shadow.
-    pub fn has(&self, name: &str) -> bool {
-        self.running.load().contains_key(name)
+    /// Counts a request on this thread: its number, for [`Shadows::wants`].
+    pub fn count_request(&self) -> u32 {
+        SEEN.with(|seen| {
+            let n = seen.get().wrapping_add(1);
+            seen.set(n);
+            n
+        })
     }
 
-    /// Evaluates, on their share of the requests, the versions in shadow of the active
-    /// components a decision called, and compares them with what those said (`judged`).
+    /// Whether the request numbered `seen` falls in the share of `name`'s version in
+    /// shadow (false when none is).
+    pub fn wants(&self, name: &str, seen: u32) -> bool {
+        self.running
+            .load()
+            .get(name)
+            .is_some_and(|shadow| seen % 100 < u32::from(shadow.percent))
+    }
+
+    /// Evaluates the versions in shadow of the active components in `judged` (those a
+    /// decision called, on their shadows' share) and compares them with what those said.
     pub fn observe(
         &self,
         judged: &[(&LoadedComponent, Outcome)],
@@ -88,20 +101,12 @@ impl Shadows {
         website: &str,
         method: &str,
     ) {
-        let seen = SEEN.with(|seen| {
-            let n = seen.get().wrapping_add(1);
-            seen.set(n);
-            n
-        });
         let running = self.running.load();
         for (active, active_outcome) in judged {
             let name = active.name();
             let Some(shadow) = running.get(name) else {
                 continue;
             };
-            if seen % 100 >= u32::from(shadow.percent) {
-                continue;
-            }
             let (active_category, active_said) = describe(active_outcome);
             let (shadow_category, shadow_said) = describe(&shadow.component.evaluate(facts));
             let agree = active_said == shadow_said;

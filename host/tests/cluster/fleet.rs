@@ -481,6 +481,31 @@ fn on_the_embedded_store_the_commands_go_through_the_admin_listener() {
     .unwrap();
     let wrong = ruleset(&["failure", "classifier", "sometimes"], &target);
     assert!(!wrong.status.success());
+    // A name failing closed that no component here has: named apart, and by the status.
+    let missing = ruleset(&["failure", "my_cms", "closed"], &target);
+    assert!(missing.status.success(), "{}", said(&missing));
+    wait_until(
+        Duration::from_secs(5),
+        || {
+            admin.get("/health").is_ok_and(|reply| {
+                reply.json()["components_fail_closed_missing"] == json!(["my_cms"])
+            })
+        },
+        || format!("never named as missing; log:\n{}", gateway.log()),
+    )
+    .unwrap();
+    let status = super::botgate()
+        .arg("status")
+        .args(&target)
+        .output()
+        .unwrap();
+    assert!(
+        said(&status).contains("components failing closed NOT LOADED (the requests they would judge are refused): my_cms"),
+        "{}",
+        said(&status)
+    );
+    let open = ruleset(&["failure", "my_cms", "open"], &target);
+    assert!(open.status.success(), "{}", said(&open));
 
     // A restarted gateway starts with what the store runs.
     let mut gateway = gateway;

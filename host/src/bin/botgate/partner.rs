@@ -314,6 +314,10 @@ fn describe(status: &serde_json::Value) -> String {
     for (key, what) in [
         ("components_fail_closed", "components failing closed"),
         (
+            "components_fail_closed_missing",
+            "components failing closed NOT LOADED (the requests they would judge are refused)",
+        ),
+        (
             "components_switched_off",
             "components SWITCHED OFF after failures",
         ),

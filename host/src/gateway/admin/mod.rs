@@ -207,6 +207,11 @@ fn health_body(monitoring: &Monitoring) -> (StatusCode, serde_json::Value) {
             .filter(|c| components.fails_closed(c.name()))
             .map(|c| c.name())
             .collect::<Vec<_>>(),
+        "components_fail_closed_missing": components
+            .missing_fail_closed()
+            .iter()
+            .map(|name| &**name)
+            .collect::<Vec<_>>(),
         "classifier_loaded": classifier,
     });
     (status, body)
