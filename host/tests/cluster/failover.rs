@@ -249,7 +249,18 @@ fn failover_under_load(failure: Failure) {
         .unwrap();
     }
     // Each gateway's index lists the store's domains with the store's statuses.
-    let stored = store_digest(&store_url, &cluster.password).unwrap();
+    // Read through HAProxy, which may still be settling on the new master.
+    let mut read = Err(anyhow::anyhow!("not read yet"));
+    wait_until(
+        Duration::from_secs(10),
+        || {
+            read = store_digest(&store_url, &cluster.password);
+            read.is_ok()
+        },
+        || "the store never answered through HAProxy".into(),
+    )
+    .unwrap();
+    let stored = read.unwrap();
     for gateway in [&one, &two] {
         let admin = Client::new(&format!("http://{}", gateway.admin), None);
         let digest = || {
