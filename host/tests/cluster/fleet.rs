@@ -27,6 +27,24 @@ fn said(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
 }
 
+/// What `botgate ruleset ARGS` said, having failed.
+fn refusal_said(args: &[&str], target: &[String]) -> String {
+    let refused = ruleset(args, target);
+    assert!(!refused.status.success(), "{args:?}: {}", said(&refused));
+    said(&refused)
+}
+
+/// What `botgate status` said of the gateway `target` reaches.
+fn status_said(target: &[String]) -> String {
+    said(
+        &super::botgate()
+            .arg("status")
+            .args(target)
+            .output()
+            .unwrap(),
+    )
+}
+
 /// A copy of the test guest `guest` named `versioned.wasm` (the name it reports).
 fn versioned(dir: &Path, guest: &str) -> PathBuf {
     let folder = dir.join(guest);
@@ -319,12 +337,10 @@ fn an_unreadable_rule_set_record_holds_only_its_own_name() {
         || format!("the unreadable record is not logged:\n{}", gateway.log()),
     )
     .unwrap();
-    let listed = ruleset(&["list"], &target);
-    assert!(!listed.status.success());
+    let listed = refusal_said(&["list"], &target);
     assert!(
-        said(&listed).contains("ruleset-states drupal is unreadable"),
-        "{}",
-        said(&listed)
+        listed.contains("ruleset-states drupal is unreadable"),
+        "{listed}"
     );
 
     // Its own state unreadable: the name keeps the version it runs while another
@@ -339,12 +355,10 @@ fn an_unreadable_rule_set_record_holds_only_its_own_name() {
         .unwrap();
     classifier_fails_closed(gateway, &target);
     assert_eq!(running(gateway), Some(("2.0.0".into(), "store".into())));
-    let refused = ruleset(&["activate", "versioned", "1.0.0"], &target);
-    assert!(!refused.status.success());
+    let refused = refusal_said(&["activate", "versioned", "1.0.0"], &target);
     assert!(
-        said(&refused).contains("ruleset-states versioned is unreadable"),
-        "{}",
-        said(&refused)
+        refused.contains("ruleset-states versioned is unreadable"),
+        "{refused}"
     );
 }
 
@@ -417,16 +431,8 @@ fn on_the_embedded_store_the_commands_go_through_the_admin_listener() {
             && out.contains("versioned 1.0.0 (store: versioned 1.0.0)"),
         "{out}"
     );
-    let status = super::botgate()
-        .arg("status")
-        .args(&target)
-        .output()
-        .unwrap();
-    assert!(
-        String::from_utf8_lossy(&status.stdout).contains("versioned 1.0.0 (pushed)"),
-        "{}",
-        said(&status)
-    );
+    let status = status_said(&target);
+    assert!(status.contains("versioned 1.0.0 (pushed)"), "{status}");
     // The metrics name the version this gateway runs.
     let metrics = Client::new(&format!("http://{}", gateway.admin), None)
         .get("/metrics")
@@ -441,15 +447,10 @@ fn on_the_embedded_store_the_commands_go_through_the_admin_listener() {
     // and the metrics, with the circuit breaker's state.
     classifier_fails_closed(&gateway, &target);
     let admin = Client::new(&format!("http://{}", gateway.admin), None);
-    let status = super::botgate()
-        .arg("status")
-        .args(&target)
-        .output()
-        .unwrap();
+    let status = status_said(&target);
     assert!(
-        String::from_utf8_lossy(&status.stdout).contains("components failing closed: classifier"),
-        "{}",
-        said(&status)
+        status.contains("components failing closed: classifier"),
+        "{status}"
     );
     let metrics = admin.get("/metrics").unwrap().text;
     let value = |family: &str| {
@@ -494,16 +495,8 @@ fn on_the_embedded_store_the_commands_go_through_the_admin_listener() {
         || format!("never named as missing; log:\n{}", gateway.log()),
     )
     .unwrap();
-    let status = super::botgate()
-        .arg("status")
-        .args(&target)
-        .output()
-        .unwrap();
-    assert!(
-        said(&status).contains("components failing closed NOT LOADED (the requests they would judge are refused): my_cms"),
-        "{}",
-        said(&status)
-    );
+    let status = status_said(&target);
+    assert!(status.contains("components failing closed NOT LOADED (the requests they would judge are refused): my_cms"), "{status}");
     let open = ruleset(&["failure", "my_cms", "open"], &target);
     assert!(open.status.success(), "{}", said(&open));
 
