@@ -56,27 +56,36 @@ cargo fmt --all --check --manifest-path rulesets/Cargo.toml
 cargo fmt --all --check --manifest-path tests/guests/Cargo.toml
 cargo fmt --all --check --manifest-path benches/load/reference/Cargo.toml
 
-step "lints"
-cargo clippy --workspace --all-targets -- -D warnings
-cargo clippy --workspace --all-targets --manifest-path rulesets/Cargo.toml -- -D warnings
+step "lints of the guest components for wasm32 and of the load benchmark's reference proxies"
+# The other workspaces are linted while their tests build, below.
 cargo clippy --workspace --release --target wasm32-wasip2 --manifest-path tests/guests/Cargo.toml \
     --target-dir rulesets/target -- -D warnings
 # The load benchmark's reference proxies (a crate of their own); checked, not built.
 cargo clippy --all-targets --manifest-path benches/load/reference/Cargo.toml \
     --target-dir target/reference -- -D warnings
 
+# Lints while building: clippy's driver compiles each workspace crate (cargo's
+# RUSTC_WORKSPACE_WRAPPER, as `cargo clippy` uses it) and lints it in the same pass, so
+# the tests are built once instead of checked once more by `cargo clippy` (every
+# dependency's metadata built a second time). CLIPPY_ARGS is `-D warnings` as
+# `cargo clippy -- -D warnings` hands it to the driver.
+clippy_driver=$(rustup which clippy-driver)
+linted() { RUSTC_WORKSPACE_WRAPPER="$clippy_driver" CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" "$@"; }
+
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 
-step "guest logic, natively"
+step "guest logic, natively: lints and tests"
+linted cargo test --workspace --all-targets --no-run --manifest-path rulesets/Cargo.toml
 # Doc tests only where there are some (the SDK's): rustdoc over each guest crate costs.
-cargo test --workspace --manifest-path rulesets/Cargo.toml --lib --bins --tests 2>&1 | tee -a "$results"
+linted cargo test --workspace --manifest-path rulesets/Cargo.toml --lib --bins --tests 2>&1 | tee -a "$results"
 cargo test --doc --manifest-path rulesets/Cargo.toml -p botgate-ruleset-sdk 2>&1 | tee -a "$results"
 
-step "host, engine and integration tests"
-# The benchmarks' crate holds no tests (lints check it above): not built here; nor are
-# doc tests, which these crates have none of.
-cargo test --workspace --exclude botgate-benches --lib --bins --tests 2>&1 | tee -a "$results"
+step "host: lints, and the engine and integration tests"
+linted cargo test --workspace --all-targets --no-run
+# The guests were built above; doc tests are not run (these crates have none); the
+# benchmarks' crate holds no tests (its targets were linted in the build above).
+BOTGATE_SKIP_GUEST_BUILD=1 linted cargo test --workspace --lib --bins --tests 2>&1 | tee -a "$results"
 
 # One closing line over every test binary of both runs.
 awk '/^test result:/ { passed += $4; failed += $6 } END { printf "\ntests: %d passed, %d failed\n", passed, failed }' "$results"

@@ -769,6 +769,8 @@ fn cargo(dir: &Path, args: &[&str]) -> Output {
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", target)
         .env_remove("RUSTFLAGS")
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("CLIPPY_ARGS")
         .output()
         .unwrap()
 }
