@@ -281,6 +281,7 @@ impl Server {
             Ok(revision) => match fleet.refresh(store.as_ref()).await {
                 Ok(_) => {
                     rulesets.set_fail_closed(fleet.fail_closed());
+                    rulesets.set_held_back(fleet.held_back());
                     Some(revision)
                 }
                 Err(error) => {

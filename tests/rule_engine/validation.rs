@@ -124,6 +124,27 @@ fn refused_replacement_keeps_the_previous_version() {
     );
     assert!(set.get("classifier").is_some());
     assert!(set.get("broken").is_none());
+    // Both are named as not in service, with their reasons, until the files are mended.
+    let held: Vec<(String, bool)> = registry
+        .not_in_service()
+        .into_iter()
+        .map(|n| (n.name, n.origin.ends_with(".wasm") && !n.reason.is_empty()))
+        .collect();
+    assert_eq!(
+        held,
+        [("broken".to_owned(), true), ("template".to_owned(), true)]
+    );
+    assert!(
+        registry
+            .not_in_service()
+            .iter()
+            .any(|n| n.name == "template" && n.reason.contains("`wordpress`"))
+    );
+    replace_atomically(&guest("template"), &dir.path().join("template.wasm"));
+    std::fs::remove_file(dir.path().join("broken.wasm")).unwrap();
+    let mended = registry.sync(&source);
+    assert!(mended.refused.is_empty(), "{mended:?}");
+    assert_eq!(registry.not_in_service(), []);
 }
 
 #[test]

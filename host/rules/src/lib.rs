@@ -30,7 +30,7 @@ pub use component::{ComponentStats, LoadError, LoadedComponent, Outcome};
 pub use decision::{
     ALWAYS_ON, CLASSIFIER, CORE_RULE_SET, Decider, Decision, decide, decide_observed,
 };
-pub use registry::{Registry, RulesetSet, SyncReport};
+pub use registry::{NotInService, Registry, RulesetSet, SyncReport};
 pub use sandbox::{Sandbox, SandboxConfig};
 pub use source::{DirectorySource, RulesetBlob, RulesetSource};
 pub use watcher::Watcher;

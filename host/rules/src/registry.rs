@@ -150,6 +150,17 @@ impl SyncReport {
     }
 }
 
+/// A component a source holds that does not serve here: refused when it was loaded
+/// (its previous version, if any, serves), or held back by the source (a fleet's
+/// activated version this gateway cannot load).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotInService {
+    pub name: String,
+    /// Where it comes from: a file's path, or `store: NAME VERSION`.
+    pub origin: String,
+    pub reason: String,
+}
+
 /// The registry: a sandbox, a compile cache and the current set.
 pub struct Registry {
     sandbox: Arc<Sandbox>,
@@ -161,6 +172,10 @@ pub struct Registry {
     /// Components refused recently, by content hash, so an unchanged refused file is
     /// not validated again on every sync.
     refused: Mutex<HashMap<String, Refusal>>,
+    /// What the last sync that read its source did not put in service.
+    refused_at_sync: Mutex<Vec<NotInService>>,
+    /// What the source itself holds back (see [`Registry::set_held_back`]).
+    held_back: Mutex<Vec<NotInService>>,
     syncs: AtomicU64,
 }
 
@@ -191,6 +206,8 @@ impl Registry {
             fail_closed,
             sync_lock: Mutex::new(()),
             refused: Mutex::new(HashMap::new()),
+            refused_at_sync: Mutex::new(Vec::new()),
+            held_back: Mutex::new(Vec::new()),
             syncs: AtomicU64::new(0),
         }
     }
@@ -216,6 +233,35 @@ impl Registry {
                 self.fail_closed.clone(),
             )));
         }
+    }
+
+    /// Notes what the source holds back from service (a fleet's activated versions this
+    /// gateway refused), to be named with the components refused at a sync.
+    pub fn set_held_back(&self, held_back: Vec<NotInService>) {
+        *self
+            .held_back
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = held_back;
+    }
+
+    /// The components the source holds that do not serve here, by name: refused at the
+    /// last sync, or held back by the source.
+    pub fn not_in_service(&self) -> Vec<NotInService> {
+        let mut all = self
+            .held_back
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        all.extend(
+            self.refused_at_sync
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .cloned(),
+        );
+        all.sort_by(|a, b| (&a.name, &a.origin).cmp(&(&b.name, &b.origin)));
+        all.dedup();
+        all
     }
 
     /// The set in service now. Hold it for the whole of one evaluation.
@@ -286,11 +332,17 @@ impl Registry {
             }
         };
         let mut next = BTreeMap::new();
+        let mut not_in_service = Vec::new();
         for error in listing.errors {
             tracing::error!(origin = %error.origin, reason = %error.message, "rule set not read; the previous version stays in service");
             if let Some(previous) = error.name.as_deref().and_then(|n| old.get(n)) {
                 next.insert(previous.name().to_owned(), previous.clone());
             }
+            not_in_service.push(NotInService {
+                name: error.name.unwrap_or_else(|| error.origin.clone()),
+                origin: error.origin.clone(),
+                reason: error.message.clone(),
+            });
             report.refused.push((error.origin, error.message));
         }
         let mut refused = self.refused.lock().unwrap_or_else(PoisonError::into_inner);
@@ -348,6 +400,11 @@ impl Registry {
                     next.insert(blob.name, component);
                 }
                 Err(reason) => {
+                    not_in_service.push(NotInService {
+                        name: blob.name.clone(),
+                        origin: blob.origin.clone(),
+                        reason: reason.clone(),
+                    });
                     report.refused.push((blob.origin, reason));
                     if let Some(previous) = previous {
                         next.insert(blob.name, previous.clone());
@@ -356,6 +413,10 @@ impl Registry {
             }
         }
         drop(refused);
+        *self
+            .refused_at_sync
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = not_in_service;
         for name in old.iter().map(|c| c.name()) {
             if !next.contains_key(name) {
                 tracing::info!(component = %name, "rule set removed");

@@ -9,7 +9,7 @@
 use super::signing::TrustedKeys;
 use crate::gateway::shadow::{Shadowed, Shadows};
 use crate::rules::source::{Listing, RulesetBlob, RulesetSource, SourceError};
-use crate::rules::{DirectorySource, LoadedComponent, Registry};
+use crate::rules::{DirectorySource, LoadedComponent, NotInService, Registry};
 use arc_swap::ArcSwap;
 use botgate_store::RulesetStore;
 use botgate_store::rulesets::{FailurePolicy, PushedRuleset};
@@ -51,6 +51,8 @@ pub struct FleetSource {
     fail_closed: ArcSwap<BTreeSet<String>>,
     /// The versions in shadow and their shares, by name.
     shadows: ArcSwap<BTreeMap<String, (Active, u8)>>,
+    /// The active versions this gateway does not run, and why.
+    held_back: ArcSwap<Vec<NotInService>>,
 }
 
 impl FleetSource {
@@ -61,7 +63,14 @@ impl FleetSource {
             pushed: ArcSwap::from_pointee(BTreeMap::new()),
             fail_closed: ArcSwap::from_pointee(BTreeSet::new()),
             shadows: ArcSwap::from_pointee(BTreeMap::new()),
+            held_back: ArcSwap::from_pointee(Vec::new()),
         }
+    }
+
+    /// The active versions (and unreadable records) this gateway does not run, as last
+    /// read: it keeps what it ran for those names, or the directory's file.
+    pub fn held_back(&self) -> Vec<NotInService> {
+        (**self.held_back.load()).clone()
     }
 
     /// The names the operator made fail closed, as last read.
@@ -76,16 +85,16 @@ impl FleetSource {
 
     /// `record`'s version: `held` when it has the same bytes, else fetched from `store`
     /// and checked (its SHA-256, and its signature when keys are trusted). A version
-    /// refused leaves `held` (the refusal is logged); a store that does not answer is an
+    /// refused is `Ok(Err(why))` (and logged); a store that does not answer is an
     /// error, so the next poll tries again.
     async fn fetch<S: RulesetStore>(
         &self,
         store: &S,
         record: &PushedRuleset,
         held: Option<&Active>,
-    ) -> Result<Option<Active>, String> {
+    ) -> Result<Result<Active, String>, String> {
         if let Some(kept) = held.filter(|k| k.sha256 == record.sha256) {
-            return Ok(Some(kept.clone()));
+            return Ok(Ok(kept.clone()));
         }
         let (name, version) = (&record.name, &record.version);
         let why = match store.ruleset_bytes(&record.sha256).await {
@@ -96,7 +105,7 @@ impl FleetSource {
                 let signature = record.signature.as_deref();
                 match self.trusted.check(name, version, &bytes, signature) {
                     Ok(_) => {
-                        return Ok(Some(Active {
+                        return Ok(Ok(Active {
                             version: version.clone(),
                             sha256: record.sha256.clone(),
                             bytes: Arc::new(bytes),
@@ -109,7 +118,7 @@ impl FleetSource {
             Err(error) => return Err(crate::report::Report(&error).to_string()),
         };
         tracing::error!(component = %name, %version, reason = %why, "a pushed rule set is refused; keeping what runs");
-        Ok(held.cloned())
+        Ok(Err(why))
     }
 
     /// Reads the store's active versions and those in shadow, fetching the bytes of
@@ -131,6 +140,16 @@ impl FleetSource {
         // Names whose state cannot be read keep their version, shadow and policy.
         let unreadable: BTreeSet<&str> =
             states.unreadable.iter().map(|u| u.name.as_str()).collect();
+        let mut held_back: Vec<NotInService> = states
+            .unreadable
+            .iter()
+            .chain(&pushed.unreadable)
+            .map(|record| NotInService {
+                name: record.name.clone(),
+                origin: format!("store record {}", record.key),
+                reason: format!("unreadable: {}", record.reason),
+            })
+            .collect();
         let (states, pushed) = (states.records, pushed.records);
         let was_closed = self.fail_closed.load_full();
         let closed = states
@@ -152,7 +171,7 @@ impl FleetSource {
             if record.is_none() {
                 tracing::error!(component = %name, %version, "a pushed version in service is not stored; keeping what runs");
             }
-            record
+            record.ok_or_else(|| "the version is not stored".to_owned())
         };
         let (held, held_shadows) = (self.pushed.load_full(), self.shadows.load_full());
         let (mut next, mut shadows) = (BTreeMap::new(), BTreeMap::new());
@@ -168,25 +187,38 @@ impl FleetSource {
             if let Some(version) = &stored.state.active {
                 let kept = held.get(name);
                 let active = match record_of(name, version) {
-                    Some(record) => self.fetch(store, record, kept).await?,
-                    None => kept.cloned(),
+                    Ok(record) => self.fetch(store, record, kept).await?,
+                    Err(why) => Err(why),
                 };
-                if let Some(active) = active {
-                    next.insert(name.clone(), active);
+                match active {
+                    Ok(active) => {
+                        next.insert(name.clone(), active);
+                    }
+                    Err(reason) => {
+                        held_back.push(NotInService {
+                            name: name.clone(),
+                            origin: format!("{PUSHED_ORIGIN}{name} {version}"),
+                            reason,
+                        });
+                        if let Some(kept) = kept {
+                            next.insert(name.clone(), kept.clone());
+                        }
+                    }
                 }
             }
             if let Some(shadow) = &stored.state.shadow {
                 let kept = held_shadows.get(name).map(|(active, _)| active);
                 let fetched = match record_of(name, &shadow.version) {
-                    Some(record) => self.fetch(store, record, kept).await?,
-                    None => kept.cloned(),
+                    Ok(record) => self.fetch(store, record, kept).await?.ok(),
+                    Err(_) => None,
                 };
-                if let Some(fetched) = fetched {
+                if let Some(fetched) = fetched.or_else(|| kept.cloned()) {
                     shadows.insert(name.clone(), (fetched, shadow.percent));
                 }
             }
         }
         self.shadows.store(Arc::new(shadows));
+        self.held_back.store(Arc::new(held_back));
         let changed = next.len() != held.len()
             || next
                 .iter()
@@ -314,6 +346,7 @@ pub async fn follow<S: RulesetStore>(
                 let (closed, fail_closed) = (registry.clone(), source.fail_closed());
                 let _ =
                     tokio::task::spawn_blocking(move || closed.set_fail_closed(fail_closed)).await;
+                registry.set_held_back(source.held_back());
                 install_shadows(&registry, &source, &shadows).await;
                 if changed {
                     let (registry, source) = (registry.clone(), source.clone());

@@ -80,15 +80,18 @@ fn redis_target(redis: &RedisServer) -> Vec<String> {
 fn classifier_fails_closed(gateway: &Gateway, target: &[String]) {
     let closed = ruleset(&["failure", "classifier", "closed"], target);
     assert!(closed.status.success(), "{}", said(&closed));
+    until_health(gateway, "the classifier failing closed", |health| {
+        health["components_fail_closed"] == json!(["classifier"])
+    });
+}
+
+/// Waits until `gateway`'s `/health` `shows` something (`what`, named on failure).
+fn until_health(gateway: &Gateway, what: &str, shows: impl Fn(&serde_json::Value) -> bool) {
     let admin = Client::new(&format!("http://{}", gateway.admin), None);
     wait_until(
         Duration::from_secs(10),
-        || {
-            admin
-                .get("/health")
-                .is_ok_and(|reply| reply.json()["components_fail_closed"] == json!(["classifier"]))
-        },
-        || format!("never failing closed; log:\n{}", gateway.log()),
+        || admin.get("/health").is_ok_and(|reply| shows(&reply.json())),
+        || format!("/health never showed {what}; log:\n{}", gateway.log()),
     )
     .unwrap();
 }
@@ -360,6 +363,29 @@ fn an_unreadable_rule_set_record_holds_only_its_own_name() {
         refused.contains("ruleset-states versioned is unreadable"),
         "{refused}"
     );
+    // /health names both records, also on a gateway started while they are unreadable
+    // (which cannot know what the store activated for them).
+    let unreadable_named = |gateway: &Gateway| {
+        let admin = Client::new(&format!("http://{}", gateway.admin), None);
+        let held = admin.get("/health").unwrap().json()["components_not_in_service"].clone();
+        let named: Vec<(&str, bool)> = held
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|n| {
+                let origin = n["origin"].as_str().unwrap_or_default();
+                let reason = n["reason"].as_str().unwrap_or_default();
+                let unreadable =
+                    origin.starts_with("store record ") && reason.starts_with("unreadable: ");
+                (n["name"].as_str().unwrap_or_default(), unreadable)
+            })
+            .collect();
+        assert_eq!(named, [("drupal", true), ("versioned", true)], "{held}");
+    };
+    unreadable_named(gateway);
+    let mut gateways = gateways;
+    gateways[0].restart().unwrap();
+    unreadable_named(&gateways[0]);
 }
 
 #[test]
@@ -470,31 +496,17 @@ fn on_the_embedded_store_the_commands_go_through_the_admin_listener() {
     );
     let open = ruleset(&["failure", "classifier", "open"], &target);
     assert!(open.status.success(), "{}", said(&open));
-    wait_until(
-        Duration::from_secs(5),
-        || {
-            admin
-                .get("/health")
-                .is_ok_and(|reply| reply.json()["components_fail_closed"] == json!([]))
-        },
-        || "still failing closed".into(),
-    )
-    .unwrap();
+    until_health(&gateway, "no component failing closed", |health| {
+        health["components_fail_closed"] == json!([])
+    });
     let wrong = ruleset(&["failure", "classifier", "sometimes"], &target);
     assert!(!wrong.status.success());
     // A name failing closed that no component here has: named apart, and by the status.
     let missing = ruleset(&["failure", "my_cms", "closed"], &target);
     assert!(missing.status.success(), "{}", said(&missing));
-    wait_until(
-        Duration::from_secs(5),
-        || {
-            admin.get("/health").is_ok_and(|reply| {
-                reply.json()["components_fail_closed_missing"] == json!(["my_cms"])
-            })
-        },
-        || format!("never named as missing; log:\n{}", gateway.log()),
-    )
-    .unwrap();
+    until_health(&gateway, "my_cms failing closed, missing", |health| {
+        health["components_fail_closed_missing"] == json!(["my_cms"])
+    });
     let status = status_said(&target);
     assert!(status.contains("components failing closed NOT LOADED (the requests they would judge are refused): my_cms"), "{status}");
     let open = ruleset(&["failure", "my_cms", "open"], &target);
@@ -648,6 +660,34 @@ fn with_trusted_keys_only_signed_components_are_activated_and_loaded() {
     )
     .unwrap();
     assert_eq!(running(&gateway), Some(("2.0.0".into(), "store".into())));
+    // ...and says so in /health, the status and the metrics until a loadable version is
+    // active again.
+    let admin = Client::new(&format!("http://{}", gateway.admin), None);
+    let held = admin.get("/health").unwrap().json()["components_not_in_service"].clone();
+    assert_eq!(held[0]["name"], "versioned", "{held}");
+    assert_eq!(held[0]["origin"], "store: versioned 1.0.0", "{held}");
+    let reason = held[0]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("not signed"), "{held}");
+    let status = status_said(&through_admin);
+    assert!(
+        status.contains(&format!(
+            "component NOT IN SERVICE here: versioned (store: versioned 1.0.0): {reason}"
+        )),
+        "{status}"
+    );
+    let metrics = admin.get("/metrics").unwrap().text;
+    assert!(
+        metrics.contains("botgate_components_not_in_service 1"),
+        "{metrics}"
+    );
+    let back = ruleset(
+        &[&["activate", "versioned", "2.0.0"][..], &trusted_flag[..]].concat(),
+        &on_the_store,
+    );
+    assert!(back.status.success(), "{}", said(&back));
+    until_health(&gateway, "every component in service", |health| {
+        health["components_not_in_service"] == json!([])
+    });
 }
 
 #[test]
@@ -861,19 +901,10 @@ fn a_rule_author_goes_from_the_template_to_a_component_in_service() {
     assert!(pushed.status.success(), "{}", said(&pushed));
     let activated = ruleset(&["activate", "my_cms", "0.1.0"], &target);
     assert!(activated.status.success(), "{}", said(&activated));
-    let admin = Client::new(&format!("http://{}", gateway.admin), None);
-    wait_until(
-        Duration::from_secs(10),
-        || {
-            admin.get("/health").is_ok_and(|reply| {
-                let health = reply.json();
-                health["components"]["my_cms"] == "0.1.0"
-                    && health["component_sources"]["my_cms"] == "store"
-            })
-        },
-        || format!("my_cms never ran; log:\n{}", gateway.log()),
-    )
-    .unwrap();
+    until_health(&gateway, "my_cms 0.1.0 from the store", |health| {
+        health["components"]["my_cms"] == "0.1.0"
+            && health["component_sources"]["my_cms"] == "store"
+    });
 
     // A new version: pushed, in shadow beside the running one, then active.
     let manifest = project.join("Cargo.toml");
@@ -910,16 +941,9 @@ fn a_rule_author_goes_from_the_template_to_a_component_in_service() {
     );
     let activated = ruleset(&["activate", "my_cms", "0.2.0"], &target);
     assert!(activated.status.success(), "{}", said(&activated));
-    wait_until(
-        Duration::from_secs(10),
-        || {
-            admin
-                .get("/health")
-                .is_ok_and(|reply| reply.json()["components"]["my_cms"] == "0.2.0")
-        },
-        || format!("my_cms 0.2.0 never ran; log:\n{}", gateway.log()),
-    )
-    .unwrap();
+    until_health(&gateway, "my_cms 0.2.0", |health| {
+        health["components"]["my_cms"] == "0.2.0"
+    });
     let listed = String::from_utf8_lossy(&ruleset(&["list"], &target).stdout).into_owned();
     assert!(
         !listed.contains("shadow"),

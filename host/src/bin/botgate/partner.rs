@@ -264,6 +264,8 @@ async fn direct_status(target: &Target, store: &AnyStore) -> Result<serde_json::
         "component_sources": health["component_sources"],
         "components_fail_closed": health["components_fail_closed"],
         "components_switched_off": health["components_switched_off"],
+        "components_fail_closed_missing": health["components_fail_closed_missing"],
+        "components_not_in_service": health["components_not_in_service"],
         "expiring_certificates": expiring,
     }))
 }
@@ -329,6 +331,19 @@ fn describe(status: &serde_json::Value) -> String {
         if !names.is_empty() {
             out.push_str(&format!("{what}: {}\n", names.join(", ")));
         }
+    }
+    for held in status["components_not_in_service"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let field = |key: &str| held[key].as_str().unwrap_or("?").to_owned();
+        out.push_str(&format!(
+            "component NOT IN SERVICE here: {} ({}): {}\n",
+            field("name"),
+            field("origin"),
+            field("reason")
+        ));
     }
     let expiring: Vec<Expiring> =
         serde_json::from_value(status["expiring_certificates"].clone()).unwrap_or_default();

@@ -212,6 +212,12 @@ fn health_body(monitoring: &Monitoring) -> (StatusCode, serde_json::Value) {
             .iter()
             .map(|name| &**name)
             .collect::<Vec<_>>(),
+        "components_not_in_service": gateway
+            .rulesets
+            .not_in_service()
+            .into_iter()
+            .map(|n| serde_json::json!({"name": n.name, "origin": n.origin, "reason": n.reason}))
+            .collect::<Vec<_>>(),
         "classifier_loaded": classifier,
     });
     (status, body)
