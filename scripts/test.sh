@@ -56,7 +56,7 @@ cargo fmt --all --check --manifest-path rulesets/Cargo.toml
 cargo fmt --all --check --manifest-path tests/guests/Cargo.toml
 cargo fmt --all --check --manifest-path benches/load/reference/Cargo.toml
 
-step "lints of the guest components for wasm32 and of the load benchmark's reference proxies"
+step "lints of the test guests (wasm32) and of the load benchmark's reference proxies"
 # The other workspaces are linted while their tests build, below.
 cargo clippy --workspace --release --target wasm32-wasip2 --manifest-path tests/guests/Cargo.toml \
     --target-dir rulesets/target -- -D warnings
@@ -77,14 +77,18 @@ trap 'rm -f "$results"' EXIT
 
 step "guest logic, natively: lints and tests"
 linted cargo test --workspace --all-targets --no-run --manifest-path rulesets/Cargo.toml
+# Their libraries as built for use too (test builds alone would not lint code that only
+# tests use); the dependencies are the test build's.
+linted cargo build --workspace --lib --manifest-path rulesets/Cargo.toml
 # Doc tests only where there are some (the SDK's): rustdoc over each guest crate costs.
 linted cargo test --workspace --manifest-path rulesets/Cargo.toml --lib --bins --tests 2>&1 | tee -a "$results"
-cargo test --doc --manifest-path rulesets/Cargo.toml -p botgate-ruleset-sdk 2>&1 | tee -a "$results"
+linted cargo test --doc --manifest-path rulesets/Cargo.toml -p botgate-ruleset-sdk 2>&1 | tee -a "$results"
 
 step "host: lints, and the engine and integration tests"
 linted cargo test --workspace --all-targets --no-run
-# The guests were built above; doc tests are not run (these crates have none); the
-# benchmarks' crate holds no tests (its targets were linted in the build above).
+# The guests were built above; doc tests are not run (these crates have none). The
+# benchmarks' crate stays in (0 tests): leaving it out of one of the two commands would
+# change the features they build with, and so rebuild.
 BOTGATE_SKIP_GUEST_BUILD=1 linted cargo test --workspace --lib --bins --tests 2>&1 | tee -a "$results"
 
 # One closing line over every test binary of both runs.

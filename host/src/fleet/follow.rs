@@ -143,14 +143,14 @@ impl FleetSource {
         let mut held_back: Vec<NotInService> = states
             .unreadable
             .iter()
-            .chain(&pushed.unreadable)
             .map(|record| NotInService {
                 name: record.name.clone(),
                 origin: format!("store record {}", record.key),
                 reason: format!("unreadable: {}", record.reason),
             })
             .collect();
-        let (states, pushed) = (states.records, pushed.records);
+        let (states, unreadable_versions, pushed) =
+            (states.records, pushed.unreadable, pushed.records);
         let was_closed = self.fail_closed.load_full();
         let closed = states
             .iter()
@@ -171,7 +171,21 @@ impl FleetSource {
             if record.is_none() {
                 tracing::error!(component = %name, %version, "a pushed version in service is not stored; keeping what runs");
             }
-            record.ok_or_else(|| "the version is not stored".to_owned())
+            record.ok_or_else(|| {
+                // Its record may be one of the name's unreadable ones.
+                let unreadable: Vec<String> = unreadable_versions
+                    .iter()
+                    .filter(|u| u.name == name)
+                    .map(|u| format!("{}: {}", u.key, u.reason))
+                    .collect();
+                match unreadable.is_empty() {
+                    true => "the version is not stored".to_owned(),
+                    false => format!(
+                        "the version is not among its readable records; unreadable: {}",
+                        unreadable.join("; ")
+                    ),
+                }
+            })
         };
         let (held, held_shadows) = (self.pushed.load_full(), self.shadows.load_full());
         let (mut next, mut shadows) = (BTreeMap::new(), BTreeMap::new());

@@ -440,10 +440,17 @@ impl Collector for ComponentCollector {
             None,
             loaded.metric_type(),
         )?)?;
-        let held = ConstGauge::new(self.0.not_in_service().len() as i64);
+        let mut held: Vec<String> = self
+            .0
+            .not_in_service()
+            .into_iter()
+            .map(|n| n.name)
+            .collect();
+        held.dedup();
+        let held = ConstGauge::new(held.len() as i64);
         held.encode(encoder.encode_descriptor(
             "components_not_in_service",
-            "Components the rule-set directory or the store holds that do not serve here (refused, or an activated version this gateway cannot load)",
+            "Names of components the rule-set directory or the store holds that do not serve here (refused, or an activated version this gateway cannot load)",
             None,
             held.metric_type(),
         )?)?;

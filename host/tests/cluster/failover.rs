@@ -249,18 +249,24 @@ fn failover_under_load(failure: Failure) {
         .unwrap();
     }
     // Each gateway's index lists the store's domains with the store's statuses.
-    // Read through HAProxy, which may still be settling on the new master.
-    let mut read = Err(anyhow::anyhow!("not read yet"));
+    // Read through HAProxy, which may still be settling on the new master (one try may
+    // take the 10 s a store connection waits to subscribe).
+    let read = std::cell::RefCell::new(Err(anyhow::anyhow!("not read yet")));
     wait_until(
-        Duration::from_secs(10),
+        Duration::from_secs(30),
         || {
-            read = store_digest(&store_url, &cluster.password);
-            read.is_ok()
+            *read.borrow_mut() = store_digest(&store_url, &cluster.password);
+            read.borrow().is_ok()
         },
-        || "the store never answered through HAProxy".into(),
+        || {
+            format!(
+                "the store never answered through HAProxy: {:#}",
+                read.borrow().as_ref().unwrap_err()
+            )
+        },
     )
     .unwrap();
-    let stored = read.unwrap();
+    let stored = read.into_inner().unwrap();
     for gateway in [&one, &two] {
         let admin = Client::new(&format!("http://{}", gateway.admin), None);
         let digest = || {

@@ -6,7 +6,7 @@
 
 use botgate_tests::http::Client;
 use botgate_tests::origin::Origin;
-use botgate_tests::servers::{Gateway, GatewayStore, RedisServer, wait_until};
+use botgate_tests::servers::{Gateway, GatewayStore, RedisServer, Resp, wait_until};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -346,8 +346,32 @@ fn an_unreadable_rule_set_record_holds_only_its_own_name() {
         "{listed}"
     );
 
+    // The record of its active version unreadable: the version keeps serving, and
+    // /health names the record while another name's change still arrives.
+    let record = ["botgate:ruleset-versions", "versioned@2.0.0"];
+    let Ok(Resp::Bulk(Some(readable))) = redis.command(&[&["HGET"][..], &record].concat()) else {
+        panic!("no record of versioned 2.0.0");
+    };
+    redis
+        .command(&[&["HSET"][..], &record, &["{"]].concat())
+        .unwrap();
+    classifier_fails_closed(gateway, &target);
+    assert_eq!(running(gateway), Some(("2.0.0".into(), "store".into())));
+    until_health(gateway, "the active version's record named", |health| {
+        let held = &health["components_not_in_service"];
+        held[0]["name"] == "drupal"
+            && held[1]["name"] == "versioned"
+            && held[1]["origin"] == "store: versioned 2.0.0"
+            && held[1]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("versioned@2.0.0"))
+    });
+    redis
+        .command(&[&["HSET"][..], &record, &[readable.as_str()]].concat())
+        .unwrap();
+
     // Its own state unreadable: the name keeps the version it runs while another
-    // name's change (the classifier failing closed) still arrives.
+    // name's change (the classifier failing open again) still arrives.
     redis
         .command(&[
             "HSET",
@@ -356,15 +380,20 @@ fn an_unreadable_rule_set_record_holds_only_its_own_name() {
             "{\"active\":",
         ])
         .unwrap();
-    classifier_fails_closed(gateway, &target);
+    let open = ruleset(&["failure", "classifier", "open"], &target);
+    assert!(open.status.success(), "{}", said(&open));
+    until_health(gateway, "no component failing closed", |health| {
+        health["components_fail_closed"] == json!([])
+    });
     assert_eq!(running(gateway), Some(("2.0.0".into(), "store".into())));
     let refused = refusal_said(&["activate", "versioned", "1.0.0"], &target);
     assert!(
         refused.contains("ruleset-states versioned is unreadable"),
         "{refused}"
     );
-    // /health names both records, also on a gateway started while they are unreadable
-    // (which cannot know what the store activated for them).
+    // /health names both state records, also on a gateway started while they are
+    // unreadable (which cannot know what the store activated for them), and not a
+    // version record that is not the active version's.
     let unreadable_named = |gateway: &Gateway| {
         let admin = Client::new(&format!("http://{}", gateway.admin), None);
         let held = admin.get("/health").unwrap().json()["components_not_in_service"].clone();
@@ -383,6 +412,9 @@ fn an_unreadable_rule_set_record_holds_only_its_own_name() {
         assert_eq!(named, [("drupal", true), ("versioned", true)], "{held}");
     };
     unreadable_named(gateway);
+    redis
+        .command(&["HSET", "botgate:ruleset-versions", "versioned@1.0.0", "{"])
+        .unwrap();
     let mut gateways = gateways;
     gateways[0].restart().unwrap();
     unreadable_named(&gateways[0]);
@@ -662,9 +694,12 @@ fn with_trusted_keys_only_signed_components_are_activated_and_loaded() {
     assert_eq!(running(&gateway), Some(("2.0.0".into(), "store".into())));
     // ...and says so in /health, the status and the metrics until a loadable version is
     // active again.
+    until_health(&gateway, "versioned not in service", |health| {
+        health["components_not_in_service"][0]["name"] == "versioned"
+    });
     let admin = Client::new(&format!("http://{}", gateway.admin), None);
     let held = admin.get("/health").unwrap().json()["components_not_in_service"].clone();
-    assert_eq!(held[0]["name"], "versioned", "{held}");
+    assert_eq!(held.as_array().map(Vec::len), Some(1), "{held}");
     assert_eq!(held[0]["origin"], "store: versioned 1.0.0", "{held}");
     let reason = held[0]["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("not signed"), "{held}");
