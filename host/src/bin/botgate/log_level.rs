@@ -10,8 +10,15 @@ use tracing_subscriber::{EnvFilter, Registry, reload};
 /// Where the filter in force is swapped.
 static FILTER: OnceLock<reload::Handle<EnvFilter, Registry>> = OnceLock::new();
 
-/// The compiler's and runtime's own lines are quiet unless asked for by name.
-const QUIET: [&str; 2] = ["wasmtime", "cranelift"];
+/// Libraries whose lines are quieter than the rest unless asked for by name: the
+/// compiler's and runtime's own, and rustls's warnings, which are a visitor's protocol
+/// oddities (an IP address as SNI, a warning alert): a line per connection a visitor
+/// makes, of no use to the operator.
+const QUIET: [(&str, &str); 3] = [
+    ("wasmtime", "warn"),
+    ("cranelift", "warn"),
+    ("rustls", "error"),
+];
 
 /// Starts the log into `writer`, filtered by `RUST_LOG` or `info`.
 pub fn init(writer: BatchedWriter) {
@@ -38,9 +45,9 @@ pub fn filter(level: Option<&str>) -> Result<EnvFilter, String> {
         },
     };
     let mut directives = text.clone();
-    for target in QUIET {
+    for (target, level) in QUIET {
         if !text.contains(target) {
-            directives.push_str(&format!(",{target}=warn"));
+            directives.push_str(&format!(",{target}={level}"));
         }
     }
     EnvFilter::try_new(&directives)
@@ -53,5 +60,19 @@ pub fn set(level: Option<&str>) -> Result<(), String> {
     match FILTER.get() {
         Some(handle) => handle.reload(filter).map_err(|err| err.to_string()),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::filter;
+
+    #[test]
+    fn rustls_warnings_are_quiet_unless_asked_for() {
+        let quiet = filter(Some("info")).unwrap().to_string();
+        assert!(quiet.contains("rustls=error"), "{quiet}");
+        assert!(quiet.contains("wasmtime=warn"), "{quiet}");
+        let asked = filter(Some("info,rustls=debug")).unwrap().to_string();
+        assert!(!asked.contains("rustls=error"), "{asked}");
     }
 }

@@ -87,7 +87,9 @@ pub struct ServeArgs {
     metrics_listen: Vec<SocketAddr>,
     /// What the diagnostic log shows: a level (`error`, `warn`, `info`, `debug`,
     /// `trace`) or a filter of them by module (`info,botgate_host::gateway=debug`);
-    /// RUST_LOG's filter when not given, else `info`.
+    /// RUST_LOG's filter when not given, else `info`. Unless the filter names them,
+    /// `wasmtime` and `cranelift` log from `warn` and `rustls` (a visitor's protocol
+    /// oddities) from `error`.
     #[arg(long, env = "BOTGATE_LOG_LEVEL", value_name = "FILTER")]
     log_level: Option<String>,
     /// Seconds the store may go unanswered before /health answers 503 (the gateway
