@@ -68,7 +68,7 @@ impl FleetSource {
     }
 
     /// The active versions (and unreadable records) this gateway does not run, as last
-    /// read: it keeps what it ran for those names, or the directory's file.
+    /// read: it keeps what it ran for those names, if anything.
     pub fn held_back(&self) -> Vec<NotInService> {
         (**self.held_back.load()).clone()
     }
