@@ -338,12 +338,14 @@ impl Registry {
             if let Some(previous) = error.name.as_deref().and_then(|n| old.get(n)) {
                 next.insert(previous.name().to_owned(), previous.clone());
             }
+            report
+                .refused
+                .push((error.origin.clone(), error.message.clone()));
             not_in_service.push(NotInService {
                 name: error.name.unwrap_or_else(|| error.origin.clone()),
-                origin: error.origin.clone(),
-                reason: error.message.clone(),
+                origin: error.origin,
+                reason: error.message,
             });
-            report.refused.push((error.origin, error.message));
         }
         let mut refused = self.refused.lock().unwrap_or_else(PoisonError::into_inner);
         refused.retain(|_, r| r.at.elapsed() < RETRY_REFUSED);

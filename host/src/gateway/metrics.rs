@@ -433,13 +433,6 @@ impl Collector for ComponentCollector {
                 ConstGauge::new(value).encode(family.encode_family(&row.0)?)?;
             }
         }
-        let loaded = ConstGauge::new(rows.len() as i64);
-        loaded.encode(encoder.encode_descriptor(
-            "components_loaded",
-            "Rule components loaded",
-            None,
-            loaded.metric_type(),
-        )?)?;
         let mut held: Vec<String> = self
             .0
             .not_in_service()
@@ -447,13 +440,18 @@ impl Collector for ComponentCollector {
             .map(|n| n.name)
             .collect();
         held.dedup();
-        let held = ConstGauge::new(held.len() as i64);
-        held.encode(encoder.encode_descriptor(
-            "components_not_in_service",
-            "Names of components the rule-set directory or the store holds that do not serve here (refused, or an activated version this gateway cannot load)",
-            None,
-            held.metric_type(),
-        )?)?;
+        let counts = [
+            ("components_loaded", "Rule components loaded", rows.len()),
+            (
+                "components_not_in_service",
+                "Names of components the rule-set directory or the store holds that do not serve here (refused, or an activated version this gateway cannot load)",
+                held.len(),
+            ),
+        ];
+        for (name, help, count) in counts {
+            let gauge = ConstGauge::new(count as i64);
+            gauge.encode(encoder.encode_descriptor(name, help, None, gauge.metric_type())?)?;
+        }
         Ok(())
     }
 }
