@@ -359,7 +359,13 @@ if [[ -n ${AB:-} || -n ${CALLGRIND:-} ]]; then
             "${@:2}" > "$work/ab-$1.log" 2>&1 &
         pid[$1]=$!
         pids+=("${pid[$1]}")
-        for _ in $(seq 1200); do curl -sf "http://127.0.0.1:${admin[$1]}/health" >/dev/null && return 0; sleep 0.1; done
+        # Under valgrind, warming every component's instances takes minutes.
+        local tries=1200; ((${#wrap[@]})) && tries=9000
+        for _ in $(seq "$tries"); do
+            curl -sf "http://127.0.0.1:${admin[$1]}/health" >/dev/null && return 0
+            kill -0 "${pid[$1]}" 2>/dev/null || break
+            sleep 0.1
+        done
         echo "build $1 did not start; see $work/ab-$1.log" >&2
         exit 1
     }

@@ -168,14 +168,29 @@ pub const METHOD_MARKER: &str = "method:";
 /// `Request::header` answers.
 ///
 /// `name` holds no `:` and no white space (a header name), so a line is `name`'s when it
-/// starts with `name`, blanks aside, then `:`: only each line's start is compared, not
-/// every line searched for its colon (long values are skipped unread).
+/// starts with `name`, blanks aside, then `:`: `name` is searched for in the whole block
+/// at once, and only the lines it occurs in are looked at.
 pub fn header<'a>(headers: &'a str, name: &str) -> Option<&'a str> {
-    headers.split('\n').find_map(|line| {
-        let after_name = line.trim_ascii_start().strip_prefix(name)?;
-        let value = after_name.trim_ascii_start().strip_prefix(':')?;
-        Some(value.trim_ascii())
-    })
+    let bytes = headers.as_bytes();
+    let is_blank = |b: u8| b != b'\n' && b.is_ascii_whitespace();
+    let mut from = 0;
+    while let Some(found) = bytes
+        .get(from..)
+        .and_then(|rest| memchr::memmem::find(rest, name.as_bytes()))
+    {
+        let at = from + found;
+        from = at + 1;
+        let line_start = bytes[..at].iter().rposition(|&b| !is_blank(b));
+        if line_start.is_some_and(|i| bytes[i] != b'\n') {
+            continue;
+        }
+        let after = at + name.len();
+        let end = memchr::memchr(b'\n', &bytes[after..]).map_or(bytes.len(), |n| after + n);
+        if let Some(value) = headers[after..end].trim_ascii_start().strip_prefix(':') {
+            return Some(value.trim_ascii());
+        }
+    }
+    None
 }
 
 /// The parts of a request a scope is matched against, each normalised.
@@ -450,15 +465,53 @@ mod tests {
             "user-agent-2: no\nx: user-agent: no\nuser-agent:\t\tyes \r",
             "host: h\n\nuser-agent: : colon\n",
             "user-agent\n: split\nuser-agent:",
+            "uuser-agent: no\nx: a user-agent: no\n \t user-agent : yes",
+            "user-agentuser-agent: no\nuser-agent\u{e9}: no\n\u{e9}user-agent: no",
+            ":x\n",
             "",
         ];
         for block in blocks {
-            for name in ["user-agent", "host", "x"] {
+            for name in ["user-agent", "host", "x", ""] {
                 assert_eq!(
                     header(block, name),
                     by_colon(block, name),
                     "{block:?} {name}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn header_answers_what_reading_line_by_line_answers() {
+        // Every block of up to 7 bytes over an alphabet that makes names overlap, lines
+        // start with blanks and colons come early or late.
+        fn line_by_line<'a>(headers: &'a str, name: &str) -> Option<&'a str> {
+            headers.split('\n').find_map(|line| {
+                let after_name = line.trim_ascii_start().strip_prefix(name)?;
+                Some(
+                    after_name
+                        .trim_ascii_start()
+                        .strip_prefix(':')?
+                        .trim_ascii(),
+                )
+            })
+        }
+        let alphabet = ['a', 'b', '\n', ' ', ':', '\r'];
+        let mut block = String::new();
+        for length in 0..=7u32 {
+            for mut code in 0..alphabet.len().pow(length) {
+                block.clear();
+                for _ in 0..length {
+                    block.push(alphabet[code % alphabet.len()]);
+                    code /= alphabet.len();
+                }
+                for name in ["a", "ab", "aa", ""] {
+                    assert_eq!(
+                        header(&block, name),
+                        line_by_line(&block, name),
+                        "{block:?} {name:?}"
+                    );
+                }
             }
         }
     }

@@ -142,10 +142,14 @@ struct ThreadTable {
     /// Latency by action.
     latency: Vec<(&'static str, LatencyCounts)>,
     /// Decisions by decider, then by reason and action.
-    decisions: HashMap<Box<str>, HashMap<Box<str>, CountsByAction>>,
+    decisions: HashMap<Box<str>, ReasonCounts, foldhash::fast::RandomState>,
     /// The (decider, reason) pairs in `decisions`.
     reasons: usize,
 }
+
+/// One decider's counts by reason. (foldhash: reason ids come from the components, and
+/// their number is bounded.)
+type ReasonCounts = HashMap<Box<str>, CountsByAction, foldhash::fast::RandomState>;
 
 /// A histogram's counts: per bucket (not cumulative), their sum and count.
 #[derive(Clone)]
@@ -269,15 +273,6 @@ impl RequestMetrics {
 impl ThreadTable {
     fn count_decision(&mut self, decider: &str, reason: &str, action: &'static str) {
         let reason = if reason.is_empty() { "none" } else { reason };
-        let known = self
-            .decisions
-            .get(decider)
-            .is_some_and(|reasons| reasons.contains_key(reason));
-        let reason = if known || self.reasons < MAX_REASONS {
-            reason
-        } else {
-            "other"
-        };
         let reasons = match self.decisions.get_mut(decider) {
             Some(reasons) => reasons,
             None => self.decisions.entry(decider.into()).or_default(),
@@ -285,7 +280,14 @@ impl ThreadTable {
         let actions = match reasons.get_mut(reason) {
             Some(actions) => actions,
             None => {
-                self.reasons += 1;
+                let reason = if self.reasons < MAX_REASONS {
+                    reason
+                } else {
+                    "other"
+                };
+                if !reasons.contains_key(reason) {
+                    self.reasons += 1;
+                }
                 reasons.entry(reason.into()).or_default()
             }
         };

@@ -78,7 +78,7 @@ struct SiteMinute {
     challenges_shown: u64,
     challenges_solved: u64,
     /// Paths, user agents, networks, deciders.
-    tops: [HashMap<Box<str>, u64>; 4],
+    tops: [TopList; 4],
     events: Vec<EventSlot>,
     /// The slot the next event goes to, once all are used.
     next_event: usize,
@@ -100,14 +100,18 @@ impl SiteMinute {
 
 #[derive(Default)]
 struct ThreadBuffer {
-    sites: HashMap<Box<str>, SiteMinute>,
+    sites: HashMap<Box<str>, SiteMinute, foldhash::fast::RandomState>,
     /// Minutes that ended before the flush took them.
     ended: Vec<(Box<str>, SiteMinute)>,
     scratch: String,
 }
 
+/// One top list's counts by entry. (foldhash: the entries come from clients, but a list
+/// holds at most [`TOP_ENTRIES`], so colliding keys cannot make a look-up long.)
+type TopList = HashMap<Box<str>, u64, foldhash::fast::RandomState>;
+
 /// Counts one request in `top`, unless the list is full and the entry new.
-fn count_top(top: &mut HashMap<Box<str>, u64>, entry: &str) {
+fn count_top(top: &mut TopList, entry: &str) {
     if let Some(count) = top.get_mut(entry) {
         *count += 1;
     } else if top.len() < TOP_ENTRIES {

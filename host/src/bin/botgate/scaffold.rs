@@ -76,6 +76,7 @@ publish = false
 
 [dependencies]
 percent-encoding = "2"
+memchr = { version = "2", default-features = false, features = ["std"] }
 thiserror = "2"
 "#;
 
@@ -173,4 +174,33 @@ fn write(dir: &Path, path: &str, content: &str) -> Result<()> {
             .with_context(|| format!("creating {}", parent.display()))?;
     }
     std::fs::write(&target, content).with_context(|| format!("writing {}", target.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names under `[dependencies]` in `manifest`, sorted.
+    fn dependencies(manifest: &str) -> Vec<&str> {
+        let mut names: Vec<&str> = manifest
+            .split("[dependencies]")
+            .nth(1)
+            .unwrap_or("")
+            .lines()
+            .take_while(|line| !line.starts_with('['))
+            .filter_map(|line| line.split(['=', '.']).next())
+            .map(str::trim)
+            .filter(|name| !name.is_empty() && !name.starts_with('#'))
+            .collect();
+        names.sort_unstable();
+        names
+    }
+
+    #[test]
+    fn a_new_project_builds_the_sdk_with_the_dependencies_it_has_here() {
+        let normalise = include_str!("../../../../api/normalise/Cargo.toml");
+        let sdk = include_str!("../../../../rulesets/sdk/Cargo.toml");
+        assert_eq!(dependencies(NORMALISE_MANIFEST), dependencies(normalise));
+        assert_eq!(dependencies(SDK_MANIFEST), dependencies(sdk));
+    }
 }
