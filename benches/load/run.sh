@@ -13,7 +13,8 @@
 # Over TLS, botgate (full protection, as (a)) against nginx proxy_pass (2 workers) with
 # the same ECDSA P-256 certificate and TLS 1.3: (as, cs) HTTPS keep-alive; (an, cn) a
 # new TLS connection, handshake included, for every request (wrk with `Connection:
-# close`); (a2, c2) HTTP/2 (h2load, 10 streams at once per connection).
+# close`); (a2, c2) HTTP/2 (h2load, 10 streams at once per connection); and (bs, b2)
+# botgate with protection off, as (b), over HTTPS keep-alive and HTTP/2.
 # Three reference proxies can run beside them (FRONTENDS="... r h x"), the floor under
 # botgate's proxy core (benches/load/reference): (r) tokio + httparse and nothing else,
 # (h) hyper's server and client with botgate's timeouts and nothing else, (x) as (h) with
@@ -25,7 +26,7 @@
 #   ROUNDS=5 DURATION=20 benches/load/run.sh
 #   PROFILE=1 benches/load/run.sh             # also `perf record` botgate in round 1
 #   FRONTENDS="a c" benches/load/run.sh       # only some front ends (a a1 b b1 c c1 d
-#                                             # as cs an cn a2 c2 r h x)
+#                                             # as cs an cn a2 c2 bs b2 r h x)
 #   HOLD=1 benches/load/run.sh                # set up, print the wrk commands, and wait
 #                                             # (for perf, strace, ...) until Ctrl-C
 #   AB="OLD NEW" benches/load/run.sh          # compare two botgate binaries (below)
@@ -189,12 +190,13 @@ declare -A target=(
     [d]="$modsec_port bench.example"
     [as]="$https_port protected.example" [cs]="$tls_port bench.example"
     [an]="$https_port protected.example" [cn]="$tls_port bench.example"
-    [a2]="$https_port protected.example" [c2]="$tls_port bench.example")
+    [a2]="$https_port protected.example" [c2]="$tls_port bench.example"
+    [bs]="$https_port open.example" [b2]="$https_port open.example")
 declare -A front_pid=([a]=$botgate_pid [b]=$botgate_pid [c]=$proxy_pid [c1]=$proxy1_pid [d]=$modsec_pid
-    [as]=$botgate_pid [an]=$botgate_pid [a2]=$botgate_pid
+    [as]=$botgate_pid [an]=$botgate_pid [a2]=$botgate_pid [bs]=$botgate_pid [b2]=$botgate_pid
     [cs]=$proxytls_pid [cn]=$proxytls_pid [c2]=$proxytls_pid)
 # How each front end is loaded: plain HTTP/1.1 unless named here.
-declare -A mode=([as]=https [cs]=https [an]=handshake [cn]=handshake [a2]=h2 [c2]=h2)
+declare -A mode=([as]=https [cs]=https [an]=handshake [cn]=handshake [a2]=h2 [c2]=h2 [bs]=https [b2]=h2)
 # The address wrk or h2load is given for front end $1 (port $2, host $3).
 url_of() {
     case ${mode[$1]:-http} in
@@ -270,6 +272,7 @@ declare -A label=(
     [an]="(an) botgate, full protection, a TLS handshake per request"
     [cn]="(cn) nginx proxy_pass, a TLS handshake per request"
     [a2]="(a2) botgate, full protection, HTTP/2" [c2]="(c2) nginx proxy_pass, HTTP/2"
+    [bs]="(bs) botgate, protection off, HTTPS keep-alive" [b2]="(b2) botgate, protection off, HTTP/2"
     [r]="(r) reference: tokio + httparse only, $cores threads"
     [h]="(h) reference: hyper + botgate's timeouts only, $cores threads"
     [x]="(x) reference: hyper server, origin driven inline, $cores threads")
@@ -455,7 +458,7 @@ if [[ -n ${AB:-} ]]; then
     exit 0
 fi
 
-FRONTENDS=${FRONTENDS:-a a1 b b1 c c1 d as cs an cn a2 c2}
+FRONTENDS=${FRONTENDS:-a a1 b b1 c c1 d as cs an cn a2 c2 bs b2}
 if [[ ${HOLD:-} == 1 ]]; then
     echo "botgate pid $botgate_pid; logs in $work. Each front end:" >&2
     for run in $FRONTENDS; do
@@ -563,6 +566,12 @@ for pair in "as cs HTTPS keep-alive" "an cn a TLS handshake per request" "a2 c2 
     [[ -n ${rps[$mine]:-} && -n ${rps[$theirs]:-} ]] || continue
     awk -v a="${rps[$mine]}" -v c="${rps[$theirs]}" -v w="$what" \
         'BEGIN { printf "%s: botgate (full protection) / nginx throughput %.2f× (target ≥ 1.0×)\n", w, a/c }'
+done
+for pair in "bs cs HTTPS keep-alive" "b2 c2 HTTP/2"; do
+    read -r mine theirs what <<<"$pair"
+    [[ -n ${rps[$mine]:-} && -n ${rps[$theirs]:-} ]] || continue
+    awk -v a="${rps[$mine]}" -v c="${rps[$theirs]}" -v w="$what" \
+        'BEGIN { printf "%s: botgate (protection off) / nginx throughput %.2f×\n", w, a/c }'
 done
 # A run where a component failed ends in failure, after its table.
 finish() { [[ -z $unsound ]] || { echo "not full protection: see the WARNING above" >&2; exit 1; }; exit 0; }
