@@ -171,13 +171,15 @@ pub const METHOD_MARKER: &str = "method:";
 /// starts with `name`, blanks aside, then `:`: `name` is searched for in the whole block
 /// at once, and only the lines it occurs in are looked at.
 pub fn header<'a>(headers: &'a str, name: &str) -> Option<&'a str> {
+    debug_assert!(
+        !name.bytes().any(|b| b == b':' || b.is_ascii_whitespace()),
+        "{name:?} is not a header name"
+    );
     let bytes = headers.as_bytes();
+    let finder = memchr::memmem::Finder::new(name);
     let is_blank = |b: u8| b != b'\n' && b.is_ascii_whitespace();
     let mut from = 0;
-    while let Some(found) = bytes
-        .get(from..)
-        .and_then(|rest| memchr::memmem::find(rest, name.as_bytes()))
-    {
+    while let Some(found) = bytes.get(from..).and_then(|rest| finder.find(rest)) {
         let at = from + found;
         from = at + 1;
         let line_start = bytes[..at].iter().rposition(|&b| !is_blank(b));
