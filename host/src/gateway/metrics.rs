@@ -129,8 +129,8 @@ type DecisionTotals = BTreeMap<(String, String, &'static str), u64>;
 type CountsByAction = Vec<(&'static str, u64)>;
 
 /// The most (decider, reason) pairs one thread counts apart; the rest count as reason
-/// `other` (reason ids come from components: the series stay bounded whatever they
-/// send).
+/// `other`, one more pair per decider (reason ids come from components: the series stay
+/// bounded whatever they send).
 pub const MAX_REASONS: usize = 512;
 
 /// One thread's counts.
