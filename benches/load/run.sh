@@ -375,37 +375,37 @@ if [[ -n ${AB:-} || -n ${CALLGRIND:-} ]]; then
 fi
 
 # CALLGRIND="OLD NEW" counts the instructions each build runs per request, under
-# valgrind's callgrind, for (a) and (b): exact and repeatable where CPU time on a shared
-# machine is not, so it can show a change of 1% that AB's rounds cannot. It counts user
-# space only (not the kernel's share of each request), every thread of the process
-# (one data-plane thread here, `--threads 1`), over CG_DURATION seconds (default 5) of
-# `wrk -c4`, after 2 s to warm up.
+# valgrind's callgrind, for (a) and (b) (or the front ends CG_FRONTENDS names, such as
+# "bs b2": HTTPS and HTTP/2 against the build's own TLS listener): exact and repeatable
+# where CPU time on a shared machine is not, so it can show a change of 1% that AB's
+# rounds cannot. It counts user space only (not the kernel's share of each request),
+# every thread of the process (one data-plane thread here, `--threads 1`), over
+# CG_DURATION seconds (default 5) of the front end's load with 4 connections, after 2 s
+# to warm up.
 if [[ -n ${CALLGRIND:-} ]]; then
     command -v valgrind >/dev/null || {
         "${sudo_if_needed[@]}" apt-get update -qq
         DEBIAN_FRONTEND=noninteractive "${sudo_if_needed[@]}" apt-get install -y -qq --no-install-recommends valgrind
     }
     cg_load() { # build front-end duration
-        local site
+        local site listener=${port[$1]}
         read -r _ site <<<"${target[$2]}"
-        wrk -t1 -c4 -d"$3" "${browser[@]}" -H "Host: $site" "http://127.0.0.1:${port[$1]}/"
+        [[ ${mode[$2]:-http} == http ]] || listener=${tls[$1]}
+        CONNECTIONS=4 DURATION=${3%s} generate "$2" "$site" "$listener" "$(url_of "$2" "$listener" "$site")"
     }
     for build in old new; do
         wrap=(valgrind --tool=callgrind --callgrind-out-file="$work/callgrind-$build" --dump-instr=no)
         start_build "$build" --threads 1 --no-http3
-        for run in a b; do
+        for run in ${CG_FRONTENDS:-a b}; do
             cg_load "$build" "$run" 2s >/dev/null
             callgrind_control --zero "${pid[$build]}" >/dev/null
             cg_load "$build" "$run" "${CG_DURATION:-5}s" > "$work/callgrind-$build-$run.txt"
             callgrind_control --dump="$run" "${pid[$build]}" >/dev/null
             sleep 1
             dump=$(ls -t "$work/callgrind-$build".* | head -1)
-            awk -v b="$build ${binary[$build]}" -v l="${label[$run]%%,*}" '
-                FNR == NR && /requests in/ { n = $1 }
-                FNR != NR && /^(summary|totals):/ { ir = $2 }
-                END { printf "%s %s: %.0f instructions per request (%d requests)\n", b, l, ir / n, n }' \
-                "$work/callgrind-$build-$run.txt" "$dump" | tee -a "$work/callgrind.txt"
-            if grep -q 'Non-2xx' "$work/callgrind-$build-$run.txt"; then
+            python3 benches/load/callgrind_per_request.py "$work/callgrind-$build-$run.txt" "$dump" \
+                "$build ${binary[$build]} ${label[$run]%%,*}" | tee -a "$work/callgrind.txt"
+            if grep -Eq 'Non-2xx|[1-9][0-9]* (3xx|4xx|5xx)' "$work/callgrind-$build-$run.txt"; then
                 echo "$build answered non-2xx; see $work/callgrind-$build-$run.txt" >&2
             fi
         done
