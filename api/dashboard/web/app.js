@@ -241,7 +241,10 @@ function rulesetsSection(website) {
   const names = Object.keys(website.settings.rulesets);
   return section("rulesets", t("rulesets.title"), t("rulesets.help"),
     el("div", { class: "switches" }, names.map((name) =>
-      toggle(`settings.rulesets.${name}`, t(`ruleset.${name}`), t(`ruleset.${name}.help`),
+      // An operator's own rule set has no strings of ours: its name stands for it.
+      toggle(`settings.rulesets.${name}`,
+        `ruleset.${name}` in strings ? t(`ruleset.${name}`) : name,
+        t(`ruleset.${name}.help` in strings ? `ruleset.${name}.help` : "ruleset.other.help"),
         website.settings.rulesets[name],
         (on) => ({ settings: { rulesets: { [name]: on } } })))));
 }

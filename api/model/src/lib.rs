@@ -22,7 +22,9 @@ pub use dashboard::FrameOrigin;
 pub use invalid::{Invalid, InvalidKind};
 pub use names::{Domain, Subdomain, UserId};
 pub use policy::{Action, Category, ParseError, Policy};
-pub use rulesets::{InvalidRulesetName, KNOWN_RULESETS, RulesetName};
+pub use rulesets::{
+    ALWAYS_ON_RULESETS, InvalidRulesetName, KNOWN_RULESETS, MAX_OTHER_RULESETS, RulesetName,
+};
 pub use settings::{CertsIssuer, Loadbalancer, Rules, Rulesets, Settings, SettingsPatch};
 pub use user::{PartnerName, User, UserView};
 pub use website::{Pending, Status, Website, WebsiteInput, WebsiteView};

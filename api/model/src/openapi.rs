@@ -3,7 +3,7 @@
 
 use crate::custom_rules::{Field, MAX_CONDITIONS, MAX_RULES, Operator};
 use crate::policy::{Action, Category};
-use crate::rulesets::KNOWN_RULESETS;
+use crate::rulesets::{KNOWN_RULESETS, MAX_OTHER_RULESETS};
 use crate::settings::{CertsIssuer, LOADBALANCER_FLAGS, Settings, SettingsPatch};
 use crate::website::Status;
 use std::borrow::Cow;
@@ -117,8 +117,21 @@ fn settings_schema(required: bool) -> Schema {
     let rulesets = object_of(
         KNOWN_RULESETS.iter().map(|name| (*name, boolean())),
         required,
-        "Which CMS rule sets run for the website (the classifier and the Core Rule Set always run).",
-    );
+        &format!(
+            "Which CMS rule sets run for the website (the classifier and the Core Rule Set \
+             always run). Besides the specification's nine, the name of any other rule \
+             component (an operator's own) switches it on or off for the website, up to \
+             {MAX_OTHER_RULESETS} such names; the nine are always shown, another name while \
+             it is on. `classifier` and `crs` cannot be switched."
+        ),
+    )
+    .additional_properties(Some(boolean()))
+    .property_names(Some(
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some("^[a-z0-9_-]{1,64}$")),
+    ))
+    .max_properties(Some(KNOWN_RULESETS.len() + MAX_OTHER_RULESETS));
     let rules = object_of(
         Category::NAMES.iter().map(|name| (*name, one_of(&ACTIONS))),
         required,

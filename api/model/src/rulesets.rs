@@ -16,6 +16,14 @@ pub const KNOWN_RULESETS: [&str; 9] = [
     "xenforo",
 ];
 
+/// The components that run for every website, whatever its `settings.rulesets`: the
+/// general classifier and the OWASP Core Rule Set.
+pub const ALWAYS_ON_RULESETS: [&str; 2] = ["classifier", "crs"];
+
+/// How many rule sets besides [`KNOWN_RULESETS`] (operators' own components) one
+/// website may enable: each is a component call for the requests in its scope.
+pub const MAX_OTHER_RULESETS: usize = 16;
+
 /// The name of a rule component: `[a-z0-9_-]`, 1 to 64 bytes, the stem of its
 /// `.wasm` file. The nine CMS names of [`KNOWN_RULESETS`] and `classifier` are the
 /// shipped ones; operators may load others.

@@ -5,10 +5,10 @@
 use crate::custom_rules::CustomRules;
 use crate::invalid::Invalid;
 use crate::policy::{Action, Category, Policy};
-use crate::rulesets::KNOWN_RULESETS;
+use crate::rulesets::{ALWAYS_ON_RULESETS, KNOWN_RULESETS, MAX_OTHER_RULESETS, RulesetName};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A website's settings; the default is what a website created without `settings` has.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,37 +26,66 @@ pub struct Settings {
 }
 
 /// `settings.rulesets`: one boolean per rule set of [`KNOWN_RULESETS`], all `false`
-/// until the partner enables the one for the website's CMS.
+/// until the partner enables the one for the website's CMS, and the names of any other
+/// rule sets (operators' own components) enabled, at most [`MAX_OTHER_RULESETS`]. The
+/// nine are always shown; another name is shown while it is on.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "BTreeMap<String, bool>", into = "BTreeMap<String, bool>")]
-pub struct Rulesets([bool; 9]);
+pub struct Rulesets {
+    known: [bool; 9],
+    others: BTreeSet<String>,
+}
 
 impl Rulesets {
     /// Whether the rule set `name` is on.
     pub fn enabled(&self, name: &str) -> bool {
-        KNOWN_RULESETS
-            .iter()
-            .position(|n| *n == name)
-            .is_some_and(|i| self.0[i])
+        match KNOWN_RULESETS.iter().position(|n| *n == name) {
+            Some(i) => self.known[i],
+            None => self.others.contains(name),
+        }
     }
 
-    /// The names of the rule sets that are on, in the specification's order.
-    pub fn enabled_iter(&self) -> impl Iterator<Item = &'static str> + '_ {
+    /// The names of the rule sets that are on: the specification's in its order, then
+    /// the others by name.
+    pub fn enabled_iter(&self) -> impl Iterator<Item = &str> + '_ {
         KNOWN_RULESETS
             .iter()
-            .zip(self.0)
+            .zip(self.known)
             .filter_map(|(name, on)| on.then_some(*name))
+            .chain(self.others.iter().map(String::as_str))
     }
 
     /// The names of the rule sets that are on.
-    pub fn enabled_names(&self) -> Vec<&'static str> {
+    pub fn enabled_names(&self) -> Vec<&str> {
         self.enabled_iter().collect()
     }
 
+    /// Switches `name` (checked by [`check_ruleset_name`]) on or off.
     fn set(&mut self, name: &str, on: bool) {
-        if let Some(i) = KNOWN_RULESETS.iter().position(|n| *n == name) {
-            self.0[i] = on;
+        match KNOWN_RULESETS.iter().position(|n| *n == name) {
+            Some(i) => self.known[i] = on,
+            None if on => {
+                self.others.insert(name.to_owned());
+            }
+            None => {
+                self.others.remove(name);
+            }
         }
+    }
+
+    /// Refuses more other rule sets than a website may enable.
+    fn check_bound(&self) -> Result<(), Invalid> {
+        if self.others.len() <= MAX_OTHER_RULESETS {
+            return Ok(());
+        }
+        Err(Invalid::too_large(
+            "settings.rulesets",
+            format!(
+                "{} rule sets besides the specification's nine are on; a website may enable \
+                 at most {MAX_OTHER_RULESETS}",
+                self.others.len()
+            ),
+        ))
     }
 }
 
@@ -68,6 +97,7 @@ impl TryFrom<BTreeMap<String, bool>> for Rulesets {
             check_ruleset_name(&name)?;
             out.set(&name, on);
         }
+        out.check_bound()?;
         Ok(out)
     }
 }
@@ -76,24 +106,38 @@ impl From<Rulesets> for BTreeMap<String, bool> {
     fn from(r: Rulesets) -> Self {
         KNOWN_RULESETS
             .iter()
-            .zip(r.0)
+            .zip(r.known)
             .map(|(name, on)| ((*name).to_owned(), on))
+            .chain(r.others.into_iter().map(|name| (name, true)))
             .collect()
     }
 }
 
+/// A name `settings.rulesets` takes: one of the specification's nine, or another rule
+/// component's name (an operator's own); not the always-on components'.
 fn check_ruleset_name(name: &str) -> Result<(), Invalid> {
+    let field = || format!("settings.rulesets.{}", crate::names::shorten(name));
     if KNOWN_RULESETS.contains(&name) {
         return Ok(());
     }
-    Err(Invalid::unacceptable(
-        format!("settings.rulesets.{}", crate::names::shorten(name)),
-        format!(
-            "unknown rule set `{}`; expected one of {}",
-            crate::names::shorten(name),
-            KNOWN_RULESETS.join(", ")
-        ),
-    ))
+    if ALWAYS_ON_RULESETS.contains(&name) {
+        return Err(Invalid::unacceptable(
+            field(),
+            format!("`{name}` runs for every website and cannot be switched"),
+        ));
+    }
+    if name.parse::<RulesetName>().is_err() {
+        return Err(Invalid::unacceptable(
+            field(),
+            format!(
+                "`{}` is not a rule-set name: 1 to 64 characters of a-z, 0-9, `_` and `-` \
+                 (the specification's are {})",
+                crate::names::shorten(name),
+                KNOWN_RULESETS.join(", ")
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `settings.rules`: the action for each of the eight categories; shown in full, with
@@ -265,7 +309,7 @@ impl Loadbalancer {
 /// changes those keys and nothing else.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SettingsPatch {
-    rulesets: Vec<(&'static str, bool)>,
+    rulesets: Vec<(String, bool)>,
     rules: Vec<(Category, Action)>,
     flags: Vec<(&'static str, bool)>,
     certs_issuer: Option<CertsIssuer>,
@@ -286,8 +330,7 @@ impl SettingsPatch {
                     for (name, on) in object(value, "settings.rulesets")? {
                         check_ruleset_name(name)?;
                         let field = format!("settings.rulesets.{name}");
-                        let name = KNOWN_RULESETS.iter().find(|n| **n == name).unwrap();
-                        patch.rulesets.push((name, boolean(on, &field)?));
+                        patch.rulesets.push((name.clone(), boolean(on, &field)?));
                     }
                 }
                 "rules" => {
@@ -356,11 +399,15 @@ impl SettingsPatch {
         *self == SettingsPatch::default()
     }
 
-    /// Changes the keys this patch holds, and only those.
-    pub fn apply(&self, settings: &mut Settings) {
+    /// Changes the keys this patch holds, and only those; refuses a patch that would
+    /// leave more rule sets on than a website may enable (nothing changed then).
+    pub fn apply(&self, settings: &mut Settings) -> Result<(), Invalid> {
+        let mut rulesets = settings.rulesets.clone();
         for (name, on) in &self.rulesets {
-            settings.rulesets.set(name, *on);
+            rulesets.set(name, *on);
         }
+        rulesets.check_bound()?;
+        settings.rulesets = rulesets;
         for (category, action) in &self.rules {
             settings.rules.0.set(*category, Some(*action));
         }
@@ -375,6 +422,7 @@ impl SettingsPatch {
         if let Some(rules) = &self.custom_rules {
             settings.custom_rules = rules.clone();
         }
+        Ok(())
     }
 }
 
@@ -428,7 +476,7 @@ mod tests {
         assert!(!back.loadbalancer.monitoring_mode);
         let patch = SettingsPatch::parse(&json!({"loadbalancer": {"monitoring_mode": true}}));
         let mut settings = Settings::default();
-        patch.unwrap().apply(&mut settings);
+        patch.unwrap().apply(&mut settings).unwrap();
         assert!(settings.loadbalancer.monitoring_mode);
         let wrong = SettingsPatch::parse(&json!({"loadbalancer": {"monitoring_mode": "yes"}}));
         assert!(wrong.is_err());
@@ -443,15 +491,18 @@ mod tests {
         let rule = |method: &str| json!({"conditions": [{"field": "method", "operator": "is", "value": method}], "action": "deny"});
         SettingsPatch::parse(&json!({"custom_rules": [rule("PUT"), rule("DELETE")]}))
             .unwrap()
-            .apply(&mut settings);
+            .apply(&mut settings)
+            .unwrap();
         assert_eq!(settings.custom_rules.rules().len(), 2);
         SettingsPatch::parse(&json!({"rules": {"humans": "captcha"}}))
             .unwrap()
-            .apply(&mut settings);
+            .apply(&mut settings)
+            .unwrap();
         assert_eq!(settings.custom_rules.rules().len(), 2, "kept when not sent");
         SettingsPatch::parse(&json!({"custom_rules": [rule("PATCH")]}))
             .unwrap()
-            .apply(&mut settings);
+            .apply(&mut settings)
+            .unwrap();
         assert_eq!(settings.custom_rules.rules().len(), 1, "replaced whole");
         let stored = serde_json::to_value(&settings).unwrap();
         let back: Settings = serde_json::from_value(stored).unwrap();
@@ -465,7 +516,8 @@ mod tests {
         let mut settings = Settings::default();
         SettingsPatch::parse(&json!({"rules": {"humans": "captcha"}}))
             .unwrap()
-            .apply(&mut settings);
+            .apply(&mut settings)
+            .unwrap();
         assert_eq!(settings.rules.0.action(Category::Humans), Action::Captcha);
         assert_eq!(
             settings.rules.0.action(Category::SecurityIssues),
@@ -475,7 +527,8 @@ mod tests {
             &json!({"loadbalancer": {"certs_issuer": "custom"}, "rulesets": {"wordpress": true}}),
         )
         .unwrap()
-        .apply(&mut settings);
+        .apply(&mut settings)
+        .unwrap();
         assert_eq!(settings.loadbalancer.certs_issuer, CertsIssuer::Custom);
         assert!(settings.loadbalancer.bot_protection);
         assert_eq!(settings.rulesets.enabled_names(), ["wordpress"]);
@@ -483,14 +536,83 @@ mod tests {
     }
 
     #[test]
+    fn operators_rule_sets_are_enabled_by_name_and_shown_while_on() {
+        let mut settings = Settings::default();
+        SettingsPatch::parse(&json!({"rulesets": {"magento": true, "wordpress": true}}))
+            .unwrap()
+            .apply(&mut settings)
+            .unwrap();
+        assert!(settings.rulesets.enabled("magento"));
+        assert_eq!(settings.rulesets.enabled_names(), ["wordpress", "magento"]);
+        let json = serde_json::to_value(&settings).unwrap();
+        assert_eq!(json["rulesets"]["magento"], true);
+        assert_eq!(json["rulesets"].as_object().unwrap().len(), 10);
+        // Stored and read back (the store keeps settings as this JSON).
+        let read: Settings = serde_json::from_value(json).unwrap();
+        assert_eq!(read, settings);
+        // Off again: no longer shown, as a name never enabled is not.
+        SettingsPatch::parse(&json!({"rulesets": {"magento": false, "joomla": false}}))
+            .unwrap()
+            .apply(&mut settings)
+            .unwrap();
+        assert!(!settings.rulesets.enabled("magento"));
+        let json = serde_json::to_value(&settings).unwrap();
+        assert_eq!(json["rulesets"].as_object().unwrap().len(), 9);
+        assert_eq!(settings.rulesets.enabled_names(), ["wordpress"]);
+    }
+
+    #[test]
+    fn a_website_enables_a_bounded_number_of_other_rule_sets() {
+        let names = |range: std::ops::Range<usize>| -> Value {
+            range
+                .map(|i| (format!("own-{i}"), json!(true)))
+                .collect::<Map<_, _>>()
+                .into()
+        };
+        let mut settings = Settings::default();
+        SettingsPatch::parse(&json!({"rulesets": names(0..MAX_OTHER_RULESETS)}))
+            .unwrap()
+            .apply(&mut settings)
+            .unwrap();
+        // One more in a later update is refused, and nothing of that update is kept.
+        let refused = SettingsPatch::parse(&json!({
+            "rulesets": names(MAX_OTHER_RULESETS..MAX_OTHER_RULESETS + 1),
+            "rules": {"humans": "deny"},
+        }))
+        .unwrap()
+        .apply(&mut settings)
+        .unwrap_err();
+        assert_eq!(refused.field, "settings.rulesets", "{refused}");
+        assert!(refused.to_string().contains("at most 16"), "{refused}");
+        assert_eq!(settings.rulesets.enabled_names().len(), MAX_OTHER_RULESETS);
+        assert_eq!(settings.rules.0.action(Category::Humans), Action::Grant);
+        // Switching one off makes room.
+        SettingsPatch::parse(&json!({"rulesets": {"own-0": false, "own-99": true}}))
+            .unwrap()
+            .apply(&mut settings)
+            .unwrap();
+        assert!(settings.rulesets.enabled("own-99"));
+        // A stored object over the bound is refused as well.
+        let mut stored = serde_json::to_value(Settings::default()).unwrap();
+        stored["rulesets"] = names(0..MAX_OTHER_RULESETS + 1);
+        assert!(serde_json::from_value::<Settings>(stored).is_err());
+    }
+
+    #[test]
     fn bad_patches_name_the_field() {
         let cases = [
             (json!([]), "settings"),
             (json!({"rulez": {}}), "settings.rulez"),
+            (json!({"rulesets": {"crs": false}}), "settings.rulesets.crs"),
             (
-                json!({"rulesets": {"magento": true}}),
-                "settings.rulesets.magento",
+                json!({"rulesets": {"classifier": true}}),
+                "settings.rulesets.classifier",
             ),
+            (
+                json!({"rulesets": {"Magento": true}}),
+                "settings.rulesets.Magento",
+            ),
+            (json!({"rulesets": {"": true}}), "settings.rulesets."),
             (
                 json!({"rulesets": {"wordpress": "yes"}}),
                 "settings.rulesets.wordpress",

@@ -266,7 +266,7 @@ impl Website {
             next.tag = names::tags("tag", tag)?;
         }
         if let Some(settings) = &input.settings {
-            SettingsPatch::parse(settings)?.apply(&mut next.settings);
+            SettingsPatch::parse(settings)?.apply(&mut next.settings)?;
         }
         let certificate_sent = input.certificate.is_some();
         if let Some(certificate) = input.certificate {

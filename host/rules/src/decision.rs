@@ -29,12 +29,12 @@ use super::registry::RulesetSet;
 use botgate_model::{Action, Category, Policy};
 use std::sync::Arc;
 
-/// The name of the general classifier, which runs for every website.
-pub const CLASSIFIER: &str = "classifier";
-/// The name of the OWASP Core Rule Set component, which runs for every website.
-pub const CORE_RULE_SET: &str = "crs";
 /// The components that run for every website, whatever its `settings.rulesets`.
-pub const ALWAYS_ON: [&str; 2] = [CLASSIFIER, CORE_RULE_SET];
+pub const ALWAYS_ON: [&str; 2] = botgate_model::ALWAYS_ON_RULESETS;
+/// The name of the general classifier, which runs for every website.
+pub const CLASSIFIER: &str = ALWAYS_ON[0];
+/// The name of the OWASP Core Rule Set component, which runs for every website.
+pub const CORE_RULE_SET: &str = ALWAYS_ON[1];
 
 /// The confidence from which `security_issues` overrides every other opinion.
 pub const SECURITY_OVERRIDE_CONFIDENCE: u8 = 50;

@@ -167,7 +167,8 @@ fn a_partner_panel_frames_the_editor_and_a_rule_changed_there_changes_what_visit
     let website = partner
         .post_json(
             "/v1.0/website",
-            &json!({"domain": "shop.example", "user_id": "ann", "ip": ["127.0.0.1"]}),
+            &json!({"domain": "shop.example", "user_id": "ann", "ip": ["127.0.0.1"],
+                    "settings": {"rulesets": {"mycms": true}}}),
         )
         .unwrap();
     assert_eq!(website.status, 201, "{website:?}");
@@ -216,6 +217,16 @@ fn a_partner_panel_frames_the_editor_and_a_rule_changed_there_changes_what_visit
         "{seen}"
     );
     assert_eq!(seen["wordpress_checked"], true, "{seen}");
+    // An operator's own rule set the website enabled: shown by its name.
+    assert_eq!(seen["own_ruleset_checked"], true, "{seen}");
+    assert_eq!(seen["own_ruleset_label"], "mycms", "{seen}");
+    assert!(
+        seen["own_ruleset_help"]
+            .as_str()
+            .unwrap()
+            .contains("operator's own"),
+        "{seen}"
+    );
     // A refused change: the API's reason beside the control, the old value back.
     assert!(
         seen["refusal"].as_str().unwrap().contains("certificate"),
@@ -458,7 +469,8 @@ fn statistics_add_up_across_gateways_that_share_redis() {
     let website = partner
         .post_json(
             "/v1.0/website",
-            &json!({"domain": "shop.example", "user_id": "ann", "ip": ["127.0.0.1"]}),
+            &json!({"domain": "shop.example", "user_id": "ann", "ip": ["127.0.0.1"],
+                    "settings": {"rulesets": {"mycms": true}}}),
         )
         .unwrap();
     assert_eq!(website.status, 201, "{website:?}");

@@ -1105,3 +1105,80 @@ fn a_busy_website_challenges_newcomers_and_keeps_a_share_for_visitors_with_a_pas
     // Nobody was answered 429: no client went over its own limit.
     assert!(!gateway.log().contains("status=429"));
 }
+
+#[test]
+fn an_operators_own_rule_set_judges_the_websites_that_enable_it() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    // A rule set of a name outside the specification's nine, hot-loaded.
+    std::fs::copy(
+        botgate_tests::guest("template"),
+        gateway.rulesets_dir().join("template.wasm"),
+    )
+    .unwrap();
+    let admin = Client::new(&format!("http://{}", gateway.admin), None);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while admin.get("/health").unwrap().json()["components"]["template"].is_null() {
+        assert!(
+            Instant::now() < deadline,
+            "template not loaded:\n{}",
+            gateway.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut settings = loadbalancer(&["bot_protection"]);
+    settings["rulesets"] = json!({"template": true});
+    let view = add_website(
+        &gateway,
+        json!({"domain": "own.example", "ip": ["127.0.0.1"], "settings": settings}),
+    )
+    .unwrap();
+    assert_eq!(view["settings"]["rulesets"]["template"], true, "{view}");
+    add_website(
+        &gateway,
+        json!({"domain": "plain.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&["bot_protection"])}),
+    )
+    .unwrap();
+
+    // The template's monitor: services-and-payments, granted, where it is enabled...
+    let monitor = |host| with_ua(host, "/health", "ExampleMonitor/1.0");
+    let answer = send(gateway.http, monitor("own.example")).unwrap();
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let line = log_line(&gateway, |line| {
+        line.contains("botgate::access") && line.contains("website=\"own.example\"")
+    });
+    assert!(line.contains("decider=\"template\""), "{line}");
+    assert!(
+        line.contains("category=\"services_and_payments\""),
+        "{line}"
+    );
+    // ...and not asked where it is not.
+    send(gateway.http, monitor("plain.example")).unwrap();
+    let line = log_line(&gateway, |line| {
+        line.contains("botgate::access") && line.contains("website=\"plain.example\"")
+    });
+    assert!(!line.contains("decider=\"template\""), "{line}");
+
+    // Switched off, it no longer judges the website, and is no longer shown.
+    let view = update_settings(
+        &gateway,
+        "own.example",
+        json!({"rulesets": {"template": false}}),
+    );
+    assert!(
+        view["settings"]["rulesets"].get("template").is_none(),
+        "{view}"
+    );
+    // The always-on components are not the partner's to switch.
+    let refused = partner(&gateway)
+        .put_json(
+            "/v1.0/website/own.example",
+            &json!({"settings": {"rulesets": {"crs": false}}}),
+        )
+        .unwrap();
+    assert_eq!(refused.status, 422, "{refused:?}");
+    assert!(
+        refused.text.contains("settings.rulesets.crs"),
+        "{refused:?}"
+    );
+}
