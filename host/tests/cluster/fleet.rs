@@ -7,6 +7,7 @@
 use botgate_tests::http::Client;
 use botgate_tests::origin::Origin;
 use botgate_tests::servers::{Gateway, GatewayStore, RedisServer, Resp, wait_until};
+use botgate_tests::visitor::{Outgoing, Visit, send};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -930,7 +931,15 @@ fn a_rule_author_goes_from_the_template_to_a_component_in_service() {
 
     // Pushed, then in service on a running gateway.
     let binary = Path::new(env!("CARGO_BIN_EXE_botgate"));
-    let gateway = Gateway::start_protecting(binary, GatewayStore::Embedded, &[], &[]).unwrap();
+    let origin = Origin::start("origin", [127, 0, 0, 1].into(), 0).unwrap();
+    let port = origin.address.port().to_string();
+    let gateway = Gateway::start_protecting(
+        binary,
+        GatewayStore::Embedded,
+        &["hoster"],
+        &["--origin-http-port", &port],
+    )
+    .unwrap();
     let target = through_admin(&gateway);
     let pushed = ruleset(&["push", wasm.to_str().unwrap()], &target);
     assert!(pushed.status.success(), "{}", said(&pushed));
@@ -940,6 +949,46 @@ fn a_rule_author_goes_from_the_template_to_a_component_in_service() {
         health["components"]["my_cms"] == "0.1.0"
             && health["component_sources"]["my_cms"] == "store"
     });
+
+    // A website that enables it by name: its monitor rule (the template's) judges the
+    // website's requests.
+    let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
+    super::create_owner(&partner);
+    let created = partner
+        .post_json(
+            "/v1.0/website",
+            &json!({"domain": "cms.example", "user_id": "owner", "ip": ["127.0.0.1"],
+                    "settings": {"rulesets": {"my_cms": true}}}),
+        )
+        .unwrap();
+    assert_eq!(created.status, 201, "{}", created.text);
+    super::wait_served(&gateway, "cms.example");
+    let monitor = send(
+        gateway.http,
+        &Visit::default(),
+        Outgoing::get("cms.example", "/health")
+            .header("user-agent", "ExampleMonitor/1.0")
+            .header("accept", "*/*"),
+    )
+    .unwrap();
+    assert_eq!(monitor.status, 200, "{monitor:?}");
+    wait_until(
+        Duration::from_secs(5),
+        || {
+            gateway.log().lines().any(|line| {
+                line.contains("botgate::access")
+                    && line.contains("target=/health ")
+                    && line.contains("decider=\"my_cms\"")
+            })
+        },
+        || {
+            format!(
+                "my_cms did not judge the website's request; log:\n{}",
+                gateway.log()
+            )
+        },
+    )
+    .unwrap();
 
     // A new version: pushed, in shadow beside the running one, then active.
     let manifest = project.join("Cargo.toml");
