@@ -32,11 +32,13 @@ def instructions(dump):
     callee, in_call = None, False
     for line in dump.splitlines():
         if line.startswith(("fn=", "cfn=")):
-            m = re.match(r"c?fn=\((\d+)\)(?: (.*))?", line)
-            if m.group(2):
+            # `(id) name` the first time, `(id)` after; a plain name without compression.
+            m = re.match(r"c?fn=(?:\((\d+)\))? ?(.*)", line)
+            if m.group(1) and m.group(2):
                 names[m.group(1)] = m.group(2)
+            name = names.get(m.group(1), "") if m.group(1) else m.group(2)
             if line.startswith("cfn="):
-                callee = names.get(m.group(1), "")
+                callee = name
         elif line.startswith("calls="):
             in_call = True
         elif in_call:
@@ -52,6 +54,8 @@ def instructions(dump):
 def main():
     load_output, dump, label = sys.argv[1:4]
     n = requests(open(load_output).read())
+    if n == 0:
+        sys.exit(f"{label}: no request completed; see {load_output}")
     total, resync = instructions(open(dump, errors="replace").read())
     note = f"; a resync's {resync} left out" if resync else ""
     print(f"{label}: {(total - resync) / n:.0f} instructions per request ({n} requests{note})")

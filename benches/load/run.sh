@@ -405,7 +405,7 @@ if [[ -n ${CALLGRIND:-} ]]; then
             dump=$(ls -t "$work/callgrind-$build".* | head -1)
             python3 benches/load/callgrind_per_request.py "$work/callgrind-$build-$run.txt" "$dump" \
                 "$build ${binary[$build]} ${label[$run]%%,*}" | tee -a "$work/callgrind.txt"
-            if grep -Eq 'Non-2xx|[1-9][0-9]* (3xx|4xx|5xx)' "$work/callgrind-$build-$run.txt"; then
+            if grep -Eq 'Non-2xx|[1-9][0-9]* (3xx|4xx|5xx|failed|errored|timeout)' "$work/callgrind-$build-$run.txt"; then
                 echo "$build answered non-2xx; see $work/callgrind-$build-$run.txt" >&2
             fi
         done

@@ -24,7 +24,7 @@ use crate::provisioning::acme::{AcmeConfig, StoreAnswers};
 use crate::provisioning::{Provisioner, ProvisioningConfig};
 use crate::report::Report;
 use crate::rules::{DirectorySource, Registry, RulesetSource, Watcher};
-use botgate_api::{Api, ApiConfig};
+use botgate_api::{Api, ApiConfig, RuleComponents};
 use botgate_model::addresses::OriginPolicy;
 use botgate_store::{AnyStore, Follower, RulesetStore, Store, StoreConfig, StoreError};
 use botgate_webhooks::{Outbox, WebhookConfig};
@@ -440,7 +440,11 @@ impl Server {
             mounts.mount(&host, service)?;
         }
         let reserved = config.api.reserved_hosts.clone();
-        let api = Api::new(store.clone(), config.api);
+        let components = rulesets.clone();
+        let mut api_config = config.api;
+        api_config.rule_components =
+            RuleComponents::new(move |name| components.current().get(name).is_some());
+        let api = Api::new(store.clone(), api_config);
         // The dashboard's pages beside the API, on the same names and listeners.
         let api_router = botgate_api::router(api).merge(botgate_dashboard::router(store.clone()));
         let api_service: Arc<dyn MountedService> = Arc::new(api_router.clone());

@@ -100,10 +100,10 @@ def edit(page, panel, screenshot):
     seen["after_switch"] = saved_text(frame)
     seen["wordpress_checked"] = wordpress.is_checked()
     # An operator's own rule set, on for the website: its name and a general help.
-    own = by_id(frame, "field-settings.rulesets.mycms")
+    own = by_id(frame, "field-settings.rulesets.template")
     seen["own_ruleset_checked"] = own.is_checked()
-    seen["own_ruleset_label"] = frame.locator('label[for="field-settings.rulesets.mycms"]').inner_text()
-    seen["own_ruleset_help"] = by_id(frame, "field-settings.rulesets.mycms-help").inner_text()
+    seen["own_ruleset_label"] = frame.locator('label[for="field-settings.rulesets.template"]').inner_text()
+    seen["own_ruleset_help"] = by_id(frame, "field-settings.rulesets.template-help").inner_text()
     # A refused change: the custom certificate without one; the reason beside it.
     mode = by_id(frame, "field-settings.loadbalancer.certs_issuer")
     mode.select_option("custom")

@@ -231,6 +231,9 @@ fn every_catalogue_holds_every_string_the_dashboard_asks_for() {
         wanted.push(format!("ruleset.{ruleset}"));
         wanted.push(format!("ruleset.{ruleset}.help"));
     }
+    // The help of an operator's own rule set (named, not written as `t("…")`).
+    assert!(script.contains("\"ruleset.other.help\""));
+    wanted.push("ruleset.other.help".to_owned());
     for loadbalancer in serde_json::to_value(botgate_model::Loadbalancer::default())
         .unwrap()
         .as_object()

@@ -119,10 +119,11 @@ fn settings_schema(required: bool) -> Schema {
         required,
         &format!(
             "Which CMS rule sets run for the website (the classifier and the Core Rule Set \
-             always run). Besides the specification's nine, the name of any other rule \
-             component (an operator's own) switches it on or off for the website, up to \
-             {MAX_OTHER_RULESETS} such names; the nine are always shown, another name while \
-             it is on. `classifier` and `crs` cannot be switched."
+             always run). Besides the specification's nine, the name of another rule \
+             component (an operator's own, running on the gateway or pushed to its store) \
+             switches it on or off for the website, up to {MAX_OTHER_RULESETS} such names; \
+             the nine are always shown, another name while it is on. `classifier` and \
+             `crs` cannot be switched."
         ),
     )
     .additional_properties(Some(boolean()))
@@ -131,7 +132,8 @@ fn settings_schema(required: bool) -> Schema {
             .schema_type(Type::String)
             .pattern(Some("^[a-z0-9_-]{1,64}$")),
     ))
-    .max_properties(Some(KNOWN_RULESETS.len() + MAX_OTHER_RULESETS));
+    // A whole object holds at most these; a partial update may switch more off.
+    .max_properties(required.then_some(KNOWN_RULESETS.len() + MAX_OTHER_RULESETS));
     let rules = object_of(
         Category::NAMES.iter().map(|name| (*name, one_of(&ACTIONS))),
         required,

@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 /// A website's settings; the default is what a website created without `settings` has.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Settings {
-    /// Which of the nine CMS rule sets run for the website (the classifier and the Core
-    /// Rule Set always run).
+    /// Which rule sets run for the website: the specification's nine CMS rule sets and
+    /// operators' own components by name (the classifier and the Core Rule Set always run).
     pub rulesets: Rulesets,
     /// The action per traffic category.
     pub rules: Rules,
@@ -30,7 +30,7 @@ pub struct Settings {
 /// rule sets (operators' own components) enabled, at most [`MAX_OTHER_RULESETS`]. The
 /// nine are always shown; another name is shown while it is on.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "BTreeMap<String, bool>", into = "BTreeMap<String, bool>")]
+#[serde(from = "BTreeMap<String, bool>", into = "BTreeMap<String, bool>")]
 pub struct Rulesets {
     known: [bool; 9],
     others: BTreeSet<String>,
@@ -58,6 +58,11 @@ impl Rulesets {
     /// The names of the rule sets that are on.
     pub fn enabled_names(&self) -> Vec<&str> {
         self.enabled_iter().collect()
+    }
+
+    /// The names besides the specification's nine that are on.
+    pub fn others(&self) -> impl Iterator<Item = &str> + '_ {
+        self.others.iter().map(String::as_str)
     }
 
     /// Switches `name` (checked by [`check_ruleset_name`]) on or off.
@@ -89,16 +94,19 @@ impl Rulesets {
     }
 }
 
-impl TryFrom<BTreeMap<String, bool>> for Rulesets {
-    type Error = Invalid;
-    fn try_from(map: BTreeMap<String, bool>) -> Result<Self, Invalid> {
+/// A stored record's rule sets, read leniently: the API checked every name and the
+/// bound when the record was written, and a later release may take names or more of
+/// them that this one would refuse; one record it cannot read must not stop a gateway
+/// from reading the others. A name that is not a rule-set name at all is left out.
+impl From<BTreeMap<String, bool>> for Rulesets {
+    fn from(map: BTreeMap<String, bool>) -> Self {
         let mut out = Rulesets::default();
         for (name, on) in map {
-            check_ruleset_name(&name)?;
-            out.set(&name, on);
+            if name.parse::<RulesetName>().is_ok() && !ALWAYS_ON_RULESETS.contains(&name.as_str()) {
+                out.set(&name, on);
+            }
         }
-        out.check_bound()?;
-        Ok(out)
+        out
     }
 }
 
@@ -592,10 +600,15 @@ mod tests {
             .apply(&mut settings)
             .unwrap();
         assert!(settings.rulesets.enabled("own-99"));
-        // A stored object over the bound is refused as well.
+        // A stored record is read whatever a later release let it hold: over the bound,
+        // or with a name this one refuses (left out).
         let mut stored = serde_json::to_value(Settings::default()).unwrap();
         stored["rulesets"] = names(0..MAX_OTHER_RULESETS + 1);
-        assert!(serde_json::from_value::<Settings>(stored).is_err());
+        stored["rulesets"]["crs"] = json!(false);
+        stored["rulesets"]["Not A Name"] = json!(true);
+        let read: Settings = serde_json::from_value(stored).unwrap();
+        assert_eq!(read.rulesets.others().count(), MAX_OTHER_RULESETS + 1);
+        assert!(!read.rulesets.enabled("Not A Name"));
     }
 
     #[test]

@@ -66,6 +66,41 @@ pub struct ApiConfig {
     pub reserved_hosts: ReservedHosts,
     /// The dashboard's address, handed to partners (`GET /v1.0/dashboard`).
     pub dashboard_url: Option<String>,
+    /// The rule components this gateway runs, for the names `settings.rulesets` may
+    /// switch on besides the nine.
+    pub rule_components: RuleComponents,
+}
+
+/// Whether this gateway runs a rule component of a given name, asked when a website
+/// switches on a rule set of another name than the specification's nine: a name no
+/// component has (run here, or pushed to the store) is refused, so that a misspelt
+/// name never leaves a website silently unprotected. The default runs none.
+#[derive(Clone, Default)]
+pub struct RuleComponents(Option<std::sync::Arc<RunsComponent>>);
+
+/// Whether a component of the name given runs.
+type RunsComponent = dyn Fn(&str) -> bool + Send + Sync;
+
+impl RuleComponents {
+    /// Asks `runs` of the gateway's components.
+    pub fn new(runs: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
+        RuleComponents(Some(std::sync::Arc::new(runs)))
+    }
+
+    /// Whether a component named `name` runs here.
+    pub fn runs(&self, name: &str) -> bool {
+        self.0.as_ref().is_some_and(|runs| runs(name))
+    }
+}
+
+impl std::fmt::Debug for RuleComponents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "RuleComponents(the gateway's)"
+        } else {
+            "RuleComponents(none)"
+        })
+    }
 }
 
 /// The host names no website may claim, shared with the server that mounts them and
@@ -121,6 +156,7 @@ impl Default for ApiConfig {
             failed_keys_burst: NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN),
             reserved_hosts: ReservedHosts::default(),
             dashboard_url: None,
+            rule_components: RuleComponents::default(),
         }
     }
 }

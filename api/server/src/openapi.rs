@@ -217,6 +217,26 @@ mod tests {
         assert_eq!(properties(&doc, "Website"), shown);
     }
 
+    /// `settings.rulesets` takes other components' names besides the nine: the
+    /// document says which names, and how many a whole object holds.
+    #[test]
+    fn the_rulesets_schema_takes_other_names() {
+        let doc = serde_json::to_value(document()).unwrap();
+        let rulesets = &doc["components"]["schemas"]["Settings"]["properties"]["rulesets"];
+        assert_eq!(
+            rulesets["additionalProperties"]["type"], "boolean",
+            "{rulesets}"
+        );
+        assert_eq!(
+            rulesets["propertyNames"]["pattern"], "^[a-z0-9_-]{1,64}$",
+            "{rulesets}"
+        );
+        assert_eq!(rulesets["maxProperties"], 25, "{rulesets}");
+        let patch = &doc["components"]["schemas"]["SettingsPatch"]["properties"]["rulesets"];
+        assert_eq!(patch["additionalProperties"]["type"], "boolean", "{patch}");
+        assert!(patch.get("maxProperties").is_none(), "{patch}");
+    }
+
     #[test]
     fn every_operation_documents_the_error_body_and_needs_a_key() {
         let doc = serde_json::to_value(document()).unwrap();

@@ -12,8 +12,12 @@ use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use botgate_model::report::Report;
-use botgate_model::{CertsIssuer, Domain, PartnerName, Status, UserId, Website, WebsiteView};
-use botgate_store::{AccountStore, SharedState, StoreError, WebsiteRecord, WebsiteStore};
+use botgate_model::{
+    CertsIssuer, Domain, KNOWN_RULESETS, PartnerName, Status, UserId, Website, WebsiteView,
+};
+use botgate_store::{
+    AccountStore, RulesetStore, SharedState, StoreError, WebsiteRecord, WebsiteStore,
+};
 use std::sync::Arc;
 
 /// The `status_reason` of a website until the provisioner's first DNS check.
@@ -38,6 +42,42 @@ const USER_KEY_FIELDS: [&str; 4] = ["domain", "settings", "certificate", "callba
 
 pub(crate) fn domain(domain: &str) -> Result<Domain, ApiError> {
     Domain::parse(domain).map_err(|invalid| ApiError::from(invalid.at("domain")))
+}
+
+/// Refuses switching on a rule set of another name than the nine (one `before` did not
+/// have on) that no component has: run by this gateway or pushed to the store.
+async fn check_rulesets(
+    api: &Api,
+    before: Option<&Website>,
+    after: &Website,
+) -> Result<(), ApiError> {
+    let unknown: Vec<&str> = after
+        .settings
+        .rulesets
+        .others()
+        .filter(|name| !before.is_some_and(|b| b.settings.rulesets.enabled(name)))
+        .filter(|name| !api.config.rule_components.runs(name))
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let pushed = api
+        .store
+        .pushed_rulesets()
+        .await
+        .map_err(|e| ApiError::from_store(e, "settings.rulesets"))?;
+    let missing = unknown
+        .into_iter()
+        .find(|name| !pushed.records.iter().any(|p| p.name == *name));
+    match missing {
+        None => Ok(()),
+        Some(name) => Err(ApiError::unprocessable(format!(
+            "no rule component named `{name}` runs on this gateway or was pushed to its \
+             store; the specification's rule sets are {}",
+            KNOWN_RULESETS.join(", ")
+        ))
+        .on(format!("settings.rulesets.{name}"))),
+    }
 }
 
 /// Refuses a website that names a host the gateway serves itself (a mounted service),
@@ -184,6 +224,7 @@ pub async fn create_website(
     } = payload.parse::<WebsiteBody>()?.into_request()?;
     let mut website = Website::create(input)?;
     check_reserved(&api, &website)?;
+    check_rulesets(&api, None, &website).await?;
     check_origins(&api, &website)?;
     let wants_certificate =
         api.config.acme && website.settings.loadbalancer.certs_issuer == CertsIssuer::Acme;
@@ -269,6 +310,7 @@ pub async fn update_website(
         let record = reachable(&api, &caller, &domain).await?;
         let mut website = record.website.clone();
         website.apply(request.input.clone())?;
+        check_rulesets(&api, Some(&record.website), &website).await?;
         if request.input.ip.is_some() || request.input.ipv6.is_some() {
             check_origins(&api, &website)?;
         }

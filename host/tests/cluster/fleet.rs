@@ -943,15 +943,7 @@ fn a_rule_author_goes_from_the_template_to_a_component_in_service() {
     let target = through_admin(&gateway);
     let pushed = ruleset(&["push", wasm.to_str().unwrap()], &target);
     assert!(pushed.status.success(), "{}", said(&pushed));
-    let activated = ruleset(&["activate", "my_cms", "0.1.0"], &target);
-    assert!(activated.status.success(), "{}", said(&activated));
-    until_health(&gateway, "my_cms 0.1.0 from the store", |health| {
-        health["components"]["my_cms"] == "0.1.0"
-            && health["component_sources"]["my_cms"] == "store"
-    });
-
-    // A website that enables it by name: its monitor rule (the template's) judges the
-    // website's requests.
+    // A website may enable it by name once it is pushed, before it runs anywhere.
     let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
     super::create_owner(&partner);
     let created = partner
@@ -962,6 +954,14 @@ fn a_rule_author_goes_from_the_template_to_a_component_in_service() {
         )
         .unwrap();
     assert_eq!(created.status, 201, "{}", created.text);
+    let activated = ruleset(&["activate", "my_cms", "0.1.0"], &target);
+    assert!(activated.status.success(), "{}", said(&activated));
+    until_health(&gateway, "my_cms 0.1.0 from the store", |health| {
+        health["components"]["my_cms"] == "0.1.0"
+            && health["component_sources"]["my_cms"] == "store"
+    });
+
+    // Once active, its monitor rule (the template's) judges the website's requests.
     super::wait_served(&gateway, "cms.example");
     let monitor = send(
         gateway.http,

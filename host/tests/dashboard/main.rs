@@ -161,6 +161,23 @@ fn a_partner_panel_frames_the_editor_and_a_rule_changed_there_changes_what_visit
     )
     .unwrap();
     let logs = || gateway.log();
+    // An operator's own rule component (the template), which the website enables.
+    std::fs::copy(
+        botgate_tests::guest("template"),
+        gateway.rulesets_dir().join("template.wasm"),
+    )
+    .unwrap();
+    let admin = Client::new(&format!("http://{}", gateway.admin), None);
+    wait_until(
+        Duration::from_secs(60),
+        || {
+            admin
+                .get("/health")
+                .is_ok_and(|h| h.json()["components"]["template"].is_string())
+        },
+        || format!("template not loaded; {}", logs()),
+    )
+    .unwrap();
     let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
     let created = partner.post_form("/v1.0/user", &[("id", "ann")]).unwrap();
     let key = created.json()["api_key"].as_str().unwrap().to_owned();
@@ -168,7 +185,7 @@ fn a_partner_panel_frames_the_editor_and_a_rule_changed_there_changes_what_visit
         .post_json(
             "/v1.0/website",
             &json!({"domain": "shop.example", "user_id": "ann", "ip": ["127.0.0.1"],
-                    "settings": {"rulesets": {"mycms": true}}}),
+                    "settings": {"rulesets": {"template": true}}}),
         )
         .unwrap();
     assert_eq!(website.status, 201, "{website:?}");
@@ -219,7 +236,7 @@ fn a_partner_panel_frames_the_editor_and_a_rule_changed_there_changes_what_visit
     assert_eq!(seen["wordpress_checked"], true, "{seen}");
     // An operator's own rule set the website enabled: shown by its name.
     assert_eq!(seen["own_ruleset_checked"], true, "{seen}");
-    assert_eq!(seen["own_ruleset_label"], "mycms", "{seen}");
+    assert_eq!(seen["own_ruleset_label"], "template", "{seen}");
     assert!(
         seen["own_ruleset_help"]
             .as_str()
@@ -470,7 +487,7 @@ fn statistics_add_up_across_gateways_that_share_redis() {
         .post_json(
             "/v1.0/website",
             &json!({"domain": "shop.example", "user_id": "ann", "ip": ["127.0.0.1"],
-                    "settings": {"rulesets": {"mycms": true}}}),
+                    "settings": {"rulesets": {"template": true}}}),
         )
         .unwrap();
     assert_eq!(website.status, 201, "{website:?}");

@@ -1126,7 +1126,22 @@ fn an_operators_own_rule_set_judges_the_websites_that_enable_it() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    // A name no component has (a misspelling) protects nothing: refused.
     let mut settings = loadbalancer(&["bot_protection"]);
+    settings["rulesets"] = json!({"templat": true});
+    let _ = partner(&gateway).post_form("/v1.0/user", &[("id", "owner")]);
+    let refused = partner(&gateway)
+        .post_json(
+            "/v1.0/website",
+            &json!({"domain": "own.example", "user_id": "owner", "ip": ["127.0.0.1"],
+                    "settings": settings}),
+        )
+        .unwrap();
+    assert_eq!(refused.status, 422, "{refused:?}");
+    assert!(
+        refused.text.contains("settings.rulesets.templat"),
+        "{refused:?}"
+    );
     settings["rulesets"] = json!({"template": true});
     let view = add_website(
         &gateway,
@@ -1145,7 +1160,9 @@ fn an_operators_own_rule_set_judges_the_websites_that_enable_it() {
     let answer = send(gateway.http, monitor("own.example")).unwrap();
     assert_eq!(answer.status, 200, "{answer:?}");
     let line = log_line(&gateway, |line| {
-        line.contains("botgate::access") && line.contains("website=\"own.example\"")
+        line.contains("botgate::access")
+            && line.contains("website=\"own.example\"")
+            && line.contains("target=/health ")
     });
     assert!(line.contains("decider=\"template\""), "{line}");
     assert!(
@@ -1155,7 +1172,9 @@ fn an_operators_own_rule_set_judges_the_websites_that_enable_it() {
     // ...and not asked where it is not.
     send(gateway.http, monitor("plain.example")).unwrap();
     let line = log_line(&gateway, |line| {
-        line.contains("botgate::access") && line.contains("website=\"plain.example\"")
+        line.contains("botgate::access")
+            && line.contains("website=\"plain.example\"")
+            && line.contains("target=/health ")
     });
     assert!(!line.contains("decider=\"template\""), "{line}");
 
@@ -1169,6 +1188,24 @@ fn an_operators_own_rule_set_judges_the_websites_that_enable_it() {
         view["settings"]["rulesets"].get("template").is_none(),
         "{view}"
     );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        send(
+            gateway.http,
+            with_ua("own.example", "/health?off", "ExampleMonitor/1.0"),
+        )
+        .unwrap();
+        let line = access_line(&gateway, "/health?off");
+        if !line.contains("decider=\"template\"") {
+            break;
+        }
+        // The data plane learns of the change within a second.
+        assert!(
+            Instant::now() < deadline,
+            "still judged by template: {line}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     // The always-on components are not the partner's to switch.
     let refused = partner(&gateway)
         .put_json(
