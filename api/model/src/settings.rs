@@ -8,7 +8,7 @@ use crate::policy::{Action, Category, Policy};
 use crate::rulesets::{ALWAYS_ON_RULESETS, KNOWN_RULESETS, MAX_OTHER_RULESETS, RulesetName};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// A website's settings; the default is what a website created without `settings` has.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,7 +33,9 @@ pub struct Settings {
 #[serde(from = "BTreeMap<String, bool>", into = "BTreeMap<String, bool>")]
 pub struct Rulesets {
     known: [bool; 9],
-    others: BTreeSet<String>,
+    /// Sorted, without repeats (a few at most: an empty one costs the data plane's
+    /// walk over the enabled names nothing).
+    others: Vec<String>,
 }
 
 impl Rulesets {
@@ -41,7 +43,7 @@ impl Rulesets {
     pub fn enabled(&self, name: &str) -> bool {
         match KNOWN_RULESETS.iter().position(|n| *n == name) {
             Some(i) => self.known[i],
-            None => self.others.contains(name),
+            None => self.others.iter().any(|other| other == name),
         }
     }
 
@@ -69,12 +71,17 @@ impl Rulesets {
     fn set(&mut self, name: &str, on: bool) {
         match KNOWN_RULESETS.iter().position(|n| *n == name) {
             Some(i) => self.known[i] = on,
-            None if on => {
-                self.others.insert(name.to_owned());
-            }
-            None => {
-                self.others.remove(name);
-            }
+            None => match (
+                self.others
+                    .binary_search_by(|other| other.as_str().cmp(name)),
+                on,
+            ) {
+                (Err(at), true) => self.others.insert(at, name.to_owned()),
+                (Ok(at), false) => {
+                    self.others.remove(at);
+                }
+                _ => {}
+            },
         }
     }
 
@@ -567,6 +574,22 @@ mod tests {
         let json = serde_json::to_value(&settings).unwrap();
         assert_eq!(json["rulesets"].as_object().unwrap().len(), 9);
         assert_eq!(settings.rulesets.enabled_names(), ["wordpress"]);
+    }
+
+    #[test]
+    fn other_rule_sets_are_kept_by_name_once_each() {
+        let mut settings = Settings::default();
+        for patch in [
+            json!({"rulesets": {"zeta": true, "alpha": true}}),
+            json!({"rulesets": {"zeta": true, "mid": true, "gone": false}}),
+        ] {
+            SettingsPatch::parse(&patch)
+                .unwrap()
+                .apply(&mut settings)
+                .unwrap();
+        }
+        assert_eq!(settings.rulesets.enabled_names(), ["alpha", "mid", "zeta"]);
+        assert!(settings.rulesets.enabled("mid") && !settings.rulesets.enabled("gone"));
     }
 
     #[test]
