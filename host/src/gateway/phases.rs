@@ -429,7 +429,8 @@ impl Gateway {
         };
         let facts = facts::request_facts(parts, &known);
         let settings = &website.website.settings;
-        let enabled: smallvec::SmallVec<[&str; 9]> = settings.rulesets.enabled_iter().collect();
+        let mut enabled: smallvec::SmallVec<[&str; 9]> = smallvec::SmallVec::new();
+        settings.rulesets.enabled_into(&mut enabled);
         let set = self.rulesets.current();
         let policy = settings.rules.policy();
         if !self.shadows.any() {
