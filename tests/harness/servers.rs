@@ -637,6 +637,25 @@ impl Gateway {
         self.guard.dir().join("rulesets")
     }
 
+    /// Hot-loads the built guest `name` through the rule-set directory and waits (up to
+    /// 60 s) until `/health` lists it.
+    pub fn load_guest(&self, name: &str) -> Result<()> {
+        std::fs::copy(
+            crate::guest(name),
+            self.rulesets_dir().join(format!("{name}.wasm")),
+        )?;
+        let admin = crate::http::Client::new(&format!("http://{}", self.admin), None);
+        wait_until(
+            Duration::from_secs(60),
+            || {
+                admin
+                    .get("/health")
+                    .is_ok_and(|health| health.json()["components"][name].is_string())
+            },
+            || format!("{name} was not loaded; log:\n{}", self.log()),
+        )
+    }
+
     /// The data directory (the embedded store and the operator token are there).
     pub fn data_dir(&self) -> PathBuf {
         self.guard.dir().join("data")

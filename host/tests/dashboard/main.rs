@@ -162,22 +162,7 @@ fn a_partner_panel_frames_the_editor_and_a_rule_changed_there_changes_what_visit
     .unwrap();
     let logs = || gateway.log();
     // An operator's own rule component (the template), which the website enables.
-    std::fs::copy(
-        botgate_tests::guest("template"),
-        gateway.rulesets_dir().join("template.wasm"),
-    )
-    .unwrap();
-    let admin = Client::new(&format!("http://{}", gateway.admin), None);
-    wait_until(
-        Duration::from_secs(60),
-        || {
-            admin
-                .get("/health")
-                .is_ok_and(|h| h.json()["components"]["template"].is_string())
-        },
-        || format!("template not loaded; {}", logs()),
-    )
-    .unwrap();
+    gateway.load_guest("template").unwrap();
     let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
     let created = partner.post_form("/v1.0/user", &[("id", "ann")]).unwrap();
     let key = created.json()["api_key"].as_str().unwrap().to_owned();

@@ -1111,21 +1111,7 @@ fn an_operators_own_rule_set_judges_the_websites_that_enable_it() {
     let origin = origin("site");
     let gateway = gateway(origin.address.port(), &[]);
     // A rule set of a name outside the specification's nine, hot-loaded.
-    std::fs::copy(
-        botgate_tests::guest("template"),
-        gateway.rulesets_dir().join("template.wasm"),
-    )
-    .unwrap();
-    let admin = Client::new(&format!("http://{}", gateway.admin), None);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while admin.get("/health").unwrap().json()["components"]["template"].is_null() {
-        assert!(
-            Instant::now() < deadline,
-            "template not loaded:\n{}",
-            gateway.log()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    gateway.load_guest("template").unwrap();
     // A name no component has (a misspelling) protects nothing: refused.
     let mut settings = loadbalancer(&["bot_protection"]);
     settings["rulesets"] = json!({"templat": true});
