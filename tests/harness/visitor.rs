@@ -320,18 +320,7 @@ async fn exchange<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let mut builder = Request::builder().method(outgoing.method);
-    builder = if http2 {
-        builder
-            .uri(format!("https://{}{}", outgoing.host, outgoing.target))
-            .version(Version::HTTP_2)
-    } else {
-        builder.uri(outgoing.target).header("host", outgoing.host)
-    };
-    for (name, value) in &outgoing.headers {
-        builder = builder.header(*name, value.as_str());
-    }
-    let request = builder.body(Full::new(Bytes::from(outgoing.body)))?;
+    let request = http_request(outgoing, http2)?;
     let response = if http2 {
         let (mut sender, connection) =
             hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io)).await?;
@@ -343,6 +332,31 @@ where
         tokio::spawn(connection);
         sender.send_request(request).await?
     };
+    answer(response, alpn, certificate).await
+}
+
+/// The request `outgoing` describes, as HTTP/2 (absolute URI) or HTTP/1.1 (`Host`).
+fn http_request(outgoing: Outgoing<'_>, http2: bool) -> Result<Request<Full<Bytes>>> {
+    let mut builder = Request::builder().method(outgoing.method);
+    builder = if http2 {
+        builder
+            .uri(format!("https://{}{}", outgoing.host, outgoing.target))
+            .version(Version::HTTP_2)
+    } else {
+        builder.uri(outgoing.target).header("host", outgoing.host)
+    };
+    for (name, value) in &outgoing.headers {
+        builder = builder.header(*name, value.as_str());
+    }
+    Ok(builder.body(Full::new(Bytes::from(outgoing.body)))?)
+}
+
+/// Reads a response whole.
+async fn answer(
+    response: http::Response<hyper::body::Incoming>,
+    alpn: Option<String>,
+    certificate: Option<Vec<u8>>,
+) -> Result<Answer> {
     let status = response.status().as_u16();
     let version = response.version();
     let headers = response.headers().clone();
@@ -354,6 +368,53 @@ where
         version,
         alpn,
         certificate,
+    })
+}
+
+/// Sends `requests` all at once as the streams of one HTTP/2 connection over TLS (ALPN
+/// `h2`, SNI `name`, any certificate accepted) and reads every answer whole, in the
+/// order of the requests (30 s at most).
+pub fn send_all_on_one_https2(
+    listener: SocketAddr,
+    name: &str,
+    requests: Vec<Outgoing<'_>>,
+) -> Result<Vec<Answer>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let connected = async {
+            let tcp = tokio::net::TcpStream::connect(listener).await?;
+            let connector = tokio_rustls::TlsConnector::from(Arc::new(client_tls(b"h2")?));
+            let tls = connector
+                .connect(ServerName::try_from(name.to_string())?, tcp)
+                .await
+                .context("TLS handshake with the gateway")?;
+            if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+                bail!("the gateway did not agree to h2");
+            }
+            let (sender, connection) =
+                hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+                    .await?;
+            tokio::spawn(connection);
+            let mut streams = Vec::new();
+            for outgoing in requests {
+                let request = http_request(outgoing, true)?;
+                let mut sender = sender.clone();
+                streams.push(tokio::spawn(async move {
+                    let response = sender.send_request(request).await?;
+                    answer(response, Some("h2".into()), None).await
+                }));
+            }
+            let mut answers = Vec::new();
+            for stream in streams {
+                answers.push(stream.await??);
+            }
+            Ok(answers)
+        };
+        tokio::time::timeout(Duration::from_secs(30), connected)
+            .await
+            .context("the gateway did not answer within 30 s")?
     })
 }
 

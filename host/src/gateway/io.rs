@@ -1,5 +1,6 @@
-//! The listeners' stream wrapper [`Activity`], which counts the reads and writes that
-//! moved bytes, for the idle timeout.
+//! The listeners' stream wrappers: [`Activity`] counts the reads and writes that moved
+//! bytes, for the idle timeout; [`CoalescedWrites`] gathers the writes of one turn of the
+//! thread into one, for HTTP/2's many small answers on one connection.
 
 use std::io;
 use std::pin::Pin;
@@ -130,6 +131,102 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Activity<S> {
     }
 }
 
+/// The most a [`CoalescedWrites`] holds before it writes through; larger writes (a
+/// big body's frames) go straight on.
+const COALESCE_LIMIT: usize = 32 * 1024;
+
+/// The capacity a [`CoalescedWrites`] keeps between flushes: a connection that once sent a
+/// large answer does not hold on to its buffer while idle.
+const COALESCE_RETAINED: usize = 4 * 1024;
+
+/// A stream whose writes wait for the thread's turn to end: the first flush after a write
+/// yields (the task wakes itself and goes to the back of the queue), so the answers of
+/// other streams of the same connection that became ready in the same turn join the
+/// bytes held, and all leave in one write (one TLS record, one system call) at the second.
+pub struct CoalescedWrites<S> {
+    inner: S,
+    held: Vec<u8>,
+    /// The first `written` bytes of `held` have reached `inner`.
+    written: usize,
+    yielded: bool,
+}
+
+impl<S> CoalescedWrites<S> {
+    pub fn new(inner: S) -> CoalescedWrites<S> {
+        CoalescedWrites {
+            inner,
+            held: Vec::new(),
+            written: 0,
+            yielded: false,
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> CoalescedWrites<S> {
+    /// Writes what is held to the inner stream.
+    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.written < self.held.len() {
+            let n = std::task::ready!(
+                Pin::new(&mut self.inner).poll_write(cx, &self.held[self.written..])
+            )?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.written += n;
+        }
+        self.written = 0;
+        self.held.clear();
+        if self.held.capacity() > COALESCE_RETAINED {
+            self.held = Vec::new();
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for CoalescedWrites<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for CoalescedWrites<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if this.held.len() + buf.len() > COALESCE_LIMIT {
+            std::task::ready!(this.poll_drain(cx))?;
+            if buf.len() >= COALESCE_LIMIT {
+                return Pin::new(&mut this.inner).poll_write(cx, buf);
+            }
+        }
+        this.held.extend_from_slice(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if !this.held.is_empty() && !this.yielded {
+            this.yielded = true;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        std::task::ready!(this.poll_drain(cx))?;
+        this.yielded = false;
+        Pin::new(&mut this.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        std::task::ready!(this.poll_drain(cx))?;
+        Pin::new(&mut this.inner).poll_shutdown(cx)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,5 +252,128 @@ mod tests {
         assert_eq!(watch.quiet_for(start + 6 * second), Duration::ZERO);
         assert_eq!(reader.read(&mut byte).await.unwrap(), 0);
         assert_eq!(watch.quiet_for(start + 7 * second), second);
+    }
+
+    /// An inner stream that records each write it is given.
+    #[derive(Default)]
+    struct Recorder {
+        writes: Vec<Vec<u8>>,
+        flushes: usize,
+        shut: bool,
+    }
+
+    impl AsyncWrite for Recorder {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            self.get_mut().writes.push(buf.to_vec());
+            Poll::Ready(Ok(buf.len()))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            self.get_mut().flushes += 1;
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            self.get_mut().shut = true;
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// A waker that counts its wakes.
+    struct Wakes(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn writes_wait_for_the_second_flush_and_leave_as_one() {
+        let wakes = Arc::new(Wakes(Default::default()));
+        let waker = std::task::Waker::from(wakes.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut stream = CoalescedWrites::new(Recorder::default());
+        let mut pinned = Pin::new(&mut stream);
+        assert!(matches!(
+            pinned.as_mut().poll_write(&mut cx, b"first "),
+            Poll::Ready(Ok(6))
+        ));
+        // The first flush yields: the task is woken to come back after the others.
+        assert!(pinned.as_mut().poll_flush(&mut cx).is_pending());
+        assert_eq!(wakes.0.load(Ordering::Relaxed), 1);
+        // What another stream's answer adds meanwhile joins the bytes held.
+        assert!(matches!(
+            pinned.as_mut().poll_write(&mut cx, b"second"),
+            Poll::Ready(Ok(6))
+        ));
+        assert!(pinned.as_mut().get_mut().inner.writes.is_empty());
+        assert!(matches!(
+            pinned.as_mut().poll_flush(&mut cx),
+            Poll::Ready(Ok(()))
+        ));
+        assert_eq!(stream.inner.writes, vec![b"first second".to_vec()]);
+        assert_eq!(stream.inner.flushes, 1);
+        // Nothing held: a flush goes straight through, without yielding.
+        let mut pinned = Pin::new(&mut stream);
+        assert!(matches!(
+            pinned.as_mut().poll_flush(&mut cx),
+            Poll::Ready(Ok(()))
+        ));
+        assert_eq!(wakes.0.load(Ordering::Relaxed), 1);
+        assert_eq!(stream.inner.flushes, 2);
+    }
+
+    #[test]
+    fn large_writes_go_straight_on_and_shutdown_sends_what_is_held() {
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let mut stream = CoalescedWrites::new(Recorder::default());
+        let mut pinned = Pin::new(&mut stream);
+        let large = vec![7u8; COALESCE_LIMIT];
+        assert!(matches!(
+            pinned.as_mut().poll_write(&mut cx, b"head"),
+            Poll::Ready(Ok(4))
+        ));
+        // What is held leaves first, then the large write, unbuffered.
+        assert!(matches!(
+            pinned.as_mut().poll_write(&mut cx, &large),
+            Poll::Ready(Ok(n)) if n == COALESCE_LIMIT
+        ));
+        assert!(matches!(
+            pinned.as_mut().poll_write(&mut cx, b"tail"),
+            Poll::Ready(Ok(4))
+        ));
+        assert!(matches!(
+            pinned.as_mut().poll_shutdown(&mut cx),
+            Poll::Ready(Ok(()))
+        ));
+        assert_eq!(
+            stream.inner.writes,
+            vec![b"head".to_vec(), large, b"tail".to_vec()]
+        );
+        assert!(stream.inner.shut);
+        // The buffer an answer of many frames grew is not kept once sent.
+        let mut pinned = Pin::new(&mut stream);
+        for _ in 0..3 {
+            let frame = [1u8; 8 * 1024];
+            assert!(matches!(
+                pinned.as_mut().poll_write(&mut cx, &frame),
+                Poll::Ready(Ok(_))
+            ));
+        }
+        assert!(pinned.held.capacity() > COALESCE_RETAINED);
+        assert!(pinned.as_mut().poll_flush(&mut cx).is_pending());
+        assert!(matches!(
+            pinned.as_mut().poll_flush(&mut cx),
+            Poll::Ready(Ok(()))
+        ));
+        assert!(stream.held.capacity() <= COALESCE_RETAINED);
+        assert_eq!(stream.inner.writes.last().map(Vec::len), Some(24 * 1024));
     }
 }

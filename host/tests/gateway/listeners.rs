@@ -526,3 +526,65 @@ fn health_reports_the_store_and_turns_unhealthy_when_it_is_lost() {
     assert_eq!(lost["store"]["reachable"], false);
     assert!(lost["store"]["unreachable_for_seconds"].as_u64() >= Some(1));
 }
+
+#[test]
+fn many_streams_on_one_http2_connection_each_get_their_own_answer() {
+    let origin = origin("streams");
+    let gateway = gateway(origin.address.port(), &[]);
+    let (cert, key) = self_signed(&["streams.example"]).unwrap();
+    add_website(
+        &gateway,
+        json!({"domain": "streams.example", "ip": ["127.0.0.1"],
+               "certificate": {"public": cert, "private": key},
+               "settings": loadbalancer(&["bot_protection"])}),
+    )
+    .unwrap();
+    // Small answers that become ready together (their frames leave in shared writes),
+    // bodies larger than those writes gather, late and streamed answers, and uploads,
+    // all at once on one connection.
+    let targets: Vec<String> = (0..48)
+        .map(|i| match i % 6 {
+            0 => format!("/small?i={i}"),
+            1 => format!("/mid?i={i}&pad=3000"),
+            2 => format!("/large?i={i}&pad=200000"),
+            3 => format!("/slow?i={i}&ms=50"),
+            4 => format!("/stream?i={i}&chunks=4"),
+            _ => format!("/upload?i={i}"),
+        })
+        .collect();
+    let requests = targets
+        .iter()
+        .enumerate()
+        .map(|(i, target)| {
+            let request = Outgoing::get("streams.example", target).browser();
+            if i % 6 == 5 {
+                Outgoing {
+                    method: "POST",
+                    body: vec![b'x'; 100_000],
+                    ..request
+                }
+            } else {
+                request
+            }
+        })
+        .collect();
+    let answers =
+        visitor::send_all_on_one_https2(gateway.https, "streams.example", requests).unwrap();
+    assert_eq!(answers.len(), targets.len());
+    let streamed: Vec<u8> = (0..4).flat_map(|i| vec![b'a' + i; 1024]).collect();
+    for (i, (target, answer)) in targets.iter().zip(&answers).enumerate() {
+        assert_eq!(answer.status, 200, "{target}: {}", answer.text());
+        assert_eq!(answer.version, http::Version::HTTP_2);
+        if i % 6 == 4 {
+            assert_eq!(answer.body, streamed, "{target}");
+            continue;
+        }
+        assert_eq!(answer.json()["target"], target.as_str());
+        match i % 6 {
+            1 => assert_eq!(answer.body.len(), 3000, "{target}"),
+            2 => assert_eq!(answer.body.len(), 200_000, "{target}"),
+            5 => assert_eq!(answer.json()["body_len"], 100_000, "{target}"),
+            _ => {}
+        }
+    }
+}

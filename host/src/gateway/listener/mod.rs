@@ -4,7 +4,7 @@
 
 use super::connection::{ConnectionInfo, ConnectionLimits, Live, Shutdown, canonical_address};
 use super::host_name::canonical_host;
-use super::io::{Activity, ActivityCount};
+use super::io::{Activity, ActivityCount, CoalescedWrites};
 use super::service::{BoxFuture, RequestHandler};
 use super::{ja4, proxy_protocol};
 use crate::client::{Alpn, TlsInfo, TlsVersion};
@@ -281,6 +281,7 @@ async fn serve_http<S, H: RequestHandler>(
     let served = Arc::new((listening, info));
     let mut idle = IdleCheck::new(&limits, activity);
     if h2 {
+        let io = CoalescedWrites::new(io);
         return serve_hyper(served, io, &limits, shutdown, idle, true).await;
     }
     let flags = http1::Flags::default();
