@@ -96,3 +96,66 @@ async fn reads_are_not_held_behind_a_write_waiting_for_its_replicas() {
     let reported = botgate_model::report::Report(&unconfirmed).to_string();
     assert!(reported.contains("not confirmed"), "{reported}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_website_record_is_left_out_and_the_index_keeps_what_it_had() {
+    use botgate_store::Follower;
+    use botgate_tests::servers::Resp;
+    use std::time::Duration;
+    let server = RedisServer::start().unwrap();
+    let store = std::sync::Arc::new(RedisStore::connect(config(&server)).await.unwrap());
+    let (acme, alice) = conformance::partner_and_user(store.as_ref(), "acme", "alice").await;
+    for domain in ["kept.example", "damaged.example"] {
+        let site = conformance::website(domain, &alice);
+        store.create_website(&acme.name, &site).await.unwrap();
+    }
+    let follower = Follower::start(store.clone(), Duration::from_millis(200))
+        .await
+        .unwrap();
+    let key = "botgate:website:damaged.example";
+    let Resp::Bulk(Some(readable)) = server.command(&["HGET", key, "website"]).unwrap() else {
+        panic!("no stored website");
+    };
+    // A record as a later release might write it, then a version the resync notices.
+    server
+        .command(&["HSET", key, "website", r#"{"domain":7}"#])
+        .unwrap();
+    server.command(&["INCR", "botgate:version"]).unwrap();
+    let snapshot = store.snapshot().await.unwrap();
+    conformance::assert_left_out(&snapshot, &["kept.example"], "damaged.example", key);
+    // The gateway following the store reloads, keeps the website's last readable
+    // settings and says which record it could not read.
+    let version = store.version().await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let index = follower.index();
+        if index.version == version {
+            assert_eq!(index.unreadable(), ["damaged.example"]);
+            assert!(index.website("damaged.example").is_some());
+            assert!(index.by_host("kept.example").is_some());
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no reload");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A gateway starting now has every other website, and not that one.
+    let starting = Follower::start(store.clone(), Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(starting.index().website("damaged.example").is_none());
+    assert!(starting.index().website("kept.example").is_some());
+    assert_eq!(starting.index().unreadable(), ["damaged.example"]);
+    // Readable again, it is no longer reported.
+    server
+        .command(&["HSET", key, "website", &readable])
+        .unwrap();
+    server.command(&["INCR", "botgate:version"]).unwrap();
+    let version = store.version().await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while follower.index().version != version {
+        assert!(tokio::time::Instant::now() < deadline, "no reload");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(follower.index().unreadable().is_empty());
+    assert!(follower.index().website("damaged.example").is_some());
+}

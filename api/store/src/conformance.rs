@@ -1327,3 +1327,27 @@ pub async fn follow<S: Store>(store: std::sync::Arc<S>) {
     })
     .await;
 }
+
+/// A snapshot taken after the record of `unreadable` was made unreadable (by a backend's
+/// own means): every website in `read` was read, and `unreadable` is named beside them
+/// with a reason that contains `reason_names` (the record's key).
+pub fn assert_left_out(
+    snapshot: &crate::Snapshot,
+    read: &[&str],
+    unreadable: &str,
+    reason_names: &str,
+) {
+    let domains: Vec<&str> = snapshot
+        .websites
+        .iter()
+        .map(|r| r.website.domain.as_str())
+        .collect();
+    assert_eq!(domains, read);
+    assert_eq!(snapshot.unreadable.len(), 1, "{:?}", snapshot.unreadable);
+    assert_eq!(snapshot.unreadable[0].domain, unreadable);
+    assert!(
+        snapshot.unreadable[0].reason.contains(reason_names),
+        "{:?}",
+        snapshot.unreadable
+    );
+}

@@ -8,8 +8,8 @@ use crate::rulesets::{
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
     AccountStore, Change, Changed, Delivery, HostClash, HostField, OutboxStore, Page,
-    PartnerRecord, Position, SharedState, Snapshot, StoreError, WebsiteRecord, WebsiteStore,
-    host_claims, key_digest,
+    PartnerRecord, Position, SharedState, Snapshot, StoreError, Unreadable, WebsiteRecord,
+    WebsiteStore, host_claims, key_digest,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -949,14 +949,22 @@ impl WebsiteStore for EmbeddedStore {
             let version = version_in(&txn.open_table(META).map_err(backend)?)?;
             let websites = txn.open_table(WEBSITES).map_err(backend)?;
             let mut out = Vec::new();
+            let mut unreadable = Vec::new();
             for entry in websites.iter().map_err(backend)? {
                 let (key, value) = entry.map_err(backend)?;
-                out.push(decode(key.value(), value.value())?);
+                match decode(key.value(), value.value()) {
+                    Ok(record) => out.push(record),
+                    Err(err) => unreadable.push(Unreadable {
+                        domain: key.value().to_owned(),
+                        reason: err.to_string(),
+                    }),
+                }
             }
             Ok(Snapshot {
                 version,
                 history: String::new(),
                 websites: out,
+                unreadable,
             })
         })
         .await

@@ -7,8 +7,12 @@
 //! website and publishes a new index. A version gap (a missed message), a lagging
 //! receiver, or a timer that finds the store's version ahead of the index all lead to
 //! a full reload. A failed reload keeps the last index and is retried at the next tick.
+//!
+//! A website record the store holds but cannot read (written by a later release, or
+//! damaged) is left out and reported, never the reason the rest goes unread: a website
+//! the index already had keeps its last readable settings until its record reads again.
 
-use crate::{Changed, Snapshot, Store, StoreError, WebsiteRecord};
+use crate::{Changed, Snapshot, Store, StoreError, Unreadable, WebsiteRecord};
 use arc_swap::ArcSwap;
 use botgate_model::report::Report;
 use foldhash::fast::RandomState;
@@ -34,11 +38,30 @@ pub struct WebsiteIndex {
     /// Every host name (the domain and each subdomain) → its website: one lookup per
     /// request.
     by_host: Arc<HashMap<String, Arc<WebsiteRecord>, RandomState>>,
+    /// The domains whose stored records could not be read at their last read, sorted.
+    unreadable: Arc<Vec<String>>,
 }
 
 impl WebsiteIndex {
-    fn from_snapshot(snapshot: Snapshot) -> WebsiteIndex {
+    /// The index of `snapshot`; a website whose record it could not read keeps the
+    /// entry `previous` has for it.
+    fn from_snapshot(snapshot: Snapshot, previous: Option<&WebsiteIndex>) -> WebsiteIndex {
+        let mut unreadable: Vec<String> = snapshot
+            .unreadable
+            .iter()
+            .map(|u| u.domain.clone())
+            .collect();
+        unreadable.sort_unstable();
+        for Unreadable { domain, reason } in &snapshot.unreadable {
+            tracing::warn!(
+                domain,
+                reason,
+                kept = previous.is_some_and(|p| p.website(domain).is_some()),
+                "a stored website could not be read; left out of the index (kept as it was, if it was there)"
+            );
+        }
         let mut index = WebsiteIndex {
+            unreadable: Arc::new(unreadable),
             version: snapshot.version,
             history: snapshot.history.into(),
             by_domain: Arc::new(HashMap::with_capacity_and_hasher(
@@ -53,7 +76,20 @@ impl WebsiteIndex {
         for record in snapshot.websites {
             index.put(record);
         }
+        if let Some(previous) = previous {
+            for domain in index.unreadable.clone().iter() {
+                if let Some(kept) = previous.website(domain) {
+                    index.put(WebsiteRecord::clone(kept));
+                }
+            }
+        }
         index
+    }
+
+    /// The domains whose stored records could not be read when last read (sorted): the
+    /// index has none of them, or the last settings it could read.
+    pub fn unreadable(&self) -> &[String] {
+        &self.unreadable
     }
 
     /// Adds or replaces the website of `record`'s domain. A host name another website
@@ -184,7 +220,7 @@ impl Follower {
     ) -> Result<Follower, StoreError> {
         let feed = store.subscribe();
         let restarts = store.feed_restarts();
-        let first = WebsiteIndex::from_snapshot(store.snapshot().await?);
+        let first = WebsiteIndex::from_snapshot(store.snapshot().await?, None);
         let current = Arc::new(ArcSwap::from_pointee(first));
         let contact = Arc::new(Contact::default());
         contact.answered();
@@ -244,9 +280,11 @@ async fn reload<S: Store>(
                 why,
                 version = snapshot.version,
                 websites = snapshot.websites.len(),
+                unreadable = snapshot.unreadable.len(),
                 "website index reloaded"
             );
-            current.store(Arc::new(WebsiteIndex::from_snapshot(snapshot)));
+            let index = WebsiteIndex::from_snapshot(snapshot, Some(&current.load()));
+            current.store(Arc::new(index));
         }
         Err(err) => {
             contact.failed();
@@ -387,6 +425,7 @@ async fn apply<S: Store>(
             key: domain.clone(),
             reason: e.to_string(),
         })?;
+        // An unreadable record fails the burst; the reload that follows leaves it out.
         fresh.push((domain, store.website(&parsed).await?));
     }
     let mut index = WebsiteIndex::clone(&current.load());

@@ -287,6 +287,17 @@ pub struct Snapshot {
     /// The history `version` counts in ([`Position::history`]).
     pub history: String,
     pub websites: Vec<WebsiteRecord>,
+    /// The website records the store holds but could not read, left out of `websites`:
+    /// one such record (written by a later release, or damaged) must not keep every
+    /// gateway from reading all the others.
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// A stored website record that could not be read, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    pub domain: String,
+    pub reason: String,
 }
 
 /// Where the store stands: its version, and the history the version counts in.

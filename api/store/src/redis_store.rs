@@ -33,8 +33,8 @@ use crate::rulesets::{
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
     AccountStore, Change, Changed, Delivery, HostClash, HostField, OutboxStore, Page,
-    PartnerChange, PartnerRecord, Position, SharedState, Snapshot, StoreError, WebsiteRecord,
-    WebsiteStore, host_claims, key_digest,
+    PartnerChange, PartnerRecord, Position, SharedState, Snapshot, StoreError, Unreadable,
+    WebsiteRecord, WebsiteStore, host_claims, key_digest,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redis::AsyncCommands;
@@ -695,6 +695,19 @@ impl RedisStore {
         &self,
         domains: Vec<String>,
     ) -> Result<Vec<WebsiteRecord>, StoreError> {
+        self.website_records_each(domains)
+            .await?
+            .into_iter()
+            .map(|(_, record)| record)
+            .collect()
+    }
+
+    /// The websites of `domains` that exist, each read on its own: one unreadable
+    /// record is an error beside its domain, not the whole answer's.
+    async fn website_records_each(
+        &self,
+        domains: Vec<String>,
+    ) -> Result<Vec<(String, Result<WebsiteRecord, StoreError>)>, StoreError> {
         if domains.is_empty() {
             return Ok(Vec::new());
         }
@@ -720,7 +733,7 @@ impl RedisStore {
             .await
             .map_err(backend)?;
         let mut records = Vec::with_capacity(replies.len());
-        for (key, fields) in keys.iter().zip(replies) {
+        for ((domain, key), fields) in domains.into_iter().zip(&keys).zip(replies) {
             // A domain deleted between the listing and this read has no fields.
             let [Some(partner), Some(revision), Some(website)] = fields else {
                 continue;
@@ -729,13 +742,16 @@ impl RedisStore {
                 key: key.clone(),
                 reason,
             };
-            records.push(WebsiteRecord {
-                partner: PartnerName::parse(&partner).map_err(|e| corrupt(e.to_string()))?,
-                revision: revision
-                    .parse()
-                    .map_err(|_| corrupt(format!("revision {revision:?}")))?,
-                website: decode(key, &website)?,
-            });
+            let record = (|| {
+                Ok(WebsiteRecord {
+                    partner: PartnerName::parse(&partner).map_err(|e| corrupt(e.to_string()))?,
+                    revision: revision
+                        .parse()
+                        .map_err(|_| corrupt(format!("revision {revision:?}")))?,
+                    website: decode(key, &website)?,
+                })
+            })();
+            records.push((domain, record));
         }
         Ok(records)
     }
@@ -1139,13 +1155,23 @@ impl WebsiteStore for RedisStore {
             .await?;
         // In chunks, so the replies held at once stay small beside the records built.
         let mut websites = Vec::with_capacity(domains.len());
+        let mut unreadable = Vec::new();
         for chunk in domains.chunks(SNAPSHOT_CHUNK) {
-            websites.extend(self.website_records(chunk.to_vec()).await?);
+            for (domain, record) in self.website_records_each(chunk.to_vec()).await? {
+                match record {
+                    Ok(record) => websites.push(record),
+                    Err(err) => unreadable.push(Unreadable {
+                        domain,
+                        reason: err.to_string(),
+                    }),
+                }
+            }
         }
         Ok(Snapshot {
             version,
             history,
             websites,
+            unreadable,
         })
     }
 

@@ -83,3 +83,43 @@ async fn concurrent_writes_share_commits_and_refusals_stay_apart() {
     // partner + user + one version per created website, no gaps, nothing for refusals.
     assert_eq!(snapshot.version, 2 + 100);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_website_record_is_reported_and_the_others_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let (acme, alice) = conformance::partner_and_user(&store, "acme", "alice").await;
+        for domain in ["kept.example", "later.example"] {
+            let site = conformance::website(domain, &alice);
+            store.create_website(&acme.name, &site).await.unwrap();
+        }
+    }
+    // A record as a later release might write it.
+    {
+        let db = redb::Database::open(dir.path().join("botgate.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let websites = redb::TableDefinition::<&str, &[u8]>::new("websites");
+            let mut table = txn.open_table(websites).unwrap();
+            let record = br#"{"partner":"acme","revision":1,"website":{"domain":7}}"#;
+            table.insert("later.example", &record[..]).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let store = std::sync::Arc::new(EmbeddedStore::open(dir.path()).unwrap());
+    let snapshot = store.snapshot().await.unwrap();
+    conformance::assert_left_out(
+        &snapshot,
+        &["kept.example"],
+        "later.example",
+        "later.example",
+    );
+    // A gateway starts on it, with every website it can read.
+    let follower = botgate_store::Follower::start(store, std::time::Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(follower.index().website("kept.example").is_some());
+    assert!(follower.index().website("later.example").is_none());
+    assert_eq!(follower.index().unreadable(), ["later.example"]);
+}

@@ -145,6 +145,11 @@ fn same_websites(
                 digest: domains_digest(snapshot.websites.iter()),
                 websites: snapshot.websites.len(),
                 version: snapshot.version,
+                unreadable: snapshot
+                    .unreadable
+                    .iter()
+                    .map(|u| format!("{}: {}", u.domain, u.reason))
+                    .collect(),
             })
             .map_err(Clone::clone)
     };
@@ -179,6 +184,18 @@ fn same_websites(
                     listing.websites, listing.version
                 ),
             );
+            if !listing.unreadable.is_empty() {
+                // Gateways leave such a website out, or keep its last readable settings.
+                check.on(
+                    None,
+                    false,
+                    format!(
+                        "the store holds {} website records no gateway can read (written by a later release, or damaged): {}",
+                        listing.unreadable.len(),
+                        listing.unreadable.join("; ")
+                    ),
+                );
+            }
             Some(listing.digest.clone())
         }
         Err(problem) => {
@@ -235,6 +252,8 @@ struct Listing {
     digest: String,
     websites: usize,
     version: u64,
+    /// The records the store holds but could not read ("domain: reason").
+    unreadable: Vec<String>,
 }
 
 /// Check 2: every gateway uses the shared store through the floating IP, and reaches it.
@@ -1075,6 +1094,36 @@ mod tests {
     }
 
     #[test]
+    fn records_the_store_cannot_read_fail_check_one_by_name() {
+        let mut description =
+            Description::parse(super::super::tests::THREE, std::path::Path::new("c.toml")).unwrap();
+        description.servers.clear();
+        let snapshot = Snapshot {
+            version: 9,
+            history: String::new(),
+            websites: Vec::new(),
+            unreadable: vec![botgate_store::Unreadable {
+                domain: "later.example".into(),
+                reason: "unknown variant".into(),
+            }],
+        };
+        let read = || Ok(snapshot.clone());
+        let result = same_websites(&description, &CheckOptions::default(), &read(), &read);
+        let failed: Vec<&str> = result
+            .findings
+            .iter()
+            .filter(|f| !f.passed)
+            .map(|f| f.detail.as_str())
+            .collect();
+        assert_eq!(failed.len(), 1, "{:?}", result.findings);
+        assert!(
+            failed[0].contains("1 website records no gateway can read")
+                && failed[0].contains("later.example: unknown variant"),
+            "{failed:?}"
+        );
+    }
+
+    #[test]
     fn the_gateway_is_known_by_its_via_entry() {
         assert!(names_the_gateway(b"1.1 botgate-0a1b2c3d4e5f"));
         assert!(names_the_gateway(b"1.0 corp, 1.1 BOTGATE-0a1b2c3d4e5f"));
@@ -1101,6 +1150,7 @@ mod tests {
                 record("a.example", Status::Setup),
                 record("b.example", Status::Online),
             ],
+            unreadable: Vec::new(),
         };
         let chosen = |domain| choose_website(&snapshot, domain).map(|r| r.website.domain.as_str());
         assert_eq!(chosen(None), Ok("b.example"));

@@ -511,6 +511,7 @@ fn health_reports_the_store_and_turns_unhealthy_when_it_is_lost() {
         body["snapshot"]["age_seconds"].as_u64().unwrap_or(99) < 10,
         "{body}"
     );
+    assert_eq!(body["snapshot"]["unreadable_websites"], json!([]), "{body}");
     assert_eq!(body["components"]["classifier"], "2.0.0", "{body}");
     drop(redis);
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -194,6 +194,7 @@ fn health_body(monitoring: &Monitoring) -> (StatusCode, serde_json::Value) {
             "age_seconds": freshness.age.as_secs(),
             "websites": websites,
             "domains_digest": digest,
+            "unreadable_websites": index.unreadable(),
         },
         "components": versions,
         "component_sources": sources,
