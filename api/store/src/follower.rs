@@ -420,15 +420,37 @@ async fn apply<S: Store>(
     domains.sort();
     domains.dedup();
     let mut fresh = Vec::with_capacity(domains.len());
+    let mut unreadable = Vec::new();
     for domain in domains {
         let parsed = botgate_model::Domain::parse(&domain).map_err(|e| StoreError::Corrupt {
             key: domain.clone(),
             reason: e.to_string(),
         })?;
-        // An unreadable record fails the burst; the reload that follows leaves it out.
-        fresh.push((domain, store.website(&parsed).await?));
+        match store.website(&parsed).await {
+            Ok(record) => fresh.push((domain, record)),
+            // The website keeps what the index has for it (its last readable settings,
+            // or nothing); the rest of the burst is applied.
+            Err(StoreError::Corrupt { reason, .. }) => {
+                tracing::warn!(
+                    domain,
+                    reason,
+                    "a changed website could not be read; kept as it was"
+                );
+                unreadable.push(domain);
+            }
+            Err(err) => return Err(err),
+        }
     }
     let mut index = WebsiteIndex::clone(&current.load());
+    if !fresh.is_empty() || !unreadable.is_empty() {
+        let listed = Arc::make_mut(&mut index.unreadable);
+        listed.retain(|domain| !fresh.iter().any(|(read, _)| read == domain));
+        for domain in unreadable {
+            if let Err(at) = listed.binary_search(&domain) {
+                listed.insert(at, domain);
+            }
+        }
+    }
     // Every changed website leaves first, so a host name one of them gave up is free
     // for another of the same burst.
     for (domain, _) in &fresh {

@@ -197,6 +197,24 @@ fn is_failover(err: &redis::RedisError) -> bool {
         || err.is_connection_dropped()
 }
 
+/// A website record from its hash's `partner`, `revision` and `website` fields.
+fn record_from_fields(key: &str, fields: [Option<String>; 3]) -> Result<WebsiteRecord, StoreError> {
+    let corrupt = |reason: String| StoreError::Corrupt {
+        key: key.to_owned(),
+        reason,
+    };
+    let [Some(partner), Some(revision), Some(website)] = fields else {
+        return Err(corrupt("a field is missing".into()));
+    };
+    Ok(WebsiteRecord {
+        partner: PartnerName::parse(&partner).map_err(|e| corrupt(e.to_string()))?,
+        revision: revision
+            .parse()
+            .map_err(|_| corrupt(format!("revision {revision:?}")))?,
+        website: decode(key, &website)?,
+    })
+}
+
 fn decode<T: DeserializeOwned>(key: &str, json: &str) -> Result<T, StoreError> {
     serde_json::from_str(json).map_err(|err| StoreError::Corrupt {
         key: key.to_owned(),
@@ -735,23 +753,10 @@ impl RedisStore {
         let mut records = Vec::with_capacity(replies.len());
         for ((domain, key), fields) in domains.into_iter().zip(&keys).zip(replies) {
             // A domain deleted between the listing and this read has no fields.
-            let [Some(partner), Some(revision), Some(website)] = fields else {
+            if fields.iter().all(Option::is_none) {
                 continue;
-            };
-            let corrupt = |reason: String| StoreError::Corrupt {
-                key: key.clone(),
-                reason,
-            };
-            let record = (|| {
-                Ok(WebsiteRecord {
-                    partner: PartnerName::parse(&partner).map_err(|e| corrupt(e.to_string()))?,
-                    revision: revision
-                        .parse()
-                        .map_err(|_| corrupt(format!("revision {revision:?}")))?,
-                    website: decode(key, &website)?,
-                })
-            })();
-            records.push((domain, record));
+            }
+            records.push((domain, record_from_fields(key, fields)));
         }
         Ok(records)
     }

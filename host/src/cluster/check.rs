@@ -238,6 +238,23 @@ fn same_websites(
                         ),
                     );
                 }
+                let unreadable: Vec<&str> = snapshot["unreadable_websites"]
+                    .as_array()
+                    .map(|list| list.iter().filter_map(|d| d.as_str()).collect())
+                    .unwrap_or_default();
+                if !unreadable.is_empty() {
+                    check.on(
+                        Some(server),
+                        false,
+                        format!(
+                            "cannot read the stored records of {} websites ({}): it serves them \
+                             on the last settings it read, or not at all; it needs the release \
+                             that wrote them",
+                            unreadable.len(),
+                            unreadable.join(", ")
+                        ),
+                    );
+                }
             }
         }
     }
@@ -1120,6 +1137,60 @@ mod tests {
             failed[0].contains("1 website records no gateway can read")
                 && failed[0].contains("later.example: unknown variant"),
             "{failed:?}"
+        );
+    }
+
+    #[test]
+    fn a_gateway_that_cannot_read_a_record_fails_check_one_by_name() {
+        // The store (read by this release) has none; a gateway of an older release
+        // kept one it cannot read, left out of its digest, and names it.
+        let snapshot = Snapshot {
+            version: 9,
+            history: String::new(),
+            websites: Vec::new(),
+            unreadable: Vec::new(),
+        };
+        let health = serde_json::json!({"snapshot": {
+            "version": 9,
+            "websites": 1,
+            "domains_digest": domains_digest(std::iter::empty()),
+            "unreadable_websites": ["later.example"],
+        }});
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let body = health.to_string();
+            for stream in listener.incoming().take(1) {
+                let mut stream = stream.unwrap();
+                let mut request = [0u8; 2048];
+                let _ = stream.read(&mut request).unwrap();
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                stream.write_all(answer.as_bytes()).unwrap();
+            }
+        });
+        let mut description =
+            Description::parse(super::super::tests::THREE, std::path::Path::new("c.toml")).unwrap();
+        description.servers.truncate(1);
+        description.servers[0].private_ip = [127, 0, 0, 1].into();
+        description.ports.gateway_admin = port;
+        let read = || Ok(snapshot.clone());
+        let result = same_websites(&description, &CheckOptions::default(), &read(), &read);
+        server.join().unwrap();
+        let gw1: Vec<(bool, &str)> = result
+            .findings
+            .iter()
+            .filter(|f| f.server.as_deref() == Some("gw1"))
+            .map(|f| (f.passed, f.detail.as_str()))
+            .collect();
+        assert_eq!(gw1.len(), 2, "{:?}", result.findings);
+        assert!(gw1[0].0, "the digests agree: {gw1:?}");
+        assert!(
+            !gw1[1].0 && gw1[1].1.contains("1 websites (later.example)"),
+            "{gw1:?}"
         );
     }
 

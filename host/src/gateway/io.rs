@@ -131,9 +131,13 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Activity<S> {
     }
 }
 
-/// The most a [`CoalescedWrites`] holds before it writes through; larger writes (a
-/// big body's frames) go straight on.
+/// The most a [`CoalescedWrites`] holds before it writes through; writes of this size
+/// or more (a big body's frames) go straight on.
 const COALESCE_LIMIT: usize = 32 * 1024;
+
+/// Held bytes that fill a TLS record (16 KiB) leave at the first flush: a large body
+/// gains nothing from waiting for other answers.
+const COALESCE_FULL: usize = 16 * 1024;
 
 /// The capacity a [`CoalescedWrites`] keeps between flushes: a connection that once sent a
 /// large answer does not hold on to its buffer while idle.
@@ -142,7 +146,8 @@ const COALESCE_RETAINED: usize = 4 * 1024;
 /// A stream whose writes wait for the thread's turn to end: the first flush after a write
 /// yields (the task wakes itself and goes to the back of the queue), so the answers of
 /// other streams of the same connection that became ready in the same turn join the
-/// bytes held, and all leave in one write (one TLS record, one system call) at the second.
+/// bytes held, and all leave in one write (one system call, and one TLS record up to
+/// 16 KiB) at the second.
 pub struct CoalescedWrites<S> {
     inner: S,
     held: Vec<u8>,
@@ -176,9 +181,6 @@ impl<S: AsyncWrite + Unpin> CoalescedWrites<S> {
         }
         self.written = 0;
         self.held.clear();
-        if self.held.capacity() > COALESCE_RETAINED {
-            self.held = Vec::new();
-        }
         Poll::Ready(Ok(()))
     }
 }
@@ -200,24 +202,33 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for CoalescedWrites<S> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        if this.held.len() + buf.len() > COALESCE_LIMIT {
+        if this.held.len() + buf.len() > COALESCE_LIMIT || buf.len() >= COALESCE_LIMIT {
             std::task::ready!(this.poll_drain(cx))?;
             if buf.len() >= COALESCE_LIMIT {
                 return Pin::new(&mut this.inner).poll_write(cx, buf);
             }
+        }
+        // Grown in powers of two up to the limit, never past it.
+        let needed = this.held.len() + buf.len();
+        if needed > this.held.capacity() {
+            let capacity = needed.next_power_of_two().min(COALESCE_LIMIT);
+            this.held.reserve_exact(capacity - this.held.len());
         }
         this.held.extend_from_slice(buf);
         Poll::Ready(Ok(buf.len()))
     }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if !this.held.is_empty() && !this.yielded {
+        if !this.held.is_empty() && this.held.len() < COALESCE_FULL && !this.yielded {
             this.yielded = true;
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
         std::task::ready!(this.poll_drain(cx))?;
         this.yielded = false;
+        if this.held.capacity() > COALESCE_RETAINED {
+            this.held = Vec::new();
+        }
         Pin::new(&mut this.inner).poll_flush(cx)
     }
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -358,7 +369,8 @@ mod tests {
             vec![b"head".to_vec(), large, b"tail".to_vec()]
         );
         assert!(stream.inner.shut);
-        // The buffer an answer of many frames grew is not kept once sent.
+        // A TLS record's worth held leaves at the first flush, without yielding; the
+        // buffer it grew (never past the limit) is not kept once sent.
         let mut pinned = Pin::new(&mut stream);
         for _ in 0..3 {
             let frame = [1u8; 8 * 1024];
@@ -368,7 +380,7 @@ mod tests {
             ));
         }
         assert!(pinned.held.capacity() > COALESCE_RETAINED);
-        assert!(pinned.as_mut().poll_flush(&mut cx).is_pending());
+        assert!(pinned.held.capacity() <= COALESCE_LIMIT);
         assert!(matches!(
             pinned.as_mut().poll_flush(&mut cx),
             Poll::Ready(Ok(()))

@@ -46,7 +46,9 @@ pub struct OperatorAccess {
 struct Monitoring {
     gateway: Arc<Gateway>,
     health: HealthConfig,
-    /// The last index's [`domains_digest`], worked out once per index.
+    /// The last index's [`domains_digest`], worked out once per index. The websites whose
+    /// records the gateway could not read are left out, as the store's own snapshot
+    /// leaves them out: the two compare like for like, and `unreadable_websites` tells.
     digest: std::sync::Mutex<Option<(Arc<WebsiteIndex>, String)>>,
 }
 
@@ -64,7 +66,14 @@ impl Monitoring {
         match &*last {
             Some((seen, digest)) if Arc::ptr_eq(seen, index) => digest.clone(),
             _ => {
-                let digest = domains_digest(index.websites().map(|record| record.as_ref()));
+                let readable = index.websites().filter(|record| {
+                    let domain = record.website.domain.as_str();
+                    index
+                        .unreadable()
+                        .binary_search_by(|d| d.as_str().cmp(domain))
+                        .is_err()
+                });
+                let digest = domains_digest(readable.map(|record| record.as_ref()));
                 *last = Some((index.clone(), digest.clone()));
                 digest
             }
