@@ -50,23 +50,22 @@ impl Rulesets {
     /// The names of the rule sets that are on: the specification's in its order, then
     /// the others by name.
     pub fn enabled_iter(&self) -> impl Iterator<Item = &str> + '_ {
+        self.known_enabled().chain(self.others())
+    }
+
+    /// The specification's rule sets that are on, in its order.
+    fn known_enabled(&self) -> impl Iterator<Item = &str> + '_ {
         KNOWN_RULESETS
             .iter()
             .zip(self.known)
             .filter_map(|(name, on)| on.then_some(*name))
-            .chain(self.others())
     }
 
     /// Adds the names of the rule sets that are on to `out`, as [`Self::enabled_iter`]
     /// lists them: the data plane's list, built by two extends (cheaper than collecting
     /// the chained iterator).
     pub fn enabled_into<'a>(&'a self, out: &mut impl Extend<&'a str>) {
-        out.extend(
-            KNOWN_RULESETS
-                .iter()
-                .zip(self.known)
-                .filter_map(|(name, on)| on.then_some(*name)),
-        );
+        out.extend(self.known_enabled());
         out.extend(self.others());
     }
 

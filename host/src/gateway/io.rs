@@ -202,11 +202,13 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for CoalescedWrites<S> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        if this.held.len() + buf.len() > COALESCE_LIMIT || buf.len() >= COALESCE_LIMIT {
+        if buf.len() >= COALESCE_LIMIT {
+            // What is held leaves first, then this, unbuffered.
             std::task::ready!(this.poll_drain(cx))?;
-            if buf.len() >= COALESCE_LIMIT {
-                return Pin::new(&mut this.inner).poll_write(cx, buf);
-            }
+            return Pin::new(&mut this.inner).poll_write(cx, buf);
+        }
+        if this.held.len() + buf.len() > COALESCE_LIMIT {
+            std::task::ready!(this.poll_drain(cx))?;
         }
         // Grown in powers of two up to the limit, never past it.
         let needed = this.held.len() + buf.len();
