@@ -21,7 +21,6 @@
 //! - Bodies are streamed to the client while they are copied; a body larger than the
 //!   object limit is passed through and not stored.
 
-use super::challenge::is_pass_cookie;
 use super::pages::{self, Body, BoxError};
 use botgate_http1::wire::header_tokens;
 use bytes::{Bytes, BytesMut};
@@ -90,22 +89,10 @@ pub fn cacheable(
     (cache_dynamic_pages && !personal(parts)).then_some(Cacheable::DynamicPage)
 }
 
-/// Whether a request carries credentials or cookies of the website's (the gateway's
-/// own pass cookies are not the website's).
+/// Whether a request carries credentials or cookies (the website's: the gateway took
+/// its own pass cookies out before, [`super::challenge::take_pass_cookies`]).
 fn personal(parts: &request::Parts) -> bool {
-    parts.headers.contains_key(header::AUTHORIZATION)
-        || parts
-            .headers
-            .get_all(header::COOKIE)
-            .iter()
-            .flat_map(|value| value.as_bytes().split(|b| *b == b';'))
-            .map(|pair| {
-                pair.split(|b| *b == b'=')
-                    .next()
-                    .unwrap_or(b"")
-                    .trim_ascii()
-            })
-            .any(|name| !name.is_empty() && !is_pass_cookie(name))
+    parts.headers.contains_key(header::AUTHORIZATION) || parts.headers.contains_key(header::COOKIE)
 }
 
 /// The bytes of a head's header fields.
@@ -370,6 +357,7 @@ pub fn request_head(parts: &request::Parts) -> request::Parts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gateway::challenge::take_pass_cookies;
     use http::Request;
 
     fn parts(method: Method, target: &str, headers: &[(&str, &str)]) -> request::Parts {
@@ -394,15 +382,17 @@ mod tests {
         assert_eq!(cacheable(&post, true, true), None);
         let hidden = parts(Method::GET, "/.css", &[]);
         assert_eq!(cacheable(&hidden, true, false), None);
-        // The gateway's own pass is no sign of a personal page.
+        // The gateway's own pass (taken out before) is no sign of a personal page.
         for pass in ["botgate_pass=1.x", "botgate_pass_plain=w1.x"] {
-            let passed = parts(Method::GET, "/blog/post", &[("cookie", pass)]);
+            let mut passed = parts(Method::GET, "/blog/post", &[("cookie", pass)]);
+            take_pass_cookies(&mut passed.headers);
             assert_eq!(
                 cacheable(&passed, false, true),
                 Some(Cacheable::DynamicPage)
             );
         }
-        let both = parts(Method::GET, "/", &[("cookie", "botgate_pass=1.x; sid=2")]);
+        let mut both = parts(Method::GET, "/", &[("cookie", "botgate_pass=1.x; sid=2")]);
+        take_pass_cookies(&mut both.headers);
         assert_eq!(cacheable(&both, false, true), None);
     }
 }

@@ -33,6 +33,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use botgate_model::report::Report;
 use hmac::{Hmac, Mac};
+use http::header::COOKIE;
+use http::{HeaderMap, HeaderValue};
 use sha2::{Digest, Sha256};
 use std::net::IpAddr;
 use std::time::Duration;
@@ -610,8 +612,46 @@ fn pass_value(pair: &[u8]) -> Option<&[u8]> {
     is_pass_cookie(name).then(|| &value[1..])
 }
 
+/// Takes the gateway's pass cookies out of a request's `Cookie` fields. They are the
+/// gateway's, not the website's: the rules learn their state as `pass`, and a pass's
+/// random MAC can look like an attack to the CRS; the origin never set them. The
+/// website's cookies stay, in one field however many the client sent (HTTP/2 browsers
+/// send one per cookie; an HTTP/1.1 origin wants one, RFC 9113 §8.2.3). Returns the
+/// fields as sent when it changed them, for [`Challenges::pass_state`]; else nothing.
+pub fn take_pass_cookies(headers: &mut HeaderMap) -> Vec<HeaderValue> {
+    let mut fields = headers.get_all(COOKIE).iter();
+    let Some(first) = fields.next() else {
+        return Vec::new();
+    };
+    if fields.next().is_none()
+        && memchr::memmem::find(first.as_bytes(), PASS_COOKIE.as_bytes()).is_none()
+    {
+        return Vec::new();
+    }
+    let sent: Vec<HeaderValue> = headers.get_all(COOKIE).iter().cloned().collect();
+    headers.remove(COOKIE);
+    let mut kept = Vec::with_capacity(sent.iter().map(|f| f.len() + 2).sum());
+    for pair in sent.iter().flat_map(|f| f.as_bytes().split(|&b| b == b';')) {
+        let pair = pair.trim_ascii();
+        if pair.is_empty() || pass_value(pair).is_some() {
+            continue;
+        }
+        if !kept.is_empty() {
+            kept.extend_from_slice(b"; ");
+        }
+        kept.extend_from_slice(pair);
+    }
+    // The bytes of valid fields joined by "; " make a valid field.
+    if let Ok(kept) = HeaderValue::from_maybe_shared(bytes::Bytes::from(kept))
+        && !kept.is_empty()
+    {
+        headers.insert(COOKIE, kept);
+    }
+    sent
+}
+
 /// Whether a cookie name is one of the gateway's pass cookies.
-pub fn is_pass_cookie(name: &[u8]) -> bool {
+fn is_pass_cookie(name: &[u8]) -> bool {
     name == PASS_COOKIE.as_bytes() || name == PLAIN_PASS_COOKIE.as_bytes()
 }
 
@@ -679,6 +719,54 @@ mod tests {
         let kind = c.verify("example.com", CLIENT, &work(&token), NOW + 1);
         assert_eq!(kind, Ok(PassKind::Work));
         c.issue_pass("example.com", CLIENT, PassKind::Work, NOW + 1)
+    }
+
+    #[test]
+    fn pass_cookies_are_taken_out_and_the_rest_joined_in_one_field() {
+        let take = |fields: &[&str]| {
+            let mut headers = HeaderMap::new();
+            for field in fields {
+                headers.append(COOKIE, HeaderValue::from_str(field).unwrap());
+            }
+            let sent = take_pass_cookies(&mut headers);
+            let left: Vec<_> = headers.get_all(COOKIE).iter().cloned().collect();
+            (left, sent.len())
+        };
+        let one = |text: &str| vec![HeaderValue::from_str(text).unwrap()];
+        // Nothing of the gateway's and one field: untouched, nothing kept aside.
+        assert_eq!(take(&[]), (vec![], 0));
+        assert_eq!(take(&["sid=1; a=b"]), (one("sid=1; a=b"), 0));
+        // Names that only look like a pass's stay.
+        let alike = "xbotgate_pass=1; botgate_pass_other=2; botgate_pass";
+        assert_eq!(take(&[alike]), (one(alike), 1));
+        // The pass goes, wherever it stands; so does the field it was alone in.
+        let pass = format!("{PASS_COOKIE}=1.x");
+        assert_eq!(take(&[&pass]), (vec![], 1));
+        let plain = format!("sid=1;{PLAIN_PASS_COOKIE}=w1.y ; ;theme=dark");
+        assert_eq!(take(&[&plain]), (one("sid=1; theme=dark"), 1));
+        // Several fields (an HTTP/2 browser's) become one.
+        assert_eq!(
+            take(&["sid=1", &pass, "theme=dark; q=\"a b\""]),
+            (one("sid=1; theme=dark; q=\"a b\""), 3)
+        );
+        assert_eq!(
+            take(&["sid=1", "theme=dark"]),
+            (one("sid=1; theme=dark"), 2)
+        );
+        // What the pass check reads is the fields as sent.
+        let c = challenges(1);
+        let issued = solved_pass(&c);
+        let mut headers = HeaderMap::new();
+        let field = format!("sid=1; {PASS_COOKIE}={issued}");
+        headers.insert(COOKIE, HeaderValue::from_str(&field).unwrap());
+        let sent = take_pass_cookies(&mut headers);
+        let state = c.pass_state(
+            sent.iter().map(|f| f.as_bytes()),
+            "example.com",
+            CLIENT,
+            NOW + 2,
+        );
+        assert_eq!(state, PassState::Valid);
     }
 
     #[test]

@@ -171,7 +171,7 @@ impl Gateway {
 
     async fn phases<B: RequestBody>(
         &self,
-        request: Request<B>,
+        mut request: Request<B>,
         connection: &ConnectionInfo,
         record: &mut Record,
     ) -> Response<Body> {
@@ -245,6 +245,9 @@ impl Gateway {
                 .verify_challenge(request, &website, connection, site, record)
                 .await;
         }
+        // Neither the rules nor the origin see the gateway's own cookies.
+        let sent_cookies = challenge::take_pass_cookies(request.headers_mut());
+
         let target = request
             .uri()
             .path_and_query()
@@ -274,7 +277,7 @@ impl Gateway {
                 // itself draws on the share kept for such clients, a new one is
                 // challenged (and comes back with a pass).
                 Verdict::WebsiteBusy => {
-                    if !self.pass_of(&request, domain, client).holds() {
+                    if !self.pass_of(&sent_cookies, domain, client).holds() {
                         record.action = Outcome::Captcha;
                         let challenge = NewChallenge::for_target(target);
                         return self.challenge_page(challenge, connection, domain, site);
@@ -289,7 +292,7 @@ impl Gateway {
 
         // Phase 4: the decision.
         if !paused && (lb.bot_protection || under_attack) {
-            let pass = self.pass_of(&request, domain, client);
+            let pass = self.pass_of(&sent_cookies, domain, client);
             let mut action = Action::Grant;
             if lb.bot_protection {
                 let behaviour =
@@ -371,19 +374,16 @@ impl Gateway {
         }
     }
 
-    /// Whether the request carries a valid pass for `domain` and `client`.
-    fn pass_of<B>(
+    /// Whether the request's `Cookie` fields as sent carry a valid pass for `domain`
+    /// and `client`.
+    fn pass_of(
         &self,
-        request: &Request<B>,
+        sent_cookies: &[HeaderValue],
         domain: &str,
         client: std::net::IpAddr,
     ) -> PassState {
         self.challenges.pass_state(
-            request
-                .headers()
-                .get_all(header::COOKIE)
-                .iter()
-                .map(|v| v.as_bytes()),
+            sent_cookies.iter().map(|v| v.as_bytes()),
             domain,
             client,
             unix_now(),

@@ -455,6 +455,82 @@ fn a_solved_challenge_lets_the_client_through_without_loops() {
     assert_eq!(forged.status, 403);
 }
 
+/// A request through `gateway` to `host` with `cookies`, one `Cookie` field each, over
+/// HTTP/2 (where browsers send a field per cookie) or HTTP/1.1.
+fn with_cookies(gateway: &Gateway, host: &str, cookies: &[&str], http2: bool) -> Answer {
+    let request = cookies.iter().fold(
+        Outgoing::get(host, "/account").browser(),
+        |request, cookie| request.header("cookie", *cookie),
+    );
+    let visit = Visit {
+        http2,
+        ..Visit::default()
+    };
+    visitor::send(gateway.http, &visit, request).unwrap()
+}
+
+#[test]
+fn the_gateways_own_pass_cookies_reach_neither_the_rules_nor_the_origin() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &["--challenge-difficulty", "8"]);
+    // Custom rules read what the components read: one that sees a pass cookie denies.
+    let mut settings = challenging_humans();
+    settings["custom_rules"] = json!([{
+        "conditions": [{"field": "header", "name": "cookie", "operator": "contains", "value": "botgate_pass"}],
+        "action": "deny",
+    }]);
+    add_website(
+        &gateway,
+        json!({"domain": "own.example", "ip": ["127.0.0.1"], "settings": settings}),
+    )
+    .unwrap();
+    let host = "own.example";
+    let page = with_cookies(&gateway, host, &[], false).text();
+    let token = token_of(&page);
+    let counter = solve(&token).unwrap().to_string();
+    let answer = send(
+        gateway.http,
+        post_form(
+            host,
+            &[("token", &token), ("counter", &counter), ("return", "/")],
+        ),
+    )
+    .unwrap();
+    assert_eq!(answer.status, 303, "{}", answer.text());
+    let pass = pass_cookie(&answer);
+    let origin_cookie = |answer: &Answer| {
+        assert_eq!(answer.status, 200, "{}", answer.text());
+        answer.json()["headers"]["cookie"].clone()
+    };
+    // The pass lets the browser through; the origin gets the website's cookies only,
+    // in one field however many the browser sent (RFC 9113 §8.2.3).
+    for http2 in [false, true] {
+        let through = with_cookies(
+            &gateway,
+            host,
+            &["sid=1", &format!("{pass}; theme=dark")],
+            http2,
+        );
+        assert_eq!(
+            origin_cookie(&through),
+            json!("sid=1; theme=dark"),
+            "http2: {http2}"
+        );
+        let alone = with_cookies(&gateway, host, &[&pass], http2);
+        assert_eq!(origin_cookie(&alone), Value::Null, "http2: {http2}");
+    }
+    // A random pass can look like an attack: `.nsr` is a file the CRS guards (930120).
+    // In a website's cookie it is denied; in a pass cookie (here a forged one beside
+    // the real pass) the rules never see it, and neither does the origin.
+    let shaped = "w1764343361.nsrQk9vbGVhbg";
+    let in_website_cookie = with_cookies(&gateway, host, &[&pass, &format!("sid={shaped}")], false);
+    assert_eq!(in_website_cookie.status, 403);
+    log_line(&gateway, |line| line.contains("reason=crs.930120"));
+    let forged = format!("{PLAIN_PASS_COOKIE}={shaped}; {PASS_COOKIE}=' or 1=1--");
+    let beside = with_cookies(&gateway, host, &[&pass, &forged, "sid=2"], false);
+    assert_eq!(origin_cookie(&beside), json!("sid=2"));
+}
+
 #[test]
 fn clients_without_javascript_wait_for_a_shorter_pass_the_rules_see_as_such() {
     let origin = origin("site");
