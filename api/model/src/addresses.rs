@@ -60,7 +60,7 @@ pub enum OriginRefusal {
 
 /// Cloud metadata services outside the link-local ranges (Alibaba, Azure's wire server,
 /// AWS over IPv6).
-const METADATA: [IpAddr; 3] = [
+pub const METADATA: [IpAddr; 3] = [
     IpAddr::V4(Ipv4Addr::new(100, 100, 100, 200)),
     IpAddr::V4(Ipv4Addr::new(168, 63, 129, 16)),
     IpAddr::V6(Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)),

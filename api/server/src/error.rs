@@ -121,6 +121,13 @@ impl ApiError {
                     )
                 }
             }
+            StoreError::Full(what) => ApiError {
+                retry_after: Some(60),
+                ..ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!("{what} is full; retry later"),
+                )
+            },
             StoreError::Corrupt { key, reason } => {
                 tracing::error!(%key, %reason, "unreadable stored record");
                 ApiError::new(

@@ -10,7 +10,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use botgate_model::{PartnerName, WebsiteView};
-use botgate_store::AccountStore;
+use botgate_store::{AccountStore, StoreError};
 use serde::Serialize;
 use std::sync::Arc;
 use utoipa::ToSchema;
@@ -31,8 +31,22 @@ pub async fn queue(
     url: &url::Url,
     website: &WebsiteView,
 ) -> Result<(), ApiError> {
-    match botgate_webhooks::queue(api.store.as_ref(), partner, url, website).await {
+    let waiting_at_most = botgate_webhooks::WAITING_PER_PARTNER;
+    match botgate_webhooks::queue(api.store.as_ref(), partner, url, website, waiting_at_most).await
+    {
         Ok(_) => Ok(()),
+        Err(botgate_webhooks::QueueError::Store(StoreError::Full(_))) => Err(ApiError {
+            retry_after: Some(60),
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "the change is made, but its webhook is not queued: {waiting_at_most} of \
+                     this partner's webhooks wait for delivery already; send the change again \
+                     with `callbackUrl` once they have gone"
+                ),
+            )
+            .on("callbackUrl")
+        }),
         Err(botgate_webhooks::QueueError::Store(err)) => {
             Err(ApiError::from_store(err, "callbackUrl"))
         }

@@ -38,7 +38,11 @@ const UPDATE_ATTEMPTS: usize = 8;
 
 /// The fields a user key may send in an update: the dashboard changes settings and
 /// uploads the website's own certificate.
-const USER_KEY_FIELDS: [&str; 4] = ["domain", "settings", "certificate", "callbackUrl"];
+const USER_KEY_FIELDS: [&str; 3] = ["domain", "settings", "certificate"];
+
+/// The most different `callbackUrl`s a website in `setup` collects for the end of its
+/// work; sending one it holds already adds nothing.
+pub const MAX_PENDING_CALLBACKS: usize = 16;
 
 pub(crate) fn domain(domain: &str) -> Result<Domain, ApiError> {
     Domain::parse(domain).map_err(|invalid| ApiError::from(invalid.at("domain")))
@@ -343,8 +347,17 @@ pub async fn update_website(
         let released = website.settle();
         if let Some(pending) = &mut website.pending {
             pending.issue_certificate |= needs_certificate;
-            if let Some(url) = &request.callback_url {
-                pending.callbacks.push(url.to_string());
+            if let Some(url) = request.callback_url.as_ref().map(url::Url::as_str)
+                && !pending.callbacks.iter().any(|held| held == url)
+            {
+                if pending.callbacks.len() >= MAX_PENDING_CALLBACKS {
+                    return Err(ApiError::unprocessable(format!(
+                        "{MAX_PENDING_CALLBACKS} different `callbackUrl`s wait for this \
+                         website's change to finish already; send one of them, or none"
+                    ))
+                    .on("callbackUrl"));
+                }
+                pending.callbacks.push(url.to_owned());
             }
         }
         let stored = if website == record.website {

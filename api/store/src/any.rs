@@ -200,8 +200,12 @@ impl WebsiteStore for AnyStore {
 }
 
 impl OutboxStore for AnyStore {
-    async fn enqueue_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
-        delegate!(self.enqueue_delivery(delivery))
+    async fn enqueue_delivery(
+        &self,
+        delivery: &Delivery,
+        waiting_at_most: usize,
+    ) -> Result<(), StoreError> {
+        delegate!(self.enqueue_delivery(delivery, waiting_at_most))
     }
 
     async fn claim_deliveries(

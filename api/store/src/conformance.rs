@@ -289,6 +289,16 @@ async fn traffic<S: Store>(store: &S) {
     use crate::Resolution::{Hour, Minute};
     let site = domain("counted.example");
     let other = domain("other-counted.example");
+    let counting = partner("traffic-hoster");
+    store.put_partner(&counting).await.unwrap();
+    let counted = user(&counting, "traffic-owner");
+    store.create_user(&counted).await.unwrap();
+    for name in [&site, &other] {
+        store
+            .create_website(&counting.name, &website(name.as_str(), &counted))
+            .await
+            .unwrap();
+    }
     let minute = 29_916_667; // 2026-11-18T…, the start of an hour plus 7 minutes
     store
         .add_traffic(
@@ -448,7 +458,7 @@ async fn traffic<S: Store>(store: &S) {
         .delete_user(&owner_partner.name, &owner.id)
         .await
         .unwrap();
-    for name in ["deleted-counted.example", "owner-counted.example"] {
+    let nothing_kept = |name: &'static str| async move {
         let gone = domain(name);
         assert!(store.events(&gone, 10).await.unwrap().is_empty(), "{name}");
         for (resolution, number) in [(Minute, now_minute), (Hour, now_minute / 60)] {
@@ -461,7 +471,40 @@ async fn traffic<S: Store>(store: &S) {
                 "{name}"
             );
         }
+    };
+    for name in ["deleted-counted.example", "owner-counted.example"] {
+        nothing_kept(name).await;
     }
+    // A gateway's counts that arrive after the deletion (its last flush) are dropped,
+    // and a website created under the name starts with none, whatever was left.
+    let late = domain("deleted-counted.example");
+    store
+        .add_traffic(
+            &late,
+            now_minute,
+            &counts(&[("c:humans:grant", 1), ("p:/secret", 1)]),
+            &[traffic_event(7)],
+        )
+        .await
+        .unwrap();
+    nothing_kept("deleted-counted.example").await;
+    let next_owner = user(&counting, "next-owner");
+    store.create_user(&next_owner).await.unwrap();
+    store
+        .add_traffic(
+            &site,
+            now_minute,
+            &counts(&[("c:humans:grant", 1)]),
+            &[traffic_event(8)],
+        )
+        .await
+        .unwrap();
+    store.delete_website(&site).await.unwrap();
+    store
+        .create_website(&counting.name, &website(site.as_str(), &next_owner))
+        .await
+        .unwrap();
+    nothing_kept("counted.example").await;
 }
 
 /// Counters in a window: each count adds one, the window's end is set by the first.
@@ -867,7 +910,7 @@ async fn outbox<S: Store>(store: &S) {
     assert_eq!(store.deliveries().await.unwrap(), vec![], "starts empty");
     for (id, due) in [("msg_b", 2_000), ("msg_a", 1_000), ("msg_c", 9_000)] {
         store
-            .enqueue_delivery(&delivery("acme", id, due))
+            .enqueue_delivery(&delivery("acme", id, due), 100)
             .await
             .unwrap();
     }
@@ -928,6 +971,44 @@ async fn outbox<S: Store>(store: &S) {
     );
     store.finish_delivery("msg_b").await.unwrap();
     store.finish_delivery("msg_c").await.unwrap();
+
+    // A partner's waiting webhooks are bounded, through claims and retries; another
+    // partner's are not held up by them; a delivered one makes room.
+    for id in ["msg_f1", "msg_f2"] {
+        store
+            .enqueue_delivery(&delivery("flood", id, 1), 2)
+            .await
+            .unwrap();
+    }
+    let claimed = store.claim_deliveries(10, 60_000, 10).await.unwrap();
+    assert_eq!(claimed.len(), 2);
+    let mut failed = claimed[0].clone();
+    failed.attempts = 1;
+    store.retry_delivery(&failed).await.unwrap();
+    store
+        .enqueue_delivery(&delivery("flood", "msg_f1", 5), 2)
+        .await
+        .expect("replacing a waiting one is not one more");
+    let refused = store
+        .enqueue_delivery(&delivery("flood", "msg_f3", 1), 2)
+        .await;
+    assert!(
+        matches!(&refused, Err(crate::StoreError::Full(what)) if what.contains("flood")),
+        "{refused:?}"
+    );
+    store
+        .enqueue_delivery(&delivery("acme", "msg_a2", 1), 2)
+        .await
+        .unwrap();
+    store.finish_delivery("msg_f1").await.unwrap();
+    store
+        .enqueue_delivery(&delivery("flood", "msg_f3", 1), 2)
+        .await
+        .expect("room again once one was delivered");
+    for id in ["msg_f2", "msg_f3", "msg_a2"] {
+        store.finish_delivery(id).await.unwrap();
+    }
+    assert_eq!(store.deliveries().await.unwrap(), vec![]);
     assert_eq!(
         store.version().await.unwrap(),
         version,

@@ -50,6 +50,9 @@ const SECRETS: TableDefinition<&str, &str> = TableDefinition::new("secrets");
 const DELIVERIES: TableDefinition<&str, &[u8]> = TableDefinition::new("deliveries");
 /// Outbox index: `{next_attempt_ms:020}:{id}` → ().
 const DELIVERIES_DUE: TableDefinition<&str, ()> = TableDefinition::new("deliveries_due");
+/// Outbox index: `{partner}\n{id}` → (), to bound a partner's waiting webhooks.
+const DELIVERIES_OF_PARTNER: TableDefinition<&str, ()> =
+    TableDefinition::new("deliveries_of_partner");
 /// Short-lived values and leases: key → `{until_ms:020}` and the value.
 const EPHEMERAL: TableDefinition<&str, &str> = TableDefinition::new("ephemeral");
 /// When each ephemeral entry expires: `{until_ms:020}:{key}` → (). Every ephemeral
@@ -148,6 +151,7 @@ fn run_writer(
                         refused @ (StoreError::Conflict(_)
                         | StoreError::NotFound(_)
                         | StoreError::Stale(_)
+                        | StoreError::Full(_)
                         | StoreError::HostTaken { .. }),
                     ) => {
                         replies.push((job.reply, Err(refused)));
@@ -259,6 +263,7 @@ impl EmbeddedStore {
             txn.open_table(TRAFFIC).map_err(backend)?;
             txn.open_table(EVENTS).map_err(backend)?;
             txn.open_table(DELIVERIES_DUE).map_err(backend)?;
+            txn.open_table(DELIVERIES_OF_PARTNER).map_err(backend)?;
             txn.open_table(EPHEMERAL).map_err(backend)?;
             txn.open_table(EPHEMERAL_DUE).map_err(backend)?;
             txn.open_table(HOSTS).map_err(backend)?;
@@ -824,6 +829,7 @@ impl WebsiteStore for EmbeddedStore {
             }
             check_hosts(txn, &record.partner, &record.website, true)?;
             claim_hosts(txn, &record.partner, &record.website)?;
+            forget_traffic(txn, &record.website.domain)?;
             websites
                 .insert(domain, encode(&record).as_slice())
                 .map_err(backend)?;
@@ -993,9 +999,24 @@ impl WebsiteStore for EmbeddedStore {
 }
 
 impl OutboxStore for EmbeddedStore {
-    async fn enqueue_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
+    async fn enqueue_delivery(
+        &self,
+        delivery: &Delivery,
+        waiting_at_most: usize,
+    ) -> Result<(), StoreError> {
         let delivery = delivery.clone();
         self.write(move |txn| {
+            if stored_delivery(txn, &delivery.id)?.is_none() {
+                let partner = delivery.partner.as_str();
+                let of_partner = txn.open_table(DELIVERIES_OF_PARTNER).map_err(backend)?;
+                let waiting =
+                    keys_with_prefix(&of_partner, &format!("{partner}\n"), None, waiting_at_most)?;
+                if waiting.len() >= waiting_at_most {
+                    return Err(StoreError::Full(format!(
+                        "the outbox of partner {partner}'s webhooks"
+                    )));
+                }
+            }
             put_delivery(txn, &delivery)?;
             Ok(((), Vec::new()))
         })
@@ -1247,6 +1268,10 @@ fn remove_delivery(txn: &redb::WriteTransaction, id: &str) -> Result<(), StoreEr
         .map_err(backend)?
         .remove(id)
         .map_err(backend)?;
+    txn.open_table(DELIVERIES_OF_PARTNER)
+        .map_err(backend)?
+        .remove(format!("{}\n{id}", stored.partner.as_str()).as_str())
+        .map_err(backend)?;
     Ok(())
 }
 
@@ -1260,6 +1285,13 @@ fn put_delivery(txn: &redb::WriteTransaction, delivery: &Delivery) -> Result<(),
     txn.open_table(DELIVERIES_DUE)
         .map_err(backend)?
         .insert(due_key(delivery).as_str(), ())
+        .map_err(backend)?;
+    txn.open_table(DELIVERIES_OF_PARTNER)
+        .map_err(backend)?
+        .insert(
+            format!("{}\n{}", delivery.partner.as_str(), delivery.id).as_str(),
+            (),
+        )
         .map_err(backend)?;
     Ok(())
 }
@@ -1337,6 +1369,17 @@ impl TrafficStore for EmbeddedStore {
     ) -> Result<(), StoreError> {
         let (domain, counts, events) = (domain.clone(), counts.clone(), events.to_vec());
         self.write(move |txn| {
+            // Counts flushed after the website's deletion are not kept for whoever
+            // creates the name next.
+            let exists = txn
+                .open_table(WEBSITES)
+                .map_err(backend)?
+                .get(domain.as_str())
+                .map_err(backend)?
+                .is_some();
+            if !exists {
+                return Ok(((), Vec::new()));
+            }
             let mut traffic = txn.open_table(TRAFFIC).map_err(backend)?;
             let counters = Counts(
                 counts

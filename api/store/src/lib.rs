@@ -46,6 +46,9 @@ pub enum StoreError {
         #[source]
         cause: Option<BackendCause>,
     },
+    /// A bounded collection is full: a partner's webhooks waiting for delivery.
+    #[error("{0} is full")]
+    Full(String),
     /// A stored record could not be read back.
     #[error("stored record {key} is unreadable: {reason}")]
     Corrupt { key: String, reason: String },
@@ -480,10 +483,12 @@ pub trait WebsiteStore: Send + Sync + 'static {
 /// The outbox of webhooks waiting to be sent.
 pub trait OutboxStore: Send + Sync + 'static {
     /// Puts a webhook in the outbox (durably: on Redis, confirmed by `WAIT`); a
-    /// delivery with the same id is replaced.
+    /// delivery with the same id is replaced. A new one is refused with
+    /// [`StoreError::Full`] while `waiting_at_most` of its partner's wait already.
     fn enqueue_delivery(
         &self,
         delivery: &Delivery,
+        waiting_at_most: usize,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Takes up to `limit` deliveries due at `now_ms` (oldest due first) and leases

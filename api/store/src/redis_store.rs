@@ -255,6 +255,7 @@ fn script_error(err: redis::RedisError) -> StoreError {
         ("CONFLICT", StoreError::Conflict as fn(String) -> StoreError),
         ("NOTFOUND", StoreError::NotFound),
         ("STALE", StoreError::Stale),
+        ("FULL", StoreError::Full),
     ] {
         if let Some(at) = text.find(word) {
             let rest = text[at + word.len()..].trim_start_matches(['"', ':', ' ']);
@@ -671,24 +672,30 @@ impl RedisStore {
 
     /// Stores a delivery and its due time; with `only_if_present`, only a delivery
     /// still in the outbox (a retry never brings back a finished one).
+    /// Stores `delivery`: a new one only while fewer than `waiting_at_most` of its
+    /// partner's wait, or only over one still there (`None`: a retry's new state).
     async fn put_delivery(
         &self,
-        only_if_present: bool,
+        waiting_at_most: Option<usize>,
         delivery: &Delivery,
     ) -> Result<(), StoreError> {
         const LUA: &str = include_str!("lua/put_delivery.lua");
+        let partner = delivery.partner.as_str();
         let _: i64 = self
             .write_script(
                 LUA,
                 vec![
                     self.key(&format!("delivery:{}", delivery.id)),
                     self.key("deliveries"),
+                    self.key(&format!("deliveries-of:{partner}")),
                 ],
                 vec![
                     json(delivery),
                     delivery.next_attempt_ms.to_string(),
                     delivery.id.clone(),
-                    if only_if_present { "1" } else { "0" }.to_owned(),
+                    if waiting_at_most.is_none() { "1" } else { "0" }.to_owned(),
+                    waiting_at_most.map_or(String::new(), |limit| limit.to_string()),
+                    format!("the outbox of partner {partner}'s webhooks"),
                 ],
             )
             .await?;
@@ -1226,8 +1233,12 @@ impl WebsiteStore for RedisStore {
 }
 
 impl OutboxStore for RedisStore {
-    async fn enqueue_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
-        self.put_delivery(false, delivery).await
+    async fn enqueue_delivery(
+        &self,
+        delivery: &Delivery,
+        waiting_at_most: usize,
+    ) -> Result<(), StoreError> {
+        self.put_delivery(Some(waiting_at_most), delivery).await
     }
 
     async fn claim_deliveries(
@@ -1262,7 +1273,7 @@ impl OutboxStore for RedisStore {
     }
 
     async fn retry_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
-        self.put_delivery(true, delivery).await
+        self.put_delivery(None, delivery).await
     }
 
     async fn finish_delivery(&self, id: &str) -> Result<(), StoreError> {
@@ -1271,7 +1282,7 @@ impl OutboxStore for RedisStore {
             .write_script(
                 LUA,
                 vec![self.key(&format!("delivery:{id}")), self.key("deliveries")],
-                vec![id.to_owned()],
+                vec![id.to_owned(), self.config.prefix.clone()],
             )
             .await?;
         Ok(())
@@ -1425,6 +1436,7 @@ impl TrafficStore for RedisStore {
                     self.traffic_key(domain, Resolution::Minute, minute),
                     self.traffic_key(domain, Resolution::Hour, minute / 60),
                     self.key(&format!("events:{domain}")),
+                    self.key(&format!("website:{domain}")),
                 ],
                 args,
             )

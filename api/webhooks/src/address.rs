@@ -2,7 +2,7 @@
 //! some private networks. The check is made on the address the connection is made to
 //! (after resolution), so a name that resolves to a private address is refused too.
 
-use botgate_model::addresses::judged;
+use botgate_model::addresses::{METADATA, judged};
 use ipnet::IpNet;
 use std::net::IpAddr;
 
@@ -49,18 +49,20 @@ impl AddressPolicy {
     /// Whether a connection to `address` may be made.
     pub fn permits(&self, address: IpAddr) -> bool {
         // An IPv6 address that carries an IPv4 one (mapped, NAT64, 6to4, Teredo) is
-        // judged by both: public only if both are.
-        judged(address).any(|a| self.allowed.iter().any(|net| net.contains(&a)))
-            || judged(address).all(is_public)
+        // judged by both: each must be public or allowed, so allowing the wrapping
+        // network does not open the addresses inside it.
+        judged(address).all(|a| is_public(a) || self.allowed.iter().any(|net| net.contains(&a)))
     }
 }
 
-/// Whether `address` is on the public internet.
+/// Whether `address` is on the public internet (a cloud provider's metadata service,
+/// public as its address may look, is not).
 pub fn is_public(address: IpAddr) -> bool {
-    !NOT_PUBLIC.iter().any(|net| {
-        net.parse::<IpNet>()
-            .is_ok_and(|network| network.contains(&address))
-    })
+    !METADATA.contains(&address)
+        && !NOT_PUBLIC.iter().any(|net| {
+            net.parse::<IpNet>()
+                .is_ok_and(|network| network.contains(&address))
+        })
 }
 
 #[cfg(test)]
@@ -109,5 +111,16 @@ mod tests {
         assert!(loopback.permits("127.0.0.1".parse().unwrap()));
         assert!(loopback.permits("::ffff:127.0.0.2".parse().unwrap()));
         assert!(!loopback.permits("10.0.0.1".parse().unwrap()));
+        // Azure's metadata and DNS address is refused though it looks public.
+        assert!(!policy.permits("168.63.129.16".parse().unwrap()));
+        assert!(!policy.permits("::ffff:168.63.129.16".parse().unwrap()));
+        // Allowing NAT64's network opens what it carries only where that is public or
+        // allowed too.
+        let nat64 = AddressPolicy {
+            allowed: vec!["64:ff9b::/96".parse().unwrap()],
+        };
+        assert!(nat64.permits("64:ff9b::808:808".parse().unwrap()));
+        assert!(!nat64.permits("64:ff9b::a9fe:a9fe".parse().unwrap()));
+        assert!(!nat64.permits("64:ff9b::7f00:1".parse().unwrap()));
     }
 }

@@ -101,15 +101,24 @@ pub enum QueueError {
     Store(#[from] botgate_store::StoreError),
 }
 
-/// Queues the webhook telling `partner` at `url` that a change to `website` finished.
+/// The most webhooks of one partner that may wait for delivery when a change the API
+/// finishes at once queues another: a receiver that never answers, or a flood of
+/// changes, cannot fill the store or crowd out other partners' webhooks.
+pub const WAITING_PER_PARTNER: usize = 1000;
+
+/// Queues the webhook telling `partner` at `url` that a change to `website` finished,
+/// unless `waiting_at_most` of the partner's wait already ([`StoreError::Full`]).
+///
+/// [`StoreError::Full`]: botgate_store::StoreError::Full
 pub async fn queue<S: Store>(
     store: &S,
     partner: &PartnerName,
     url: &Url,
     website: &WebsiteView,
+    waiting_at_most: usize,
 ) -> Result<Delivery, QueueError> {
     let delivery = delivery(partner, url, website).map_err(QueueError::Randomness)?;
-    store.enqueue_delivery(&delivery).await?;
+    store.enqueue_delivery(&delivery, waiting_at_most).await?;
     tracing::info!(id = %delivery.id, %partner, url = %delivery.url, "webhook queued");
     Ok(delivery)
 }

@@ -131,16 +131,27 @@ impl quick_cache::Weighter<Key, Arc<Entry>> for EntryWeighter {
     }
 }
 
-/// What a cache entry is stored under: scheme, host and path with query.
+/// What a cache entry is stored under: the website's owner (partner and user), then
+/// scheme, host and path with query. A domain deleted and created again for another
+/// owner never meets its last owner's answers (nor the addresses they were filled in
+/// under: neither name holds a line break).
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Key(Box<str>);
 
 impl Key {
-    pub fn new(https: bool, host: &str, parts: &request::Parts) -> Key {
+    pub fn new(https: bool, host: &str, owner: Owner<'_>, parts: &request::Parts) -> Key {
         let scheme = if https { "https" } else { "http" };
         let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-        Key(format!("{scheme}://{host}{target}").into_boxed_str())
+        let Owner { partner, user } = owner;
+        Key(format!("{partner}\n{user}\n{scheme}://{host}{target}").into_boxed_str())
     }
+}
+
+/// Whose website a cached answer belongs to.
+#[derive(Debug, Clone, Copy)]
+pub struct Owner<'a> {
+    pub partner: &'a str,
+    pub user: &'a str,
 }
 
 /// The shared response cache.

@@ -102,10 +102,33 @@ pub fn remove_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
 /// them and they are dropped; the gateway's own `Host`, `X-Forwarded-Proto` and
 /// `Forwarded` say what is true. (A client's own `X-Forwarded-For` stays, first, as
 /// proxies append to it; the gateway's address for the client is always the last one.)
-/// One `match`: the compiler dispatches on the length first.
+/// The same names with `_` for `-` are claims too, and so are `X_Forwarded_For`,
+/// `X_Forwarded_Proto` and `Forwarded`'s: CGI, WSGI and PHP read both spellings as one
+/// variable (`HTTP_X_FORWARDED_HOST`), so such a header could stand in for the
+/// gateway's own.
 fn is_client_claim(name: &HeaderName) -> bool {
+    let name = name.as_str();
+    is_claim_name(name)
+        // Every claim starts with one of these: the byte is a cheaper test than the
+        // search for `_` in every name of every request.
+        || (matches!(name.as_bytes().first(), Some(b'x' | b'f' | b't'))
+            && name.contains('_')
+            && is_underscored_claim(name))
+}
+
+fn is_underscored_claim(name: &str) -> bool {
+    let dashed = name.replace('_', "-");
+    is_claim_name(&dashed)
+        || matches!(
+            dashed.as_str(),
+            "x-forwarded-for" | "x-forwarded-proto" | "forwarded"
+        )
+}
+
+/// One `match`: the compiler dispatches on the length first.
+fn is_claim_name(name: &str) -> bool {
     matches!(
-        name.as_str(),
+        name,
         "x-forwarded-host"
             | "x-forwarded-port"
             | "x-forwarded-scheme"
@@ -356,8 +379,28 @@ mod tests {
         for claim in CLIENT_CLAIMS {
             assert!(is_client_claim(&HeaderName::from_static(claim)), "{claim}");
         }
-        for other in ["x-forwarded-for", "x-forwarded-proto", "host", "user-agent"] {
+        for other in [
+            "x-forwarded-for",
+            "x-forwarded-proto",
+            "host",
+            "user-agent",
+            "x_custom_header",
+        ] {
             assert!(!is_client_claim(&HeaderName::from_static(other)), "{other}");
+        }
+        // Spelt with underscores, as a CGI origin reads them alike.
+        for underscored in [
+            "x_forwarded_host",
+            "x-forwarded_port",
+            "x_real_ip",
+            "x_forwarded_for",
+            "x_forwarded_proto",
+            "x_original_url",
+        ] {
+            assert!(
+                is_client_claim(&HeaderName::from_static(underscored)),
+                "{underscored}"
+            );
         }
     }
 

@@ -621,7 +621,11 @@ impl Gateway {
         let mut to_store = None;
         let cacheable = cache::cacheable(&parts, lb.cache_static_files, lb.cache_dynamic_pages);
         if let Some(kind) = cacheable.filter(|_| !upgrade) {
-            let key = cache::Key::new(connection.https, host, &parts);
+            let owner = cache::Owner {
+                partner: website.partner.as_str(),
+                user: website.website.user_id.as_str(),
+            };
+            let key = cache::Key::new(connection.https, host, owner, &parts);
             let found = self.cache.lookup(&key, &parts);
             let result = if found.is_some() {
                 CacheStatus::Hit

@@ -337,10 +337,18 @@ impl<S: Store> Provisioner<S> {
         for callback in callbacks {
             let queued = match url::Url::parse(callback) {
                 Ok(url) => {
-                    botgate_webhooks::queue(self.store.as_ref(), &stored.partner, &url, &view)
-                        .await
-                        .map(drop)
-                        .map_err(|err| err.to_string())
+                    // Accepted with the partner's request (a website holds a bounded
+                    // number): never refused now.
+                    botgate_webhooks::queue(
+                        self.store.as_ref(),
+                        &stored.partner,
+                        &url,
+                        &view,
+                        usize::MAX,
+                    )
+                    .await
+                    .map(drop)
+                    .map_err(|err| err.to_string())
                 }
                 Err(err) => Err(err.to_string()),
             };

@@ -37,6 +37,20 @@ fn secret(partner: &Client) -> Result<String> {
         .to_owned())
 }
 
+/// A gateway on the embedded store whose webhooks may go to loopback, and its partner's
+/// client with the user `ann` created.
+fn loopback_gateway_with_ann() -> Result<(Gateway, Client)> {
+    let gateway = Gateway::start(
+        binary(),
+        GatewayStore::Embedded,
+        &["hoster"],
+        &ALLOW_LOOPBACK,
+    )?;
+    let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
+    create_user(&partner, "ann")?;
+    Ok((gateway, partner))
+}
+
 /// Waits until the gateway's log contains `text`.
 fn wait_for_log(gateway: &Gateway, text: &str) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -77,9 +91,18 @@ fn a_finished_change_is_posted_signed_to_its_callback_url() {
         assert_eq!(body, stored, "the full website object, as stored");
         assert_eq!(body["status"], "online");
 
-        // A change, form style, by the user's own key: its own webhook, its own id.
+        // Webhooks are the partner's: a user's key may change the settings, but not
+        // ask for a webhook (it would have the partner's signature sent anywhere).
         let user = partner.with_key(&user_key);
-        let changed = user.put_json(
+        let refused = user.put_json(
+            "/v1.0/website/hooked.example",
+            &json!({"settings": {"rules": {"humans": "captcha"}},
+                    "callbackUrl": receiver.url("/hooks/by-user")}),
+        )?;
+        assert_eq!(refused.status, 403, "{refused:?}");
+        assert_eq!(refused.json()["field"], "callbackUrl");
+        // A change: its own webhook, its own id.
+        let changed = partner.put_json(
             "/v1.0/website/hooked.example",
             &json!({"settings": {"rules": {"humans": "captcha"}},
                     "callbackUrl": receiver.url("/hooks/changed")}),
@@ -203,14 +226,7 @@ fn private_addresses_and_redirects_are_refused() -> Result<()> {
 
     // Allowed, but the receiver redirects: not followed, retried later.
     receiver.answer(307);
-    let gateway = Gateway::start(
-        binary(),
-        GatewayStore::Embedded,
-        &["hoster"],
-        &ALLOW_LOOPBACK,
-    )?;
-    let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
-    create_user(&partner, "ann")?;
+    let (gateway, partner) = loopback_gateway_with_ann()?;
     partner
         .post_json(
             "/v1.0/website",
@@ -220,5 +236,59 @@ fn private_addresses_and_redirects_are_refused() -> Result<()> {
         .context("creating the website")?;
     wait_for_log(&gateway, "redirects are not followed")?;
     assert!(receiver.received().iter().all(|hook| hook.path == "/hooks"));
+    Ok(())
+}
+
+#[test]
+fn a_website_in_setup_collects_a_bounded_set_of_callback_urls() -> Result<()> {
+    let receiver = Receiver::start(0)?;
+    let (_gateway, partner) = loopback_gateway_with_ann()?;
+    let created = partner.post_json(
+        "/v1.0/website",
+        &json!({"user_id": "ann", "domain": "waiting.example", "ip": ["192.0.2.10"],
+                "status": "setup", "callbackUrl": receiver.url("/hooks/0")}),
+    )?;
+    ensure!(created.status == 201, "{created:?}");
+    let change = |n: usize| {
+        partner.put_json(
+            "/v1.0/website/waiting.example",
+            &json!({"tag": [format!("t{n}")], "callbackUrl": receiver.url(&format!("/hooks/{n}"))}),
+        )
+    };
+    // Sixteen different addresses wait; one sent again adds nothing; a seventeenth is
+    // refused, naming the field, and changes nothing.
+    for n in 1..16 {
+        let reply = change(n)?;
+        ensure!(reply.status == 200, "{n}: {reply:?}");
+    }
+    let again = change(3)?;
+    ensure!(again.status == 200, "{again:?}");
+    let refused = change(16)?;
+    assert_eq!(refused.status, 422, "{refused:?}");
+    assert_eq!(refused.json()["field"], "callbackUrl");
+    assert!(
+        refused.json()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("16 different `callbackUrl`s"),
+        "{refused:?}"
+    );
+    assert_eq!(
+        partner.get("/v1.0/website/waiting.example")?.json()["tag"],
+        json!(["t3"])
+    );
+    // The end of the setup sends each waiting address its webhook, once.
+    let online = partner.put_json(
+        "/v1.0/website/waiting.example",
+        &json!({"status": "online"}),
+    )?;
+    ensure!(online.status == 200, "{online:?}");
+    let got = receiver.wait_for(16, Duration::from_secs(30))?;
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut paths: Vec<String> = receiver.received().into_iter().map(|r| r.path).collect();
+    paths.sort();
+    let mut expected: Vec<String> = (0..16).map(|n| format!("/hooks/{n}")).collect();
+    expected.sort();
+    assert_eq!(paths, expected, "{got:?}");
     Ok(())
 }

@@ -211,3 +211,63 @@ fn the_cache_stays_within_its_memory_bound() {
         );
     }
 }
+
+#[test]
+fn a_website_created_again_for_another_owner_never_gets_the_last_owners_cached_answers() {
+    let first = origin("first");
+    let port = first.address.port();
+    let second = Origin::start("second", [127, 0, 0, 2].into(), port).unwrap();
+    let third = Origin::start("third", [127, 0, 0, 3].into(), port).unwrap();
+    let gateway = Gateway::start_protecting(
+        binary(),
+        GatewayStore::Embedded,
+        &["hoster", "rival"],
+        &["--origin-http-port", &port.to_string()],
+    )
+    .unwrap();
+    let host = "reused.example";
+    let asset = "/assets/app.js?h=Cache-Control:public,max-age%3D3600";
+    // Owner after owner: another partner, then another user of that partner.
+    let owners = [
+        (&gateway.partner_keys[0], "owner", "127.0.0.1", &first),
+        (&gateway.partner_keys[1], "owner", "127.0.0.2", &second),
+        (&gateway.partner_keys[1], "another", "127.0.0.3", &third),
+    ];
+    for (round, (key, user, ip, origin)) in owners.into_iter().enumerate() {
+        let client = Client::new(&gateway.api, Some(key));
+        let _ = client.post_form("/v1.0/user", &[("id", user)]).unwrap();
+        let created = client
+            .post_json(
+                "/v1.0/website",
+                &json!({"domain": host, "user_id": user, "ip": [ip],
+                        "settings": loadbalancer(&["cache_static_files"])}),
+            )
+            .unwrap();
+        assert_eq!(created.status, 201, "{created:?}");
+        wait_served(&gateway, host).unwrap();
+        // The first answer comes from this owner's origin, not from the cache the last
+        // owner's origin filled (a year's `public` script under the same address).
+        let (said, reached, answer) = fetch(&gateway, origin, host, asset, &[]);
+        assert_eq!(
+            (said.as_str(), reached, answer.json()["origin"].as_str()),
+            ("miss", true, Some(origin.name.as_str())),
+            "owner {round}"
+        );
+        let (said, reached, _) = fetch(&gateway, origin, host, asset, &[]);
+        assert_eq!((said.as_str(), reached), ("hit", false), "owner {round}");
+        let deleted = client.delete(&format!("/v1.0/website/{host}")).unwrap();
+        assert_eq!(deleted.status, 200, "{deleted:?}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !get(gateway.http, host, "/botgate-probe")
+            .unwrap()
+            .text()
+            .contains("Website not found")
+        {
+            assert!(
+                Instant::now() < deadline,
+                "{host} still served after deletion"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}

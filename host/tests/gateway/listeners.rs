@@ -278,15 +278,38 @@ fn header_limits_and_slow_clients() {
 
 #[test]
 fn shutdown_drains_requests_in_flight() {
+    drains_a_request_in_flight(false);
+}
+
+#[test]
+fn shutdown_drains_http2_streams_in_flight() {
+    drains_a_request_in_flight(true);
+}
+
+/// A slow request is in flight (over HTTP/1.1, or as a stream of an HTTP/2
+/// connection) when the gateway is told to stop: it is answered whole, then the
+/// gateway exits and accepts nothing more.
+fn drains_a_request_in_flight(http2: bool) {
     let origin = origin("drain");
     let mut gateway = gateway(origin.address.port(), &[]);
+    let (cert, key) = self_signed(&["drain.example"]).unwrap();
     add_website(
         &gateway,
-        json!({"domain": "drain.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&[])}),
+        json!({"domain": "drain.example", "ip": ["127.0.0.1"],
+               "certificate": {"public": cert, "private": key},
+               "settings": loadbalancer(&[])}),
     )
     .unwrap();
-    let listener = gateway.http;
-    let in_flight = std::thread::spawn(move || get(listener, "drain.example", "/slow?ms=1500"));
+    let listener = if http2 { gateway.https } else { gateway.http };
+    let in_flight = std::thread::spawn(move || {
+        if http2 {
+            let request = Outgoing::get("drain.example", "/slow?ms=1500");
+            visitor::send_all_on_one_https2(listener, "drain.example", vec![request])
+                .map(|mut answers| answers.remove(0))
+        } else {
+            get(listener, "drain.example", "/slow?ms=1500")
+        }
+    });
     std::thread::sleep(Duration::from_millis(300));
     let status = std::process::Command::new("kill")
         .args(["-TERM", &gateway.pid().to_string()])
@@ -300,6 +323,10 @@ fn shutdown_drains_requests_in_flight() {
         "the request in flight was cut: {}",
         answer.text()
     );
+    if http2 {
+        assert_eq!(answer.version, http::Version::HTTP_2);
+    }
+    assert_eq!(answer.json()["target"], "/slow?ms=1500");
     let exit = gateway.wait_exit(Duration::from_secs(10)).unwrap();
     assert!(exit.success(), "{exit:?}\n{}", gateway.log());
     assert!(

@@ -1,9 +1,12 @@
 -- botgate's Redis store: add traffic.
--- KEYS[3] minute bucket, KEYS[4] hour bucket, KEYS[5] events.
+-- KEYS[3] minute bucket, KEYS[4] hour bucket, KEYS[5] events, KEYS[6] the website.
 -- ARGV: minute ttl ms, hour ttl ms, entries per top list, events kept,
 -- n, n counter (field, count) pairs, m, m top-list (field, count) pairs, events (JSON).
 -- A top list's size is kept in the hour bucket's field `#` and the list's prefix.
 local minute, hour, events = KEYS[3], KEYS[4], KEYS[5]
+-- Counts flushed after the website's deletion are not kept for whoever creates the
+-- name next.
+if redis.call('EXISTS', KEYS[6]) == 0 then return 0 end
 local i = 6
 local counters = tonumber(ARGV[5])
 for _ = 1, counters do

@@ -5,6 +5,7 @@ local claims = cjson.decode(ARGV[7])
 local refused = check_hosts(ARGV[6], ARGV[5], ARGV[1], claims, true)
 if refused then return redis.error_reply(refused) end
 claim_hosts(ARGV[6], ARGV[5], ARGV[1], claims)
+forget_traffic(ARGV[6], ARGV[5])
 redis.call('HSET', KEYS[4], 'partner', ARGV[1], 'revision', 1, 'website', ARGV[2])
 redis.call('ZADD', KEYS[5], 0, ARGV[5])
 redis.call('ZADD', KEYS[6], 0, ARGV[5])

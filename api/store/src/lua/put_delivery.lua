@@ -1,5 +1,12 @@
 -- botgate's Redis store: put delivery.
-if ARGV[4] == '1' and redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
+-- KEYS[3] the delivery, KEYS[4] the due index, KEYS[5] the partner's waiting ids.
+-- ARGV: JSON, due ms, id, only if present ('1'), the partner's limit ('' for none).
+local present = redis.call('EXISTS', KEYS[3]) == 1
+if ARGV[4] == '1' and not present then return 0 end
+if not present and ARGV[5] ~= '' and redis.call('SCARD', KEYS[5]) >= tonumber(ARGV[5]) then
+  return redis.error_reply('FULL ' .. ARGV[6])
+end
 redis.call('SET', KEYS[3], ARGV[1])
 redis.call('ZADD', KEYS[4], ARGV[2], ARGV[3])
+redis.call('SADD', KEYS[5], ARGV[3])
 return 1
