@@ -455,13 +455,24 @@ pub async fn delete_website(
 ) -> Result<Json<WebsiteView>, ApiError> {
     caller.require_partner("deleting websites")?;
     let domain = domain(&name)?;
-    let record = reachable(&api, &caller, &domain).await?;
-    api.store
-        .delete_website(&domain)
-        .await
-        .map_err(|e| match e {
-            StoreError::NotFound(_) => no_such_website(&domain),
-            e => ApiError::from_store(e, "domain"),
-        })?;
-    Ok(Json(record.website.view()))
+    for _ in 0..UPDATE_ATTEMPTS {
+        let record = reachable(&api, &caller, &domain).await?;
+        // Only the website just read: one changed since is read (and its owner
+        // checked) again, and a website of the name created since by another owner is
+        // never this caller's to delete.
+        match api
+            .store
+            .delete_website(&domain, Some(record.revision))
+            .await
+        {
+            Ok(()) => return Ok(Json(record.website.view())),
+            Err(StoreError::Stale(_)) => continue,
+            Err(StoreError::NotFound(_)) => return Err(no_such_website(&domain)),
+            Err(e) => return Err(ApiError::from_store(e, "domain")),
+        }
+    }
+    Err(ApiError::from_store(
+        StoreError::Stale(format!("website {domain}")),
+        "domain",
+    ))
 }

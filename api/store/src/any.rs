@@ -158,8 +158,12 @@ impl WebsiteStore for AnyStore {
         delegate!(self.update_website(website, expected_revision))
     }
 
-    async fn delete_website(&self, domain: &Domain) -> Result<(), StoreError> {
-        delegate!(self.delete_website(domain))
+    async fn delete_website(
+        &self,
+        domain: &Domain,
+        expected_revision: Option<u64>,
+    ) -> Result<(), StoreError> {
+        delegate!(self.delete_website(domain, expected_revision))
     }
 
     async fn websites(

@@ -30,6 +30,19 @@ pub fn user(partner: &PartnerRecord, id: &str) -> User {
 }
 
 /// A website of `user` for tests, with one origin and every default.
+/// Asserts that `record`, the answer of a write, is the record as `store` holds it.
+pub async fn assert_as_stored<S: Store>(store: &S, record: &crate::WebsiteRecord) {
+    assert_eq!(
+        store
+            .website(&record.website.domain)
+            .await
+            .unwrap()
+            .as_ref(),
+        Some(record),
+        "the answer is the record as stored"
+    );
+}
+
 pub fn website(domain: &str, user: &User) -> Website {
     Website::create(WebsiteInput {
         domain: Some(domain.into()),
@@ -451,7 +464,7 @@ async fn traffic<S: Store>(store: &S) {
         assert_eq!(store.events(&gone, 10).await.unwrap().len(), 1);
     }
     store
-        .delete_website(&domain("deleted-counted.example"))
+        .delete_website(&domain("deleted-counted.example"), None)
         .await
         .unwrap();
     store
@@ -499,7 +512,7 @@ async fn traffic<S: Store>(store: &S) {
         )
         .await
         .unwrap();
-    store.delete_website(&site).await.unwrap();
+    store.delete_website(&site, None).await.unwrap();
     store
         .create_website(&counting.name, &website(site.as_str(), &next_owner))
         .await
@@ -738,7 +751,7 @@ async fn host_names<S: Store>(store: &S) {
     );
     // Deleting a website removes only its own names.
     store
-        .delete_website(&domain("blog.victim.example"))
+        .delete_website(&domain("blog.victim.example"), None)
         .await
         .unwrap();
     assert_host_taken(
@@ -1162,7 +1175,7 @@ async fn websites<S: Store>(store: &S) {
 
     let shop = website("shop.example", &alice);
     let record = store.create_website(&acme.name, &shop).await.unwrap();
-    assert_eq!(record.revision, 1);
+    assert!(record.revision >= 1);
     assert_eq!(record.partner, acme.name);
     assert!(matches!(
         store
@@ -1196,13 +1209,16 @@ async fn websites<S: Store>(store: &S) {
     // Conditional updates.
     let mut changed = shop.clone();
     changed.tag = vec!["dc1".into()];
-    let updated = store.update_website(&changed, 1).await.unwrap();
-    assert_eq!(updated.revision, 2);
+    let updated = store
+        .update_website(&changed, record.revision)
+        .await
+        .unwrap();
+    assert!(updated.revision > record.revision);
     assert_eq!(updated.website.tag, ["dc1"]);
     assert_eq!(updated.partner, acme.name);
     assert!(
         matches!(
-            store.update_website(&shop, 1).await,
+            store.update_website(&shop, record.revision).await,
             Err(StoreError::Stale(_))
         ),
         "stale write accepted"
@@ -1254,12 +1270,65 @@ async fn websites<S: Store>(store: &S) {
         "listing leaks across partners"
     );
 
-    store.delete_website(&domain("c.example")).await.unwrap();
+    store
+        .delete_website(&domain("c.example"), None)
+        .await
+        .unwrap();
     assert_eq!(store.website(&domain("c.example")).await.unwrap(), None);
     assert!(matches!(
-        store.delete_website(&domain("c.example")).await,
+        store.delete_website(&domain("c.example"), None).await,
         Err(StoreError::NotFound(_))
     ));
+
+    // A write read from a website that was deleted, its name since taken by another
+    // partner's website (for a user of the same id), changes nothing of the new one:
+    // revisions never repeat for a domain.
+    let taken = store
+        .create_website(&acme.name, &website("taken.example", &bob))
+        .await
+        .unwrap();
+    let read_then = store
+        .website(&domain("taken.example"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read_then, taken);
+    store
+        .delete_website(&domain("taken.example"), Some(taken.revision))
+        .await
+        .unwrap();
+    let other_bob = user(&other, "bob");
+    store.create_user(&other_bob).await.unwrap();
+    let theirs = store
+        .create_website(&other.name, &website("taken.example", &other_bob))
+        .await
+        .unwrap();
+    let mut stale = read_then.website.clone();
+    stale.tag = vec!["hijack".into()];
+    assert!(
+        matches!(
+            store.update_website(&stale, read_then.revision).await,
+            Err(StoreError::Stale(_))
+        ),
+        "a stale write reached the new owner's website"
+    );
+    assert!(
+        matches!(
+            store
+                .delete_website(&domain("taken.example"), Some(read_then.revision))
+                .await,
+            Err(StoreError::Stale(_))
+        ),
+        "a stale deletion removed the new owner's website"
+    );
+    assert_eq!(
+        store.website(&domain("taken.example")).await.unwrap(),
+        Some(theirs)
+    );
+    store
+        .delete_website(&domain("taken.example"), None)
+        .await
+        .unwrap();
     let bobs = store
         .websites(&acme.name, Some(&bob.id), None, 100)
         .await
@@ -1284,7 +1353,10 @@ async fn change_feed<S: Store>(store: &S) {
     let mut next = record.website.clone();
     next.tag = vec!["x".into()];
     store.update_website(&next, record.revision).await.unwrap();
-    store.delete_website(&domain("feed.example")).await.unwrap();
+    store
+        .delete_website(&domain("feed.example"), None)
+        .await
+        .unwrap();
     let mut seen = Vec::new();
     for _ in 0..3 {
         let change = tokio::time::timeout(std::time::Duration::from_secs(5), feed.recv())
@@ -1383,7 +1455,7 @@ pub async fn follow<S: Store>(store: std::sync::Arc<S>) {
         ..WebsiteInput::default()
     })
     .unwrap();
-    store.create_website(&acme.name, &site).await.unwrap();
+    let created = store.create_website(&acme.name, &site).await.unwrap();
     eventually(&follower, "a created website", |index| {
         index.by_host("www.follow.example").is_some() && index.website("follow.example").is_some()
     })
@@ -1394,7 +1466,7 @@ pub async fn follow<S: Store>(store: std::sync::Arc<S>) {
         ..WebsiteInput::default()
     })
     .unwrap();
-    store.update_website(&site, 1).await.unwrap();
+    store.update_website(&site, created.revision).await.unwrap();
     eventually(&follower, "an updated subdomain list", |index| {
         index.by_host("shop.follow.example").is_some()
             && index.by_host("www.follow.example").is_none()

@@ -559,6 +559,20 @@ fn release_hosts(txn: &redb::WriteTransaction, website: &Website) -> Result<(), 
     Ok(())
 }
 
+/// The revision of a website write: above every revision any website ever had (the
+/// store's version bounds those written before the counter existed), so a domain's
+/// revisions never repeat across its deletion and creation again.
+fn next_revision(txn: &redb::WriteTransaction) -> Result<u64, StoreError> {
+    let mut meta = txn.open_table(META).map_err(backend)?;
+    let last = meta
+        .get("website_revision")
+        .map_err(backend)?
+        .map_or(0, |stored| stored.value());
+    let revision = last.max(version_in(&meta)?) + 1;
+    meta.insert("website_revision", revision).map_err(backend)?;
+    Ok(revision)
+}
+
 fn remove_website(txn: &redb::WriteTransaction, record: &WebsiteRecord) -> Result<(), StoreError> {
     release_hosts(txn, &record.website)?;
     forget_traffic(txn, &record.website.domain)?;
@@ -803,9 +817,9 @@ impl WebsiteStore for EmbeddedStore {
         partner: &PartnerName,
         website: &Website,
     ) -> Result<WebsiteRecord, StoreError> {
-        let record = WebsiteRecord {
+        let mut record = WebsiteRecord {
             partner: partner.clone(),
-            revision: 1,
+            revision: 0,
             website: website.clone(),
         };
         self.write(move |txn| {
@@ -830,6 +844,7 @@ impl WebsiteStore for EmbeddedStore {
             check_hosts(txn, &record.partner, &record.website, true)?;
             claim_hosts(txn, &record.partner, &record.website)?;
             forget_traffic(txn, &record.website.domain)?;
+            record.revision = next_revision(txn)?;
             websites
                 .insert(domain, encode(&record).as_slice())
                 .map_err(backend)?;
@@ -887,7 +902,7 @@ impl WebsiteStore for EmbeddedStore {
             }
             let record = WebsiteRecord {
                 partner: current.partner,
-                revision: current.revision + 1,
+                revision: next_revision(txn)?,
                 website,
             };
             websites
@@ -901,7 +916,11 @@ impl WebsiteStore for EmbeddedStore {
         .await
     }
 
-    async fn delete_website(&self, domain: &Domain) -> Result<(), StoreError> {
+    async fn delete_website(
+        &self,
+        domain: &Domain,
+        expected_revision: Option<u64>,
+    ) -> Result<(), StoreError> {
         let domain = domain.clone();
         self.write(move |txn| {
             let record: WebsiteRecord = {
@@ -909,6 +928,9 @@ impl WebsiteStore for EmbeddedStore {
                 get_json(&websites, domain.as_str())?
                     .ok_or_else(|| StoreError::NotFound(format!("website {domain}")))?
             };
+            if expected_revision.is_some_and(|expected| expected != record.revision) {
+                return Err(StoreError::Stale(format!("website {domain}")));
+            }
             remove_website(txn, &record)?;
             Ok(((), vec![Changed::Website { domain }]))
         })

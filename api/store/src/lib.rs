@@ -424,7 +424,8 @@ pub trait AccountStore: Send + Sync + 'static {
 
 /// Websites, and the feed of their changes that every gateway follows.
 pub trait WebsiteStore: Send + Sync + 'static {
-    /// Creates a website of `partner`'s user `website.user_id` at revision 1;
+    /// Creates a website of `partner`'s user `website.user_id` at a revision no earlier
+    /// website of the domain had (a write read from a deleted one is stale);
     /// [`StoreError::Conflict`] when the domain is taken (by anyone),
     /// [`StoreError::NotFound`] when the partner has no such user.
     fn create_website(
@@ -440,17 +441,19 @@ pub trait WebsiteStore: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<WebsiteRecord>, StoreError>> + Send;
 
     /// Replaces a website if it is still at `expected_revision`
-    /// ([`StoreError::Stale`] otherwise); the new record.
+    /// ([`StoreError::Stale`] otherwise); the new record, at a higher revision.
     fn update_website(
         &self,
         website: &Website,
         expected_revision: u64,
     ) -> impl Future<Output = Result<WebsiteRecord, StoreError>> + Send;
 
-    /// Deletes a website; [`StoreError::NotFound`] when there is none.
+    /// Deletes a website (only if it is still at `expected_revision`, when given:
+    /// [`StoreError::Stale`] otherwise); [`StoreError::NotFound`] when there is none.
     fn delete_website(
         &self,
         domain: &Domain,
+        expected_revision: Option<u64>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// The partner's websites in domain order (only `user`'s when given), after

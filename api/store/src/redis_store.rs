@@ -1050,7 +1050,7 @@ impl WebsiteStore for RedisStore {
             website.user_id.as_str(),
             website.domain.as_str(),
         );
-        let _: i64 = self
+        let revision: u64 = self
             .write_script(
                 LUA,
                 vec![
@@ -1075,7 +1075,7 @@ impl WebsiteStore for RedisStore {
             .await?;
         Ok(WebsiteRecord {
             partner: partner.clone(),
-            revision: 1,
+            revision,
             website: website.clone(),
         })
     }
@@ -1120,8 +1120,13 @@ impl WebsiteStore for RedisStore {
         })
     }
 
-    async fn delete_website(&self, domain: &Domain) -> Result<(), StoreError> {
-        // KEYS: version, changes, website, all. ARGV: prefix, domain, change.
+    async fn delete_website(
+        &self,
+        domain: &Domain,
+        expected_revision: Option<u64>,
+    ) -> Result<(), StoreError> {
+        // KEYS: version, changes, website, all. ARGV: prefix, domain, change, expected
+        // revision ('' for any).
         const LUA: &str = include_str!("lua/delete_website.lua");
         let d = domain.as_str();
         let _: i64 = self
@@ -1134,6 +1139,7 @@ impl WebsiteStore for RedisStore {
                     changed(&Changed::Website {
                         domain: domain.clone(),
                     }),
+                    expected_revision.map_or(String::new(), |r| r.to_string()),
                 ],
             )
             .await?;

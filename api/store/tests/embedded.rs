@@ -13,12 +13,14 @@ async fn embedded_store_conforms() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_store_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let (version, snapshot) = {
+    let (version, snapshot, shop_revision) = {
         let store = EmbeddedStore::open(dir.path()).unwrap();
         conformance::run(&store).await;
+        let shop = Domain::parse("shop.example").unwrap();
         (
             store.version().await.unwrap(),
             store.snapshot().await.unwrap(),
+            store.website(&shop).await.unwrap().unwrap().revision,
         )
     };
     let reopened = EmbeddedStore::open(dir.path()).unwrap();
@@ -27,7 +29,21 @@ async fn embedded_store_survives_a_restart() {
     let acme = PartnerName::parse("acme").unwrap();
     assert!(reopened.partner(&acme).await.unwrap().is_some());
     let shop = Domain::parse("shop.example").unwrap();
-    assert_eq!(reopened.website(&shop).await.unwrap().unwrap().revision, 2);
+    assert_eq!(
+        reopened.website(&shop).await.unwrap().unwrap().revision,
+        shop_revision
+    );
+    // Revisions go on from where they were: a website written now is above them all.
+    let owner = conformance::user(
+        &reopened.partner(&acme).await.unwrap().unwrap(),
+        "reopened-owner",
+    );
+    reopened.create_user(&owner).await.unwrap();
+    let later = reopened
+        .create_website(&acme, &conformance::website("later.example", &owner))
+        .await
+        .unwrap();
+    assert!(later.revision > shop_revision);
 }
 
 #[test]

@@ -6,9 +6,10 @@ local refused = check_hosts(ARGV[6], ARGV[5], ARGV[1], claims, true)
 if refused then return redis.error_reply(refused) end
 claim_hosts(ARGV[6], ARGV[5], ARGV[1], claims)
 forget_traffic(ARGV[6], ARGV[5])
-redis.call('HSET', KEYS[4], 'partner', ARGV[1], 'revision', 1, 'website', ARGV[2])
+local revision = next_revision(ARGV[6], KEYS[1])
+redis.call('HSET', KEYS[4], 'partner', ARGV[1], 'revision', revision, 'website', ARGV[2])
 redis.call('ZADD', KEYS[5], 0, ARGV[5])
 redis.call('ZADD', KEYS[6], 0, ARGV[5])
 redis.call('ZADD', KEYS[7], 0, ARGV[5])
 publish(KEYS[1], KEYS[2], {ARGV[3]})
-return 1
+return revision

@@ -1,6 +1,9 @@
 -- botgate's Redis store: delete website.
-local current = redis.call('HMGET', KEYS[3], 'partner', 'website')
+local current = redis.call('HMGET', KEYS[3], 'partner', 'website', 'revision')
 if not current[1] then return redis.error_reply('NOTFOUND website ' .. ARGV[2]) end
+if ARGV[4] ~= '' and tonumber(current[3]) ~= tonumber(ARGV[4]) then
+  return redis.error_reply('STALE website ' .. ARGV[2])
+end
 local website = cjson.decode(current[2])
 local user = website.user_id
 release_hosts(ARGV[1], website, current[1])

@@ -57,3 +57,16 @@ local function forget_traffic(prefix, domain)
   for m = minute - 121, minute + 1 do redis.call('DEL', base .. ':m:' .. string.format('%d', m)) end
   for h = hour - 193, hour + 1 do redis.call('DEL', base .. ':h:' .. string.format('%d', h)) end
 end
+-- The revision of a website write: above every revision any website ever had (the
+-- version bounds those written before the counter existed), so a domain's revisions
+-- never repeat across its deletion and creation again.
+local function next_revision(prefix, version_key)
+  local counter = prefix .. 'website-revision'
+  local revision = redis.call('INCR', counter)
+  local version = tonumber(redis.call('GET', version_key) or '0')
+  if revision <= version then
+    revision = version + 1
+    redis.call('SET', counter, revision)
+  end
+  return revision
+end

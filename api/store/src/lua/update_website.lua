@@ -11,7 +11,7 @@ local refused = check_hosts(ARGV[6], ARGV[4], current[3], claims, false)
 if refused then return redis.error_reply(refused) end
 release_hosts(ARGV[6], old, current[3])
 claim_hosts(ARGV[6], ARGV[4], current[3], claims)
-local revision = redis.call('HINCRBY', KEYS[3], 'revision', 1)
-redis.call('HSET', KEYS[3], 'website', ARGV[2])
+local revision = next_revision(ARGV[6], KEYS[1])
+redis.call('HSET', KEYS[3], 'revision', revision, 'website', ARGV[2])
 publish(KEYS[1], KEYS[2], {ARGV[3]})
 return {revision, current[3]}
