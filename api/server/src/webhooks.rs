@@ -23,6 +23,23 @@ pub struct WebhookSecret {
     pub secret: String,
 }
 
+/// Queues the webhook of a `callbackUrl` accepted with an earlier request (held while
+/// the website was in `setup`): never refused for the partner's bound.
+pub async fn queue_accepted(
+    api: &Api,
+    partner: &PartnerName,
+    url: &url::Url,
+    website: &WebsiteView,
+) -> Result<(), ApiError> {
+    botgate_webhooks::queue(api.store.as_ref(), partner, url, website, usize::MAX)
+        .await
+        .map(drop)
+        .map_err(|err| match err {
+            botgate_webhooks::QueueError::Store(err) => ApiError::from_store(err, "callbackUrl"),
+            err => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, err.to_string()),
+        })
+}
+
 /// Queues the webhook that tells `partner` at `url` that the change to `website`
 /// finished.
 pub async fn queue(

@@ -378,7 +378,7 @@ pub async fn update_website(
         let view = stored.website.view();
         for url in &released {
             if let Ok(url) = url::Url::parse(url) {
-                webhooks::queue(&api, &stored.partner, &url, &view).await?;
+                webhooks::queue_accepted(&api, &stored.partner, &url, &view).await?;
             }
         }
         if let (None, Some(url)) = (&stored.website.pending, &request.callback_url) {

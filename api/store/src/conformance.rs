@@ -29,7 +29,6 @@ pub fn user(partner: &PartnerRecord, id: &str) -> User {
     .unwrap()
 }
 
-/// A website of `user` for tests, with one origin and every default.
 /// Asserts that `record`, the answer of a write, is the record as `store` holds it.
 pub async fn assert_as_stored<S: Store>(store: &S, record: &crate::WebsiteRecord) {
     assert_eq!(
@@ -43,6 +42,7 @@ pub async fn assert_as_stored<S: Store>(store: &S, record: &crate::WebsiteRecord
     );
 }
 
+/// A website of `user` for tests, with one origin and every default.
 pub fn website(domain: &str, user: &User) -> Website {
     Website::create(WebsiteInput {
         domain: Some(domain.into()),

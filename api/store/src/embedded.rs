@@ -40,9 +40,9 @@ const HOSTS: TableDefinition<&str, &str> = TableDefinition::new("hosts");
 /// Reversed domain (`example.shop`, see [`Domain::reversed`]) → the partner owning the
 /// website: the websites under a domain are one range.
 const DOMAIN_TREE: TableDefinition<&str, &str> = TableDefinition::new("domain_tree");
-/// `"version"` → the store's version; `"host_index"` → 1 once `HOSTS` and
-/// `DOMAIN_TREE` cover every website (stores written before they existed get them at
-/// open).
+/// `"version"` → the store's version; `"website_revision"` → the last website revision
+/// given; `"host_index"` → 1 once `HOSTS` and `DOMAIN_TREE` cover every website (stores
+/// written before they existed get them at open).
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// Cluster-wide secrets by name (see [`SharedState::shared_secret`](crate::SharedState::shared_secret)).
 const SECRETS: TableDefinition<&str, &str> = TableDefinition::new("secrets");
@@ -1028,7 +1028,7 @@ impl OutboxStore for EmbeddedStore {
     ) -> Result<(), StoreError> {
         let delivery = delivery.clone();
         self.write(move |txn| {
-            if stored_delivery(txn, &delivery.id)?.is_none() {
+            if waiting_at_most != usize::MAX && stored_delivery(txn, &delivery.id)?.is_none() {
                 let partner = delivery.partner.as_str();
                 let of_partner = txn.open_table(DELIVERIES_OF_PARTNER).map_err(backend)?;
                 let waiting =

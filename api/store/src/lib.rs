@@ -487,7 +487,8 @@ pub trait WebsiteStore: Send + Sync + 'static {
 pub trait OutboxStore: Send + Sync + 'static {
     /// Puts a webhook in the outbox (durably: on Redis, confirmed by `WAIT`); a
     /// delivery with the same id is replaced. A new one is refused with
-    /// [`StoreError::Full`] while `waiting_at_most` of its partner's wait already.
+    /// [`StoreError::Full`] while `waiting_at_most` of its partner's wait already
+    /// (`usize::MAX`: never refused, and nothing counted).
     fn enqueue_delivery(
         &self,
         delivery: &Delivery,

@@ -24,6 +24,8 @@
 //! | `secret:{name}` | string | a cluster-wide secret ([`SharedState::shared_secret`](crate::SharedState::shared_secret)) |
 //! | `delivery:{id}` | string | [`Delivery`] JSON (its `next_attempt_ms` is the score's) |
 //! | `deliveries` | sorted set | delivery ids scored by when each is next due (ms) |
+//! | `deliveries-of:{partner}` | set | the partner's waiting delivery ids (its bound) |
+//! | `website-revision` | string | the last website revision given (`INCR`) |
 //! | `ephemeral:{key}` | string with a TTL | a short-lived value or a lease's holder |
 
 use crate::rulesets::{
@@ -670,8 +672,6 @@ impl RedisStore {
         .map_err(script_error)
     }
 
-    /// Stores a delivery and its due time; with `only_if_present`, only a delivery
-    /// still in the outbox (a retry never brings back a finished one).
     /// Stores `delivery`: a new one only while fewer than `waiting_at_most` of its
     /// partner's wait, or only over one still there (`None`: a retry's new state).
     async fn put_delivery(
@@ -694,7 +694,9 @@ impl RedisStore {
                     delivery.next_attempt_ms.to_string(),
                     delivery.id.clone(),
                     if waiting_at_most.is_none() { "1" } else { "0" }.to_owned(),
-                    waiting_at_most.map_or(String::new(), |limit| limit.to_string()),
+                    waiting_at_most
+                        .filter(|&limit| limit != usize::MAX)
+                        .map_or(String::new(), |limit| limit.to_string()),
                     format!("the outbox of partner {partner}'s webhooks"),
                 ],
             )

@@ -51,7 +51,11 @@ impl AddressPolicy {
         // An IPv6 address that carries an IPv4 one (mapped, NAT64, 6to4, Teredo) is
         // judged by both: each must be public or allowed, so allowing the wrapping
         // network does not open the addresses inside it.
-        judged(address).all(|a| is_public(a) || self.allowed.iter().any(|net| net.contains(&a)))
+        // A cloud metadata service is refused even inside an allowed network.
+        judged(address).all(|a| {
+            !METADATA.contains(&a)
+                && (is_public(a) || self.allowed.iter().any(|net| net.contains(&a)))
+        })
     }
 }
 
@@ -122,5 +126,10 @@ mod tests {
         assert!(nat64.permits("64:ff9b::808:808".parse().unwrap()));
         assert!(!nat64.permits("64:ff9b::a9fe:a9fe".parse().unwrap()));
         assert!(!nat64.permits("64:ff9b::7f00:1".parse().unwrap()));
+        let shared = AddressPolicy {
+            allowed: vec!["100.64.0.0/10".parse().unwrap()],
+        };
+        assert!(shared.permits("100.100.1.1".parse().unwrap()));
+        assert!(!shared.permits("100.100.100.200".parse().unwrap()));
     }
 }

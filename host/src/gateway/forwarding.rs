@@ -102,10 +102,9 @@ pub fn remove_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
 /// them and they are dropped; the gateway's own `Host`, `X-Forwarded-Proto` and
 /// `Forwarded` say what is true. (A client's own `X-Forwarded-For` stays, first, as
 /// proxies append to it; the gateway's address for the client is always the last one.)
-/// The same names with `_` for `-` are claims too, and so are `X_Forwarded_For`,
-/// `X_Forwarded_Proto` and `Forwarded`'s: CGI, WSGI and PHP read both spellings as one
-/// variable (`HTTP_X_FORWARDED_HOST`), so such a header could stand in for the
-/// gateway's own.
+/// The same names with `_` for `-` are claims too, and so are `X_Forwarded_For` and
+/// `X_Forwarded_Proto`: CGI, WSGI and PHP read both spellings as one variable
+/// (`HTTP_X_FORWARDED_HOST`), so such a header could stand in for the gateway's own.
 fn is_client_claim(name: &HeaderName) -> bool {
     let name = name.as_str();
     is_claim_name(name)
@@ -118,11 +117,7 @@ fn is_client_claim(name: &HeaderName) -> bool {
 
 fn is_underscored_claim(name: &str) -> bool {
     let dashed = name.replace('_', "-");
-    is_claim_name(&dashed)
-        || matches!(
-            dashed.as_str(),
-            "x-forwarded-for" | "x-forwarded-proto" | "forwarded"
-        )
+    is_claim_name(&dashed) || matches!(dashed.as_str(), "x-forwarded-for" | "x-forwarded-proto")
 }
 
 /// One `match`: the compiler dispatches on the length first.
