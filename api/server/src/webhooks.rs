@@ -31,24 +31,34 @@ pub async fn queue_accepted(
     url: &url::Url,
     website: &WebsiteView,
 ) -> Result<(), ApiError> {
-    botgate_webhooks::queue(api.store.as_ref(), partner, url, website, usize::MAX)
-        .await
-        .map(drop)
-        .map_err(|err| match err {
-            botgate_webhooks::QueueError::Store(err) => ApiError::from_store(err, "callbackUrl"),
-            err => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, err.to_string()),
-        })
+    enqueue(api, partner, url, website, usize::MAX).await
 }
 
 /// Queues the webhook that tells `partner` at `url` that the change to `website`
-/// finished.
+/// finished, unless [`botgate_webhooks::WAITING_PER_PARTNER`] of the partner's wait.
 pub async fn queue(
     api: &Api,
     partner: &PartnerName,
     url: &url::Url,
     website: &WebsiteView,
 ) -> Result<(), ApiError> {
-    let waiting_at_most = botgate_webhooks::WAITING_PER_PARTNER;
+    enqueue(
+        api,
+        partner,
+        url,
+        website,
+        botgate_webhooks::WAITING_PER_PARTNER,
+    )
+    .await
+}
+
+async fn enqueue(
+    api: &Api,
+    partner: &PartnerName,
+    url: &url::Url,
+    website: &WebsiteView,
+    waiting_at_most: usize,
+) -> Result<(), ApiError> {
     match botgate_webhooks::queue(api.store.as_ref(), partner, url, website, waiting_at_most).await
     {
         Ok(_) => Ok(()),
