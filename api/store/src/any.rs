@@ -7,8 +7,8 @@ use crate::rulesets::{
 };
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
-    AccountStore, Change, Delivery, EmbeddedStore, OutboxStore, Page, PartnerRecord, Position,
-    RedisStore, SharedState, Snapshot, StoreError, WebsiteRecord, WebsiteStore,
+    AccountStore, Change, Delivery, EmbeddedStore, OutboxStore, Owner, Page, PartnerRecord,
+    Position, RedisStore, SharedState, Snapshot, StoreError, WebsiteRecord, WebsiteStore,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use std::path::PathBuf;
@@ -270,11 +270,12 @@ impl TrafficStore for AnyStore {
     async fn add_traffic(
         &self,
         domain: &Domain,
+        owner: Owner<'_>,
         minute: u64,
         counts: &Counts,
         events: &[TrafficEvent],
     ) -> Result<(), StoreError> {
-        delegate!(self.add_traffic(domain, minute, counts, events))
+        delegate!(self.add_traffic(domain, owner, minute, counts, events))
     }
 
     async fn traffic(

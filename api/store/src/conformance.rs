@@ -312,10 +312,15 @@ async fn traffic<S: Store>(store: &S) {
             .await
             .unwrap();
     }
+    let counted_owner = crate::Owner {
+        partner: &counting.name,
+        user: &counted.id,
+    };
     let minute = 29_916_667; // 2026-11-18T…, the start of an hour plus 7 minutes
     store
         .add_traffic(
             &site,
+            counted_owner,
             minute,
             &counts(&[
                 ("c:humans:grant", 3),
@@ -330,6 +335,7 @@ async fn traffic<S: Store>(store: &S) {
     store
         .add_traffic(
             &site,
+            counted_owner,
             minute,
             &counts(&[("c:humans:grant", 2), ("c:none:bad_request", 1), ("p:/", 1)]),
             &[traffic_event(3)],
@@ -337,7 +343,13 @@ async fn traffic<S: Store>(store: &S) {
         .await
         .unwrap();
     store
-        .add_traffic(&other, minute, &counts(&[("c:humans:deny", 9)]), &[])
+        .add_traffic(
+            &other,
+            counted_owner,
+            minute,
+            &counts(&[("c:humans:deny", 9)]),
+            &[],
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -398,7 +410,13 @@ async fn traffic<S: Store>(store: &S) {
         .map(traffic_event)
         .collect();
     store
-        .add_traffic(&site, minute, &crate::Counts::default(), &many)
+        .add_traffic(
+            &site,
+            counted_owner,
+            minute,
+            &crate::Counts::default(),
+            &many,
+        )
         .await
         .unwrap();
     let kept = store.events(&site, 10_000).await.unwrap();
@@ -410,7 +428,10 @@ async fn traffic<S: Store>(store: &S) {
             .chain([("p:/".to_owned(), 1)])
             .collect(),
     );
-    store.add_traffic(&site, minute, &flood, &[]).await.unwrap();
+    store
+        .add_traffic(&site, counted_owner, minute, &flood, &[])
+        .await
+        .unwrap();
     let hour = store
         .traffic(&site, Hour, minute / 60, minute / 60)
         .await
@@ -426,6 +447,7 @@ async fn traffic<S: Store>(store: &S) {
     store
         .add_traffic(
             &site,
+            counted_owner,
             minute,
             &counts(&[("n:198.51.100.0/24", 1), ("c:humans:deny", 1)]),
             &[],
@@ -445,6 +467,10 @@ async fn traffic<S: Store>(store: &S) {
     store.put_partner(&owner_partner).await.unwrap();
     let owner = user(&owner_partner, "counted-owner");
     store.create_user(&owner).await.unwrap();
+    let its_owner = crate::Owner {
+        partner: &owner_partner.name,
+        user: &owner.id,
+    };
     let now_minute = crate::now_ms() / 60_000;
     for name in ["deleted-counted.example", "owner-counted.example"] {
         let gone = domain(name);
@@ -455,6 +481,7 @@ async fn traffic<S: Store>(store: &S) {
         store
             .add_traffic(
                 &gone,
+                its_owner,
                 now_minute,
                 &counts(&[("c:humans:grant", 1), ("p:/", 1)]),
                 &[traffic_event(1)],
@@ -494,6 +521,7 @@ async fn traffic<S: Store>(store: &S) {
     store
         .add_traffic(
             &late,
+            its_owner,
             now_minute,
             &counts(&[("c:humans:grant", 1), ("p:/secret", 1)]),
             &[traffic_event(7)],
@@ -506,6 +534,7 @@ async fn traffic<S: Store>(store: &S) {
     store
         .add_traffic(
             &site,
+            counted_owner,
             now_minute,
             &counts(&[("c:humans:grant", 1)]),
             &[traffic_event(8)],
@@ -518,6 +547,58 @@ async fn traffic<S: Store>(store: &S) {
         .await
         .unwrap();
     nothing_kept("counted.example").await;
+    // Counts a gateway recorded for the last owner and flushes after the name was
+    // taken again (by another user of the partner, or by another partner) are not
+    // the new owner's; the new owner's own counts are.
+    let last_owners_counts = counts(&[("c:humans:grant", 1), ("p:/last-owners-page", 1)]);
+    let last_owners_events = [traffic_event(9)];
+    let late_for_last_owner = || {
+        store.add_traffic(
+            &site,
+            counted_owner,
+            now_minute,
+            &last_owners_counts,
+            &last_owners_events,
+        )
+    };
+    late_for_last_owner().await.unwrap();
+    nothing_kept("counted.example").await;
+    let rival = partner("traffic-rival");
+    store.put_partner(&rival).await.unwrap();
+    let rivals_user = user(&rival, "traffic-owner");
+    store.create_user(&rivals_user).await.unwrap();
+    store.delete_website(&site, None).await.unwrap();
+    store
+        .create_website(&rival.name, &website(site.as_str(), &rivals_user))
+        .await
+        .unwrap();
+    late_for_last_owner().await.unwrap();
+    nothing_kept("counted.example").await;
+    let rivals_owner = crate::Owner {
+        partner: &rival.name,
+        user: &rivals_user.id,
+    };
+    store
+        .add_traffic(
+            &site,
+            rivals_owner,
+            now_minute,
+            &counts(&[("c:humans:grant", 2)]),
+            &[traffic_event(10)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .traffic(&site, Minute, now_minute, now_minute)
+            .await
+            .unwrap(),
+        vec![counts(&[("c:humans:grant", 2)])]
+    );
+    assert_eq!(
+        store.events(&site, 10).await.unwrap(),
+        vec![traffic_event(10)]
+    );
 }
 
 /// Counters in a window: each count adds one, the window's end is set by the first.

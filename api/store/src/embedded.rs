@@ -7,7 +7,7 @@ use crate::rulesets::{
 };
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
-    AccountStore, Change, Changed, Delivery, HostClash, HostField, OutboxStore, Page,
+    AccountStore, Change, Changed, Delivery, HostClash, HostField, OutboxStore, Owner, Page,
     PartnerRecord, Position, SharedState, Snapshot, StoreError, Unreadable, WebsiteRecord,
     WebsiteStore, host_claims, key_digest,
 };
@@ -1385,21 +1385,29 @@ impl TrafficStore for EmbeddedStore {
     async fn add_traffic(
         &self,
         domain: &Domain,
+        owner: Owner<'_>,
         minute: u64,
         counts: &Counts,
         events: &[TrafficEvent],
     ) -> Result<(), StoreError> {
         let (domain, counts, events) = (domain.clone(), counts.clone(), events.to_vec());
+        let (partner, user) = (owner.partner.clone(), owner.user.clone());
         self.write(move |txn| {
             // Counts flushed after the website's deletion are not kept for whoever
-            // creates the name next.
-            let exists = txn
-                .open_table(WEBSITES)
-                .map_err(backend)?
-                .get(domain.as_str())
-                .map_err(backend)?
-                .is_some();
-            if !exists {
+            // creates the name next. A record that cannot be read has no owner to
+            // compare with.
+            let websites = txn.open_table(WEBSITES).map_err(backend)?;
+            let owner = Owner {
+                partner: &partner,
+                user: &user,
+            };
+            let owned = match websites.get(domain.as_str()).map_err(backend)? {
+                Some(stored) => decode::<WebsiteRecord>(domain.as_str(), stored.value())
+                    .is_ok_and(|record| record.owner() == owner),
+                None => false,
+            };
+            drop(websites);
+            if !owned {
                 return Ok(((), Vec::new()));
             }
             let mut traffic = txn.open_table(TRAFFIC).map_err(backend)?;

@@ -261,9 +261,28 @@ impl PartnerChange {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WebsiteRecord {
     pub partner: PartnerName,
-    /// Starts at 1 and grows by one on every write of this website.
+    /// Changes on every write of this website, from a counter of the store's that
+    /// never gives a number twice: not even to a domain deleted and created again.
     pub revision: u64,
     pub website: Website,
+}
+
+impl WebsiteRecord {
+    pub fn owner(&self) -> Owner<'_> {
+        Owner {
+            partner: &self.partner,
+            user: &self.website.user_id,
+        }
+    }
+}
+
+/// Whose a website is: its partner and user. What a gateway keeps for a website
+/// (cached answers, counted traffic) is kept for its owner, so a domain deleted and
+/// created again for someone else starts with none of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Owner<'a> {
+    pub partner: &'a PartnerName,
+    pub user: &'a UserId,
 }
 
 /// One change, as the feed publishes it.

@@ -34,7 +34,7 @@ use crate::rulesets::{
 };
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
-    AccountStore, Change, Changed, Delivery, HostClash, HostField, OutboxStore, Page,
+    AccountStore, Change, Changed, Delivery, HostClash, HostField, OutboxStore, Owner, Page,
     PartnerChange, PartnerRecord, Position, SharedState, Snapshot, StoreError, Unreadable,
     WebsiteRecord, WebsiteStore, host_claims, key_digest,
 };
@@ -1409,6 +1409,7 @@ impl TrafficStore for RedisStore {
     async fn add_traffic(
         &self,
         domain: &Domain,
+        owner: Owner<'_>,
         minute: u64,
         counts: &Counts,
         events: &[TrafficEvent],
@@ -1422,6 +1423,8 @@ impl TrafficStore for RedisStore {
             .iter()
             .partition(|(field, _)| Counts::is_counter(field));
         let mut args = vec![
+            owner.partner.as_str().to_owned(),
+            owner.user.as_str().to_owned(),
             (MINUTE_BUCKETS_KEPT * 60_000).to_string(),
             (HOUR_BUCKETS_KEPT * 3_600_000).to_string(),
             TOP_LIST_ENTRIES.to_string(),

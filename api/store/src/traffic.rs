@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::future::Future;
 
-use crate::StoreError;
+use crate::{Owner, StoreError};
 
 /// Minute buckets kept per website: two hours.
 pub const MINUTE_BUCKETS_KEPT: u64 = 120;
@@ -119,10 +119,13 @@ impl Resolution {
 /// Traffic statistics and recent decisions, shared by every gateway of a cluster.
 pub trait TrafficStore: Send + Sync + 'static {
     /// Adds one gateway's counts for `domain` in `minute` (minutes since the Unix
-    /// epoch) to its minute and hour buckets, and `events` (oldest first) to its latest.
+    /// epoch) to its minute and hour buckets, and `events` (oldest first) to its latest,
+    /// when `domain` is a website of `owner`'s. Counts recorded for an owner the website
+    /// no longer has (deleted, or created again by someone else since) are dropped.
     fn add_traffic(
         &self,
         domain: &Domain,
+        owner: Owner<'_>,
         minute: u64,
         counts: &Counts,
         events: &[TrafficEvent],

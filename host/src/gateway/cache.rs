@@ -23,6 +23,7 @@
 
 use super::pages::{self, Body, BoxError};
 use botgate_http1::wire::header_tokens;
+use botgate_store::Owner;
 use bytes::{Bytes, BytesMut};
 use http::{HeaderValue, Method, Response, StatusCode, header, request};
 use http_body_util::BodyExt;
@@ -142,16 +143,9 @@ impl Key {
     pub fn new(https: bool, host: &str, owner: Owner<'_>, parts: &request::Parts) -> Key {
         let scheme = if https { "https" } else { "http" };
         let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-        let Owner { partner, user } = owner;
+        let (partner, user) = (owner.partner.as_str(), owner.user.as_str());
         Key(format!("{partner}\n{user}\n{scheme}://{host}{target}").into_boxed_str())
     }
-}
-
-/// Whose website a cached answer belongs to.
-#[derive(Debug, Clone, Copy)]
-pub struct Owner<'a> {
-    pub partner: &'a str,
-    pub user: &'a str,
 }
 
 /// The shared response cache.

@@ -33,7 +33,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 struct Record {
     /// When the request's head had been read.
     started: Instant,
-    website: Option<String>,
+    /// The website the request is for, once its host name was found.
+    website: Option<Arc<WebsiteRecord>>,
     /// The decided category, when a decision was made.
     category: Option<Category>,
     action: Outcome,
@@ -109,7 +110,7 @@ impl RequestHandler for Gateway {
         let elapsed = started.elapsed();
         let status = response.status().as_u16();
         self.config.access_log.record(&AccessEntry {
-            website: record.website.as_deref(),
+            website: record.website.as_ref().map(|w| w.website.domain.as_str()),
             client: &connection.client_text,
             method: method.as_str(),
             target: target.as_str(),
@@ -126,9 +127,10 @@ impl RequestHandler for Gateway {
             latency_us: elapsed.as_micros() as u64,
             ja4: connection.tls.as_ref().map(|t| t.ja4.as_str()),
         });
-        if let Some(website) = record.website.as_deref() {
+        if let Some(website) = &record.website {
             self.traffic.record(&Decided {
-                website,
+                website: website.website.domain.as_str(),
+                owner: website.owner(),
                 time_ms: unix_now_ms(),
                 category: record.category,
                 outcome: record.action,
@@ -153,7 +155,10 @@ impl RequestHandler for Gateway {
             (decider, record.reason.as_str())
         });
         self.metrics.requests.record(
-            record.website.as_deref().unwrap_or("-"),
+            record
+                .website
+                .as_ref()
+                .map_or("-", |w| w.website.domain.as_str()),
             record.category.map_or("none", Category::as_str),
             record.action.as_str(),
             elapsed,
@@ -211,7 +216,7 @@ impl Gateway {
         };
         drop(index);
         let domain = website.website.domain.as_str();
-        record.website = Some(domain.to_owned());
+        record.website = Some(website.clone());
         // ACME HTTP-01 answers, for any website whatever its status (it may still be
         // in `setup`), before anything else can redirect or refuse the CA. The store is
         // asked only for a website whose issuance is due or under way (as every
@@ -621,11 +626,7 @@ impl Gateway {
         let mut to_store = None;
         let cacheable = cache::cacheable(&parts, lb.cache_static_files, lb.cache_dynamic_pages);
         if let Some(kind) = cacheable.filter(|_| !upgrade) {
-            let owner = cache::Owner {
-                partner: website.partner.as_str(),
-                user: website.website.user_id.as_str(),
-            };
-            let key = cache::Key::new(connection.https, host, owner, &parts);
+            let key = cache::Key::new(connection.https, host, website.owner(), &parts);
             let found = self.cache.lookup(&key, &parts);
             let result = if found.is_some() {
                 CacheStatus::Hit

@@ -9,8 +9,8 @@
 //! [`EVENT_SLOTS`] events per website between flushes.
 
 use super::outcome::Outcome;
-use botgate_model::Category;
-use botgate_store::{Counts, TrafficEvent};
+use botgate_model::{Category, PartnerName, UserId};
+use botgate_store::{Counts, Owner, TrafficEvent};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,6 +40,9 @@ const CATEGORY_ROWS: usize = Category::ALL.len() + 1;
 /// One request, as the recorder takes it.
 pub struct Decided<'a> {
     pub website: &'a str,
+    /// Whose website it was when the request was answered: the store keeps the counts
+    /// only while the website still has this owner.
+    pub owner: Owner<'a>,
     /// When it was answered, in milliseconds since the Unix epoch.
     pub time_ms: u64,
     pub category: Option<Category>,
@@ -71,9 +74,11 @@ struct EventSlot {
     status: u16,
 }
 
-/// One website's traffic in one minute, on one thread.
+/// One website's traffic in one minute, on one thread, for one owner.
 struct SiteMinute {
     minute: u64,
+    partner: PartnerName,
+    user: UserId,
     decisions: [[u64; OUTCOMES]; CATEGORY_ROWS],
     challenges_shown: u64,
     challenges_solved: u64,
@@ -85,9 +90,11 @@ struct SiteMinute {
 }
 
 impl SiteMinute {
-    fn new(minute: u64) -> SiteMinute {
+    fn new(minute: u64, owner: Owner<'_>) -> SiteMinute {
         SiteMinute {
             minute,
+            partner: owner.partner.clone(),
+            user: owner.user.clone(),
             decisions: [[0; OUTCOMES]; CATEGORY_ROWS],
             challenges_shown: 0,
             challenges_solved: 0,
@@ -96,12 +103,19 @@ impl SiteMinute {
             next_event: 0,
         }
     }
+
+    fn owner(&self) -> Owner<'_> {
+        Owner {
+            partner: &self.partner,
+            user: &self.user,
+        }
+    }
 }
 
 #[derive(Default)]
 struct ThreadBuffer {
     sites: HashMap<Box<str>, SiteMinute, foldhash::fast::RandomState>,
-    /// Minutes that ended before the flush took them.
+    /// Minutes that ended (or whose website changed hands) before the flush took them.
     ended: Vec<(Box<str>, SiteMinute)>,
     scratch: String,
 }
@@ -156,16 +170,16 @@ impl ThreadBuffer {
     fn record(&mut self, request: &Decided<'_>) {
         let minute = request.time_ms / 60_000;
         let site = match self.sites.get_mut(request.website) {
-            Some(site) if site.minute == minute => site,
+            Some(site) if site.minute == minute && site.owner() == request.owner => site,
             Some(site) => {
-                let ended = std::mem::replace(site, SiteMinute::new(minute));
+                let ended = std::mem::replace(site, SiteMinute::new(minute, request.owner));
                 self.ended.push((request.website.into(), ended));
                 site
             }
             None => self
                 .sites
                 .entry(request.website.into())
-                .or_insert_with(|| SiteMinute::new(minute)),
+                .or_insert_with(|| SiteMinute::new(minute, request.owner)),
         };
         let row = request.category.map_or(Category::ALL.len(), |category| {
             Category::ALL
@@ -223,10 +237,12 @@ impl ThreadBuffer {
     }
 }
 
-/// One website's traffic in one minute, ready for the store.
+/// One website's traffic in one minute, for one owner, ready for the store.
 #[derive(Debug, PartialEq)]
 pub struct Flushed {
     pub website: String,
+    pub partner: PartnerName,
+    pub user: UserId,
     pub minute: u64,
     pub counts: Counts,
     /// Oldest first.
@@ -273,6 +289,8 @@ fn flushed(website: &str, site: SiteMinute) -> Flushed {
     events.sort_by_key(|event| event.time);
     Flushed {
         website: website.to_owned(),
+        partner: site.partner,
+        user: site.user,
         minute: site.minute,
         counts,
         events,
@@ -334,13 +352,19 @@ impl TrafficRecorder {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let mut merged: HashMap<(String, u64), Flushed> = HashMap::new();
+        let mut merged: HashMap<(String, u64, PartnerName, UserId), Flushed> = HashMap::new();
         for buffer in buffers {
             let taken = std::mem::take(&mut *buffer.lock().unwrap_or_else(|e| e.into_inner()));
             let all = taken.ended.into_iter().chain(taken.sites);
             for (website, site) in all {
                 let one = flushed(&website, site);
-                match merged.entry((one.website.clone(), one.minute)) {
+                let key = (
+                    one.website.clone(),
+                    one.minute,
+                    one.partner.clone(),
+                    one.user.clone(),
+                );
+                match merged.entry(key) {
                     std::collections::hash_map::Entry::Occupied(mut into) => {
                         let into = into.get_mut();
                         for (field, count) in one.counts.0 {
@@ -356,7 +380,10 @@ impl TrafficRecorder {
             }
         }
         let mut flushed: Vec<Flushed> = merged.into_values().collect();
-        flushed.sort_by(|a, b| (&a.website, a.minute).cmp(&(&b.website, b.minute)));
+        flushed.sort_by(|a, b| {
+            (&a.website, a.minute, &a.partner, &a.user)
+                .cmp(&(&b.website, b.minute, &b.partner, &b.user))
+        });
         flushed
     }
 }
@@ -381,8 +408,18 @@ pub async fn flush_every(
             let Ok(domain) = botgate_model::Domain::parse(&flushed.website) else {
                 continue;
             };
+            let owner = Owner {
+                partner: &flushed.partner,
+                user: &flushed.user,
+            };
             if let Err(error) = store
-                .add_traffic(&domain, flushed.minute, &flushed.counts, &flushed.events)
+                .add_traffic(
+                    &domain,
+                    owner,
+                    flushed.minute,
+                    &flushed.counts,
+                    &flushed.events,
+                )
                 .await
             {
                 tracing::warn!(website = %domain, error = %crate::report::Report(&error), "a website's statistics could not be written; they are dropped");
@@ -397,6 +434,21 @@ pub async fn flush_every(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::LazyLock;
+
+    static OWNERS: LazyLock<[(PartnerName, UserId); 2]> = LazyLock::new(|| {
+        ["first", "second"].map(|name| {
+            (
+                PartnerName::parse(&format!("{name}-hoster")).unwrap(),
+                UserId::parse(name).unwrap(),
+            )
+        })
+    });
+
+    fn owner(which: usize) -> Owner<'static> {
+        let (partner, user) = &OWNERS[which];
+        Owner { partner, user }
+    }
 
     fn request<'a>(
         website: &'a str,
@@ -406,6 +458,7 @@ mod tests {
     ) -> Decided<'a> {
         Decided {
             website,
+            owner: owner(0),
             time_ms,
             category: Some(Category::Humans),
             outcome,
@@ -509,6 +562,41 @@ mod tests {
             events.last().unwrap().path
         );
         assert!(events.windows(2).all(|pair| pair[0].time <= pair[1].time));
+    }
+
+    /// A website deleted and created again for someone else between two flushes: each
+    /// owner's requests are flushed apart, for the store to keep only the current one's.
+    #[test]
+    fn each_owner_of_a_website_is_flushed_apart() {
+        let recorder = TrafficRecorder::default();
+        let at = 29_916_667 * 60_000;
+        recorder.record(&request("a.example", at, Outcome::Grant, "/first"));
+        let mut taken_over = request("a.example", at + 1, Outcome::Deny, "/second");
+        taken_over.owner = owner(1);
+        recorder.record(&taken_over);
+        recorder.record(&request(
+            "a.example",
+            at + 2,
+            Outcome::Grant,
+            "/first-again",
+        ));
+        let flushed = recorder.take();
+        let by_owner: Vec<(&str, &str, Vec<&str>)> = flushed
+            .iter()
+            .map(|f| {
+                let paths = f.events.iter().map(|e| e.path.as_str()).collect();
+                (f.partner.as_str(), f.user.as_str(), paths)
+            })
+            .collect();
+        assert_eq!(
+            by_owner,
+            [
+                ("first-hoster", "first", vec!["/first", "/first-again"]),
+                ("second-hoster", "second", vec!["/second"]),
+            ]
+        );
+        assert_eq!(flushed[1].counts.0.get("c:humans:deny"), Some(&1));
+        assert_eq!(flushed[1].counts.0.get("p:/first"), None);
     }
 
     #[test]

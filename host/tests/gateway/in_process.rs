@@ -231,6 +231,110 @@ fn a_gateway_started_in_process_serves_websites_and_mounted_services_then_stops(
     }
 }
 
+/// A website deleted and taken by another partner between two flushes of the
+/// statistics: what the gateway counted for the last owner is not the new owner's.
+#[test]
+fn statistics_counted_before_a_website_changes_hands_stay_with_its_last_owner() {
+    use botgate_store::TrafficStore;
+    const RIVAL_KEY: &str = "bgp_in_process_rival_key_0123456789abcdef";
+    let runtime = runtime();
+    let data = tempfile::tempdir().unwrap();
+    let origin = origin("last-owner");
+    let server = runtime
+        .block_on(Server::start(
+            ServerConfig {
+                // Nothing is flushed before the stop.
+                statistics_flush: Duration::from_secs(3600),
+                rulesets_dir: None,
+                ..config(data.path(), origin.address.port(), data.path())
+            },
+            botgate_tests::registry(),
+        ))
+        .expect("starting the gateway in process");
+    let addresses = server.addresses().clone();
+    let store = server.store().clone();
+    let mut clients = Vec::new();
+    for (name, key) in [("hoster", PARTNER_KEY), ("rival", RIVAL_KEY)] {
+        runtime
+            .block_on(store.put_partner(&PartnerRecord {
+                name: PartnerName::parse(name).unwrap(),
+                key_sha256: key_digest(key),
+                webhook_secret: "whsec_aW4tcHJvY2Vzcw==".into(),
+                frame_origins: Vec::new(),
+            }))
+            .unwrap();
+        let api = Client::new(
+            &format!("http://{}", addresses.api.expect("the API listener")),
+            Some(key),
+        );
+        let user = api.post_form("/v1.0/user", &[("id", "owner")]).unwrap();
+        assert_eq!(user.status, 201, "{user:?}");
+        clients.push(api);
+    }
+    let (hoster, rival) = (&clients[0], &clients[1]);
+    let domain = "taken.in-process.test";
+    // The rival's origin address answers nothing: its website's requests end in 502,
+    // which says that the gateway serves the new owner's record.
+    let website = |ip: &str| json!({"domain": domain, "user_id": "owner", "ip": [ip]});
+    let until = |status: u16, target: &str| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let answer = get(addresses.http, domain, target).unwrap();
+            if answer.status == status || Instant::now() > deadline {
+                break answer;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let created = hoster
+        .post_json("/v1.0/website", &website("127.0.0.1"))
+        .unwrap();
+    assert_eq!(created.status, 201, "{created:?}");
+    let served = until(200, "/last-owners-page");
+    assert_eq!(served.status, 200, "{}", served.text());
+    assert_eq!(
+        hoster
+            .delete(&format!("/v1.0/website/{domain}"))
+            .unwrap()
+            .status,
+        200
+    );
+    let created = rival
+        .post_json("/v1.0/website", &website("127.0.0.2"))
+        .unwrap();
+    assert_eq!(created.status, 201, "{created:?}");
+    let refused = until(502, "/new-owners-page");
+    assert_eq!(refused.status, 502, "{}", refused.text());
+
+    // The stop flushes what was counted.
+    runtime.block_on(async {
+        tokio::time::timeout(Duration::from_secs(20), server.stop())
+            .await
+            .expect("the gateway stops")
+    });
+    let domain = botgate_model::Domain::parse(domain).unwrap();
+    let events = runtime.block_on(store.events(&domain, 100)).unwrap();
+    let paths: std::collections::BTreeSet<&str> = events.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(paths, ["/new-owners-page"].into(), "{events:?}");
+    let hour = botgate_store::now_ms() / 3_600_000;
+    let counts = runtime
+        .block_on(store.traffic(&domain, botgate_store::Resolution::Hour, hour - 1, hour))
+        .unwrap();
+    let counted: Vec<&String> = counts.iter().flat_map(|c| c.0.keys()).collect();
+    assert!(
+        counted
+            .iter()
+            .all(|field| !field.contains("last-owners-page")),
+        "{counted:?}"
+    );
+    assert!(
+        counted
+            .iter()
+            .any(|field| field.contains("new-owners-page")),
+        "{counted:?}"
+    );
+}
+
 /// Without the loopback listener the API answers on its host name only, over HTTPS
 /// with the operator's certificate; a mounted name that a website could not have is
 /// refused at start with the reason.

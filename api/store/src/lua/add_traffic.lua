@@ -1,14 +1,18 @@
 -- botgate's Redis store: add traffic.
 -- KEYS[3] minute bucket, KEYS[4] hour bucket, KEYS[5] events, KEYS[6] the website.
--- ARGV: minute ttl ms, hour ttl ms, entries per top list, events kept,
--- n, n counter (field, count) pairs, m, m top-list (field, count) pairs, events (JSON).
+-- ARGV: the owner's partner and user id, minute ttl ms, hour ttl ms, entries per top
+-- list, events kept, n, n counter (field, count) pairs, m, m top-list (field, count)
+-- pairs, events (JSON).
 -- A top list's size is kept in the hour bucket's field `#` and the list's prefix.
 local minute, hour, events = KEYS[3], KEYS[4], KEYS[5]
--- Counts flushed after the website's deletion are not kept for whoever creates the
--- name next.
-if redis.call('EXISTS', KEYS[6]) == 0 then return 0 end
-local i = 6
-local counters = tonumber(ARGV[5])
+-- Counts recorded for another owner (the website deleted since, or created again by
+-- someone else) are not kept. A record that cannot be read has no owner.
+local stored = redis.call('HMGET', KEYS[6], 'partner', 'website')
+if stored[1] ~= ARGV[1] or not stored[2] then return 0 end
+local read, website = pcall(cjson.decode, stored[2])
+if not read or type(website) ~= 'table' or website['user_id'] ~= ARGV[2] then return 0 end
+local i = 8
+local counters = tonumber(ARGV[7])
 for _ = 1, counters do
   redis.call('HINCRBY', minute, ARGV[i], ARGV[i + 1])
   redis.call('HINCRBY', hour, ARGV[i], ARGV[i + 1])
@@ -16,7 +20,7 @@ for _ = 1, counters do
 end
 local tops = tonumber(ARGV[i])
 i = i + 1
-local limit = tonumber(ARGV[3])
+local limit = tonumber(ARGV[5])
 for _ = 1, tops do
   local field = ARGV[i]
   if redis.call('HEXISTS', hour, field) == 1 then
@@ -30,11 +34,11 @@ for _ = 1, tops do
   end
   i = i + 2
 end
-if counters > 0 then redis.call('PEXPIRE', minute, ARGV[1]) end
-if counters + tops > 0 then redis.call('PEXPIRE', hour, ARGV[2]) end
+if counters > 0 then redis.call('PEXPIRE', minute, ARGV[3]) end
+if counters + tops > 0 then redis.call('PEXPIRE', hour, ARGV[4]) end
 if i <= #ARGV then
   for j = i, #ARGV do redis.call('LPUSH', events, ARGV[j]) end
-  redis.call('LTRIM', events, 0, tonumber(ARGV[4]) - 1)
-  redis.call('PEXPIRE', events, ARGV[2])
+  redis.call('LTRIM', events, 0, tonumber(ARGV[6]) - 1)
+  redis.call('PEXPIRE', events, ARGV[4])
 end
 return 1
