@@ -5,8 +5,9 @@
 //!
 //! Delivery goes through the store's outbox ([`botgate_store::Delivery`]): a webhook is
 //! stored first, then every gateway's [`Outbox::run`] claims due deliveries with a
-//! lease, attempts them, and removes them on a 2xx or reschedules them with
-//! exponential backoff and jitter, for at least a day. The same id goes out on every
+//! lease, attempts them (a bounded share of the slots per partner), and removes them
+//! on a 2xx or reschedules them with exponential backoff and jitter, for at least a
+//! day. The same id goes out on every
 //! attempt (at-least-once; receivers deduplicate on `webhook-id`). A gateway that dies
 //! mid-attempt leaves the delivery to be claimed again when its lease ends.
 
@@ -20,6 +21,8 @@ use botgate_model::report::Report;
 use botgate_model::{PartnerName, WebsiteView};
 use botgate_store::{Delivery, Store};
 use bytes::Bytes;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 use std::time::Duration;
 use url::Url;
@@ -106,6 +109,47 @@ pub enum QueueError {
 /// changes, cannot fill the store or crowd out other partners' webhooks.
 pub const WAITING_PER_PARTNER: usize = 1000;
 
+/// The most attempts of one partner's webhooks one gateway makes at once, of its
+/// `batch`: a receiver that never answers ties up at most these.
+pub const IN_FLIGHT_PER_PARTNER: usize = 8;
+
+/// The attempts one gateway has under way, in all and per partner.
+#[derive(Default)]
+struct Slots {
+    attempts: tokio::task::JoinSet<()>,
+    partner_of: HashMap<tokio::task::Id, PartnerName>,
+    per_partner: HashMap<PartnerName, usize>,
+}
+
+impl Slots {
+    fn start(&mut self, partner: PartnerName, attempt: impl Future<Output = ()> + Send + 'static) {
+        let id = self.attempts.spawn(attempt).id();
+        *self.per_partner.entry(partner.clone()).or_default() += 1;
+        self.partner_of.insert(id, partner);
+    }
+
+    fn in_flight(&self, partner: &PartnerName) -> usize {
+        self.per_partner.get(partner).copied().unwrap_or(0)
+    }
+
+    /// Waits for an attempt to end and frees its slot; `None` when none runs.
+    async fn next_ended(&mut self) -> Option<()> {
+        let id = match self.attempts.join_next_with_id().await? {
+            Ok((id, ())) => id,
+            Err(error) => error.id(),
+        };
+        if let Some(partner) = self.partner_of.remove(&id)
+            && let Entry::Occupied(mut count) = self.per_partner.entry(partner)
+        {
+            *count.get_mut() -= 1;
+            if *count.get() == 0 {
+                count.remove();
+            }
+        }
+        Some(())
+    }
+}
+
 /// Queues the webhook telling `partner` at `url` that a change to `website` finished,
 /// unless `waiting_at_most` of the partner's wait already ([`StoreError::Full`]).
 ///
@@ -162,36 +206,68 @@ impl<S: Store> Outbox<S> {
         }
     }
 
-    /// Delivers due webhooks until `stop` resolves.
+    /// Delivers due webhooks until `stop` resolves, then waits for the attempts under
+    /// way (each bounded by the timeout), so that none is cut off and sent again.
+    ///
+    /// Up to `batch` attempts run at once, and a slot is filled again as soon as the
+    /// store has a due delivery for it (at the next look, every `poll_every`), not when
+    /// a whole batch has ended. One partner holds at most [`IN_FLIGHT_PER_PARTNER`] of
+    /// them: a partner whose receiver is slow or never answers delays its own webhooks,
+    /// not other partners'.
     pub async fn run(self: Arc<Self>, stop: impl std::future::Future<Output = ()>) {
         tokio::pin!(stop);
+        let mut slots = Slots::default();
         loop {
-            if let Err(err) = self.deliver_due().await {
+            if let Err(err) = self.start_due(&mut slots).await {
                 tracing::warn!(error = %Report(&err), "webhook outbox: cannot read the store");
             }
-            tokio::select! {
-                _ = &mut stop => break,
-                _ = tokio::time::sleep(self.config.poll_every) => {}
+            let next_look = tokio::time::sleep(self.config.poll_every);
+            tokio::pin!(next_look);
+            loop {
+                tokio::select! {
+                    _ = &mut stop => {
+                        while slots.next_ended().await.is_some() {}
+                        return;
+                    }
+                    _ = &mut next_look => break,
+                    Some(()) = slots.next_ended() => {}
+                }
             }
         }
     }
 
-    /// Claims the deliveries due now and attempts them at once; how many were claimed.
-    pub async fn deliver_due(self: &Arc<Self>) -> Result<usize, botgate_store::StoreError> {
+    /// Claims as many due deliveries as there are free slots and starts them; one of a
+    /// partner that already holds its share goes back to the outbox, due again at the
+    /// next look, behind every delivery due now.
+    async fn start_due(
+        self: &Arc<Self>,
+        slots: &mut Slots,
+    ) -> Result<(), botgate_store::StoreError> {
+        let free = self.config.batch.saturating_sub(slots.attempts.len());
+        if free == 0 {
+            return Ok(());
+        }
         let now = now_ms();
         let lease = self.config.timeout + Duration::from_secs(30);
         let claimed = self
             .store
-            .claim_deliveries(now, now + lease.as_millis() as u64, self.config.batch)
+            .claim_deliveries(now, now + lease.as_millis() as u64, free)
             .await?;
-        let count = claimed.len();
-        let mut attempts = tokio::task::JoinSet::new();
-        for delivery in claimed {
+        for mut delivery in claimed {
+            if slots.in_flight(&delivery.partner) >= IN_FLIGHT_PER_PARTNER {
+                delivery.next_attempt_ms = now + self.config.poll_every.as_millis() as u64;
+                if let Err(err) = self.store.retry_delivery(&delivery).await {
+                    // Its lease runs out and it is claimed again later.
+                    tracing::warn!(id = %delivery.id, error = %Report(&err), "webhook not put back");
+                }
+                continue;
+            }
             let outbox = self.clone();
-            attempts.spawn(async move { outbox.attempt(delivery).await });
+            slots.start(delivery.partner.clone(), async move {
+                outbox.attempt(delivery).await
+            });
         }
-        while attempts.join_next().await.is_some() {}
-        Ok(count)
+        Ok(())
     }
 
     async fn attempt(&self, mut delivery: Delivery) {

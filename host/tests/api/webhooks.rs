@@ -208,6 +208,62 @@ fn a_receiver_that_is_down_gets_the_webhook_once_it_is_back_even_across_a_crash(
     Ok(())
 }
 
+/// A partner whose receiver takes connections and never answers ties up a few of a
+/// gateway's delivery slots, never all: another partner's webhook goes out at once,
+/// not after the stalled attempts' 15 s timeout.
+#[test]
+fn a_receiver_that_never_answers_does_not_hold_up_other_partners_webhooks() -> Result<()> {
+    use std::sync::{Arc, Mutex};
+    let silent = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let silent_url = format!("http://{}/hooks", silent.local_addr()?);
+    let held = Arc::new(Mutex::new(Vec::new()));
+    let holding = held.clone();
+    std::thread::spawn(move || {
+        for stream in silent.incoming().flatten() {
+            holding.lock().unwrap().push(stream);
+        }
+    });
+    let connections = || held.lock().unwrap().len();
+    let gateway = Gateway::start(
+        binary(),
+        GatewayStore::Embedded,
+        &["stalled", "prompt"],
+        &ALLOW_LOOPBACK,
+    )?;
+    let (stalled, prompt) = partners(&gateway);
+    create_user(&stalled, "ann")?;
+    create_user(&prompt, "bob")?;
+    // More waiting webhooks than a gateway attempts at once (32).
+    for n in 0..40 {
+        post_website(
+            &stalled,
+            &json!({"user_id": "ann", "domain": format!("stalled{n}.example"),
+                    "ip": ["192.0.2.10"], "callbackUrl": silent_url}),
+        )?;
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while connections() < botgate_webhooks::IN_FLIGHT_PER_PARTNER {
+        ensure!(Instant::now() < deadline, "{}", gateway.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stalled_since = Instant::now();
+    let receiver = Receiver::start(0)?;
+    post_website(
+        &prompt,
+        &json!({"user_id": "bob", "domain": "prompt.example", "ip": ["192.0.2.10"],
+                "callbackUrl": receiver.url("/hooks")}),
+    )?;
+    receiver
+        .wait_for(1, Duration::from_secs(8))
+        .with_context(|| gateway.log())?;
+    // Before the first attempts time out, the stalled partner never had more at once.
+    let attempted = connections();
+    if stalled_since.elapsed() < Duration::from_secs(12) {
+        assert_eq!(attempted, botgate_webhooks::IN_FLIGHT_PER_PARTNER);
+    }
+    Ok(())
+}
+
 #[test]
 fn private_addresses_and_redirects_are_refused() -> Result<()> {
     let receiver = Receiver::start(0)?;
