@@ -178,3 +178,27 @@ async fn an_unreadable_website_record_is_left_out_and_the_index_keeps_what_it_ha
     assert!(index.unreadable().is_empty());
     assert!(index.website("damaged.example").is_some());
 }
+
+/// A delivery removed by hand (not finished) leaves its id in the partner's set of
+/// waiting webhooks; at the bound such ids are dropped before the partner is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partner_is_not_refused_for_deliveries_removed_by_hand() {
+    use botgate_store::OutboxStore;
+    let server = RedisServer::start().unwrap();
+    let store = RedisStore::connect(config(&server)).await.unwrap();
+    for id in ["msg_h1", "msg_h2"] {
+        store
+            .enqueue_delivery(&conformance::delivery("hoster", id, 1), 2)
+            .await
+            .unwrap();
+    }
+    server.command(&["DEL", "botgate:delivery:msg_h1"]).unwrap();
+    store
+        .enqueue_delivery(&conformance::delivery("hoster", "msg_h3", 1), 2)
+        .await
+        .expect("the removed one's place is free");
+    let refused = store
+        .enqueue_delivery(&conformance::delivery("hoster", "msg_h4", 1), 2)
+        .await;
+    assert!(matches!(refused, Err(StoreError::Full(_))), "{refused:?}");
+}

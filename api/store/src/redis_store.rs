@@ -24,7 +24,7 @@
 //! | `secret:{name}` | string | a cluster-wide secret ([`SharedState::shared_secret`](crate::SharedState::shared_secret)) |
 //! | `delivery:{id}` | string | [`Delivery`] JSON (its `next_attempt_ms` is the score's) |
 //! | `deliveries` | sorted set | delivery ids scored by when each is next due (ms) |
-//! | `deliveries-of:{partner}` | set | the partner's waiting delivery ids (its bound) |
+//! | `deliveries-of:{partner}` | set | the partner's waiting delivery ids (its bound; ids whose delivery is gone are dropped at the bound) |
 //! | `website-revision` | string | the last website revision given (`INCR`) |
 //! | `ephemeral:{key}` | string with a TTL | a short-lived value or a lease's holder |
 
@@ -698,6 +698,7 @@ impl RedisStore {
                         .filter(|&limit| limit != usize::MAX)
                         .map_or(String::new(), |limit| limit.to_string()),
                     format!("the outbox of partner {partner}'s webhooks"),
+                    self.key("delivery:"),
                 ],
             )
             .await?;
