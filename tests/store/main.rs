@@ -160,6 +160,13 @@ async fn an_unreadable_website_record_is_left_out_and_the_index_keeps_what_it_ha
     assert!(index.by_host("kept.example").is_some());
     let snapshot = store.snapshot().await.unwrap();
     conformance::assert_left_out(&snapshot, &["kept.example"], "damaged.example", key);
+    conformance::assert_listing_leaves_out(
+        store.as_ref(),
+        &acme.name,
+        &["kept.example"],
+        "damaged.example",
+    )
+    .await;
     // A full reload (the resync finds another version) does the same.
     server.command(&["INCR", "botgate:version"]).unwrap();
     let index = caught_up("reload").await;

@@ -128,12 +128,19 @@ impl ApiError {
                     format!("{what} is full; retry later"),
                 )
             },
+            // Damaged, or written by a later release while a cluster is upgraded: the
+            // rest of the store still answers.
             StoreError::Corrupt { key, reason } => {
                 tracing::error!(%key, %reason, "unreadable stored record");
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "a stored record could not be read; the operator has been told in the log",
-                )
+                ApiError {
+                    retry_after: Some(60),
+                    ..ApiError::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "a stored record cannot be read by this server (damaged, or written \
+                         by a later release during an upgrade); the operator has been told \
+                         in the log",
+                    )
+                }
             }
         }
     }

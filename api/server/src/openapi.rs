@@ -30,8 +30,12 @@ const ERRORS: [(u16, &str); 11] = [
     ),
     (422, "A well-formed value that is not accepted."),
     (429, "Too many requests with this key; see Retry-After."),
-    (500, "A stored record could not be read."),
-    (503, "The store is unavailable; see Retry-After."),
+    (500, "The request failed inside the gateway."),
+    (
+        503,
+        "The store is unavailable, or a record it holds cannot be read by this server; \
+         see Retry-After.",
+    ),
 ];
 
 /// Adds the bearer scheme, and the error responses to every operation.

@@ -1585,3 +1585,33 @@ pub fn assert_left_out(
         snapshot.unreadable
     );
 }
+
+/// The partner's listing, read one website a page, holds the websites of `read` only
+/// (the unreadable record left out, the pages after it still reached), and a read of
+/// the unreadable website alone is [`crate::StoreError::Corrupt`].
+pub async fn assert_listing_leaves_out<S: Store>(
+    store: &S,
+    partner: &PartnerName,
+    read: &[&str],
+    unreadable: &str,
+) {
+    let mut listed = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store
+            .websites(partner, None, after.as_deref(), 1)
+            .await
+            .expect("a listing with an unreadable record in it");
+        listed.extend(page.items.into_iter().map(|r| r.website.domain.to_string()));
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(listed, read);
+    let alone = store.website(&domain(unreadable)).await;
+    assert!(
+        matches!(alone, Err(crate::StoreError::Corrupt { .. })),
+        "{alone:?}"
+    );
+}

@@ -958,16 +958,21 @@ impl WebsiteStore for EmbeddedStore {
                 let index = txn.open_table(WEBSITES_BY_PARTNER).map_err(backend)?;
                 keys_with_prefix(&index, &prefix, after.as_deref(), limit)?
             };
+            let Page {
+                items: domains,
+                next,
+            } = page(domains, limit, String::clone);
             let websites = txn.open_table(WEBSITES).map_err(backend)?;
             let mut items = Vec::with_capacity(domains.len());
             for domain in domains {
-                if let Some(record) = get_json::<WebsiteRecord>(&websites, &domain)? {
-                    items.push(record);
+                match get_json::<WebsiteRecord>(&websites, &domain) {
+                    Ok(Some(record)) => items.push(record),
+                    Ok(None) => {}
+                    Err(error @ StoreError::Corrupt { .. }) => crate::unreadable_left_out(&error),
+                    Err(error) => return Err(error),
                 }
             }
-            Ok(page(items, limit, |r: &WebsiteRecord| {
-                r.website.domain.as_str().to_owned()
-            }))
+            Ok(Page { items, next })
         })
         .await
     }

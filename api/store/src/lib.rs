@@ -256,6 +256,12 @@ impl PartnerChange {
     }
 }
 
+/// Logs a website record a listing leaves out because it cannot be read (damaged, or
+/// written by a later release during an upgrade): the rest of the listing is answered.
+pub(crate) fn unreadable_left_out(error: &StoreError) {
+    tracing::error!(%error, "a website listing leaves out a record it cannot read");
+}
+
 /// A website as stored: the partner that owns it, and the revision the next
 /// conditional write must name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

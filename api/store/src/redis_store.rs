@@ -1161,10 +1161,15 @@ impl WebsiteStore for RedisStore {
             None => format!("websites-of:{}", partner.as_str()),
         };
         let (domains, next) = self.lex_page(self.key(&index), after, limit).await?;
-        Ok(Page {
-            items: self.website_records(domains).await?,
-            next,
-        })
+        let mut items = Vec::with_capacity(domains.len());
+        for (_, record) in self.website_records_each(domains).await? {
+            match record {
+                Ok(record) => items.push(record),
+                Err(error @ StoreError::Corrupt { .. }) => crate::unreadable_left_out(&error),
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(Page { items, next })
     }
 
     async fn snapshot(&self) -> Result<Snapshot, StoreError> {

@@ -131,6 +131,14 @@ async fn an_unreadable_website_record_is_reported_and_the_others_still_read() {
         "later.example",
         "later.example",
     );
+    let acme = botgate_model::PartnerName::parse("acme").unwrap();
+    conformance::assert_listing_leaves_out(
+        store.as_ref(),
+        &acme,
+        &["kept.example"],
+        "later.example",
+    )
+    .await;
     // A gateway starts on it, with every website it can read.
     let follower = botgate_store::Follower::start(store, std::time::Duration::from_secs(60))
         .await

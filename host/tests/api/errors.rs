@@ -293,3 +293,52 @@ fn an_address_that_keeps_presenting_unknown_keys_is_stopped_before_any_look_up()
         },
     );
 }
+
+/// A website record this server cannot read (written by a later release while a cluster
+/// is upgraded) is left out of its partner's listing, which still answers; read alone it
+/// is a 503 with `Retry-After`, never a 500.
+#[test]
+fn a_record_this_release_cannot_read_is_left_out_of_listings_and_read_alone_is_503() {
+    use botgate_tests::servers::{Gateway, GatewayStore, RedisServer};
+    let redis = RedisServer::start().expect("starting redis-server");
+    let gateway = Gateway::start(
+        crate::binary(),
+        GatewayStore::Redis(&redis),
+        &["hoster", "rival"],
+        &[],
+    )
+    .expect("starting botgate on Redis");
+    let (partner, _) = partners(&gateway);
+    create_user(&partner, "ann").unwrap();
+    for domain in ["kept.example", "later.example"] {
+        create_website(&partner, "ann", domain).unwrap();
+    }
+    let key = "botgate:website:later.example";
+    let botgate_tests::servers::Resp::Bulk(Some(stored)) =
+        redis.command(&["HGET", key, "website"]).unwrap()
+    else {
+        panic!("no stored website");
+    };
+    let mut later: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    later["status"] = "archived".into();
+    redis
+        .command(&["HSET", key, "website", &later.to_string()])
+        .unwrap();
+    for listing in ["/v1.0/website", "/v1.0/website?user_id=ann"] {
+        let listed = partner.get(listing).unwrap();
+        assert_eq!(listed.status, 200, "{listed:?}");
+        let body = listed.json();
+        let domains: Vec<&str> = body["items"]
+            .as_array()
+            .map(|items| items.iter().filter_map(|w| w["domain"].as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(domains, ["kept.example"], "{listed:?}");
+    }
+    let alone = partner.get("/v1.0/website/later.example").unwrap();
+    assert_error(&alone, 503, None);
+    assert_eq!(alone.header("retry-after"), Some("60"), "{alone:?}");
+    assert_eq!(
+        partner.get("/v1.0/website/kept.example").unwrap().status,
+        200
+    );
+}
