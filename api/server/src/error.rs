@@ -121,6 +121,10 @@ impl ApiError {
                     )
                 }
             }
+            StoreError::AtLimit(what) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                format!("{what} by this gateway's operator; delete one first"),
+            ),
             StoreError::Full(what) => ApiError {
                 retry_after: Some(60),
                 ..ApiError::new(

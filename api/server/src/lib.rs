@@ -55,6 +55,8 @@ pub struct ApiConfig {
     pub acme: bool,
     /// Which addresses a website's `ip` may name.
     pub origins: OriginPolicy,
+    /// How many users and websites one partner may hold.
+    pub quotas: PartnerQuotas,
     /// How many certificate issuances (ACME orders) the API starts.
     pub issuance: IssuanceLimits,
     /// Failed key look-ups a minute per client address, sustained; past
@@ -121,6 +123,23 @@ impl ReservedHosts {
     }
 }
 
+/// The most users and websites one partner may hold: each takes memory on every
+/// gateway (the website index) and room in the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartnerQuotas {
+    pub users: usize,
+    pub websites: usize,
+}
+
+impl Default for PartnerQuotas {
+    fn default() -> Self {
+        PartnerQuotas {
+            users: 100_000,
+            websites: 100_000,
+        }
+    }
+}
+
 /// The most ACME issuances the API starts, so that flipping `certs_issuer` or the
 /// subdomains cannot run up the CA's limits, which every partner of the gateway shares
 /// (Let's Encrypt: 300 new orders per account in 3 hours, 5 identical certificates a
@@ -151,6 +170,7 @@ impl Default for ApiConfig {
             dns_check: false,
             acme: false,
             origins: OriginPolicy::default(),
+            quotas: PartnerQuotas::default(),
             issuance: IssuanceLimits::default(),
             failed_keys_per_minute: NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN),
             failed_keys_burst: NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN),

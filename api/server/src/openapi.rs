@@ -17,7 +17,11 @@ const ERRORS: [(u16, &str); 11] = [
         "Malformed request: a value of the wrong form, or a body that does not parse.",
     ),
     (401, "No API key, or one that is not valid."),
-    (403, "A user key on a call that needs the partner's key."),
+    (
+        403,
+        "A user key on a call that needs the partner's key, or a creation past the \
+         partner's quota of users or websites.",
+    ),
     (404, "No such user or website for this caller."),
     (
         409,

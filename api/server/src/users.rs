@@ -48,7 +48,7 @@ pub async fn create_user(
         request.tag.map(|List(tags)| tags).unwrap_or_default(),
     )?;
     api.store
-        .create_user(&user)
+        .create_user_within(&user, api.config.quotas.users)
         .await
         .map_err(|e| ApiError::from_store(e, "id"))?;
     Ok((StatusCode::CREATED, Json(user.view())))

@@ -247,7 +247,7 @@ pub async fn create_website(
     }
     let record = api
         .store
-        .create_website(&partner.name, &website)
+        .create_website_within(&partner.name, &website, api.config.quotas.websites)
         .await
         .map_err(|e| match e {
             StoreError::NotFound(_) => ApiError::unprocessable(format!(

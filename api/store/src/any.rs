@@ -107,8 +107,8 @@ impl AccountStore for AnyStore {
         delegate!(self.partners())
     }
 
-    async fn create_user(&self, user: &User) -> Result<(), StoreError> {
-        delegate!(self.create_user(user))
+    async fn create_user_within(&self, user: &User, at_most: usize) -> Result<(), StoreError> {
+        delegate!(self.create_user_within(user, at_most))
     }
 
     async fn user(&self, partner: &PartnerName, id: &UserId) -> Result<Option<User>, StoreError> {
@@ -138,12 +138,13 @@ impl AccountStore for AnyStore {
 }
 
 impl WebsiteStore for AnyStore {
-    async fn create_website(
+    async fn create_website_within(
         &self,
         partner: &PartnerName,
         website: &Website,
+        at_most: usize,
     ) -> Result<WebsiteRecord, StoreError> {
-        delegate!(self.create_website(partner, website))
+        delegate!(self.create_website_within(partner, website, at_most))
     }
 
     async fn website(&self, domain: &Domain) -> Result<Option<WebsiteRecord>, StoreError> {

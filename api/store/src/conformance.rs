@@ -86,6 +86,7 @@ pub async fn run<S: Store>(store: &S) {
     counters(store).await;
     traffic(store).await;
     rulesets(store).await;
+    quotas(store).await;
 }
 
 fn pushed(name: &str, version: &str, bytes: &[u8]) -> crate::rulesets::PushedRuleset {
@@ -598,6 +599,84 @@ async fn traffic<S: Store>(store: &S) {
     assert_eq!(
         store.events(&site, 10).await.unwrap(),
         vec![traffic_event(10)]
+    );
+}
+
+/// A partner's users and websites are bounded when the caller asks: a creation past
+/// the bound is [`crate::StoreError::AtLimit`] naming the partner, what and how many;
+/// refused and deleted ones do not count; other partners are not held up.
+async fn quotas<S: Store>(store: &S) {
+    let at_limit = |result: Result<(), crate::StoreError>, partner: &str, what: &str| {
+        assert!(
+            matches!(&result, Err(crate::StoreError::AtLimit(message))
+                if message == &format!("partner {partner} holds 2 {what}, the most allowed")),
+            "{result:?}"
+        );
+    };
+    let (quota, first) = partner_and_user(store, "quota-hoster", "first").await;
+    let second = user(&quota, "second");
+    store.create_user_within(&second, 2).await.unwrap();
+    let third = user(&quota, "third");
+    at_limit(
+        store.create_user_within(&third, 2).await,
+        "quota-hoster",
+        "users",
+    );
+    assert!(store.user(&quota.name, &third.id).await.unwrap().is_none());
+    let (other, _) = partner_and_user(store, "quota-neighbour", "first").await;
+    store
+        .create_user_within(&user(&other, "second"), 2)
+        .await
+        .expect("another partner's users are its own");
+    store.delete_user(&quota.name, &second.id).await.unwrap();
+    store
+        .create_user_within(&third, 2)
+        .await
+        .expect("room again");
+
+    let partner = &quota.name;
+    let create = |name: &str, owner: &User| {
+        let site = website(name, owner);
+        async move {
+            store
+                .create_website_within(partner, &site, 2)
+                .await
+                .map(|_| ())
+        }
+    };
+    create("one.quota.example", &first).await.unwrap();
+    // A refusal for another reason does not count.
+    assert!(matches!(
+        create("one.quota.example", &third).await,
+        Err(crate::StoreError::Conflict(_))
+    ));
+    create("two.quota.example", &third).await.unwrap();
+    at_limit(
+        create("three.quota.example", &first).await,
+        "quota-hoster",
+        "websites",
+    );
+    assert!(
+        store
+            .website(&domain("three.quota.example"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    store
+        .delete_website(&domain("one.quota.example"), None)
+        .await
+        .unwrap();
+    create("three.quota.example", &first)
+        .await
+        .expect("room again");
+    // A deleted user's websites leave room too.
+    store.delete_user(&quota.name, &third.id).await.unwrap();
+    create("four.quota.example", &first).await.unwrap();
+    at_limit(
+        create("five.quota.example", &first).await,
+        "quota-hoster",
+        "websites",
     );
 }
 

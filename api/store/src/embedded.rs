@@ -42,8 +42,11 @@ const HOSTS: TableDefinition<&str, &str> = TableDefinition::new("hosts");
 const DOMAIN_TREE: TableDefinition<&str, &str> = TableDefinition::new("domain_tree");
 /// `"version"` → the store's version; `"website_revision"` → the last website revision
 /// given; `"host_index"` → 1 once `HOSTS` and `DOMAIN_TREE` cover every website (stores
-/// written before they existed get them at open).
+/// written before they existed get them at open); `"holdings"` → 1 once `HOLDINGS`
+/// counts every partner's users and websites (likewise).
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// `partner\nusers` and `partner\nwebsites` → how many the partner holds (its quotas).
+const HOLDINGS: TableDefinition<&str, u64> = TableDefinition::new("holdings");
 /// Cluster-wide secrets by name (see [`SharedState::shared_secret`](crate::SharedState::shared_secret)).
 const SECRETS: TableDefinition<&str, &str> = TableDefinition::new("secrets");
 /// Outbox: delivery id → [`Delivery`] JSON.
@@ -152,6 +155,7 @@ fn run_writer(
                         | StoreError::NotFound(_)
                         | StoreError::Stale(_)
                         | StoreError::Full(_)
+                        | StoreError::AtLimit(_)
                         | StoreError::HostTaken { .. }),
                     ) => {
                         replies.push((job.reply, Err(refused)));
@@ -272,7 +276,9 @@ impl EmbeddedStore {
             txn.open_table(RULESET_VERSIONS).map_err(backend)?;
             txn.open_table(RULESET_STATES).map_err(backend)?;
             txn.open_table(SHADOW_RESULTS).map_err(backend)?;
+            txn.open_table(HOLDINGS).map_err(backend)?;
             index_hosts_once(&txn)?;
+            count_holdings_once(&txn)?;
         }
         txn.commit().map_err(backend)?;
         let (feed, _) = broadcast::channel(FEED_CAPACITY);
@@ -462,6 +468,83 @@ fn index_hosts_once(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// What a partner holds that a quota counts.
+#[derive(Clone, Copy)]
+enum Holding {
+    Users,
+    Websites,
+}
+
+impl Holding {
+    fn key(self, partner: &str) -> String {
+        match self {
+            Holding::Users => format!("{partner}\nusers"),
+            Holding::Websites => format!("{partner}\nwebsites"),
+        }
+    }
+}
+
+/// Adds `delta` to what `partner` holds; with `at_most`, refuses ([`StoreError::AtLimit`])
+/// an addition that would take it past that.
+fn count_holding(
+    txn: &redb::WriteTransaction,
+    partner: &PartnerName,
+    holding: Holding,
+    delta: i64,
+    at_most: usize,
+) -> Result<(), StoreError> {
+    let mut holdings = txn.open_table(HOLDINGS).map_err(backend)?;
+    let key = holding.key(partner.as_str());
+    let held = holdings
+        .get(key.as_str())
+        .map_err(backend)?
+        .map_or(0, |count| count.value());
+    if delta > 0 && held >= at_most as u64 {
+        return Err(StoreError::AtLimit(crate::at_limit_message(
+            partner,
+            match holding {
+                Holding::Users => "users",
+                Holding::Websites => "websites",
+            },
+            held,
+        )));
+    }
+    holdings
+        .insert(key.as_str(), held.saturating_add_signed(delta))
+        .map_err(backend)?;
+    Ok(())
+}
+
+/// Counts every partner's users and websites in `HOLDINGS`, for a store written before
+/// it existed; once.
+fn count_holdings_once(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
+    let mut meta = txn.open_table(META).map_err(backend)?;
+    if meta.get("holdings").map_err(backend)?.is_some() {
+        return Ok(());
+    }
+    let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
+    let users = txn.open_table(USERS).map_err(backend)?;
+    for entry in users.iter().map_err(backend)? {
+        let (key, _) = entry.map_err(backend)?;
+        if let Some((partner, _)) = key.value().split_once('\n') {
+            *counts.entry(Holding::Users.key(partner)).or_default() += 1;
+        }
+    }
+    let by_partner = txn.open_table(WEBSITES_BY_PARTNER).map_err(backend)?;
+    for entry in by_partner.iter().map_err(backend)? {
+        let (key, _) = entry.map_err(backend)?;
+        if let Some((partner, _)) = key.value().split_once('\n') {
+            *counts.entry(Holding::Websites.key(partner)).or_default() += 1;
+        }
+    }
+    let mut holdings = txn.open_table(HOLDINGS).map_err(backend)?;
+    for (key, count) in counts {
+        holdings.insert(key.as_str(), count).map_err(backend)?;
+    }
+    meta.insert("holdings", 1).map_err(backend)?;
+    Ok(())
+}
+
 /// Refuses `website` (of `partner`) when another website answers for one of its host
 /// names, or, with `tree` (a new domain), when its domain lies under or above
 /// another partner's website's domain.
@@ -576,6 +659,7 @@ fn next_revision(txn: &redb::WriteTransaction) -> Result<u64, StoreError> {
 fn remove_website(txn: &redb::WriteTransaction, record: &WebsiteRecord) -> Result<(), StoreError> {
     release_hosts(txn, &record.website)?;
     forget_traffic(txn, &record.website.domain)?;
+    count_holding(txn, &record.partner, Holding::Websites, -1, usize::MAX)?;
     let domain = record.website.domain.as_str();
     let partner = record.partner.as_str();
     txn.open_table(WEBSITES)
@@ -672,7 +756,7 @@ impl AccountStore for EmbeddedStore {
         .await
     }
 
-    async fn create_user(&self, user: &User) -> Result<(), StoreError> {
+    async fn create_user_within(&self, user: &User, at_most: usize) -> Result<(), StoreError> {
         let user = user.clone();
         self.write(move |txn| {
             let partners = txn.open_table(PARTNERS).map_err(backend)?;
@@ -696,6 +780,7 @@ impl AccountStore for EmbeddedStore {
             if keys.get(digest.as_str()).map_err(backend)?.is_some() {
                 return Err(StoreError::Conflict("a user with this key".into()));
             }
+            count_holding(txn, &user.partner, Holding::Users, 1, at_most)?;
             users
                 .insert(key.as_str(), encode(&user).as_slice())
                 .map_err(backend)?;
@@ -797,6 +882,7 @@ impl AccountStore for EmbeddedStore {
                 .map_err(backend)?
                 .remove(key.as_str())
                 .map_err(backend)?;
+            count_holding(txn, &partner, Holding::Users, -1, usize::MAX)?;
             txn.open_table(USER_KEYS)
                 .map_err(backend)?
                 .remove(key_digest(&user.api_key).as_str())
@@ -812,10 +898,11 @@ impl AccountStore for EmbeddedStore {
 }
 
 impl WebsiteStore for EmbeddedStore {
-    async fn create_website(
+    async fn create_website_within(
         &self,
         partner: &PartnerName,
         website: &Website,
+        at_most: usize,
     ) -> Result<WebsiteRecord, StoreError> {
         let mut record = WebsiteRecord {
             partner: partner.clone(),
@@ -842,6 +929,7 @@ impl WebsiteStore for EmbeddedStore {
                 return Err(StoreError::Conflict(format!("website {domain}")));
             }
             check_hosts(txn, &record.partner, &record.website, true)?;
+            count_holding(txn, &record.partner, Holding::Websites, 1, at_most)?;
             claim_hosts(txn, &record.partner, &record.website)?;
             forget_traffic(txn, &record.website.domain)?;
             record.revision = next_revision(txn)?;

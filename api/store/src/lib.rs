@@ -49,6 +49,10 @@ pub enum StoreError {
     /// A bounded collection is full: a partner's webhooks waiting for delivery.
     #[error("{0} is full")]
     Full(String),
+    /// A partner holds as many users or websites as the operator allows: what and how
+    /// many, as [`at_limit_message`] says it.
+    #[error("{0}")]
+    AtLimit(String),
     /// A stored record could not be read back.
     #[error("stored record {key} is unreadable: {reason}")]
     Corrupt { key: String, reason: String },
@@ -256,6 +260,14 @@ impl PartnerChange {
     }
 }
 
+/// What [`StoreError::AtLimit`] says: `partner holds 100 websites, the most allowed`.
+pub fn at_limit_message(partner: &PartnerName, what: &str, held: u64) -> String {
+    format!(
+        "partner {} holds {held} {what}, the most allowed",
+        partner.as_str()
+    )
+}
+
 /// Logs a website record a listing leaves out because it cannot be read (damaged, or
 /// written by a later release during an upgrade): the rest of the listing is answered.
 pub(crate) fn unreadable_left_out(error: &StoreError) {
@@ -414,8 +426,18 @@ pub trait AccountStore: Send + Sync + 'static {
     fn partners(&self) -> impl Future<Output = Result<Vec<PartnerRecord>, StoreError>> + Send;
 
     /// Creates a user; [`StoreError::Conflict`] when the partner has a user with that
-    /// id, [`StoreError::NotFound`] when the partner does not exist.
-    fn create_user(&self, user: &User) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// id, [`StoreError::NotFound`] when the partner does not exist,
+    /// [`StoreError::AtLimit`] when it holds `at_most` users already.
+    fn create_user_within(
+        &self,
+        user: &User,
+        at_most: usize,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Creates a user, however many the partner holds.
+    fn create_user(&self, user: &User) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.create_user_within(user, usize::MAX)
+    }
 
     /// The partner's user `id`.
     fn user(
@@ -452,12 +474,23 @@ pub trait WebsiteStore: Send + Sync + 'static {
     /// Creates a website of `partner`'s user `website.user_id` at a revision no earlier
     /// website of the domain had (a write read from a deleted one is stale);
     /// [`StoreError::Conflict`] when the domain is taken (by anyone),
-    /// [`StoreError::NotFound`] when the partner has no such user.
+    /// [`StoreError::NotFound`] when the partner has no such user,
+    /// [`StoreError::AtLimit`] when the partner holds `at_most` websites already.
+    fn create_website_within(
+        &self,
+        partner: &PartnerName,
+        website: &Website,
+        at_most: usize,
+    ) -> impl Future<Output = Result<WebsiteRecord, StoreError>> + Send;
+
+    /// Creates a website, however many the partner holds.
     fn create_website(
         &self,
         partner: &PartnerName,
         website: &Website,
-    ) -> impl Future<Output = Result<WebsiteRecord, StoreError>> + Send;
+    ) -> impl Future<Output = Result<WebsiteRecord, StoreError>> + Send {
+        self.create_website_within(partner, website, usize::MAX)
+    }
 
     /// The website of `domain`, whoever owns it.
     fn website(

@@ -234,6 +234,15 @@ const SNAPSHOT_CHUNK: usize = 1000;
 /// The error text of a write that `WAIT` did not see reach enough replicas.
 const NOT_CONFIRMED: &str = "the write reached the master but was not confirmed by enough replicas";
 
+/// A partner's limit as a script takes it: `''` for none.
+fn limit_argument(at_most: usize) -> String {
+    if at_most == usize::MAX {
+        String::new()
+    } else {
+        at_most.to_string()
+    }
+}
+
 /// The scripts' answers that are not data: a Lua error reply starting with one of these
 /// words becomes the matching [`StoreError`].
 fn script_error(err: redis::RedisError) -> StoreError {
@@ -258,6 +267,7 @@ fn script_error(err: redis::RedisError) -> StoreError {
         ("NOTFOUND", StoreError::NotFound),
         ("STALE", StoreError::Stale),
         ("FULL", StoreError::Full),
+        ("ATLIMIT", StoreError::AtLimit),
     ] {
         if let Some(at) = text.find(word) {
             let rest = text[at + word.len()..].trim_start_matches(['"', ':', ' ']);
@@ -268,8 +278,9 @@ fn script_error(err: redis::RedisError) -> StoreError {
     backend(err)
 }
 
-/// Bumps the version once per change given as `ARGV[i]` (JSON of [`Changed`]) and
-/// publishes each; `KEYS[1]` is the version key, `KEYS[2]` the channel.
+/// `publish`: bumps the version once per change given as `ARGV[i]` (JSON of
+/// [`Changed`]) and publishes each; `KEYS[1]` is the version key, `KEYS[2]` the channel.
+/// `at_limit`: the [`StoreError::AtLimit`] reply when a partner's quota is reached.
 const PUBLISH_LUA: &str = include_str!("lua/publish.lua");
 
 /// One website per host name (`host:{name}`), and no domain under or above another
@@ -928,7 +939,7 @@ impl AccountStore for RedisStore {
         Ok(all)
     }
 
-    async fn create_user(&self, user: &User) -> Result<(), StoreError> {
+    async fn create_user_within(&self, user: &User, at_most: usize) -> Result<(), StoreError> {
         const LUA: &str = include_str!("lua/create_user.lua");
         let partner = user.partner.as_str();
         let id = user.id.as_str();
@@ -950,6 +961,7 @@ impl AccountStore for RedisStore {
                     }),
                     id.to_owned(),
                     partner.to_owned(),
+                    limit_argument(at_most),
                 ],
             )
             .await?;
@@ -1040,13 +1052,14 @@ impl AccountStore for RedisStore {
 }
 
 impl WebsiteStore for RedisStore {
-    async fn create_website(
+    async fn create_website_within(
         &self,
         partner: &PartnerName,
         website: &Website,
+        at_most: usize,
     ) -> Result<WebsiteRecord, StoreError> {
         // KEYS: version, changes, user, website, all, of-partner, of-user. ARGV: partner,
-        // website, change, user id, domain, prefix, host claims.
+        // website, change, user id, domain, prefix, host claims, the partner's limit.
         const LUA: &str = include_str!("lua/create_website.lua");
         let (p, u, d) = (
             partner.as_str(),
@@ -1073,6 +1086,7 @@ impl WebsiteStore for RedisStore {
                     d.to_owned(),
                     self.config.prefix.clone(),
                     claims_json(website),
+                    limit_argument(at_most),
                 ],
             )
             .await?;

@@ -1,7 +1,7 @@
 //! The embedded backend passes the conformance suite and keeps its data across a restart.
 
 use botgate_model::{Domain, PartnerName};
-use botgate_store::{AccountStore, EmbeddedStore, WebsiteStore, conformance};
+use botgate_store::{AccountStore, EmbeddedStore, StoreError, WebsiteStore, conformance};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_store_conforms() {
@@ -146,4 +146,50 @@ async fn an_unreadable_website_record_is_reported_and_the_others_still_read() {
     assert!(follower.index().website("kept.example").is_some());
     assert!(follower.index().website("later.example").is_none());
     assert_eq!(follower.index().unreadable(), ["later.example"]);
+}
+
+/// A store written before partners' holdings were counted counts them when it opens,
+/// so the quotas hold from the first creation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holdings_are_counted_in_a_store_written_before_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let acme = {
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let (acme, alice) = conformance::partner_and_user(&store, "acme", "alice").await;
+        for domain in ["one.example", "two.example"] {
+            let site = conformance::website(domain, &alice);
+            store.create_website(&acme.name, &site).await.unwrap();
+        }
+        acme
+    };
+    // As an earlier release left it: no counts.
+    {
+        let db = redb::Database::open(dir.path().join("botgate.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.delete_table(redb::TableDefinition::<&str, u64>::new("holdings"))
+            .unwrap();
+        txn.open_table(redb::TableDefinition::<&str, u64>::new("meta"))
+            .unwrap()
+            .remove("holdings")
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let store = EmbeddedStore::open(dir.path()).unwrap();
+    let bob = conformance::user(&acme, "bob");
+    let refused = store.create_user_within(&bob, 1).await;
+    assert!(
+        matches!(refused, Err(StoreError::AtLimit(_))),
+        "{refused:?}"
+    );
+    store.create_user_within(&bob, 2).await.unwrap();
+    let three = conformance::website("three.example", &bob);
+    let refused = store.create_website_within(&acme.name, &three, 2).await;
+    assert!(
+        matches!(refused, Err(StoreError::AtLimit(_))),
+        "{refused:?}"
+    );
+    store
+        .create_website_within(&acme.name, &three, 3)
+        .await
+        .unwrap();
 }

@@ -342,3 +342,57 @@ fn a_record_this_release_cannot_read_is_left_out_of_listings_and_read_alone_is_5
         200
     );
 }
+
+/// A partner holds at most the operator's quota of users and of websites: one more is
+/// 403 naming the partner and the count; a deleted one makes room; another partner is
+/// not held up.
+#[test]
+fn a_partner_past_its_quotas_is_refused_with_403() {
+    on_both_backends(
+        &[
+            "--max-users-per-partner",
+            "2",
+            "--max-websites-per-partner",
+            "2",
+        ],
+        |gateway| {
+            let (partner, rival) = partners(gateway);
+            create_user(&partner, "ann")?;
+            create_user(&partner, "bob")?;
+            let refused = partner.post_form("/v1.0/user", &[("id", "cat")])?;
+            assert_error(&refused, 403, None);
+            let message = refused.json()["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            assert!(
+                message.contains("partner hoster holds 2 users"),
+                "{message}"
+            );
+            create_user(&rival, "cat")?;
+            create_website(&partner, "ann", "one.quota.example")?;
+            create_website(&partner, "bob", "two.quota.example")?;
+            let refused = partner.post_json(
+                "/v1.0/website",
+                &json!({"user_id": "ann", "domain": "three.quota.example", "ip": ["192.0.2.10"]}),
+            )?;
+            assert_error(&refused, 403, None);
+            assert!(
+                refused.json()["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("holds 2 websites")),
+                "{refused:?}"
+            );
+            assert_eq!(
+                partner.get("/v1.0/website/three.quota.example")?.status,
+                404
+            );
+            create_website(&rival, "cat", "three.quota.example")?;
+            // A deleted user's websites, and the user, make room.
+            assert_eq!(partner.delete("/v1.0/user/bob")?.status, 200);
+            create_user(&partner, "dan")?;
+            create_website(&partner, "dan", "four.quota.example")?;
+            Ok(())
+        },
+    );
+}

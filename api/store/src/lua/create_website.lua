@@ -4,6 +4,8 @@ if redis.call('EXISTS', KEYS[4]) == 1 then return redis.error_reply('CONFLICT we
 local claims = cjson.decode(ARGV[7])
 local refused = check_hosts(ARGV[6], ARGV[5], ARGV[1], claims, true)
 if refused then return redis.error_reply(refused) end
+local full = at_limit(KEYS[6], ARGV[8], ARGV[1], 'websites')
+if full then return full end
 claim_hosts(ARGV[6], ARGV[5], ARGV[1], claims)
 forget_traffic(ARGV[6], ARGV[5])
 local revision = next_revision(ARGV[6], KEYS[1])

@@ -4,7 +4,7 @@
 
 use crate::store::StoreArgs;
 use anyhow::{Context, Result};
-use botgate_api::{ApiConfig, IssuanceLimits};
+use botgate_api::{ApiConfig, IssuanceLimits, PartnerQuotas};
 use botgate_host::fleet::signing::TrustedKeys;
 use botgate_host::gateway::GatewayConfig;
 use botgate_host::gateway::access_log::AccessLog;
@@ -144,6 +144,16 @@ pub struct ServeArgs {
     /// Unknown API keys one client address may present at once.
     #[arg(long, env = "BOTGATE_API_FAILED_KEYS_BURST", default_value = "30")]
     api_failed_keys_burst: NonZeroU32,
+    /// The most users one partner may hold; creating another answers 403.
+    #[arg(long, env = "BOTGATE_MAX_USERS_PER_PARTNER", default_value = "100000")]
+    max_users_per_partner: NonZeroU32,
+    /// The most websites one partner may hold; creating another answers 403.
+    #[arg(
+        long,
+        env = "BOTGATE_MAX_WEBSITES_PER_PARTNER",
+        default_value = "100000"
+    )]
+    max_websites_per_partner: NonZeroU32,
     #[command(flatten)]
     data_plane: DataPlaneArgs,
     #[command(flatten)]
@@ -692,6 +702,10 @@ impl ServeArgs {
                 rate_burst: self.api_burst,
                 failed_keys_per_minute: self.api_failed_keys_per_minute,
                 failed_keys_burst: self.api_failed_keys_burst,
+                quotas: PartnerQuotas {
+                    users: self.max_users_per_partner.get() as usize,
+                    websites: self.max_websites_per_partner.get() as usize,
+                },
                 issuance: IssuanceLimits {
                     per_website_per_day: self.provisioning.acme_orders_per_website_per_day,
                     per_partner_per_hour: self.provisioning.acme_orders_per_partner_per_hour,
