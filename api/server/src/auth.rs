@@ -8,7 +8,7 @@ use crate::keys::{PARTNER_KEY_PREFIX, SESSION_PREFIX, USER_KEY_PREFIX};
 use axum::extract::FromRequestParts;
 use axum::http::header;
 use axum::http::request::Parts;
-use botgate_model::{PartnerName, User, Website};
+use botgate_model::{PartnerName, User};
 use botgate_store::{PartnerRecord, Store, key_digest};
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
@@ -45,10 +45,10 @@ impl Caller {
     /// Whether the caller may see `website` of `owner` (a partner: its own websites; a
     /// user: its own). A website the caller may not see is answered like one that
     /// does not exist.
-    pub fn reaches(&self, owner: &PartnerName, website: &Website) -> bool {
+    pub fn reaches(&self, owner: botgate_store::Owner<'_>) -> bool {
         match self {
-            Caller::Partner(partner) => &partner.name == owner,
-            Caller::User(user) => &user.partner == owner && user.id == website.user_id,
+            Caller::Partner(partner) => &partner.name == owner.partner,
+            Caller::User(user) => &user.partner == owner.partner && &user.id == owner.user,
         }
     }
 

@@ -201,12 +201,27 @@ pub(crate) async fn reachable(
     caller: &Caller,
     domain: &Domain,
 ) -> Result<WebsiteRecord, ApiError> {
-    api.store
-        .website(domain)
-        .await
-        .map_err(|e| ApiError::from_store(e, "domain"))?
-        .filter(|record| caller.reaches(&record.partner, &record.website))
-        .ok_or_else(|| no_such_website(domain))
+    match api.store.website(domain).await {
+        Ok(found) => found
+            .filter(|record| caller.reaches(record.owner()))
+            .ok_or_else(|| no_such_website(domain)),
+        // Only its owner learns that the record exists and cannot be read.
+        Err(unreadable @ StoreError::Corrupt { .. }) => {
+            let owner = api.store.website_owner(domain).await.ok().flatten();
+            let owns = owner.is_some_and(|(partner, user)| {
+                caller.reaches(botgate_store::Owner {
+                    partner: &partner,
+                    user: &user,
+                })
+            });
+            Err(if owns {
+                ApiError::from_store(unreadable, "domain")
+            } else {
+                no_such_website(domain)
+            })
+        }
+        Err(error) => Err(ApiError::from_store(error, "domain")),
+    }
 }
 
 /// Creates a website under one of the partner's users.

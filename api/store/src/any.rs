@@ -151,6 +151,13 @@ impl WebsiteStore for AnyStore {
         delegate!(self.website(domain))
     }
 
+    async fn website_owner(
+        &self,
+        domain: &Domain,
+    ) -> Result<Option<(PartnerName, UserId)>, StoreError> {
+        delegate!(self.website_owner(domain))
+    }
+
     async fn update_website(
         &self,
         website: &Website,

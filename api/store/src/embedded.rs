@@ -42,10 +42,10 @@ const HOSTS: TableDefinition<&str, &str> = TableDefinition::new("hosts");
 const DOMAIN_TREE: TableDefinition<&str, &str> = TableDefinition::new("domain_tree");
 /// `"version"` → the store's version; `"website_revision"` → the last website revision
 /// given; `"host_index"` → 1 once `HOSTS` and `DOMAIN_TREE` cover every website (stores
-/// written before they existed get them at open); `"holdings"` → 1 once `HOLDINGS`
-/// counts every partner's users and websites (likewise).
+/// written before they existed get them at open).
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
-/// `partner\nusers` and `partner\nwebsites` → how many the partner holds (its quotas).
+/// `partner\nusers` and `partner\nwebsites` → how many the partner holds (its quotas);
+/// counted afresh at every open.
 const HOLDINGS: TableDefinition<&str, u64> = TableDefinition::new("holdings");
 /// Cluster-wide secrets by name (see [`SharedState::shared_secret`](crate::SharedState::shared_secret)).
 const SECRETS: TableDefinition<&str, &str> = TableDefinition::new("secrets");
@@ -278,7 +278,7 @@ impl EmbeddedStore {
             txn.open_table(SHADOW_RESULTS).map_err(backend)?;
             txn.open_table(HOLDINGS).map_err(backend)?;
             index_hosts_once(&txn)?;
-            count_holdings_once(&txn)?;
+            count_holdings(&txn)?;
         }
         txn.commit().map_err(backend)?;
         let (feed, _) = broadcast::channel(FEED_CAPACITY);
@@ -515,13 +515,11 @@ fn count_holding(
     Ok(())
 }
 
-/// Counts every partner's users and websites in `HOLDINGS`, for a store written before
-/// it existed; once.
-fn count_holdings_once(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
-    let mut meta = txn.open_table(META).map_err(backend)?;
-    if meta.get("holdings").map_err(backend)?.is_some() {
-        return Ok(());
-    }
+/// Counts every partner's users and websites in `HOLDINGS` afresh, at every open: a
+/// store written before it existed, or by a release without it (after a rollback), is
+/// counted right from the first creation.
+fn count_holdings(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
+    txn.delete_table(HOLDINGS).map_err(backend)?;
     let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
     let users = txn.open_table(USERS).map_err(backend)?;
     for entry in users.iter().map_err(backend)? {
@@ -541,7 +539,6 @@ fn count_holdings_once(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
     for (key, count) in counts {
         holdings.insert(key.as_str(), count).map_err(backend)?;
     }
-    meta.insert("holdings", 1).map_err(backend)?;
     Ok(())
 }
 
@@ -960,6 +957,28 @@ impl WebsiteStore for EmbeddedStore {
         self.read(move |txn| {
             let websites = txn.open_table(WEBSITES).map_err(backend)?;
             get_json(&websites, &domain)
+        })
+        .await
+    }
+
+    async fn website_owner(
+        &self,
+        domain: &Domain,
+    ) -> Result<Option<(PartnerName, UserId)>, StoreError> {
+        #[derive(serde::Deserialize)]
+        struct StoredOwner {
+            partner: PartnerName,
+            website: crate::StoredUserId,
+        }
+        let domain = domain.as_str().to_owned();
+        self.read(move |txn| {
+            let websites = txn.open_table(WEBSITES).map_err(backend)?;
+            let Some(stored) = websites.get(domain.as_str()).map_err(backend)? else {
+                return Ok(None);
+            };
+            Ok(serde_json::from_slice::<StoredOwner>(stored.value())
+                .ok()
+                .map(|owner| (owner.partner, owner.website.user_id)))
         })
         .await
     }

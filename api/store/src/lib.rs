@@ -260,6 +260,12 @@ impl PartnerChange {
     }
 }
 
+/// A website's user id, read from its record without the rest.
+#[derive(Deserialize)]
+pub(crate) struct StoredUserId {
+    pub user_id: UserId,
+}
+
 /// What [`StoreError::AtLimit`] says: `partner holds 100 websites, the most allowed`.
 pub fn at_limit_message(partner: &PartnerName, what: &str, held: u64) -> String {
     format!(
@@ -271,7 +277,22 @@ pub fn at_limit_message(partner: &PartnerName, what: &str, held: u64) -> String 
 /// Logs a website record a listing leaves out because it cannot be read (damaged, or
 /// written by a later release during an upgrade): the rest of the listing is answered.
 pub(crate) fn unreadable_left_out(error: &StoreError) {
-    tracing::error!(%error, "a website listing leaves out a record it cannot read");
+    // At most once a minute: during an upgrade every listing may meet such records.
+    static LAST_LOGGED_S: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let now_s = now_ms() / 1000;
+    let last = LAST_LOGGED_S.load(std::sync::atomic::Ordering::Relaxed);
+    if now_s >= last + 60
+        && LAST_LOGGED_S
+            .compare_exchange(
+                last,
+                now_s,
+                std::sync::atomic::Ordering::Relaxed,
+                std::sync::atomic::Ordering::Relaxed,
+            )
+            .is_ok()
+    {
+        tracing::error!(%error, "a website listing leaves out a record it cannot read (logged at most once a minute)");
+    }
 }
 
 /// A website as stored: the partner that owns it, and the revision the next
@@ -497,6 +518,14 @@ pub trait WebsiteStore: Send + Sync + 'static {
         &self,
         domain: &Domain,
     ) -> impl Future<Output = Result<Option<WebsiteRecord>, StoreError>> + Send;
+
+    /// The partner and user id of the website of `domain`, read from its record even
+    /// when the rest of it cannot be read (so that only its owner is told that it
+    /// exists); `None` when there is none, or when even these cannot be read.
+    fn website_owner(
+        &self,
+        domain: &Domain,
+    ) -> impl Future<Output = Result<Option<(PartnerName, UserId)>, StoreError>> + Send;
 
     /// Replaces a website if it is still at `expected_revision`
     /// ([`StoreError::Stale`] otherwise); the new record, at a higher revision.

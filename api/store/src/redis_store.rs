@@ -1101,6 +1101,34 @@ impl WebsiteStore for RedisStore {
         self.website_record(domain.as_str()).await
     }
 
+    async fn website_owner(
+        &self,
+        domain: &Domain,
+    ) -> Result<Option<(PartnerName, UserId)>, StoreError> {
+        let key = self.key(&format!("website:{domain}"));
+        let [partner, website]: [Option<String>; 2] = self
+            .run(move |c| {
+                let key = key.clone();
+                Box::pin(async move {
+                    redis::cmd("HMGET")
+                        .arg(&key)
+                        .arg("partner")
+                        .arg("website")
+                        .query_async(c)
+                        .await
+                })
+            })
+            .await
+            .map_err(backend)?;
+        Ok(partner
+            .and_then(|partner| PartnerName::parse(&partner).ok())
+            .zip(
+                website
+                    .and_then(|website| serde_json::from_str::<crate::StoredUserId>(&website).ok()),
+            )
+            .map(|(partner, website)| (partner, website.user_id)))
+    }
+
     async fn update_website(
         &self,
         website: &Website,

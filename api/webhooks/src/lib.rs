@@ -113,23 +113,44 @@ pub const WAITING_PER_PARTNER: usize = 1000;
 /// `batch`: a receiver that never answers ties up at most these.
 pub const IN_FLIGHT_PER_PARTNER: usize = 8;
 
-/// The attempts one gateway has under way, in all and per partner.
+/// Claims one look at the outbox makes at most, when each came back full of deliveries
+/// of partners already at their share: enough to pass several partners' whole waiting
+/// webhooks ([`WAITING_PER_PARTNER`]) to the ones due behind them.
+const CLAIMS_PER_LOOK: usize = 64;
+
+/// The attempts one gateway has under way, in all and per partner, and how long each
+/// partner's receiver took last.
 #[derive(Default)]
 struct Slots {
     attempts: tokio::task::JoinSet<()>,
-    partner_of: HashMap<tokio::task::Id, PartnerName>,
+    started: HashMap<tokio::task::Id, (PartnerName, std::time::Instant)>,
     per_partner: HashMap<PartnerName, usize>,
+    last_took: HashMap<PartnerName, Duration>,
 }
 
 impl Slots {
     fn start(&mut self, partner: PartnerName, attempt: impl Future<Output = ()> + Send + 'static) {
         let id = self.attempts.spawn(attempt).id();
         *self.per_partner.entry(partner.clone()).or_default() += 1;
-        self.partner_of.insert(id, partner);
+        self.started
+            .insert(id, (partner, std::time::Instant::now()));
     }
 
     fn in_flight(&self, partner: &PartnerName) -> usize {
         self.per_partner.get(partner).copied().unwrap_or(0)
+    }
+
+    /// How slow the partner's receiver is proving: its last attempt's time, or its
+    /// longest-running attempt's so far, whichever is longer.
+    fn slowness(&self, partner: &PartnerName) -> Duration {
+        let running = self
+            .started
+            .values()
+            .filter(|(of, _)| of == partner)
+            .map(|(_, since)| since.elapsed())
+            .max()
+            .unwrap_or_default();
+        running.max(self.last_took.get(partner).copied().unwrap_or_default())
     }
 
     /// Waits for an attempt to end and frees its slot; `None` when none runs.
@@ -138,12 +159,13 @@ impl Slots {
             Ok((id, ())) => id,
             Err(error) => error.id(),
         };
-        if let Some(partner) = self.partner_of.remove(&id)
-            && let Entry::Occupied(mut count) = self.per_partner.entry(partner)
-        {
-            *count.get_mut() -= 1;
-            if *count.get() == 0 {
-                count.remove();
+        if let Some((partner, since)) = self.started.remove(&id) {
+            self.last_took.insert(partner.clone(), since.elapsed());
+            if let Entry::Occupied(mut count) = self.per_partner.entry(partner) {
+                *count.get_mut() -= 1;
+                if *count.get() == 0 {
+                    count.remove();
+                }
             }
         }
         Some(())
@@ -209,11 +231,12 @@ impl<S: Store> Outbox<S> {
     /// Delivers due webhooks until `stop` resolves, then waits for the attempts under
     /// way (each bounded by the timeout), so that none is cut off and sent again.
     ///
-    /// Up to `batch` attempts run at once, and a slot is filled again as soon as the
-    /// store has a due delivery for it (at the next look, every `poll_every`), not when
-    /// a whole batch has ended. One partner holds at most [`IN_FLIGHT_PER_PARTNER`] of
-    /// them: a partner whose receiver is slow or never answers delays its own webhooks,
-    /// not other partners'.
+    /// Up to `batch` attempts run at once, and a slot is filled again at the next look
+    /// (every `poll_every`), not when a whole batch has ended. One partner holds at
+    /// most [`IN_FLIGHT_PER_PARTNER`] of them, and its waiting webhooks beyond those
+    /// are passed over for other partners': a partner whose receiver is slow or never
+    /// answers delays its own webhooks, not others' (unless several such partners hold
+    /// every slot).
     pub async fn run(self: Arc<Self>, stop: impl std::future::Future<Output = ()>) {
         tokio::pin!(stop);
         let mut slots = Slots::default();
@@ -236,36 +259,53 @@ impl<S: Store> Outbox<S> {
         }
     }
 
-    /// Claims as many due deliveries as there are free slots and starts them; one of a
-    /// partner that already holds its share goes back to the outbox, due again at the
-    /// next look, behind every delivery due now.
+    /// Claims as many due deliveries as there are free slots and starts them. One of a
+    /// partner that already holds its share goes back to the outbox, due again when
+    /// that partner's slow receiver may have freed a slot (after as long as it is
+    /// taking, from the next look to the timeout); while claims come back full of
+    /// those, the look claims again, so that deliveries due behind them are reached.
     async fn start_due(
         self: &Arc<Self>,
         slots: &mut Slots,
     ) -> Result<(), botgate_store::StoreError> {
-        let free = self.config.batch.saturating_sub(slots.attempts.len());
-        if free == 0 {
-            return Ok(());
-        }
-        let now = now_ms();
         let lease = self.config.timeout + Duration::from_secs(30);
-        let claimed = self
-            .store
-            .claim_deliveries(now, now + lease.as_millis() as u64, free)
-            .await?;
-        for mut delivery in claimed {
-            if slots.in_flight(&delivery.partner) >= IN_FLIGHT_PER_PARTNER {
-                delivery.next_attempt_ms = now + self.config.poll_every.as_millis() as u64;
-                if let Err(err) = self.store.retry_delivery(&delivery).await {
-                    // Its lease runs out and it is claimed again later.
-                    tracing::warn!(id = %delivery.id, error = %Report(&err), "webhook not put back");
-                }
-                continue;
+        for _ in 0..CLAIMS_PER_LOOK {
+            let free = self.config.batch.saturating_sub(slots.attempts.len());
+            if free == 0 {
+                break;
             }
-            let outbox = self.clone();
-            slots.start(delivery.partner.clone(), async move {
-                outbox.attempt(delivery).await
-            });
+            let now = now_ms();
+            let claimed = self
+                .store
+                .claim_deliveries(now, now + lease.as_millis() as u64, free)
+                .await?;
+            let full = claimed.len() == free;
+            let mut put_back = tokio::task::JoinSet::new();
+            for mut delivery in claimed {
+                if slots.in_flight(&delivery.partner) >= IN_FLIGHT_PER_PARTNER {
+                    let wait = slots
+                        .slowness(&delivery.partner)
+                        .clamp(self.config.poll_every, self.config.timeout);
+                    delivery.next_attempt_ms = now + wait.as_millis() as u64;
+                    let store = self.store.clone();
+                    put_back.spawn(async move {
+                        if let Err(err) = store.retry_delivery(&delivery).await {
+                            // Its lease runs out and it is claimed again later.
+                            tracing::warn!(id = %delivery.id, error = %Report(&err), "webhook not put back");
+                        }
+                    });
+                    continue;
+                }
+                let outbox = self.clone();
+                slots.start(delivery.partner.clone(), async move {
+                    outbox.attempt(delivery).await
+                });
+            }
+            let any_put_back = !put_back.is_empty();
+            put_back.join_all().await;
+            if !full || !any_put_back {
+                break;
+            }
         }
         Ok(())
     }

@@ -114,7 +114,8 @@ impl SiteMinute {
 
 #[derive(Default)]
 struct ThreadBuffer {
-    sites: HashMap<Box<str>, SiteMinute, foldhash::fast::RandomState>,
+    /// By website, one per owner it had since the last flush (nearly always one).
+    sites: HashMap<Box<str>, Vec<SiteMinute>, foldhash::fast::RandomState>,
     /// Minutes that ended (or whose website changed hands) before the flush took them.
     ended: Vec<(Box<str>, SiteMinute)>,
     scratch: String,
@@ -169,17 +170,24 @@ fn replace(slot: &mut String, text: &str) {
 impl ThreadBuffer {
     fn record(&mut self, request: &Decided<'_>) {
         let minute = request.time_ms / 60_000;
-        let site = match self.sites.get_mut(request.website) {
-            Some(site) if site.minute == minute && site.owner() == request.owner => site,
-            Some(site) => {
-                let ended = std::mem::replace(site, SiteMinute::new(minute, request.owner));
-                self.ended.push((request.website.into(), ended));
+        let owners = match self.sites.get_mut(request.website) {
+            Some(owners) => owners,
+            None => self.sites.entry(request.website.into()).or_default(),
+        };
+        let site = match owners.iter().position(|site| site.owner() == request.owner) {
+            Some(at) => {
+                let site = &mut owners[at];
+                if site.minute != minute {
+                    let ended = std::mem::replace(site, SiteMinute::new(minute, request.owner));
+                    self.ended.push((request.website.into(), ended));
+                }
                 site
             }
-            None => self
-                .sites
-                .entry(request.website.into())
-                .or_insert_with(|| SiteMinute::new(minute, request.owner)),
+            None => {
+                owners.push(SiteMinute::new(minute, request.owner));
+                let last = owners.len() - 1;
+                &mut owners[last]
+            }
         };
         let row = request.category.map_or(Category::ALL.len(), |category| {
             Category::ALL
@@ -355,7 +363,10 @@ impl TrafficRecorder {
         let mut merged: HashMap<(String, u64, PartnerName, UserId), Flushed> = HashMap::new();
         for buffer in buffers {
             let taken = std::mem::take(&mut *buffer.lock().unwrap_or_else(|e| e.into_inner()));
-            let all = taken.ended.into_iter().chain(taken.sites);
+            let current = taken.sites.into_iter().flat_map(|(website, owners)| {
+                owners.into_iter().map(move |site| (website.clone(), site))
+            });
+            let all = taken.ended.into_iter().chain(current);
             for (website, site) in all {
                 let one = flushed(&website, site);
                 let key = (

@@ -308,8 +308,9 @@ fn a_record_this_release_cannot_read_is_left_out_of_listings_and_read_alone_is_5
         &[],
     )
     .expect("starting botgate on Redis");
-    let (partner, _) = partners(&gateway);
-    create_user(&partner, "ann").unwrap();
+    let (partner, rival) = partners(&gateway);
+    let ann = partner.with_key(&create_user(&partner, "ann").unwrap());
+    let bob = partner.with_key(&create_user(&partner, "bob").unwrap());
     for domain in ["kept.example", "later.example"] {
         create_website(&partner, "ann", domain).unwrap();
     }
@@ -334,9 +335,16 @@ fn a_record_this_release_cannot_read_is_left_out_of_listings_and_read_alone_is_5
             .unwrap_or_default();
         assert_eq!(domains, ["kept.example"], "{listed:?}");
     }
-    let alone = partner.get("/v1.0/website/later.example").unwrap();
-    assert_error(&alone, 503, None);
-    assert_eq!(alone.header("retry-after"), Some("60"), "{alone:?}");
+    for owner in [&partner, &ann] {
+        let alone = owner.get("/v1.0/website/later.example").unwrap();
+        assert_error(&alone, 503, None);
+        assert_eq!(alone.header("retry-after"), Some("60"), "{alone:?}");
+    }
+    // Whoever does not reach it is told what they would be told of no website at all.
+    for stranger in [&rival, &bob] {
+        let alone = stranger.get("/v1.0/website/later.example").unwrap();
+        assert_error(&alone, 404, Some("domain"));
+    }
     assert_eq!(
         partner.get("/v1.0/website/kept.example").unwrap().status,
         200

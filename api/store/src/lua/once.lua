@@ -1,6 +1,7 @@
 -- botgate's Redis store: once. A write runs once per operation: KEYS[#KEYS] names the
 -- operation, and a retry of it (its first reply lost with the connection) gets the
--- first run's reply instead of running again. Refusals are not kept: nothing changed.
+-- first run's reply instead of running again. Refusals are not kept: a refused write
+-- changed nothing a retry would repeat differently.
 local function once(body, keep_ms)
   local operation = KEYS[#KEYS]
   local saved = redis.call('GET', operation)
