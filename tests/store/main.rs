@@ -163,6 +163,7 @@ async fn an_unreadable_website_record_is_left_out_and_the_index_keeps_what_it_ha
     conformance::assert_listing_leaves_out(
         store.as_ref(),
         &acme.name,
+        "alice",
         &["kept.example"],
         "damaged.example",
     )

@@ -1666,11 +1666,13 @@ pub fn assert_left_out(
 }
 
 /// The partner's listing, read one website a page, holds the websites of `read` only
-/// (the unreadable record left out, the pages after it still reached), and a read of
-/// the unreadable website alone is [`crate::StoreError::Corrupt`].
+/// (the unreadable record left out, the pages after it still reached), a read of the
+/// unreadable website alone is [`crate::StoreError::Corrupt`], and its owner, read
+/// leniently, is the partner's `user`.
 pub async fn assert_listing_leaves_out<S: Store>(
     store: &S,
     partner: &PartnerName,
+    user: &str,
     read: &[&str],
     unreadable: &str,
 ) {
@@ -1692,5 +1694,18 @@ pub async fn assert_listing_leaves_out<S: Store>(
     assert!(
         matches!(alone, Err(crate::StoreError::Corrupt { .. })),
         "{alone:?}"
+    );
+    let owner = store.website_owner(&domain(unreadable)).await.unwrap();
+    assert_eq!(
+        owner,
+        Some((partner.clone(), UserId::parse(user).unwrap())),
+        "{unreadable}"
+    );
+    assert_eq!(
+        store
+            .website_owner(&domain("never-created.example"))
+            .await
+            .unwrap(),
+        None
     );
 }

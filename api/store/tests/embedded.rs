@@ -120,7 +120,8 @@ async fn an_unreadable_website_record_is_reported_and_the_others_still_read() {
         {
             let websites = redb::TableDefinition::<&str, &[u8]>::new("websites");
             let mut table = txn.open_table(websites).unwrap();
-            let record = br#"{"partner":"acme","revision":1,"website":{"domain":7}}"#;
+            let record =
+                br#"{"partner":"acme","revision":1,"website":{"domain":7,"user_id":"alice"}}"#;
             table.insert("later.example", &record[..]).unwrap();
         }
         txn.commit().unwrap();
@@ -137,6 +138,7 @@ async fn an_unreadable_website_record_is_reported_and_the_others_still_read() {
     conformance::assert_listing_leaves_out(
         store.as_ref(),
         &acme,
+        "alice",
         &["kept.example", "more.example"],
         "later.example",
     )
