@@ -208,12 +208,7 @@ pub(crate) async fn reachable(
         // Only its owner learns that the record exists and cannot be read.
         Err(unreadable @ StoreError::Corrupt { .. }) => {
             let owner = api.store.website_owner(domain).await.ok().flatten();
-            let owns = owner.is_some_and(|(partner, user)| {
-                caller.reaches(botgate_store::Owner {
-                    partner: &partner,
-                    user: &user,
-                })
-            });
+            let owns = owner.is_some_and(|owner| caller.reaches(owner.as_owner()));
             Err(if owns {
                 ApiError::from_store(unreadable, "domain")
             } else {

@@ -8,7 +8,8 @@ use crate::rulesets::{
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
     AccountStore, Change, Delivery, EmbeddedStore, OutboxStore, Owner, Page, PartnerRecord,
-    Position, RedisStore, SharedState, Snapshot, StoreError, WebsiteRecord, WebsiteStore,
+    Position, RedisStore, SharedState, Snapshot, StoreError, WebsiteOwner, WebsiteRecord,
+    WebsiteStore,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use std::path::PathBuf;
@@ -151,10 +152,7 @@ impl WebsiteStore for AnyStore {
         delegate!(self.website(domain))
     }
 
-    async fn website_owner(
-        &self,
-        domain: &Domain,
-    ) -> Result<Option<(PartnerName, UserId)>, StoreError> {
+    async fn website_owner(&self, domain: &Domain) -> Result<Option<WebsiteOwner>, StoreError> {
         delegate!(self.website_owner(domain))
     }
 

@@ -1698,7 +1698,10 @@ pub async fn assert_listing_leaves_out<S: Store>(
     let owner = store.website_owner(&domain(unreadable)).await.unwrap();
     assert_eq!(
         owner,
-        Some((partner.clone(), UserId::parse(user).unwrap())),
+        Some(crate::WebsiteOwner {
+            partner: partner.clone(),
+            user: UserId::parse(user).unwrap(),
+        }),
         "{unreadable}"
     );
     assert_eq!(

@@ -8,8 +8,8 @@ use crate::rulesets::{
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
     AccountStore, Change, Changed, Delivery, HostClash, HostField, OutboxStore, Owner, Page,
-    PartnerRecord, Position, SharedState, Snapshot, StoreError, Unreadable, WebsiteRecord,
-    WebsiteStore, host_claims, key_digest,
+    PartnerRecord, Position, SharedState, Snapshot, StoreError, Unreadable, WebsiteOwner,
+    WebsiteRecord, WebsiteStore, host_claims, key_digest,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -468,6 +468,19 @@ fn index_hosts_once(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// The owner of the website of `domain` as its record names it, read without the rest
+/// of the record; `None` when there is none or the owner cannot be read.
+fn stored_owner(
+    websites: &impl ReadableTable<&'static str, &'static [u8]>,
+    domain: &str,
+) -> Result<Option<WebsiteOwner>, StoreError> {
+    Ok(websites.get(domain).map_err(backend)?.and_then(|stored| {
+        serde_json::from_slice::<crate::StoredOwner>(stored.value())
+            .ok()
+            .map(WebsiteOwner::from)
+    }))
+}
+
 /// What a partner holds that a quota counts.
 #[derive(Clone, Copy)]
 enum Holding {
@@ -476,11 +489,15 @@ enum Holding {
 }
 
 impl Holding {
-    fn key(self, partner: &str) -> String {
+    fn name(self) -> &'static str {
         match self {
-            Holding::Users => format!("{partner}\nusers"),
-            Holding::Websites => format!("{partner}\nwebsites"),
+            Holding::Users => "users",
+            Holding::Websites => "websites",
         }
+    }
+
+    fn key(self, partner: &str) -> String {
+        format!("{partner}\n{}", self.name())
     }
 }
 
@@ -502,10 +519,7 @@ fn count_holding(
     if delta > 0 && held >= at_most as u64 {
         return Err(StoreError::AtLimit(crate::at_limit_message(
             partner,
-            match holding {
-                Holding::Users => "users",
-                Holding::Websites => "websites",
-            },
+            holding.name(),
             held,
         )));
     }
@@ -961,26 +975,10 @@ impl WebsiteStore for EmbeddedStore {
         .await
     }
 
-    async fn website_owner(
-        &self,
-        domain: &Domain,
-    ) -> Result<Option<(PartnerName, UserId)>, StoreError> {
-        #[derive(serde::Deserialize)]
-        struct StoredOwner {
-            partner: PartnerName,
-            website: crate::StoredUserId,
-        }
+    async fn website_owner(&self, domain: &Domain) -> Result<Option<WebsiteOwner>, StoreError> {
         let domain = domain.as_str().to_owned();
-        self.read(move |txn| {
-            let websites = txn.open_table(WEBSITES).map_err(backend)?;
-            let Some(stored) = websites.get(domain.as_str()).map_err(backend)? else {
-                return Ok(None);
-            };
-            Ok(serde_json::from_slice::<StoredOwner>(stored.value())
-                .ok()
-                .map(|owner| (owner.partner, owner.website.user_id)))
-        })
-        .await
+        self.read(move |txn| stored_owner(&txn.open_table(WEBSITES).map_err(backend)?, &domain))
+            .await
     }
 
     async fn update_website(
@@ -1503,23 +1501,13 @@ impl TrafficStore for EmbeddedStore {
         events: &[TrafficEvent],
     ) -> Result<(), StoreError> {
         let (domain, counts, events) = (domain.clone(), counts.clone(), events.to_vec());
-        let (partner, user) = (owner.partner.clone(), owner.user.clone());
+        let owner = WebsiteOwner::from(owner);
         self.write(move |txn| {
             // Counts flushed after the website's deletion are not kept for whoever
-            // creates the name next. A record that cannot be read has no owner to
-            // compare with.
-            let websites = txn.open_table(WEBSITES).map_err(backend)?;
-            let owner = Owner {
-                partner: &partner,
-                user: &user,
-            };
-            let owned = match websites.get(domain.as_str()).map_err(backend)? {
-                Some(stored) => decode::<WebsiteRecord>(domain.as_str(), stored.value())
-                    .is_ok_and(|record| record.owner() == owner),
-                None => false,
-            };
-            drop(websites);
-            if !owned {
+            // creates the name next.
+            let current =
+                stored_owner(&txn.open_table(WEBSITES).map_err(backend)?, domain.as_str())?;
+            if current.as_ref() != Some(&owner) {
                 return Ok(((), Vec::new()));
             }
             let mut traffic = txn.open_table(TRAFFIC).map_err(backend)?;

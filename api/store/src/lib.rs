@@ -266,6 +266,23 @@ pub(crate) struct StoredUserId {
     pub user_id: UserId,
 }
 
+/// A website record's owner, read without the rest of it: the embedded store's record
+/// as a whole, the website's JSON beside Redis's `partner` field.
+#[derive(Deserialize)]
+pub(crate) struct StoredOwner {
+    pub partner: PartnerName,
+    pub website: StoredUserId,
+}
+
+impl From<StoredOwner> for WebsiteOwner {
+    fn from(stored: StoredOwner) -> WebsiteOwner {
+        WebsiteOwner {
+            partner: stored.partner,
+            user: stored.website.user_id,
+        }
+    }
+}
+
 /// What [`StoreError::AtLimit`] says: `partner holds 100 websites, the most allowed`.
 pub fn at_limit_message(partner: &PartnerName, what: &str, held: u64) -> String {
     format!(
@@ -322,6 +339,32 @@ impl WebsiteRecord {
 pub struct Owner<'a> {
     pub partner: &'a PartnerName,
     pub user: &'a UserId,
+}
+
+/// An [`Owner`] held: what a buffer of a website's traffic, or a record read only for
+/// its owner, keeps.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WebsiteOwner {
+    pub partner: PartnerName,
+    pub user: UserId,
+}
+
+impl WebsiteOwner {
+    pub fn as_owner(&self) -> Owner<'_> {
+        Owner {
+            partner: &self.partner,
+            user: &self.user,
+        }
+    }
+}
+
+impl From<Owner<'_>> for WebsiteOwner {
+    fn from(owner: Owner<'_>) -> WebsiteOwner {
+        WebsiteOwner {
+            partner: owner.partner.clone(),
+            user: owner.user.clone(),
+        }
+    }
 }
 
 /// One change, as the feed publishes it.
@@ -519,13 +562,13 @@ pub trait WebsiteStore: Send + Sync + 'static {
         domain: &Domain,
     ) -> impl Future<Output = Result<Option<WebsiteRecord>, StoreError>> + Send;
 
-    /// The partner and user id of the website of `domain`, read from its record even
-    /// when the rest of it cannot be read (so that only its owner is told that it
-    /// exists); `None` when there is none, or when even these cannot be read.
+    /// The owner of the website of `domain`, read from its record even when the rest
+    /// of it cannot be read (so that only its owner is told that it exists); `None`
+    /// when there is none, or when even that cannot be read.
     fn website_owner(
         &self,
         domain: &Domain,
-    ) -> impl Future<Output = Result<Option<(PartnerName, UserId)>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Option<WebsiteOwner>, StoreError>> + Send;
 
     /// Replaces a website if it is still at `expected_revision`
     /// ([`StoreError::Stale`] otherwise); the new record, at a higher revision.

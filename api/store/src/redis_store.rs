@@ -36,7 +36,7 @@ use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
     AccountStore, Change, Changed, Delivery, HostClash, HostField, OutboxStore, Owner, Page,
     PartnerChange, PartnerRecord, Position, SharedState, Snapshot, StoreError, Unreadable,
-    WebsiteRecord, WebsiteStore, host_claims, key_digest,
+    WebsiteOwner, WebsiteRecord, WebsiteStore, host_claims, key_digest,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redis::AsyncCommands;
@@ -705,9 +705,7 @@ impl RedisStore {
                     delivery.next_attempt_ms.to_string(),
                     delivery.id.clone(),
                     if waiting_at_most.is_none() { "1" } else { "0" }.to_owned(),
-                    waiting_at_most
-                        .filter(|&limit| limit != usize::MAX)
-                        .map_or(String::new(), |limit| limit.to_string()),
+                    waiting_at_most.map_or(String::new(), limit_argument),
                     format!("the outbox of partner {partner}'s webhooks"),
                     self.key("delivery:"),
                 ],
@@ -1101,10 +1099,7 @@ impl WebsiteStore for RedisStore {
         self.website_record(domain.as_str()).await
     }
 
-    async fn website_owner(
-        &self,
-        domain: &Domain,
-    ) -> Result<Option<(PartnerName, UserId)>, StoreError> {
+    async fn website_owner(&self, domain: &Domain) -> Result<Option<WebsiteOwner>, StoreError> {
         let key = self.key(&format!("website:{domain}"));
         let [partner, website]: [Option<String>; 2] = self
             .run(move |c| {
@@ -1126,7 +1121,10 @@ impl WebsiteStore for RedisStore {
                 website
                     .and_then(|website| serde_json::from_str::<crate::StoredUserId>(&website).ok()),
             )
-            .map(|(partner, website)| (partner, website.user_id)))
+            .map(|(partner, website)| WebsiteOwner {
+                partner,
+                user: website.user_id,
+            }))
     }
 
     async fn update_website(

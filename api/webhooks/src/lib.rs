@@ -22,7 +22,6 @@ use botgate_model::{PartnerName, WebsiteView};
 use botgate_store::{Delivery, Store};
 use bytes::Bytes;
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::sync::Arc;
 use std::time::Duration;
 use url::Url;
@@ -118,26 +117,27 @@ pub const IN_FLIGHT_PER_PARTNER: usize = 8;
 /// webhooks ([`WAITING_PER_PARTNER`]) to the ones due behind them.
 const CLAIMS_PER_LOOK: usize = 64;
 
-/// The attempts one gateway has under way, in all and per partner, and how long each
-/// partner's receiver took last.
+/// The attempts one gateway has under way (whose, since when; at most `batch`), and
+/// how long each partner's receiver took last.
 #[derive(Default)]
 struct Slots {
     attempts: tokio::task::JoinSet<()>,
     started: HashMap<tokio::task::Id, (PartnerName, std::time::Instant)>,
-    per_partner: HashMap<PartnerName, usize>,
     last_took: HashMap<PartnerName, Duration>,
 }
 
 impl Slots {
     fn start(&mut self, partner: PartnerName, attempt: impl Future<Output = ()> + Send + 'static) {
         let id = self.attempts.spawn(attempt).id();
-        *self.per_partner.entry(partner.clone()).or_default() += 1;
         self.started
             .insert(id, (partner, std::time::Instant::now()));
     }
 
     fn in_flight(&self, partner: &PartnerName) -> usize {
-        self.per_partner.get(partner).copied().unwrap_or(0)
+        self.started
+            .values()
+            .filter(|(of, _)| of == partner)
+            .count()
     }
 
     /// How slow the partner's receiver is proving: its last attempt's time, or its
@@ -160,13 +160,7 @@ impl Slots {
             Err(error) => error.id(),
         };
         if let Some((partner, since)) = self.started.remove(&id) {
-            self.last_took.insert(partner.clone(), since.elapsed());
-            if let Entry::Occupied(mut count) = self.per_partner.entry(partner) {
-                *count.get_mut() -= 1;
-                if *count.get() == 0 {
-                    count.remove();
-                }
-            }
+            self.last_took.insert(partner, since.elapsed());
         }
         Some(())
     }

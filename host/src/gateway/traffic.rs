@@ -9,8 +9,8 @@
 //! [`EVENT_SLOTS`] events per website between flushes.
 
 use super::outcome::Outcome;
-use botgate_model::{Category, PartnerName, UserId};
-use botgate_store::{Counts, Owner, TrafficEvent};
+use botgate_model::Category;
+use botgate_store::{Counts, Owner, TrafficEvent, WebsiteOwner};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -77,8 +77,7 @@ struct EventSlot {
 /// One website's traffic in one minute, on one thread, for one owner.
 struct SiteMinute {
     minute: u64,
-    partner: PartnerName,
-    user: UserId,
+    owner: WebsiteOwner,
     decisions: [[u64; OUTCOMES]; CATEGORY_ROWS],
     challenges_shown: u64,
     challenges_solved: u64,
@@ -93,21 +92,13 @@ impl SiteMinute {
     fn new(minute: u64, owner: Owner<'_>) -> SiteMinute {
         SiteMinute {
             minute,
-            partner: owner.partner.clone(),
-            user: owner.user.clone(),
+            owner: owner.into(),
             decisions: [[0; OUTCOMES]; CATEGORY_ROWS],
             challenges_shown: 0,
             challenges_solved: 0,
             tops: Default::default(),
             events: Vec::new(),
             next_event: 0,
-        }
-    }
-
-    fn owner(&self) -> Owner<'_> {
-        Owner {
-            partner: &self.partner,
-            user: &self.user,
         }
     }
 }
@@ -174,7 +165,10 @@ impl ThreadBuffer {
             Some(owners) => owners,
             None => self.sites.entry(request.website.into()).or_default(),
         };
-        let site = match owners.iter().position(|site| site.owner() == request.owner) {
+        let site = match owners
+            .iter()
+            .position(|site| site.owner.as_owner() == request.owner)
+        {
             Some(at) => {
                 let site = &mut owners[at];
                 if site.minute != minute {
@@ -249,8 +243,7 @@ impl ThreadBuffer {
 #[derive(Debug, PartialEq)]
 pub struct Flushed {
     pub website: String,
-    pub partner: PartnerName,
-    pub user: UserId,
+    pub owner: WebsiteOwner,
     pub minute: u64,
     pub counts: Counts,
     /// Oldest first.
@@ -297,8 +290,7 @@ fn flushed(website: &str, site: SiteMinute) -> Flushed {
     events.sort_by_key(|event| event.time);
     Flushed {
         website: website.to_owned(),
-        partner: site.partner,
-        user: site.user,
+        owner: site.owner,
         minute: site.minute,
         counts,
         events,
@@ -360,7 +352,7 @@ impl TrafficRecorder {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let mut merged: HashMap<(String, u64, PartnerName, UserId), Flushed> = HashMap::new();
+        let mut merged: HashMap<(String, u64, WebsiteOwner), Flushed> = HashMap::new();
         for buffer in buffers {
             let taken = std::mem::take(&mut *buffer.lock().unwrap_or_else(|e| e.into_inner()));
             let current = taken.sites.into_iter().flat_map(|(website, owners)| {
@@ -369,13 +361,7 @@ impl TrafficRecorder {
             let all = taken.ended.into_iter().chain(current);
             for (website, site) in all {
                 let one = flushed(&website, site);
-                let key = (
-                    one.website.clone(),
-                    one.minute,
-                    one.partner.clone(),
-                    one.user.clone(),
-                );
-                match merged.entry(key) {
+                match merged.entry((one.website.clone(), one.minute, one.owner.clone())) {
                     std::collections::hash_map::Entry::Occupied(mut into) => {
                         let into = into.get_mut();
                         for (field, count) in one.counts.0 {
@@ -392,8 +378,7 @@ impl TrafficRecorder {
         }
         let mut flushed: Vec<Flushed> = merged.into_values().collect();
         flushed.sort_by(|a, b| {
-            (&a.website, a.minute, &a.partner, &a.user)
-                .cmp(&(&b.website, b.minute, &b.partner, &b.user))
+            (&a.website, a.minute, &a.owner).cmp(&(&b.website, b.minute, &b.owner))
         });
         flushed
     }
@@ -419,14 +404,10 @@ pub async fn flush_every(
             let Ok(domain) = botgate_model::Domain::parse(&flushed.website) else {
                 continue;
             };
-            let owner = Owner {
-                partner: &flushed.partner,
-                user: &flushed.user,
-            };
             if let Err(error) = store
                 .add_traffic(
                     &domain,
-                    owner,
+                    flushed.owner.as_owner(),
                     flushed.minute,
                     &flushed.counts,
                     &flushed.events,
@@ -447,18 +428,15 @@ mod tests {
     use super::*;
     use std::sync::LazyLock;
 
-    static OWNERS: LazyLock<[(PartnerName, UserId); 2]> = LazyLock::new(|| {
-        ["first", "second"].map(|name| {
-            (
-                PartnerName::parse(&format!("{name}-hoster")).unwrap(),
-                UserId::parse(name).unwrap(),
-            )
+    static OWNERS: LazyLock<[WebsiteOwner; 2]> = LazyLock::new(|| {
+        ["first", "second"].map(|name| WebsiteOwner {
+            partner: botgate_model::PartnerName::parse(&format!("{name}-hoster")).unwrap(),
+            user: botgate_model::UserId::parse(name).unwrap(),
         })
     });
 
     fn owner(which: usize) -> Owner<'static> {
-        let (partner, user) = &OWNERS[which];
-        Owner { partner, user }
+        OWNERS[which].as_owner()
     }
 
     fn request<'a>(
@@ -596,7 +574,7 @@ mod tests {
             .iter()
             .map(|f| {
                 let paths = f.events.iter().map(|e| e.path.as_str()).collect();
-                (f.partner.as_str(), f.user.as_str(), paths)
+                (f.owner.partner.as_str(), f.owner.user.as_str(), paths)
             })
             .collect();
         assert_eq!(
