@@ -350,16 +350,32 @@ impl CustomRules {
         self.0.reads_geo
     }
 
-    /// The first rule all of whose conditions hold for `subject`.
-    pub fn first_match(&self, subject: &impl Subject) -> Option<Matched<'_>> {
+    /// The first rule all of whose conditions hold for the request, given as its
+    /// `readings`: one [`Subject`] for each way an origin may read its path (usually
+    /// one; two when servlet containers drop `;` parameters that other servers keep).
+    /// Where the readings disagree, the stricter side wins: a rule whose outcome
+    /// `permits` the request (grants it, or names a category the policy grants) must
+    /// hold under every reading, any other rule under one.
+    pub fn first_match(
+        &self,
+        readings: &[&dyn Subject],
+        permits: impl Fn(RuleOutcome) -> bool,
+    ) -> Option<Matched<'_>> {
+        let holds = |tests: &Vec<Test>, subject: &&dyn Subject| {
+            tests.iter().all(|test| test.holds(*subject))
+        };
         self.0
             .rules
             .iter()
             .enumerate()
             .find(|(_, rule)| {
-                rule.tests
-                    .as_ref()
-                    .is_some_and(|tests| tests.iter().all(|test| test.holds(subject)))
+                rule.tests.as_ref().is_some_and(|tests| {
+                    if permits(rule.outcome) {
+                        readings.iter().all(|subject| holds(tests, subject))
+                    } else {
+                        readings.iter().any(|subject| holds(tests, subject))
+                    }
+                })
             })
             .map(|(i, rule)| Matched {
                 number: i + 1,
@@ -786,7 +802,7 @@ fn lower(text: &str) -> Cow<'_, str> {
 }
 
 impl Test {
-    fn holds(&self, subject: &impl Subject) -> bool {
+    fn holds(&self, subject: &dyn Subject) -> bool {
         match self {
             Test::Ip { negate, networks } => {
                 let ip = canonical(subject.client_ip());
@@ -879,7 +895,9 @@ mod tests {
     }
 
     fn decided(rules: &CustomRules, request: &Request) -> Option<(usize, RuleOutcome)> {
-        rules.first_match(request).map(|m| (m.number, m.outcome))
+        rules
+            .first_match(&[request], |_| false)
+            .map(|m| (m.number, m.outcome))
     }
 
     #[test]
@@ -945,8 +963,76 @@ mod tests {
             ..Request::default()
         };
         assert_eq!(decided(&rules, &api_with_key), None);
-        assert_eq!(rules.first_match(&admin_post).unwrap().reason, "custom.2");
+        assert_eq!(
+            rules.first_match(&[&admin_post], |_| false).unwrap().reason,
+            "custom.2"
+        );
         assert!(!rules.reads_geo());
+    }
+
+    #[test]
+    fn readings_that_disagree_resolve_to_the_stricter_outcome() {
+        let rules = rules(json!([
+            {"conditions": [{"field": "path", "operator": "contains", "value": "public"}], "action": "grant"},
+            {"conditions": [{"field": "path", "operator": "starts_with", "value": "/admin/"}], "action": "deny"},
+            {"conditions": [{"field": "path", "operator": "is", "value": "/login"}], "category": "humans"},
+        ]));
+        // `/admin;public/panel`: as sent, and as a servlet container reads it.
+        let as_sent = Request {
+            path: "/admin;public/panel",
+            ..Request::default()
+        };
+        let servlet = Request {
+            path: "/admin/panel",
+            ..Request::default()
+        };
+        let grants = |outcome: RuleOutcome| {
+            matches!(
+                outcome,
+                RuleOutcome::Action(Action::Grant) | RuleOutcome::Category(Category::Humans)
+            )
+        };
+        let decided = |readings: &[&dyn Subject]| {
+            rules
+                .first_match(readings, grants)
+                .map(|m| (m.number, m.outcome))
+        };
+        // One reading alone grants; read both ways, the deny of `/admin/` holds.
+        assert_eq!(
+            decided(&[&as_sent]),
+            Some((1, RuleOutcome::Action(Action::Grant)))
+        );
+        assert_eq!(
+            decided(&[&as_sent, &servlet]),
+            Some((2, RuleOutcome::Action(Action::Deny)))
+        );
+        // A granting rule that holds under both readings still grants.
+        let public = Request {
+            path: "/public;v=2/logo",
+            ..Request::default()
+        };
+        let public_servlet = Request {
+            path: "/public/logo",
+            ..Request::default()
+        };
+        assert_eq!(decided(&[&public, &public_servlet]).map(|d| d.0), Some(1));
+        // A category the policy grants permits too: `/login;x` is not `/login` as sent.
+        let login = Request {
+            path: "/login;x",
+            ..Request::default()
+        };
+        let login_servlet = Request {
+            path: "/login",
+            ..Request::default()
+        };
+        assert_eq!(decided(&[&login, &login_servlet]), None);
+        assert_eq!(
+            rules
+                .first_match(&[&login, &login_servlet], |_| false)
+                .map(|m| m.number),
+            Some(3),
+            "a category the policy does not grant holds under one reading"
+        );
     }
 
     #[test]
@@ -960,7 +1046,7 @@ mod tests {
             user_agent: "curl/8.5.0",
             ..Request::default()
         };
-        let holds = |r: &CustomRules| r.first_match(&curl).is_some();
+        let holds = |r: &CustomRules| r.first_match(&[&curl], |_| false).is_some();
         assert!(holds(&ua("is", json!("CURL/8.5.0"))));
         assert!(!holds(&ua("is", json!("curl"))));
         assert!(holds(&ua("is_not", json!("wget"))));
@@ -1119,12 +1205,12 @@ mod tests {
             {"field": "referrer", "operator": "is", "value": ""},
             {"field": "ja4", "operator": "is", "value": ""},
         ], "action": "captcha"}]));
-        assert!(r.first_match(&Request::default()).is_some());
+        assert!(r.first_match(&[&Request::default()], |_| false).is_some());
         let with_referrer = Request {
             headers: vec![("Referer", "https://example.com/")],
             ..Request::default()
         };
-        assert!(r.first_match(&with_referrer).is_none());
+        assert!(r.first_match(&[&with_referrer], |_| false).is_none());
     }
 
     #[test]

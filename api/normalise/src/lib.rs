@@ -50,6 +50,24 @@ pub fn path(path: &str) -> Cow<'_, str> {
     resolve(decode_lower(path, false)).0
 }
 
+/// The path as sent with every segment's `;` parameters removed
+/// (`/admin;x/panel;jsessionid=1` reads `/admin/panel`), as Java servlet containers and
+/// Spring resolve it before routing; `None` when the path has no `;`. The gateway judges
+/// its own path tests (custom rules, the cache's static files) under both readings.
+pub fn without_parameters(path: &str) -> Option<String> {
+    if !path.contains(';') {
+        return None;
+    }
+    let mut out = String::with_capacity(path.len());
+    for (i, segment) in path.split('/').enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        out.push_str(segment.split_once(';').map_or(segment, |(name, _)| name));
+    }
+    Some(out)
+}
+
 /// Why a path has no single reading, and is refused before any rule reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum PathRefusal {
@@ -379,6 +397,25 @@ mod tests {
             assert_eq!(refusal(plain), None, "{plain}");
         }
         assert_eq!(path("/..."), "/...");
+    }
+
+    #[test]
+    fn parameters_come_off_every_segment_as_a_servlet_container_reads_them() {
+        let cases = [
+            ("/admin;x/panel", Some("/admin/panel")),
+            ("/admin/panel;jsessionid=1", Some("/admin/panel")),
+            ("/a;b=1;c=2/d;/e", Some("/a/d/e")),
+            (";x/y", Some("/y")),
+            ("/heroes;id=15;foo=foo", Some("/heroes")),
+            ("/plain/path", None),
+            ("/encoded%3Bsemicolon", None),
+        ];
+        for (sent, expected) in cases {
+            assert_eq!(without_parameters(sent).as_deref(), expected, "{sent}");
+        }
+        // Read under the one normalisation, it is the Java origin's path.
+        let stripped = without_parameters("/Admin;x/../Secret;y/Panel").unwrap();
+        assert_eq!(path(&stripped), "/secret/panel");
     }
 
     #[test]

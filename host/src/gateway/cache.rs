@@ -104,7 +104,14 @@ fn header_bytes(headers: &http::HeaderMap) -> usize {
         .sum()
 }
 
+/// Whether `path` names a static file, as every server reads it: `/account;.css` is a
+/// servlet container's `/account`, a page.
 fn is_static_path(path: &str) -> bool {
+    has_static_extension(path)
+        && botgate_normalise::without_parameters(path).is_none_or(|p| has_static_extension(&p))
+}
+
+fn has_static_extension(path: &str) -> bool {
     let file = path.rsplit('/').next().unwrap_or("");
     match file.rsplit_once('.') {
         Some((stem, extension)) if !stem.is_empty() => STATIC_EXTENSIONS
@@ -387,6 +394,22 @@ mod tests {
         assert_eq!(cacheable(&post, true, true), None);
         let hidden = parts(Method::GET, "/.css", &[]);
         assert_eq!(cacheable(&hidden, true, false), None);
+        // A page behind a static-looking parameter is a page to a servlet container.
+        let deception = parts(Method::GET, "/account;.css", &[]);
+        assert_eq!(cacheable(&deception, true, false), None);
+        assert_eq!(
+            cacheable(&deception, true, true),
+            Some(Cacheable::DynamicPage)
+        );
+        let versioned = parts(Method::GET, "/site.css;v=3", &[]);
+        assert_eq!(cacheable(&versioned, true, false), None);
+        let session = parts(Method::GET, "/logo.png;jsessionid=1", &[]);
+        assert_eq!(cacheable(&session, true, false), None);
+        let static_parameter = parts(Method::GET, "/assets;v=3/site.css", &[]);
+        assert_eq!(
+            cacheable(&static_parameter, true, false),
+            Some(Cacheable::StaticFile)
+        );
         // The gateway's own pass (taken out before) is no sign of a personal page.
         for pass in ["botgate_pass=1.x", "botgate_pass_plain=w1.x"] {
             let mut passed = parts(Method::GET, "/blog/post", &[("cookie", pass)]);

@@ -19,7 +19,7 @@ pub struct RuleSubject<'a> {
     pub method: &'a str,
     /// The host the request names, canonical.
     pub host: &'a str,
-    /// The path and query as received.
+    /// The path as received (or as a servlet container reads it), and the query.
     pub path: &'a str,
     pub query: &'a str,
     pub headers: &'a HeaderMap,
@@ -44,6 +44,15 @@ impl<'a> RuleSubject<'a> {
             connection,
             geoip,
             geo: OnceCell::new(),
+        }
+    }
+
+    /// The same request with its path read as `path` (the servlet containers' reading).
+    pub fn reading_path(&self, path: &'a str) -> RuleSubject<'a> {
+        RuleSubject {
+            path,
+            geo: self.geo.clone(),
+            ..*self
         }
     }
 

@@ -307,7 +307,21 @@ impl Gateway {
                 let custom = (!settings.custom_rules.is_empty())
                     .then(|| {
                         let subject = RuleSubject::new(&request, &host, connection, &self.geoip);
-                        settings.custom_rules.first_match(&subject)
+                        // Servlet containers drop `;` parameters (`/admin;x/panel`
+                        // is their `/admin/panel`): the rules read both ways.
+                        let servlet = botgate_normalise::without_parameters(subject.path);
+                        let servlet = servlet.as_deref().map(|p| subject.reading_path(p));
+                        let policy = settings.rules.policy();
+                        let permits = |outcome| match outcome {
+                            RuleOutcome::Action(action) => action == Action::Grant,
+                            RuleOutcome::Category(c) => policy.action(c) == Action::Grant,
+                        };
+                        match &servlet {
+                            Some(servlet) => settings
+                                .custom_rules
+                                .first_match(&[&subject, servlet], permits),
+                            None => settings.custom_rules.first_match(&[&subject], permits),
+                        }
                     })
                     .flatten();
                 if let Some(rule) = custom {

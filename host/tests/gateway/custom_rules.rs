@@ -313,6 +313,61 @@ fn custom_rules_decide_before_the_components_and_are_named_in_the_log_and_metric
     }
 }
 
+/// Servlet containers drop `;` parameters from every segment, so `/admin;x/panel` is
+/// their `/admin/panel`: a rule about `/admin/` must hold for it, and a granting rule
+/// must not hold for what such an origin reads as another path.
+#[test]
+fn a_path_parameter_hides_no_path_from_the_custom_rules() {
+    let origin = origin("servlet");
+    let gateway = gateway(origin.address.port(), &[]);
+    let host = "servlet.example";
+    let mut settings = loadbalancer(&["bot_protection"]);
+    settings["custom_rules"] = json!([
+        rule(
+            json!([{"field": "path", "operator": "contains", "value": "public"}]),
+            json!({"action": "grant"})
+        ),
+        rule(
+            json!([{"field": "path", "operator": "starts_with", "value": "/admin/"}]),
+            json!({"action": "deny"})
+        ),
+    ]);
+    add_website(
+        &gateway,
+        json!({"domain": host, "ip": ["127.0.0.1"], "settings": settings}),
+    )
+    .unwrap();
+    let before = origin.requests();
+    for target in [
+        "/admin/panel",
+        "/admin;x/panel",
+        "/ADMIN;jsessionid=1/panel",
+        "/admin;public/panel",
+        "/admin/panel;public",
+    ] {
+        let answer = send(gateway.http, Outgoing::get(host, target).browser()).unwrap();
+        assert_eq!(answer.status, 403, "{target}: {}", answer.text());
+        let line = access_line(&gateway, target);
+        assert!(line.contains("reason=custom.2 "), "{target}: {line}");
+    }
+    assert_eq!(
+        origin.requests(),
+        before,
+        "no denied path reached the origin"
+    );
+    // A path both readings grant, and one no rule is about, pass as sent.
+    for (target, reason) in [("/public;v=2/logo", "custom.1"), ("/shop;x/cart", "")] {
+        let answer = send(gateway.http, Outgoing::get(host, target).browser()).unwrap();
+        assert_eq!(answer.status, 200, "{target}: {}", answer.text());
+        let line = access_line(&gateway, target);
+        assert!(
+            reason.is_empty() || line.contains(&format!("reason={reason} ")),
+            "{target}: {line}"
+        );
+    }
+    assert_eq!(origin.requests(), before + 2);
+}
+
 #[test]
 fn the_api_refuses_bad_custom_rules_naming_the_field() {
     let origin = origin("site");
