@@ -210,3 +210,59 @@ async fn a_partner_is_not_refused_for_deliveries_removed_by_hand() {
         .await;
     assert!(matches!(refused, Err(StoreError::Full(_))), "{refused:?}");
 }
+
+/// Deliveries a former release indexed (one `deliveries` sorted set, a `deliveries-of:`
+/// set per partner), as gateways of that release leave them during an upgrade, are
+/// claimed, bounded, listed and finished by this one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_a_former_release_indexed_are_taken_over() {
+    use botgate_store::{ClaimShares, OutboxStore};
+    let server = RedisServer::start().unwrap();
+    let store = RedisStore::connect(config(&server)).await.unwrap();
+    store
+        .enqueue_delivery(&conformance::delivery("hoster", "msg_new", 30), 3)
+        .await
+        .unwrap();
+    for (id, due) in [("msg_old1", 10), ("msg_old2", 20)] {
+        let json = serde_json::to_string(&conformance::delivery("hoster", id, due)).unwrap();
+        let key = format!("botgate:delivery:{id}");
+        server.command(&["SET", &key, &json]).unwrap();
+        let due = due.to_string();
+        server
+            .command(&["ZADD", "botgate:deliveries", &due, id])
+            .unwrap();
+        server
+            .command(&["SADD", "botgate:deliveries-of:hoster", id])
+            .unwrap();
+    }
+    let listed: Vec<String> = store
+        .deliveries()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(listed, ["msg_new", "msg_old1", "msg_old2"], "listed before");
+    let claimed = store
+        .claim_deliveries(100, 60_000, 2, &ClaimShares::unbounded())
+        .await
+        .unwrap();
+    let ids: Vec<&str> = claimed.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids, ["msg_old1", "msg_old2"], "oldest due first");
+    for key in ["botgate:deliveries", "botgate:deliveries-of:hoster"] {
+        let exists = server.command(&["EXISTS", key]).unwrap();
+        assert!(
+            matches!(exists, botgate_tests::servers::Resp::Integer(0)),
+            "{key} is gone"
+        );
+    }
+    // Counted against the partner's bound now.
+    let refused = store
+        .enqueue_delivery(&conformance::delivery("hoster", "msg_more", 1), 3)
+        .await;
+    assert!(matches!(refused, Err(StoreError::Full(_))), "{refused:?}");
+    for id in ["msg_new", "msg_old1", "msg_old2"] {
+        store.finish_delivery(id).await.unwrap();
+    }
+    assert_eq!(store.deliveries().await.unwrap(), vec![]);
+}

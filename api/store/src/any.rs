@@ -1,7 +1,6 @@
 //! [`AnyStore`]: the backend the operator configured, chosen at start-up, behind the one
 //! [`Store`] interface (the trait's `async` methods make it unusable as `dyn Store`).
 
-use crate::RedisConfig;
 use crate::rulesets::{
     Listed, Pushed, PushedRuleset, RulesetState, RulesetStore, ShadowResults, StoredState,
 };
@@ -11,6 +10,7 @@ use crate::{
     Position, RedisStore, SharedState, Snapshot, StoreError, WebsiteOwner, WebsiteRecord,
     WebsiteStore,
 };
+use crate::{ClaimShares, RedisConfig};
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use std::path::PathBuf;
 
@@ -223,8 +223,9 @@ impl OutboxStore for AnyStore {
         now_ms: u64,
         lease_until_ms: u64,
         limit: usize,
+        shares: &ClaimShares,
     ) -> Result<Vec<Delivery>, StoreError> {
-        delegate!(self.claim_deliveries(now_ms, lease_until_ms, limit))
+        delegate!(self.claim_deliveries(now_ms, lease_until_ms, limit, shares))
     }
 
     async fn retry_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {

@@ -3,7 +3,8 @@
 //! difference, naming it.
 
 use crate::{
-    Changed, Delivery, HostClash, HostField, PartnerChange, PartnerRecord, Store, StoreError,
+    Changed, ClaimShares, Delivery, HostClash, HostField, PartnerChange, PartnerRecord, Store,
+    StoreError,
 };
 use botgate_model::{Domain, FrameOrigin, PartnerName, User, UserId, Website, WebsiteInput};
 use tokio::sync::broadcast::error::TryRecvError;
@@ -80,6 +81,7 @@ pub async fn run<S: Store>(store: &S) {
     deleting_a_user_deletes_its_websites(store).await;
     shared_secrets(store).await;
     outbox(store).await;
+    outbox_shares(store).await;
     ephemeral_values_and_leases(store).await;
     host_names(store).await;
     field_level_partner_writes(store).await;
@@ -1088,11 +1090,17 @@ async fn outbox<S: Store>(store: &S) {
             .unwrap();
     }
     assert_eq!(
-        store.claim_deliveries(500, 60_000, 10).await.unwrap(),
+        store
+            .claim_deliveries(500, 60_000, 10, &ClaimShares::unbounded())
+            .await
+            .unwrap(),
         vec![],
         "nothing is due before its time"
     );
-    let claimed = store.claim_deliveries(5_000, 65_000, 10).await.unwrap();
+    let claimed = store
+        .claim_deliveries(5_000, 65_000, 10, &ClaimShares::unbounded())
+        .await
+        .unwrap();
     let ids: Vec<&str> = claimed.iter().map(|d| d.id.as_str()).collect();
     assert_eq!(ids, ["msg_a", "msg_b"], "the due ones, oldest due first");
     assert!(
@@ -1101,7 +1109,10 @@ async fn outbox<S: Store>(store: &S) {
     );
     assert_eq!(claimed[0].body, delivery("acme", "msg_a", 0).body);
     assert_eq!(
-        store.claim_deliveries(6_000, 66_000, 10).await.unwrap(),
+        store
+            .claim_deliveries(6_000, 66_000, 10, &ClaimShares::unbounded())
+            .await
+            .unwrap(),
         vec![],
         "a leased delivery is not claimed again while the lease holds"
     );
@@ -1110,7 +1121,10 @@ async fn outbox<S: Store>(store: &S) {
     failed.next_attempt_ms = 7_000;
     failed.last_error = Some("503 from the receiver".into());
     store.retry_delivery(&failed).await.unwrap();
-    let again = store.claim_deliveries(7_000, 67_000, 1).await.unwrap();
+    let again = store
+        .claim_deliveries(7_000, 67_000, 1, &ClaimShares::unbounded())
+        .await
+        .unwrap();
     assert_eq!(again.len(), 1, "limit");
     assert_eq!(again[0].id, "msg_b", "retried when due again");
     assert_eq!(again[0].attempts, 1);
@@ -1119,7 +1133,10 @@ async fn outbox<S: Store>(store: &S) {
         Some("503 from the receiver")
     );
     // A lease that ran out (the gateway died mid-delivery) frees the delivery.
-    let expired = store.claim_deliveries(65_000, 70_000, 10).await.unwrap();
+    let expired = store
+        .claim_deliveries(65_000, 70_000, 10, &ClaimShares::unbounded())
+        .await
+        .unwrap();
     assert_eq!(
         expired.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(),
         ["msg_c", "msg_a"],
@@ -1153,7 +1170,10 @@ async fn outbox<S: Store>(store: &S) {
             .await
             .unwrap();
     }
-    let claimed = store.claim_deliveries(10, 60_000, 10).await.unwrap();
+    let claimed = store
+        .claim_deliveries(10, 60_000, 10, &ClaimShares::unbounded())
+        .await
+        .unwrap();
     assert_eq!(claimed.len(), 2);
     let mut failed = claimed[0].clone();
     failed.attempts = 1;
@@ -1186,6 +1206,106 @@ async fn outbox<S: Store>(store: &S) {
         store.version().await.unwrap(),
         version,
         "the outbox is not website changes"
+    );
+}
+
+/// Claims share a gateway's slots among partners: one holding its share, or with a long
+/// backlog, waits behind others; what is left unclaimed is left as it was.
+async fn outbox_shares<S: Store>(store: &S) {
+    let ids =
+        |claimed: &[Delivery]| -> Vec<String> { claimed.iter().map(|d| d.id.clone()).collect() };
+    // `stalled` has a backlog due longest; `quiet` one; `other` three.
+    for n in 0..40 {
+        store
+            .enqueue_delivery(&delivery("stalled", &format!("msg_s{n:02}"), 100 + n), 1000)
+            .await
+            .unwrap();
+    }
+    store
+        .enqueue_delivery(&delivery("quiet", "msg_q0", 500), 1000)
+        .await
+        .unwrap();
+    for n in 0..3 {
+        store
+            .enqueue_delivery(&delivery("other", &format!("msg_o{n}"), 400 + n), 1000)
+            .await
+            .unwrap();
+    }
+    let name = |n: &str| PartnerName::parse(n).unwrap();
+    let shares = ClaimShares {
+        per_partner: 4,
+        held: [(name("stalled"), 4)].into(),
+    };
+    let claimed = store
+        .claim_deliveries(1_000, 60_000, 3, &shares)
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&claimed),
+        ["msg_o0", "msg_o1", "msg_q0"],
+        "the partners holding fewest first, oldest due first; none of one at its share"
+    );
+    assert!(claimed.iter().all(|d| d.next_attempt_ms == 60_000));
+    // Without a share held, the slots alternate, the longest due first.
+    let shares = ClaimShares {
+        per_partner: 4,
+        held: [(name("other"), 2), (name("quiet"), 1)].into(),
+    };
+    let claimed = store
+        .claim_deliveries(1_000, 60_000, 4, &shares)
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&claimed),
+        ["msg_s00", "msg_s01", "msg_s02", "msg_o2"],
+        "`stalled` holds none now: it gets slots until it holds as many as `other`"
+    );
+    let claimed = store
+        .claim_deliveries(1_000, 60_000, 10, &shares)
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&claimed),
+        ["msg_s03", "msg_s04", "msg_s05", "msg_s06"],
+        "each partner to its share: only `stalled` has deliveries due"
+    );
+    // What no claim took is as it was: due when it was, in the outbox.
+    let left = store.deliveries().await.unwrap();
+    assert_eq!(left.len(), 44);
+    let waiting: Vec<(&str, u64)> = left
+        .iter()
+        .filter(|d| d.next_attempt_ms != 60_000)
+        .map(|d| (d.id.as_str(), d.next_attempt_ms))
+        .collect();
+    assert_eq!(waiting.len(), 33);
+    assert_eq!(waiting[0], ("msg_s07", 107));
+    // Finished and retried ones keep the partners' order right.
+    for delivery in &left {
+        if delivery.next_attempt_ms == 60_000 {
+            store.finish_delivery(&delivery.id).await.unwrap();
+        }
+    }
+    let mut later = left.iter().find(|d| d.id == "msg_s07").unwrap().clone();
+    later.next_attempt_ms = 5_000;
+    store.retry_delivery(&later).await.unwrap();
+    let claimed = store
+        .claim_deliveries(1_000, 60_000, 1, &ClaimShares::unbounded())
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&claimed),
+        ["msg_s08"],
+        "a retried one is due when it says"
+    );
+    for delivery in store.deliveries().await.unwrap() {
+        store.finish_delivery(&delivery.id).await.unwrap();
+    }
+    assert_eq!(
+        store
+            .claim_deliveries(u64::MAX / 2, u64::MAX / 2, 10, &ClaimShares::unbounded())
+            .await
+            .unwrap(),
+        vec![]
     );
 }
 

@@ -7,8 +7,8 @@ use crate::rulesets::{
 };
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
-    AccountStore, Change, Changed, Delivery, HostClash, HostField, OutboxStore, Owner, Page,
-    PartnerRecord, Position, SharedState, Snapshot, StoreError, Unreadable, WebsiteOwner,
+    AccountStore, Change, Changed, ClaimShares, Delivery, HostClash, HostField, OutboxStore, Owner,
+    Page, PartnerRecord, Position, SharedState, Snapshot, StoreError, Unreadable, WebsiteOwner,
     WebsiteRecord, WebsiteStore, host_claims, key_digest,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
@@ -51,11 +51,18 @@ const HOLDINGS: TableDefinition<&str, u64> = TableDefinition::new("holdings");
 const SECRETS: TableDefinition<&str, &str> = TableDefinition::new("secrets");
 /// Outbox: delivery id → [`Delivery`] JSON.
 const DELIVERIES: TableDefinition<&str, &[u8]> = TableDefinition::new("deliveries");
-/// Outbox index: `{next_attempt_ms:020}:{id}` → ().
-const DELIVERIES_DUE: TableDefinition<&str, ()> = TableDefinition::new("deliveries_due");
-/// Outbox index: `{partner}\n{id}` → (), to bound a partner's waiting webhooks.
-const DELIVERIES_OF_PARTNER: TableDefinition<&str, ()> =
-    TableDefinition::new("deliveries_of_partner");
+/// Outbox index: `{partner}\n{next_attempt_ms:020}:{id}` → (): a partner's waiting
+/// webhooks (their bound), in the order they are due.
+const DELIVERIES_OF_PARTNER_DUE: TableDefinition<&str, ()> =
+    TableDefinition::new("deliveries_of_partner_due");
+/// Outbox index: `{next_attempt_ms:020}\n{partner}` → (), each partner with waiting
+/// webhooks under when its first is due: a claim reads the partners, not every delivery.
+const PARTNERS_DUE: TableDefinition<&str, ()> = TableDefinition::new("partners_due");
+/// The outbox indexes of releases before [`DELIVERIES_OF_PARTNER_DUE`], removed at open.
+const FORMER_OUTBOX_INDEXES: [TableDefinition<&str, ()>; 2] = [
+    TableDefinition::new("deliveries_due"),
+    TableDefinition::new("deliveries_of_partner"),
+];
 /// Short-lived values and leases: key → `{until_ms:020}` and the value.
 const EPHEMERAL: TableDefinition<&str, &str> = TableDefinition::new("ephemeral");
 /// When each ephemeral entry expires: `{until_ms:020}:{key}` → (). Every ephemeral
@@ -266,8 +273,8 @@ impl EmbeddedStore {
             txn.open_table(DELIVERIES).map_err(backend)?;
             txn.open_table(TRAFFIC).map_err(backend)?;
             txn.open_table(EVENTS).map_err(backend)?;
-            txn.open_table(DELIVERIES_DUE).map_err(backend)?;
-            txn.open_table(DELIVERIES_OF_PARTNER).map_err(backend)?;
+            txn.open_table(DELIVERIES_OF_PARTNER_DUE).map_err(backend)?;
+            txn.open_table(PARTNERS_DUE).map_err(backend)?;
             txn.open_table(EPHEMERAL).map_err(backend)?;
             txn.open_table(EPHEMERAL_DUE).map_err(backend)?;
             txn.open_table(HOSTS).map_err(backend)?;
@@ -278,6 +285,7 @@ impl EmbeddedStore {
             txn.open_table(SHADOW_RESULTS).map_err(backend)?;
             txn.open_table(HOLDINGS).map_err(backend)?;
             index_hosts_once(&txn)?;
+            index_outbox_by_partner_once(&txn)?;
             count_holdings(&txn)?;
         }
         txn.commit().map_err(backend)?;
@@ -465,6 +473,37 @@ fn index_hosts_once(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
         }
     }
     meta.insert("host_index", 1).map_err(backend)?;
+    Ok(())
+}
+
+/// Indexes the outbox by partner, for a store written before that index: the
+/// deliveries are read, indexed afresh, and the former indexes removed.
+fn index_outbox_by_partner_once(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
+    {
+        let meta = txn.open_table(META).map_err(backend)?;
+        if meta.get("outbox_by_partner").map_err(backend)?.is_some() {
+            return Ok(());
+        }
+    }
+    let stored: Vec<Delivery> = {
+        let deliveries = txn.open_table(DELIVERIES).map_err(backend)?;
+        let mut stored = Vec::new();
+        for entry in deliveries.iter().map_err(backend)? {
+            let (key, value) = entry.map_err(backend)?;
+            stored.push(decode(key.value(), value.value())?);
+        }
+        stored
+    };
+    for delivery in &stored {
+        index_delivery(txn, delivery)?;
+    }
+    for former in FORMER_OUTBOX_INDEXES {
+        txn.delete_table(former).map_err(backend)?;
+    }
+    txn.open_table(META)
+        .map_err(backend)?
+        .insert("outbox_by_partner", 1)
+        .map_err(backend)?;
     Ok(())
 }
 
@@ -1140,7 +1179,7 @@ impl OutboxStore for EmbeddedStore {
         self.write(move |txn| {
             if waiting_at_most != usize::MAX && stored_delivery(txn, &delivery.id)?.is_none() {
                 let partner = delivery.partner.as_str();
-                let of_partner = txn.open_table(DELIVERIES_OF_PARTNER).map_err(backend)?;
+                let of_partner = txn.open_table(DELIVERIES_OF_PARTNER_DUE).map_err(backend)?;
                 let waiting =
                     keys_with_prefix(&of_partner, &format!("{partner}\n"), None, waiting_at_most)?;
                 if waiting.len() >= waiting_at_most {
@@ -1160,38 +1199,29 @@ impl OutboxStore for EmbeddedStore {
         now_ms: u64,
         lease_until_ms: u64,
         limit: usize,
+        shares: &ClaimShares,
     ) -> Result<Vec<Delivery>, StoreError> {
+        let shares = shares.clone();
         self.write(move |txn| {
-            let due: Vec<String> = {
-                let index = txn.open_table(DELIVERIES_DUE).map_err(backend)?;
-                let end = format!("{now_ms:020}:\u{10ffff}");
-                let mut due = Vec::new();
-                for entry in index.range::<&str>(..end.as_str()).map_err(backend)? {
-                    if due.len() >= limit {
-                        break;
-                    }
-                    let (key, _) = entry.map_err(backend)?;
-                    due.push(key.value().to_owned());
+            // The partners with something due, oldest due first, and how much each has
+            // due (no more than its room); then each one's share, oldest due first.
+            let candidates = due_partners(txn, now_ms, limit, &shares)?;
+            let taken = shares.allocate(&candidates, limit);
+            let mut claimed = Vec::new();
+            for ((partner, _), take) in candidates.iter().zip(taken) {
+                for key in due_of_partner(txn, partner, now_ms, take)? {
+                    let id = key.rsplit_once(':').map_or("", |(_, id)| id);
+                    let Some(mut delivery) = stored_delivery(txn, id)? else {
+                        continue;
+                    };
+                    let due = delivery.next_attempt_ms;
+                    delivery.next_attempt_ms = lease_until_ms;
+                    put_delivery(txn, &delivery)?;
+                    claimed.push((due, delivery));
                 }
-                due
-            };
-            let mut claimed = Vec::with_capacity(due.len());
-            for key in due {
-                let Some((_, id)) = key.split_once(':') else {
-                    continue;
-                };
-                let Some(mut delivery) = stored_delivery(txn, id)? else {
-                    txn.open_table(DELIVERIES_DUE)
-                        .map_err(backend)?
-                        .remove(key.as_str())
-                        .map_err(backend)?;
-                    continue;
-                };
-                delivery.next_attempt_ms = lease_until_ms;
-                put_delivery(txn, &delivery)?;
-                claimed.push(delivery);
             }
-            Ok((claimed, Vec::new()))
+            claimed.sort_by(|(a, x), (b, y)| a.cmp(b).then(x.id.cmp(&y.id)));
+            Ok((claimed.into_iter().map(|(_, d)| d).collect(), Vec::new()))
         })
         .await
     }
@@ -1383,49 +1413,152 @@ fn stored_delivery(txn: &redb::WriteTransaction, id: &str) -> Result<Option<Deli
     get_json(&txn.open_table(DELIVERIES).map_err(backend)?, id)
 }
 
-fn due_key(delivery: &Delivery) -> String {
-    format!("{:020}:{}", delivery.next_attempt_ms, delivery.id)
+/// A delivery's entry in [`DELIVERIES_OF_PARTNER_DUE`].
+fn partner_due_key(delivery: &Delivery) -> String {
+    format!(
+        "{}\n{:020}:{}",
+        delivery.partner.as_str(),
+        delivery.next_attempt_ms,
+        delivery.id
+    )
 }
 
-/// Removes a delivery and its index entry, if it is there.
+/// The partners with a webhook due at `now_ms`, in order of their first due, each with
+/// how many it has due (counted up to its room in `shares`); as many as a claim of
+/// `limit` may need.
+fn due_partners(
+    txn: &redb::WriteTransaction,
+    now_ms: u64,
+    limit: usize,
+    shares: &ClaimShares,
+) -> Result<Vec<(PartnerName, usize)>, StoreError> {
+    let partners = txn.open_table(PARTNERS_DUE).map_err(backend)?;
+    let end = format!("{now_ms:020}\n\u{10ffff}");
+    let mut candidates = Vec::new();
+    for entry in partners.range::<&str>(..end.as_str()).map_err(backend)? {
+        if candidates.len() >= shares.candidates(limit) {
+            break;
+        }
+        let (key, _) = entry.map_err(backend)?;
+        let Some(partner) = key
+            .value()
+            .split_once('\n')
+            .and_then(|(_, name)| PartnerName::parse(name).ok())
+        else {
+            continue;
+        };
+        let room = shares.room(&partner, limit);
+        let due = due_of_partner(txn, &partner, now_ms, room)?.len();
+        candidates.push((partner, due));
+    }
+    Ok(candidates)
+}
+
+/// The keys in [`DELIVERIES_OF_PARTNER_DUE`] of the partner's first `at_most` webhooks
+/// due at `now_ms`.
+fn due_of_partner(
+    txn: &redb::WriteTransaction,
+    partner: &PartnerName,
+    now_ms: u64,
+    at_most: usize,
+) -> Result<Vec<String>, StoreError> {
+    let of_partner = txn.open_table(DELIVERIES_OF_PARTNER_DUE).map_err(backend)?;
+    let prefix = format!("{}\n", partner.as_str());
+    let end = format!("{prefix}{now_ms:020}:\u{10ffff}");
+    let mut keys = Vec::new();
+    for entry in of_partner
+        .range::<&str>(prefix.as_str()..end.as_str())
+        .map_err(backend)?
+        .take(at_most)
+    {
+        keys.push(entry.map_err(backend)?.0.value().to_owned());
+    }
+    Ok(keys)
+}
+
+/// When the partner's first waiting webhook is due, if it has one.
+fn first_due(
+    txn: &redb::WriteTransaction,
+    partner: &PartnerName,
+) -> Result<Option<u64>, StoreError> {
+    let of_partner = txn.open_table(DELIVERIES_OF_PARTNER_DUE).map_err(backend)?;
+    let prefix = format!("{}\n", partner.as_str());
+    let end = prefix_end(&prefix);
+    let mut range = of_partner
+        .range::<&str>(prefix.as_str()..end.as_str())
+        .map_err(backend)?;
+    let Some(first) = range.next() else {
+        return Ok(None);
+    };
+    let (key, _) = first.map_err(backend)?;
+    Ok(key.value()[prefix.len()..]
+        .get(..20)
+        .and_then(|due| due.parse().ok()))
+}
+
+/// Runs `change` on the partner's waiting webhooks and moves its entry in
+/// [`PARTNERS_DUE`] to when its first is due after it.
+fn reindexing_partner(
+    txn: &redb::WriteTransaction,
+    partner: &PartnerName,
+    change: impl FnOnce() -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let was = first_due(txn, partner)?;
+    change()?;
+    let now = first_due(txn, partner)?;
+    if was == now {
+        return Ok(());
+    }
+    let mut partners = txn.open_table(PARTNERS_DUE).map_err(backend)?;
+    let entry = |due: u64| format!("{due:020}\n{}", partner.as_str());
+    if let Some(was) = was {
+        partners.remove(entry(was).as_str()).map_err(backend)?;
+    }
+    if let Some(now) = now {
+        partners.insert(entry(now).as_str(), ()).map_err(backend)?;
+    }
+    Ok(())
+}
+
+/// Adds a stored delivery's index entries.
+fn index_delivery(txn: &redb::WriteTransaction, delivery: &Delivery) -> Result<(), StoreError> {
+    reindexing_partner(txn, &delivery.partner, || {
+        txn.open_table(DELIVERIES_OF_PARTNER_DUE)
+            .map_err(backend)?
+            .insert(partner_due_key(delivery).as_str(), ())
+            .map_err(backend)?;
+        Ok(())
+    })
+}
+
+/// Removes a delivery and its index entries, if it is there.
 fn remove_delivery(txn: &redb::WriteTransaction, id: &str) -> Result<(), StoreError> {
     let Some(stored) = stored_delivery(txn, id)? else {
         return Ok(());
     };
-    txn.open_table(DELIVERIES_DUE)
-        .map_err(backend)?
-        .remove(due_key(&stored).as_str())
-        .map_err(backend)?;
+    reindexing_partner(txn, &stored.partner, || {
+        txn.open_table(DELIVERIES_OF_PARTNER_DUE)
+            .map_err(backend)?
+            .remove(partner_due_key(&stored).as_str())
+            .map_err(backend)?;
+        Ok(())
+    })?;
     txn.open_table(DELIVERIES)
         .map_err(backend)?
         .remove(id)
         .map_err(backend)?;
-    txn.open_table(DELIVERIES_OF_PARTNER)
-        .map_err(backend)?
-        .remove(format!("{}\n{id}", stored.partner.as_str()).as_str())
-        .map_err(backend)?;
     Ok(())
 }
 
-/// Stores a delivery (replacing one with its id) and indexes it by when it is due.
+/// Stores a delivery (replacing one with its id) and indexes it by partner and when it
+/// is due.
 fn put_delivery(txn: &redb::WriteTransaction, delivery: &Delivery) -> Result<(), StoreError> {
     remove_delivery(txn, &delivery.id)?;
     txn.open_table(DELIVERIES)
         .map_err(backend)?
         .insert(delivery.id.as_str(), encode(delivery).as_slice())
         .map_err(backend)?;
-    txn.open_table(DELIVERIES_DUE)
-        .map_err(backend)?
-        .insert(due_key(delivery).as_str(), ())
-        .map_err(backend)?;
-    txn.open_table(DELIVERIES_OF_PARTNER)
-        .map_err(backend)?
-        .insert(
-            format!("{}\n{}", delivery.partner.as_str(), delivery.id).as_str(),
-            (),
-        )
-        .map_err(backend)?;
-    Ok(())
+    index_delivery(txn, delivery)
 }
 
 /// Forgets a website's statistics and latest requests, so that a later website of the

@@ -11,6 +11,7 @@ pub mod any;
 pub mod conformance;
 pub mod embedded;
 pub mod follower;
+mod outbox;
 pub mod redis_store;
 pub mod rulesets;
 pub mod traffic;
@@ -18,6 +19,7 @@ pub mod traffic;
 pub use any::{AnyStore, StoreConfig};
 pub use embedded::EmbeddedStore;
 pub use follower::{Follower, Freshness, WebsiteIndex};
+pub use outbox::ClaimShares;
 pub use redis_store::{RedisConfig, RedisStore, SentinelConfig};
 pub use rulesets::RulesetStore;
 pub use traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
@@ -625,15 +627,19 @@ pub trait OutboxStore: Send + Sync + 'static {
         waiting_at_most: usize,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// Takes up to `limit` deliveries due at `now_ms` (oldest due first) and leases
-    /// them until `lease_until_ms`: their `next_attempt_ms` becomes that, so no other
-    /// gateway takes them meanwhile, and a gateway that dies mid-delivery leaves them
-    /// to be taken again when the lease ends. The answer carries the lease.
+    /// Takes up to `limit` deliveries due at `now_ms`, shared among their partners by
+    /// `shares` (each partner's oldest due first), and leases them until
+    /// `lease_until_ms`: their `next_attempt_ms` becomes that, so no other gateway
+    /// takes them meanwhile, and a gateway that dies mid-delivery leaves them to be
+    /// taken again when the lease ends. The answer carries the lease, oldest due first.
+    /// The work is bounded by `limit` and the partners `shares` holds, not by how many
+    /// deliveries wait.
     fn claim_deliveries(
         &self,
         now_ms: u64,
         lease_until_ms: u64,
         limit: usize,
+        shares: &ClaimShares,
     ) -> impl Future<Output = Result<Vec<Delivery>, StoreError>> + Send;
 
     /// Stores a delivery's new state after a failed attempt (`attempts`,

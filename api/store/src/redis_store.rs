@@ -23,8 +23,9 @@
 //! | `changes` | channel | [`Change`] JSON, one message per change |
 //! | `secret:{name}` | string | a cluster-wide secret ([`SharedState::shared_secret`](crate::SharedState::shared_secret)) |
 //! | `delivery:{id}` | string | [`Delivery`] JSON (its `next_attempt_ms` is the score's) |
-//! | `deliveries` | sorted set | delivery ids scored by when each is next due (ms) |
-//! | `deliveries-of:{partner}` | set | the partner's waiting delivery ids (its bound; ids whose delivery is gone are dropped at the bound) |
+//! | `deliveries-due:{partner}` | sorted set | the partner's waiting delivery ids scored by when each is next due (ms); its bound (ids whose delivery is gone are dropped at the bound) |
+//! | `partners-due` | sorted set | each partner with waiting deliveries, scored by when its first is due |
+//! | `deliveries`, `deliveries-of:{partner}` | sorted set, set | a former release's outbox indexes, moved into the ones above by the next claim |
 //! | `website-revision` | string | the last website revision given (`INCR`) |
 //! | `ephemeral:{key}` | string with a TTL | a short-lived value or a lease's holder |
 
@@ -34,8 +35,8 @@ use crate::rulesets::{
 };
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
-    AccountStore, Change, Changed, Delivery, HostClash, HostField, OutboxStore, Owner, Page,
-    PartnerChange, PartnerRecord, Position, SharedState, Snapshot, StoreError, Unreadable,
+    AccountStore, Change, Changed, ClaimShares, Delivery, HostClash, HostField, OutboxStore, Owner,
+    Page, PartnerChange, PartnerRecord, Position, SharedState, Snapshot, StoreError, Unreadable,
     WebsiteOwner, WebsiteRecord, WebsiteStore, host_claims, key_digest,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
@@ -690,15 +691,17 @@ impl RedisStore {
         waiting_at_most: Option<usize>,
         delivery: &Delivery,
     ) -> Result<(), StoreError> {
-        const LUA: &str = include_str!("lua/put_delivery.lua");
+        const LUA: &str = concat!(
+            include_str!("lua/outbox.lua"),
+            include_str!("lua/put_delivery.lua")
+        );
         let partner = delivery.partner.as_str();
         let _: i64 = self
             .write_script(
                 LUA,
                 vec![
                     self.key(&format!("delivery:{}", delivery.id)),
-                    self.key("deliveries"),
-                    self.key(&format!("deliveries-of:{partner}")),
+                    self.key(&format!("deliveries-due:{partner}")),
                 ],
                 vec![
                     json(delivery),
@@ -707,7 +710,8 @@ impl RedisStore {
                     if waiting_at_most.is_none() { "1" } else { "0" }.to_owned(),
                     waiting_at_most.map_or(String::new(), limit_argument),
                     format!("the outbox of partner {partner}'s webhooks"),
-                    self.key("delivery:"),
+                    self.config.prefix.clone(),
+                    partner.to_owned(),
                 ],
             )
             .await?;
@@ -1300,30 +1304,38 @@ impl OutboxStore for RedisStore {
         now_ms: u64,
         lease_until_ms: u64,
         limit: usize,
+        shares: &ClaimShares,
     ) -> Result<Vec<Delivery>, StoreError> {
-        // Moving each due id's score to the lease's end is the claim; the stored JSON
-        // is left alone (the score is the truth for `next_attempt_ms`).
-        const LUA: &str = include_str!("lua/claim_deliveries.lua");
+        const LUA: &str = concat!(
+            include_str!("lua/outbox.lua"),
+            include_str!("lua/claim_deliveries.lua")
+        );
+        let mut args = vec![
+            now_ms.to_string(),
+            lease_until_ms.to_string(),
+            limit.to_string(),
+            self.config.prefix.clone(),
+            limit_argument(shares.per_partner),
+        ];
+        for (partner, held) in &shares.held {
+            args.extend([partner.as_str().to_owned(), held.to_string()]);
+        }
+        // Pairs of when each was due and its JSON (the score is the truth for
+        // `next_attempt_ms`; the JSON is left alone).
         let claimed: Vec<String> = self
-            .write_script(
-                LUA,
-                vec![self.key("deliveries")],
-                vec![
-                    now_ms.to_string(),
-                    lease_until_ms.to_string(),
-                    limit.to_string(),
-                    self.key("delivery:"),
-                ],
-            )
+            .write_script(LUA, vec![self.key("partners-due")], args)
             .await?;
-        claimed
-            .iter()
-            .map(|stored| {
-                let mut delivery: Delivery = decode("delivery", stored)?;
+        let mut due_and_claimed = claimed
+            .chunks(2)
+            .map(|pair| {
+                let due: f64 = pair[0].parse().unwrap_or(0.0);
+                let mut delivery: Delivery = decode("delivery", pair.get(1).map_or("", |s| s))?;
                 delivery.next_attempt_ms = lease_until_ms;
-                Ok(delivery)
+                Ok((due as u64, delivery))
             })
-            .collect()
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        due_and_claimed.sort_by(|(a, x), (b, y)| a.cmp(b).then(x.id.cmp(&y.id)));
+        Ok(due_and_claimed.into_iter().map(|(_, d)| d).collect())
     }
 
     async fn retry_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
@@ -1331,11 +1343,14 @@ impl OutboxStore for RedisStore {
     }
 
     async fn finish_delivery(&self, id: &str) -> Result<(), StoreError> {
-        const LUA: &str = include_str!("lua/finish_delivery.lua");
+        const LUA: &str = concat!(
+            include_str!("lua/outbox.lua"),
+            include_str!("lua/finish_delivery.lua")
+        );
         let _: i64 = self
             .write_script(
                 LUA,
-                vec![self.key(&format!("delivery:{id}")), self.key("deliveries")],
+                vec![self.key(&format!("delivery:{id}"))],
                 vec![id.to_owned(), self.config.prefix.clone()],
             )
             .await?;
@@ -1343,16 +1358,33 @@ impl OutboxStore for RedisStore {
     }
 
     async fn deliveries(&self) -> Result<Vec<Delivery>, StoreError> {
-        let index = self.key("deliveries");
-        let scored: Vec<(String, u64)> = self
+        let partners_due = self.key("partners-due");
+        let partners: Vec<String> = self
             .run(move |c| {
-                let index = index.clone();
-                Box::pin(async move { c.zrange_withscores(index, 0, -1).await })
+                let index = partners_due.clone();
+                Box::pin(async move { c.zrange(index, 0, -1).await })
             })
             .await
             .map_err(backend)?;
-        let mut all = Vec::with_capacity(scored.len());
-        for (id, due) in scored {
+        let mut indexes: Vec<String> = partners
+            .iter()
+            .map(|partner| self.key(&format!("deliveries-due:{partner}")))
+            .collect();
+        // A former release's index, until the next claim moves it.
+        indexes.push(self.key("deliveries"));
+        let mut due = BTreeMap::new();
+        for index in indexes {
+            let scored: Vec<(String, u64)> = self
+                .run(move |c| {
+                    let index = index.clone();
+                    Box::pin(async move { c.zrange_withscores(index, 0, -1).await })
+                })
+                .await
+                .map_err(backend)?;
+            due.extend(scored);
+        }
+        let mut all = Vec::with_capacity(due.len());
+        for (id, due) in due {
             let key = self.key(&format!("delivery:{id}"));
             if let Some(stored) = self.get(key.clone()).await? {
                 let mut delivery: Delivery = decode(&key, &stored)?;
@@ -1360,7 +1392,6 @@ impl OutboxStore for RedisStore {
                 all.push(delivery);
             }
         }
-        all.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(all)
     }
 }

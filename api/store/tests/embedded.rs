@@ -199,3 +199,73 @@ async fn holdings_are_counted_again_when_the_store_opens() {
         .await
         .unwrap();
 }
+
+/// A store written by a release that indexed the outbox by due time alone (one
+/// `deliveries_due` table, one `deliveries_of_partner`) is indexed by partner when it
+/// opens: its deliveries are claimed, bounded and finished as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outbox_of_a_former_release_is_indexed_by_partner_when_the_store_opens() {
+    use botgate_store::{ClaimShares, OutboxStore};
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        for (id, due) in [("msg_b", 20), ("msg_a", 10), ("msg_c", 30)] {
+            store
+                .enqueue_delivery(&conformance::delivery("hoster", id, due), 3)
+                .await
+                .unwrap();
+        }
+    }
+    // As the former release left it: its indexes, none of this one's.
+    {
+        let db = redb::Database::open(dir.path().join("botgate.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        for table in ["deliveries_of_partner_due", "partners_due"] {
+            txn.delete_table(redb::TableDefinition::<&str, ()>::new(table))
+                .unwrap();
+        }
+        txn.open_table(redb::TableDefinition::<&str, u64>::new("meta"))
+            .unwrap()
+            .remove("outbox_by_partner")
+            .unwrap();
+        let mut due = txn
+            .open_table(redb::TableDefinition::<&str, ()>::new("deliveries_due"))
+            .unwrap();
+        let mut of_partner = txn
+            .open_table(redb::TableDefinition::<&str, ()>::new(
+                "deliveries_of_partner",
+            ))
+            .unwrap();
+        for (id, at) in [("msg_a", 10), ("msg_b", 20), ("msg_c", 30)] {
+            due.insert(format!("{at:020}:{id}").as_str(), ()).unwrap();
+            of_partner
+                .insert(format!("hoster\n{id}").as_str(), ())
+                .unwrap();
+        }
+        drop((due, of_partner));
+        txn.commit().unwrap();
+    }
+    let store = EmbeddedStore::open(dir.path()).unwrap();
+    let claimed = store
+        .claim_deliveries(25, 60_000, 10, &ClaimShares::unbounded())
+        .await
+        .unwrap();
+    let ids: Vec<&str> = claimed.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids, ["msg_a", "msg_b"], "the due ones, oldest due first");
+    let refused = store
+        .enqueue_delivery(&conformance::delivery("hoster", "msg_d", 1), 3)
+        .await;
+    assert!(matches!(refused, Err(StoreError::Full(_))), "{refused:?}");
+    for id in ["msg_a", "msg_b", "msg_c"] {
+        store.finish_delivery(id).await.unwrap();
+    }
+    assert_eq!(store.deliveries().await.unwrap(), vec![]);
+    drop(store);
+    let db = redb::Database::open(dir.path().join("botgate.redb")).unwrap();
+    let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+    let former = txn.open_table(redb::TableDefinition::<&str, ()>::new("deliveries_due"));
+    assert!(
+        matches!(former, Err(redb::TableError::TableDoesNotExist(_))),
+        "the former index is removed"
+    );
+}

@@ -19,7 +19,7 @@ pub use send::{AttemptError, Sender};
 
 use botgate_model::report::Report;
 use botgate_model::{PartnerName, WebsiteView};
-use botgate_store::{Delivery, Store};
+use botgate_store::{ClaimShares, Delivery, Store};
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -112,45 +112,29 @@ pub const WAITING_PER_PARTNER: usize = 1000;
 /// `batch`: a receiver that never answers ties up at most these.
 pub const IN_FLIGHT_PER_PARTNER: usize = 8;
 
-/// Claims one look at the outbox makes at most, when each came back full of deliveries
-/// of partners already at their share: enough to pass several partners' whole waiting
-/// webhooks ([`WAITING_PER_PARTNER`]) to the ones due behind them.
-const CLAIMS_PER_LOOK: usize = 64;
-
-/// The attempts one gateway has under way (whose, since when; at most `batch`), and
-/// how long each partner's receiver took last.
+/// The attempts one gateway has under way (whose; at most `batch`).
 #[derive(Default)]
 struct Slots {
     attempts: tokio::task::JoinSet<()>,
-    started: HashMap<tokio::task::Id, (PartnerName, std::time::Instant)>,
-    last_took: HashMap<PartnerName, Duration>,
+    started: HashMap<tokio::task::Id, PartnerName>,
 }
 
 impl Slots {
     fn start(&mut self, partner: PartnerName, attempt: impl Future<Output = ()> + Send + 'static) {
         let id = self.attempts.spawn(attempt).id();
-        self.started
-            .insert(id, (partner, std::time::Instant::now()));
+        self.started.insert(id, partner);
     }
 
-    fn in_flight(&self, partner: &PartnerName) -> usize {
-        self.started
-            .values()
-            .filter(|(of, _)| of == partner)
-            .count()
-    }
-
-    /// How slow the partner's receiver is proving: its last attempt's time, or its
-    /// longest-running attempt's so far, whichever is longer.
-    fn slowness(&self, partner: &PartnerName) -> Duration {
-        let running = self
-            .started
-            .values()
-            .filter(|(of, _)| of == partner)
-            .map(|(_, since)| since.elapsed())
-            .max()
-            .unwrap_or_default();
-        running.max(self.last_took.get(partner).copied().unwrap_or_default())
+    /// The share of the next claim: what each partner holds now.
+    fn shares(&self) -> ClaimShares {
+        let mut held = HashMap::new();
+        for partner in self.started.values() {
+            *held.entry(partner.clone()).or_insert(0) += 1;
+        }
+        ClaimShares {
+            per_partner: IN_FLIGHT_PER_PARTNER,
+            held,
+        }
     }
 
     /// Waits for an attempt to end and frees its slot; `None` when none runs.
@@ -159,9 +143,7 @@ impl Slots {
             Ok((id, ())) => id,
             Err(error) => error.id(),
         };
-        if let Some((partner, since)) = self.started.remove(&id) {
-            self.last_took.insert(partner, since.elapsed());
-        }
+        self.started.remove(&id);
         Some(())
     }
 }
@@ -227,10 +209,10 @@ impl<S: Store> Outbox<S> {
     ///
     /// Up to `batch` attempts run at once, and a slot is filled again at the next look
     /// (every `poll_every`), not when a whole batch has ended. One partner holds at
-    /// most [`IN_FLIGHT_PER_PARTNER`] of them, and its waiting webhooks beyond those
-    /// are passed over for other partners': a partner whose receiver is slow or never
-    /// answers delays its own webhooks, not others' (unless several such partners hold
-    /// every slot).
+    /// most [`IN_FLIGHT_PER_PARTNER`] of them, and a free slot goes to the partner with
+    /// something due that holds fewest ([`ClaimShares`]): a partner whose receiver is
+    /// slow or never answers, or with a long backlog, delays its own webhooks; another
+    /// partner's wait at most until one slot is free (one attempt's timeout).
     pub async fn run(self: Arc<Self>, stop: impl std::future::Future<Output = ()>) {
         tokio::pin!(stop);
         let mut slots = Slots::default();
@@ -253,53 +235,27 @@ impl<S: Store> Outbox<S> {
         }
     }
 
-    /// Claims as many due deliveries as there are free slots and starts them. One of a
-    /// partner that already holds its share goes back to the outbox, due again when
-    /// that partner's slow receiver may have freed a slot (after as long as it is
-    /// taking, from the next look to the timeout); while claims come back full of
-    /// those, the look claims again, so that deliveries due behind them are reached.
+    /// Claims as many due deliveries as there are free slots, shared among partners by
+    /// what each holds already, and starts them.
     async fn start_due(
         self: &Arc<Self>,
         slots: &mut Slots,
     ) -> Result<(), botgate_store::StoreError> {
+        let free = self.config.batch.saturating_sub(slots.attempts.len());
+        if free == 0 {
+            return Ok(());
+        }
         let lease = self.config.timeout + Duration::from_secs(30);
-        for _ in 0..CLAIMS_PER_LOOK {
-            let free = self.config.batch.saturating_sub(slots.attempts.len());
-            if free == 0 {
-                break;
-            }
-            let now = now_ms();
-            let claimed = self
-                .store
-                .claim_deliveries(now, now + lease.as_millis() as u64, free)
-                .await?;
-            let full = claimed.len() == free;
-            let mut put_back = tokio::task::JoinSet::new();
-            for mut delivery in claimed {
-                if slots.in_flight(&delivery.partner) >= IN_FLIGHT_PER_PARTNER {
-                    let wait = slots
-                        .slowness(&delivery.partner)
-                        .clamp(self.config.poll_every, self.config.timeout);
-                    delivery.next_attempt_ms = now + wait.as_millis() as u64;
-                    let store = self.store.clone();
-                    put_back.spawn(async move {
-                        if let Err(err) = store.retry_delivery(&delivery).await {
-                            // Its lease runs out and it is claimed again later.
-                            tracing::warn!(id = %delivery.id, error = %Report(&err), "webhook not put back");
-                        }
-                    });
-                    continue;
-                }
-                let outbox = self.clone();
-                slots.start(delivery.partner.clone(), async move {
-                    outbox.attempt(delivery).await
-                });
-            }
-            let any_put_back = !put_back.is_empty();
-            put_back.join_all().await;
-            if !full || !any_put_back {
-                break;
-            }
+        let now = now_ms();
+        let claimed = self
+            .store
+            .claim_deliveries(now, now + lease.as_millis() as u64, free, &slots.shares())
+            .await?;
+        for delivery in claimed {
+            let outbox = self.clone();
+            slots.start(delivery.partner.clone(), async move {
+                outbox.attempt(delivery).await
+            });
         }
         Ok(())
     }

@@ -208,15 +208,12 @@ fn a_receiver_that_is_down_gets_the_webhook_once_it_is_back_even_across_a_crash(
     Ok(())
 }
 
-/// A partner whose receiver takes connections and never answers ties up a few of a
-/// gateway's delivery slots, never all, and its backlog of waiting webhooks is passed
-/// over: another partner's webhook goes out while the stalled partner's first attempts
-/// still wait for their 15 s timeout.
-#[test]
-fn a_receiver_that_never_answers_does_not_hold_up_other_partners_webhooks() -> Result<()> {
+/// A receiver that takes connections and never answers: its URL, and how many
+/// connections it took so far.
+fn silent_receiver() -> Result<(String, impl Fn() -> usize)> {
     use std::sync::{Arc, Mutex};
     let silent = std::net::TcpListener::bind("127.0.0.1:0")?;
-    let silent_url = format!("http://{}/hooks", silent.local_addr()?);
+    let url = format!("http://{}/hooks", silent.local_addr()?);
     let held = Arc::new(Mutex::new(Vec::new()));
     let holding = held.clone();
     std::thread::spawn(move || {
@@ -224,11 +221,16 @@ fn a_receiver_that_never_answers_does_not_hold_up_other_partners_webhooks() -> R
             holding.lock().unwrap().push(stream);
         }
     });
-    let connections = || held.lock().unwrap().len();
-    let gateway = Gateway::start(
+    Ok((url, move || held.lock().unwrap().len()))
+}
+
+/// A gateway on the embedded store for `partners`, calling loopback receivers, whose
+/// API takes a flood of changes.
+fn flooding_gateway(partners: &[&str]) -> Result<Gateway> {
+    Gateway::start(
         binary(),
         GatewayStore::Embedded,
-        &["stalled", "prompt"],
+        partners,
         &[
             ALLOW_LOOPBACK[0],
             ALLOW_LOOPBACK[1],
@@ -237,7 +239,17 @@ fn a_receiver_that_never_answers_does_not_hold_up_other_partners_webhooks() -> R
             "--api-burst",
             "5000",
         ],
-    )?;
+    )
+}
+
+/// A partner whose receiver takes connections and never answers ties up a few of a
+/// gateway's delivery slots, never all, and its backlog of waiting webhooks waits
+/// behind others: another partner's webhook goes out while the stalled partner's first
+/// attempts still wait for their 15 s timeout.
+#[test]
+fn a_receiver_that_never_answers_does_not_hold_up_other_partners_webhooks() -> Result<()> {
+    let (silent_url, connections) = silent_receiver()?;
+    let gateway = flooding_gateway(&["stalled", "prompt"])?;
     let (stalled, prompt) = partners(&gateway);
     create_user(&stalled, "ann")?;
     create_user(&prompt, "bob")?;
@@ -273,6 +285,56 @@ fn a_receiver_that_never_answers_does_not_hold_up_other_partners_webhooks() -> R
         botgate_webhooks::IN_FLIGHT_PER_PARTNER,
         "{:?} after the stall began",
         stalled_since.elapsed()
+    );
+    Ok(())
+}
+
+/// Four partners whose receivers never answer hold every delivery slot of a gateway
+/// (their share each); a fifth partner's webhook, due after all their backlogs, takes
+/// the first slot one of them frees, before their backlogs have had a first attempt.
+#[test]
+fn partners_whose_receivers_never_answer_cannot_keep_a_slot_from_another() -> Result<()> {
+    let (silent_url, connections) = silent_receiver()?;
+    let gateway = flooding_gateway(&["stalled1", "stalled2", "stalled3", "stalled4", "prompt"])?;
+    let clients: Vec<Client> = gateway
+        .partner_keys
+        .iter()
+        .map(|key| Client::new(&gateway.api, Some(key)))
+        .collect();
+    for client in &clients {
+        create_user(client, "ann")?;
+    }
+    // Thirty webhooks each: 120 in all against 32 slots, more than two rounds of them.
+    const EACH: usize = 30;
+    for n in 0..EACH {
+        for (p, client) in clients[..4].iter().enumerate() {
+            post_website(
+                client,
+                &json!({"user_id": "ann", "domain": format!("s{p}-{n}.example"),
+                        "ip": ["192.0.2.10"], "callbackUrl": silent_url}),
+            )?;
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while connections() < 4 * botgate_webhooks::IN_FLIGHT_PER_PARTNER {
+        ensure!(Instant::now() < deadline, "{}", gateway.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let receiver = Receiver::start(0)?;
+    post_website(
+        &clients[4],
+        &json!({"user_id": "ann", "domain": "prompt.example", "ip": ["192.0.2.10"],
+                "callbackUrl": receiver.url("/hooks")}),
+    )?;
+    receiver
+        .wait_for(1, Duration::from_secs(40))
+        .with_context(|| gateway.log())?;
+    // Oldest due first would have given every freed slot to the stalled partners'
+    // backlogs until each of their 120 webhooks had been tried once.
+    let tried = connections();
+    ensure!(
+        tried < 4 * EACH,
+        "{tried} attempts of the stalled partners came first"
     );
     Ok(())
 }

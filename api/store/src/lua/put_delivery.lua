@@ -1,21 +1,23 @@
 -- botgate's Redis store: put delivery.
--- KEYS[3] the delivery, KEYS[4] the due index, KEYS[5] the partner's waiting ids.
+-- KEYS[3] the delivery, KEYS[4] the partner's waiting ids by when each is due.
 -- ARGV: JSON, due ms, id, only if present ('1'), the partner's limit ('' for none),
--- what is full (for the error), the prefix of a delivery's key.
+-- what is full (for the error), the key prefix, the partner.
 local present = redis.call('EXISTS', KEYS[3]) == 1
 if ARGV[4] == '1' and not present then return 0 end
 local function full()
-  return redis.call('SCARD', KEYS[5]) >= tonumber(ARGV[5])
+  return redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[5])
 end
 if not present and ARGV[5] ~= '' and full() then
   -- Ids whose delivery was removed other than by finishing it (by hand, say) are
   -- dropped before the partner is refused.
-  for _, id in ipairs(redis.call('SMEMBERS', KEYS[5])) do
-    if redis.call('EXISTS', ARGV[7] .. id) == 0 then redis.call('SREM', KEYS[5], id) end
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+    if redis.call('EXISTS', ARGV[7] .. 'delivery:' .. id) == 0 then
+      redis.call('ZREM', KEYS[4], id)
+    end
   end
   if full() then return redis.error_reply('FULL ' .. ARGV[6]) end
 end
 redis.call('SET', KEYS[3], ARGV[1])
 redis.call('ZADD', KEYS[4], ARGV[2], ARGV[3])
-redis.call('SADD', KEYS[5], ARGV[3])
+reindex_partner(ARGV[7], ARGV[8])
 return 1

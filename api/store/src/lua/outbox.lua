@@ -1,0 +1,36 @@
+-- botgate's Redis store: the outbox's indexes, for the scripts that change it.
+-- `deliveries-due:{partner}` holds a partner's waiting ids scored by when each is due;
+-- `partners-due` each partner with any, scored by when its first is due.
+
+-- Moves the partner's entry in `partners-due` to when its first delivery is due.
+local function reindex_partner(prefix, partner)
+  local first = redis.call('ZRANGE', prefix .. 'deliveries-due:' .. partner, 0, 0, 'WITHSCORES')
+  if first[2] then
+    redis.call('ZADD', prefix .. 'partners-due', first[2], partner)
+  else
+    redis.call('ZREM', prefix .. 'partners-due', partner)
+  end
+end
+
+-- Moves what gateways of a former release indexed (every id in `deliveries`, and the
+-- partners' `deliveries-of:` sets) into the partners' indexes: during an upgrade,
+-- gateways of both releases share the store.
+local function adopt_former(prefix)
+  local former = prefix .. 'deliveries'
+  local scored = redis.call('ZRANGE', former, 0, -1, 'WITHSCORES')
+  if #scored == 0 then return end
+  local touched = {}
+  for i = 1, #scored, 2 do
+    local stored = redis.call('GET', prefix .. 'delivery:' .. scored[i])
+    if stored then
+      local partner = cjson.decode(stored).partner
+      redis.call('ZADD', prefix .. 'deliveries-due:' .. partner, scored[i + 1], scored[i])
+      touched[partner] = true
+    end
+  end
+  redis.call('DEL', former)
+  for partner in pairs(touched) do
+    redis.call('DEL', prefix .. 'deliveries-of:' .. partner)
+    reindex_partner(prefix, partner)
+  end
+end
