@@ -243,6 +243,13 @@ async fn deliveries_a_former_release_indexed_are_taken_over() {
         .map(|d| d.id)
         .collect();
     assert_eq!(listed, ["msg_new", "msg_old1", "msg_old2"], "listed before");
+    // One the former release left unreadable does not stop the others.
+    server
+        .command(&["SET", "botgate:delivery:msg_bad", "{not json"])
+        .unwrap();
+    server
+        .command(&["ZADD", "botgate:deliveries", "15", "msg_bad"])
+        .unwrap();
     let claimed = store
         .claim_deliveries(100, 60_000, 2, &ClaimShares::unbounded())
         .await
@@ -264,5 +271,8 @@ async fn deliveries_a_former_release_indexed_are_taken_over() {
     for id in ["msg_new", "msg_old1", "msg_old2"] {
         store.finish_delivery(id).await.unwrap();
     }
+    server
+        .command(&["DEL", "botgate:delivery:msg_bad"])
+        .unwrap();
     assert_eq!(store.deliveries().await.unwrap(), vec![]);
 }

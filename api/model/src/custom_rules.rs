@@ -350,33 +350,40 @@ impl CustomRules {
         self.0.reads_geo
     }
 
-    /// The first rule all of whose conditions hold for the request, given as its
-    /// `readings`: one [`Subject`] for each way an origin may read its path (usually
-    /// one; two when servlet containers drop `;` parameters that other servers keep).
-    /// Where the readings disagree, the stricter side wins: a rule whose outcome
-    /// `permits` the request (grants it, or names a category the policy grants) must
-    /// hold under every reading, any other rule under one.
+    /// The rule that decides the request, given as its `readings`: one [`Subject`] for
+    /// each way an origin may read its path (usually one; two when servlet containers
+    /// drop `;` parameters that other servers keep). Under each reading the first rule
+    /// all of whose conditions hold decides, except that a rule whose action (by
+    /// `action_of`: its own, or the policy's for its category) grants must hold under
+    /// every reading; where the readings' rules differ, the strictest action wins
+    /// (deny, then captcha), the earlier rule among equals.
     pub fn first_match(
         &self,
         readings: &[&dyn Subject],
-        permits: impl Fn(RuleOutcome) -> bool,
+        action_of: impl Fn(RuleOutcome) -> Action,
     ) -> Option<Matched<'_>> {
-        let holds = |tests: &Vec<Test>, subject: &&dyn Subject| {
-            tests.iter().all(|test| test.holds(*subject))
+        let holds =
+            |tests: &Vec<Test>, subject: &dyn Subject| tests.iter().all(|test| test.holds(subject));
+        let strictness = |action: Action| match action {
+            Action::Grant => 0,
+            Action::Captcha => 1,
+            Action::Deny => 2,
         };
-        self.0
-            .rules
-            .iter()
-            .enumerate()
-            .find(|(_, rule)| {
+        let first_under = |subject: &dyn Subject| {
+            self.0.rules.iter().enumerate().find(|(_, rule)| {
                 rule.tests.as_ref().is_some_and(|tests| {
-                    if permits(rule.outcome) {
-                        readings.iter().all(|subject| holds(tests, subject))
+                    if action_of(rule.outcome) == Action::Grant {
+                        readings.iter().all(|reading| holds(tests, *reading))
                     } else {
-                        readings.iter().any(|subject| holds(tests, subject))
+                        holds(tests, subject)
                     }
                 })
             })
+        };
+        readings
+            .iter()
+            .filter_map(|reading| first_under(*reading))
+            .max_by_key(|(i, rule)| (strictness(action_of(rule.outcome)), std::cmp::Reverse(*i)))
             .map(|(i, rule)| Matched {
                 number: i + 1,
                 outcome: rule.outcome,
@@ -896,7 +903,7 @@ mod tests {
 
     fn decided(rules: &CustomRules, request: &Request) -> Option<(usize, RuleOutcome)> {
         rules
-            .first_match(&[request], |_| false)
+            .first_match(&[request], |_| Action::Deny)
             .map(|m| (m.number, m.outcome))
     }
 
@@ -964,7 +971,10 @@ mod tests {
         };
         assert_eq!(decided(&rules, &api_with_key), None);
         assert_eq!(
-            rules.first_match(&[&admin_post], |_| false).unwrap().reason,
+            rules
+                .first_match(&[&admin_post], |_| Action::Deny)
+                .unwrap()
+                .reason,
             "custom.2"
         );
         assert!(!rules.reads_geo());
@@ -986,11 +996,10 @@ mod tests {
             path: "/admin/panel",
             ..Request::default()
         };
-        let grants = |outcome: RuleOutcome| {
-            matches!(
-                outcome,
-                RuleOutcome::Action(Action::Grant) | RuleOutcome::Category(Category::Humans)
-            )
+        let grants = |outcome: RuleOutcome| match outcome {
+            RuleOutcome::Action(action) => action,
+            RuleOutcome::Category(Category::Humans) => Action::Grant,
+            RuleOutcome::Category(_) => Action::Deny,
         };
         let decided = |readings: &[&dyn Subject]| {
             rules
@@ -1028,11 +1037,35 @@ mod tests {
         assert_eq!(decided(&[&login, &login_servlet]), None);
         assert_eq!(
             rules
-                .first_match(&[&login, &login_servlet], |_| false)
+                .first_match(&[&login, &login_servlet], |_| Action::Deny)
                 .map(|m| m.number),
             Some(3),
             "a category the policy does not grant holds under one reading"
         );
+    }
+
+    #[test]
+    fn a_weaker_rule_under_one_reading_does_not_override_a_stricter_one_under_another() {
+        let rules = rules(json!([
+            {"conditions": [{"field": "path", "operator": "starts_with", "value": "/app/"}], "action": "captcha"},
+            {"conditions": [{"field": "path", "operator": "contains", "value": ";"}], "action": "deny"},
+        ]));
+        let as_sent = Request {
+            path: "/app;x/secret",
+            ..Request::default()
+        };
+        let servlet = Request {
+            path: "/app/secret",
+            ..Request::default()
+        };
+        let action = |outcome: RuleOutcome| match outcome {
+            RuleOutcome::Action(action) => action,
+            RuleOutcome::Category(_) => Action::Grant,
+        };
+        let decided = rules.first_match(&[&as_sent, &servlet], action).unwrap();
+        assert_eq!(decided.number, 2, "deny under one reading beats captcha");
+        let decided = rules.first_match(&[&servlet, &servlet], action).unwrap();
+        assert_eq!(decided.number, 1);
     }
 
     #[test]
@@ -1046,7 +1079,7 @@ mod tests {
             user_agent: "curl/8.5.0",
             ..Request::default()
         };
-        let holds = |r: &CustomRules| r.first_match(&[&curl], |_| false).is_some();
+        let holds = |r: &CustomRules| r.first_match(&[&curl], |_| Action::Deny).is_some();
         assert!(holds(&ua("is", json!("CURL/8.5.0"))));
         assert!(!holds(&ua("is", json!("curl"))));
         assert!(holds(&ua("is_not", json!("wget"))));
@@ -1205,12 +1238,15 @@ mod tests {
             {"field": "referrer", "operator": "is", "value": ""},
             {"field": "ja4", "operator": "is", "value": ""},
         ], "action": "captcha"}]));
-        assert!(r.first_match(&[&Request::default()], |_| false).is_some());
+        assert!(
+            r.first_match(&[&Request::default()], |_| Action::Deny)
+                .is_some()
+        );
         let with_referrer = Request {
             headers: vec![("Referer", "https://example.com/")],
             ..Request::default()
         };
-        assert!(r.first_match(&[&with_referrer], |_| false).is_none());
+        assert!(r.first_match(&[&with_referrer], |_| Action::Deny).is_none());
     }
 
     #[test]

@@ -83,6 +83,10 @@ pub enum PathRefusal {
     /// the parameters and climb, others read a file name.
     #[error("a dot segment with parameters reads differently on different servers")]
     DotSegmentWithParameters,
+    /// An encoded `;` (`%3B`): some servers decode it before they drop `;` parameters,
+    /// others keep it as part of a name.
+    #[error("an encoded `;` reads differently on different servers")]
+    EncodedSemicolon,
 }
 
 /// Whether the path, as [`path`] reads it, is one the gateway refuses. Most paths hold
@@ -93,6 +97,12 @@ pub fn refusal(path: &str) -> Option<PathRefusal> {
         !raw.iter().any(|&b| b == b'%' || b == b'\\') && !raw.windows(2).any(|w| w == b"/.");
     if plain {
         return None;
+    }
+    if raw
+        .windows(3)
+        .any(|w| w[0] == b'%' && w[1] == b'3' && w[2] | 0x20 == b'b')
+    {
+        return Some(PathRefusal::EncodedSemicolon);
     }
     let decoded = decode_lower(path, false);
     if dot_segment_with_backslash(&decoded) {
@@ -394,6 +404,17 @@ mod tests {
             );
         }
         for plain in ["/shop/cart;jsessionid=ab12", "/a;b/../c", "/..a;b"] {
+            assert_eq!(refusal(plain), None, "{plain}");
+        }
+        // An encoded `;`: a separator to some servers, part of a name to others.
+        for ambiguous in ["/admin%3Bx/panel", "/a%3b", "/%3B"] {
+            assert_eq!(
+                refusal(ambiguous),
+                Some(PathRefusal::EncodedSemicolon),
+                "{ambiguous}"
+            );
+        }
+        for plain in ["/a%3", "/a%30b", "/a%253B"] {
             assert_eq!(refusal(plain), None, "{plain}");
         }
         assert_eq!(path("/..."), "/...");

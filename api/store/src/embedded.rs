@@ -12,7 +12,7 @@ use crate::{
     WebsiteRecord, WebsiteStore, host_claims, key_digest,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
@@ -476,34 +476,45 @@ fn index_hosts_once(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Indexes the outbox by partner, for a store written before that index: the
-/// deliveries are read, indexed afresh, and the former indexes removed.
+/// Indexes the outbox by partner afresh when a former release's indexes are there (a
+/// store written before this index, or by such a release after a downgrade): every
+/// delivery is indexed again and the former indexes are removed.
 fn index_outbox_by_partner_once(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
-    {
-        let meta = txn.open_table(META).map_err(backend)?;
-        if meta.get("outbox_by_partner").map_err(backend)?.is_some() {
-            return Ok(());
-        }
+    let former: Vec<String> = txn
+        .list_tables()
+        .map_err(backend)?
+        .map(|table| table.name().to_owned())
+        .filter(|name| FORMER_OUTBOX_INDEXES.iter().any(|f| f.name() == name))
+        .collect();
+    if former.is_empty() {
+        return Ok(());
+    }
+    for index in [DELIVERIES_OF_PARTNER_DUE, PARTNERS_DUE] {
+        txn.delete_table(index).map_err(backend)?;
+        txn.open_table(index).map_err(backend)?;
     }
     let stored: Vec<Delivery> = {
         let deliveries = txn.open_table(DELIVERIES).map_err(backend)?;
         let mut stored = Vec::new();
         for entry in deliveries.iter().map_err(backend)? {
             let (key, value) = entry.map_err(backend)?;
-            stored.push(decode(key.value(), value.value())?);
+            match decode(key.value(), value.value()) {
+                Ok(delivery) => stored.push(delivery),
+                Err(err) => tracing::warn!(
+                    id = key.value(),
+                    error = %botgate_model::report::Report(&err),
+                    "a webhook in the outbox cannot be read; it is left out"
+                ),
+            }
         }
         stored
     };
     for delivery in &stored {
         index_delivery(txn, delivery)?;
     }
-    for former in FORMER_OUTBOX_INDEXES {
-        txn.delete_table(former).map_err(backend)?;
+    for index in FORMER_OUTBOX_INDEXES {
+        txn.delete_table(index).map_err(backend)?;
     }
-    txn.open_table(META)
-        .map_err(backend)?
-        .insert("outbox_by_partner", 1)
-        .map_err(backend)?;
     Ok(())
 }
 
@@ -1212,6 +1223,14 @@ impl OutboxStore for EmbeddedStore {
                 for key in due_of_partner(txn, partner, now_ms, take)? {
                     let id = key.rsplit_once(':').map_or("", |(_, id)| id);
                     let Some(mut delivery) = stored_delivery(txn, id)? else {
+                        // An index entry left behind: dropped, so it takes no share.
+                        reindexing_partner(txn, partner, || {
+                            txn.open_table(DELIVERIES_OF_PARTNER_DUE)
+                                .map_err(backend)?
+                                .remove(key.as_str())
+                                .map_err(backend)?;
+                            Ok(())
+                        })?;
                         continue;
                     };
                     let due = delivery.next_attempt_ms;

@@ -1374,7 +1374,7 @@ impl OutboxStore for RedisStore {
         indexes.push(self.key("deliveries"));
         let mut due = BTreeMap::new();
         for index in indexes {
-            let scored: Vec<(String, u64)> = self
+            let scored: Vec<(String, f64)> = self
                 .run(move |c| {
                     let index = index.clone();
                     Box::pin(async move { c.zrange_withscores(index, 0, -1).await })
@@ -1388,7 +1388,7 @@ impl OutboxStore for RedisStore {
             let key = self.key(&format!("delivery:{id}"));
             if let Some(stored) = self.get(key.clone()).await? {
                 let mut delivery: Delivery = decode(&key, &stored)?;
-                delivery.next_attempt_ms = due;
+                delivery.next_attempt_ms = due as u64;
                 all.push(delivery);
             }
         }

@@ -200,9 +200,10 @@ async fn holdings_are_counted_again_when_the_store_opens() {
         .unwrap();
 }
 
-/// A store written by a release that indexed the outbox by due time alone (one
-/// `deliveries_due` table, one `deliveries_of_partner`) is indexed by partner when it
-/// opens: its deliveries are claimed, bounded and finished as before.
+/// A store a release that indexed the outbox by due time alone (one `deliveries_due`
+/// table, one `deliveries_of_partner`) wrote to, after this one (a downgrade), is
+/// indexed by partner afresh when it opens: every delivery is claimed, bounded and
+/// finished, the one only the former release indexed too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outbox_of_a_former_release_is_indexed_by_partner_when_the_store_opens() {
     use botgate_store::{ClaimShares, OutboxStore};
@@ -216,17 +217,15 @@ async fn an_outbox_of_a_former_release_is_indexed_by_partner_when_the_store_open
                 .unwrap();
         }
     }
-    // As the former release left it: its indexes, none of this one's.
+    // As the former release leaves it: its indexes of every delivery, and one it
+    // queued itself, which this release's indexes do not know.
     {
         let db = redb::Database::open(dir.path().join("botgate.redb")).unwrap();
         let txn = db.begin_write().unwrap();
-        for table in ["deliveries_of_partner_due", "partners_due"] {
-            txn.delete_table(redb::TableDefinition::<&str, ()>::new(table))
-                .unwrap();
-        }
-        txn.open_table(redb::TableDefinition::<&str, u64>::new("meta"))
+        let old = conformance::delivery("hoster", "msg_old", 5);
+        txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("deliveries"))
             .unwrap()
-            .remove("outbox_by_partner")
+            .insert("msg_old", serde_json::to_vec(&old).unwrap().as_slice())
             .unwrap();
         let mut due = txn
             .open_table(redb::TableDefinition::<&str, ()>::new("deliveries_due"))
@@ -236,7 +235,7 @@ async fn an_outbox_of_a_former_release_is_indexed_by_partner_when_the_store_open
                 "deliveries_of_partner",
             ))
             .unwrap();
-        for (id, at) in [("msg_a", 10), ("msg_b", 20), ("msg_c", 30)] {
+        for (id, at) in [("msg_old", 5), ("msg_a", 10), ("msg_b", 20), ("msg_c", 30)] {
             due.insert(format!("{at:020}:{id}").as_str(), ()).unwrap();
             of_partner
                 .insert(format!("hoster\n{id}").as_str(), ())
@@ -251,12 +250,16 @@ async fn an_outbox_of_a_former_release_is_indexed_by_partner_when_the_store_open
         .await
         .unwrap();
     let ids: Vec<&str> = claimed.iter().map(|d| d.id.as_str()).collect();
-    assert_eq!(ids, ["msg_a", "msg_b"], "the due ones, oldest due first");
+    assert_eq!(
+        ids,
+        ["msg_old", "msg_a", "msg_b"],
+        "the due ones, oldest due first"
+    );
     let refused = store
-        .enqueue_delivery(&conformance::delivery("hoster", "msg_d", 1), 3)
+        .enqueue_delivery(&conformance::delivery("hoster", "msg_d", 1), 4)
         .await;
     assert!(matches!(refused, Err(StoreError::Full(_))), "{refused:?}");
-    for id in ["msg_a", "msg_b", "msg_c"] {
+    for id in ["msg_old", "msg_a", "msg_b", "msg_c"] {
         store.finish_delivery(id).await.unwrap();
     }
     assert_eq!(store.deliveries().await.unwrap(), vec![]);

@@ -220,8 +220,18 @@ impl ScopeIndex {
     }
 
     /// The slots in scope for a request with this `method`, `target` (`path?query`) and
-    /// header block, as in its facts.
+    /// header block, as in its facts: under the path as sent, or under a servlet
+    /// container's reading of it (`;` parameters dropped), as the SDK's `in_scope`.
     pub fn matching(&self, method: &str, target: &str, headers: &str) -> SlotSet {
+        let (path, query) = botgate_normalise::split_target(target);
+        let mut found = self.matching_reading(method, path, query, headers);
+        if let Some(servlet) = botgate_normalise::without_parameters(path) {
+            found.extend(&self.matching_reading(method, &servlet, query, headers));
+        }
+        found
+    }
+
+    fn matching_reading(&self, method: &str, path: &str, query: &str, headers: &str) -> SlotSet {
         let mut found = self.unscoped.clone();
         let mut parts = SlotSet::with_slots(self.parts);
         for (name, hit) in &self.methods {
@@ -230,7 +240,6 @@ impl ScopeIndex {
             }
         }
         if let Some(markers) = &self.target {
-            let (path, query) = botgate_normalise::split_target(target);
             markers.scan(&botgate_normalise::path(path), &mut found, &mut parts);
             markers.scan(&botgate_normalise::query(query), &mut found, &mut parts);
         }
@@ -294,6 +303,25 @@ mod tests {
             set.insert(slot);
         }
         assert_eq!(set.iter().collect::<Vec<_>>(), [0, 5, 63, 64, 130, 199]);
+    }
+
+    #[test]
+    fn a_path_with_parameters_is_in_scope_under_a_servlet_containers_reading_too() {
+        let scopes: Vec<Vec<Box<str>>> = [&["/manager/html"][..], &["/admin;"], &["/x/&.jsp"]]
+            .iter()
+            .map(|scope| scope.iter().map(|m| Box::from(*m)).collect())
+            .collect();
+        let index = ScopeIndex::from_scopes(scopes.iter().map(Vec::as_slice));
+        let slots = |target: &str| -> Vec<usize> {
+            index
+                .matching("GET", target, "host: a.example")
+                .iter()
+                .collect()
+        };
+        assert_eq!(slots("/manager;jsessionid=1/html?x=1"), [0]);
+        assert_eq!(slots("/Admin;x/panel"), [1], "as sent, too");
+        assert_eq!(slots("/x;a/y.jsp;b"), [2]);
+        assert_eq!(slots("/manager/htm"), Vec::<usize>::new());
     }
 
     #[test]

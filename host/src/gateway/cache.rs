@@ -105,10 +105,12 @@ fn header_bytes(headers: &http::HeaderMap) -> usize {
 }
 
 /// Whether `path` names a static file, as every server reads it: `/account;.css` is a
-/// servlet container's `/account`, a page.
+/// servlet container's `/account`, and `/account%2F.css` a decoding server's
+/// `/account/.css`, both pages.
 fn is_static_path(path: &str) -> bool {
     has_static_extension(path)
         && botgate_normalise::without_parameters(path).is_none_or(|p| has_static_extension(&p))
+        && (!path.contains('%') || has_static_extension(&botgate_normalise::path(path)))
 }
 
 fn has_static_extension(path: &str) -> bool {
@@ -400,6 +402,13 @@ mod tests {
         assert_eq!(
             cacheable(&deception, true, true),
             Some(Cacheable::DynamicPage)
+        );
+        let decoded = parts(Method::GET, "/account%2F.css", &[]);
+        assert_eq!(cacheable(&decoded, true, false), None);
+        let encoded = parts(Method::GET, "/theme/site%2Dmain.css", &[]);
+        assert_eq!(
+            cacheable(&encoded, true, false),
+            Some(Cacheable::StaticFile)
         );
         let versioned = parts(Method::GET, "/site.css;v=3", &[]);
         assert_eq!(cacheable(&versioned, true, false), None);

@@ -112,6 +112,9 @@ pub fn path_refused(refusal: botgate_normalise::PathRefusal) -> Response<Body> {
             PathRefusal::DotSegmentWithParameters => {
                 "The address gives `.` or `..` parameters (`..;`), which servers read differently."
             }
+            PathRefusal::EncodedSemicolon => {
+                "The address holds an encoded `;` (`%3B`), which servers read differently."
+            }
         },
     )
 }

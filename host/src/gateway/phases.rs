@@ -312,15 +312,15 @@ impl Gateway {
                         let servlet = botgate_normalise::without_parameters(subject.path);
                         let servlet = servlet.as_deref().map(|p| subject.reading_path(p));
                         let policy = settings.rules.policy();
-                        let permits = |outcome| match outcome {
-                            RuleOutcome::Action(action) => action == Action::Grant,
-                            RuleOutcome::Category(c) => policy.action(c) == Action::Grant,
+                        let action_of = |outcome| match outcome {
+                            RuleOutcome::Action(action) => action,
+                            RuleOutcome::Category(category) => policy.action(category),
                         };
                         match &servlet {
                             Some(servlet) => settings
                                 .custom_rules
-                                .first_match(&[&subject, servlet], permits),
-                            None => settings.custom_rules.first_match(&[&subject], permits),
+                                .first_match(&[&subject, servlet], action_of),
+                            None => settings.custom_rules.first_match(&[&subject], action_of),
                         }
                     })
                     .flatten();

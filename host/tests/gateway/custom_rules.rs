@@ -350,6 +350,13 @@ fn a_path_parameter_hides_no_path_from_the_custom_rules() {
         let line = access_line(&gateway, target);
         assert!(line.contains("reason=custom.2 "), "{target}: {line}");
     }
+    // An encoded `;` is a separator to some servers and part of a name to others.
+    let encoded = send(
+        gateway.http,
+        Outgoing::get(host, "/admin%3Bx/panel").browser(),
+    )
+    .unwrap();
+    assert_eq!(encoded.status, 400, "{}", encoded.text());
     assert_eq!(
         origin.requests(),
         before,

@@ -74,7 +74,8 @@ pub fn judge<R: Ruleset>(req: &Request<'_>) -> Option<Opinion> {
     }
 }
 
-/// Whether `req` is inside `scope`, read exactly as the host reads it.
+/// Whether `req` is inside `scope`, read exactly as the host reads it: under the path
+/// as sent, or under a servlet container's reading of it (`;` parameters dropped).
 pub fn in_scope(scope: &[&str], req: &Request<'_>) -> bool {
     if scope.is_empty() {
         return true;
@@ -96,7 +97,20 @@ pub fn in_scope(scope: &[&str], req: &Request<'_>) -> bool {
         query: req.query_lower(),
         user_agent: &user_agent,
     };
-    botgate_normalise::in_scope(scope, &view)
+    if botgate_normalise::in_scope(scope, &view) {
+        return true;
+    }
+    let (path, _) = botgate_normalise::split_target(&req.facts().target);
+    botgate_normalise::without_parameters(path).is_some_and(|servlet| {
+        let path = botgate_normalise::path(&servlet);
+        botgate_normalise::in_scope(
+            scope,
+            &botgate_normalise::ScopeView {
+                path: &path,
+                ..view
+            },
+        )
+    })
 }
 
 /// [`Ruleset::info`] with the scope filled in from [`Ruleset::SCOPE`].

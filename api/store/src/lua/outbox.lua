@@ -12,23 +12,25 @@ local function reindex_partner(prefix, partner)
   end
 end
 
--- Moves what gateways of a former release indexed (every id in `deliveries`, and the
--- partners' `deliveries-of:` sets) into the partners' indexes: during an upgrade,
--- gateways of both releases share the store.
+-- Moves what gateways of a former release indexed (ids in `deliveries`, and the
+-- partners' `deliveries-of:` sets) into the partners' indexes, 500 at a time: during an
+-- upgrade, gateways of both releases share the store. An id whose delivery is gone or
+-- cannot be read is dropped.
 local function adopt_former(prefix)
   local former = prefix .. 'deliveries'
-  local scored = redis.call('ZRANGE', former, 0, -1, 'WITHSCORES')
+  local scored = redis.call('ZRANGE', former, 0, 499, 'WITHSCORES')
   if #scored == 0 then return end
   local touched = {}
   for i = 1, #scored, 2 do
-    local stored = redis.call('GET', prefix .. 'delivery:' .. scored[i])
-    if stored then
-      local partner = cjson.decode(stored).partner
-      redis.call('ZADD', prefix .. 'deliveries-due:' .. partner, scored[i + 1], scored[i])
-      touched[partner] = true
+    local id = scored[i]
+    redis.call('ZREM', former, id)
+    local stored = redis.call('GET', prefix .. 'delivery:' .. id)
+    local ok, delivery = pcall(cjson.decode, stored or '')
+    if stored and ok and type(delivery) == 'table' and type(delivery.partner) == 'string' then
+      redis.call('ZADD', prefix .. 'deliveries-due:' .. delivery.partner, scored[i + 1], id)
+      touched[delivery.partner] = true
     end
   end
-  redis.call('DEL', former)
   for partner in pairs(touched) do
     redis.call('DEL', prefix .. 'deliveries-of:' .. partner)
     reindex_partner(prefix, partner)

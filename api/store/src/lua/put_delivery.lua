@@ -17,6 +17,14 @@ if not present and ARGV[5] ~= '' and full() then
   end
   if full() then return redis.error_reply('FULL ' .. ARGV[6]) end
 end
+-- The same id under another partner (never made so, but kept right): out of its index.
+if present then
+  local ok, was = pcall(cjson.decode, redis.call('GET', KEYS[3]))
+  if ok and type(was) == 'table' and type(was.partner) == 'string' and was.partner ~= ARGV[8] then
+    redis.call('ZREM', ARGV[7] .. 'deliveries-due:' .. was.partner, ARGV[3])
+    reindex_partner(ARGV[7], was.partner)
+  end
+end
 redis.call('SET', KEYS[3], ARGV[1])
 redis.call('ZADD', KEYS[4], ARGV[2], ARGV[3])
 reindex_partner(ARGV[7], ARGV[8])
