@@ -276,3 +276,25 @@ async fn deliveries_a_former_release_indexed_are_taken_over() {
         .unwrap();
     assert_eq!(store.deliveries().await.unwrap(), vec![]);
 }
+
+/// A delivery whose record cannot be read (damaged, or a later release's) is skipped by
+/// a claim; the others are still delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_delivery_does_not_stop_the_claims() {
+    use botgate_store::OutboxStore;
+    let server = RedisServer::start().unwrap();
+    let store = RedisStore::connect(config(&server)).await.unwrap();
+    for (id, due) in [("msg_bad", 1), ("msg_good", 2)] {
+        store
+            .enqueue_delivery(&conformance::delivery("hoster", id, due), 10)
+            .await
+            .unwrap();
+    }
+    server
+        .command(&["SET", "botgate:delivery:msg_bad", "{\"id\":7}"])
+        .unwrap();
+    assert_eq!(
+        conformance::claimed_ids(&store, 100, 10).await,
+        ["msg_good"]
+    );
+}

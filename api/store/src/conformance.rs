@@ -1080,6 +1080,18 @@ pub fn delivery(partner: &str, id: &str, due_ms: u64) -> Delivery {
     }
 }
 
+/// The ids of what a claim at `now_ms` of up to `limit` deliveries, with no shares,
+/// takes (leased until 60 000).
+pub async fn claimed_ids<S: Store>(store: &S, now_ms: u64, limit: usize) -> Vec<String> {
+    store
+        .claim_deliveries(now_ms, 60_000, limit, &ClaimShares::unbounded())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.id)
+        .collect()
+}
+
 async fn outbox<S: Store>(store: &S) {
     let version = store.version().await.unwrap();
     assert_eq!(store.deliveries().await.unwrap(), vec![], "starts empty");

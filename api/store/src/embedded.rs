@@ -1222,7 +1222,19 @@ impl OutboxStore for EmbeddedStore {
             for ((partner, _), take) in candidates.iter().zip(taken) {
                 for key in due_of_partner(txn, partner, now_ms, take)? {
                     let id = key.rsplit_once(':').map_or("", |(_, id)| id);
-                    let Some(mut delivery) = stored_delivery(txn, id)? else {
+                    // One that cannot be read (damaged, or a later release's) is left
+                    // as it is and named, not allowed to stop every other delivery.
+                    let stored = match stored_delivery(txn, id) {
+                        Err(StoreError::Corrupt { .. }) => {
+                            tracing::warn!(
+                                id,
+                                "a webhook in the outbox cannot be read; it is skipped"
+                            );
+                            continue;
+                        }
+                        other => other?,
+                    };
+                    let Some(mut delivery) = stored else {
                         // An index entry left behind: dropped, so it takes no share.
                         reindexing_partner(txn, partner, || {
                             txn.open_table(DELIVERIES_OF_PARTNER_DUE)

@@ -1325,15 +1325,24 @@ impl OutboxStore for RedisStore {
         let claimed: Vec<String> = self
             .write_script(LUA, vec![self.key("partners-due")], args)
             .await?;
-        let mut due_and_claimed = claimed
+        // One that cannot be read (damaged, or written by a later release) is left
+        // under its lease and named, not allowed to stop every other delivery.
+        let mut due_and_claimed: Vec<(u64, Delivery)> = claimed
             .chunks(2)
-            .map(|pair| {
+            .filter_map(|pair| {
                 let due: f64 = pair[0].parse().unwrap_or(0.0);
-                let mut delivery: Delivery = decode("delivery", pair.get(1).map_or("", |s| s))?;
-                delivery.next_attempt_ms = lease_until_ms;
-                Ok((due as u64, delivery))
+                match decode::<Delivery>("delivery", pair.get(1).map_or("", |s| s)) {
+                    Ok(mut delivery) => {
+                        delivery.next_attempt_ms = lease_until_ms;
+                        Some((due as u64, delivery))
+                    }
+                    Err(err) => {
+                        tracing::warn!(error = %botgate_model::report::Report(&err), "a webhook in the outbox cannot be read; it is skipped");
+                        None
+                    }
+                }
             })
-            .collect::<Result<Vec<_>, StoreError>>()?;
+            .collect();
         due_and_claimed.sort_by(|(a, x), (b, y)| a.cmp(b).then(x.id.cmp(&y.id)));
         Ok(due_and_claimed.into_iter().map(|(_, d)| d).collect())
     }

@@ -272,3 +272,34 @@ async fn an_outbox_of_a_former_release_is_indexed_by_partner_when_the_store_open
         "the former index is removed"
     );
 }
+
+/// A delivery whose record cannot be read (damaged, or a later release's) is skipped by
+/// a claim; the others are still delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_delivery_does_not_stop_the_claims() {
+    use botgate_store::OutboxStore;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        for (id, due) in [("msg_bad", 1), ("msg_good", 2)] {
+            store
+                .enqueue_delivery(&conformance::delivery("hoster", id, due), 10)
+                .await
+                .unwrap();
+        }
+    }
+    {
+        let db = redb::Database::open(dir.path().join("botgate.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("deliveries"))
+            .unwrap()
+            .insert("msg_bad", br#"{"id":7}"#.as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let store = EmbeddedStore::open(dir.path()).unwrap();
+    assert_eq!(
+        conformance::claimed_ids(&store, 100, 10).await,
+        ["msg_good"]
+    );
+}
