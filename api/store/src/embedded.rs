@@ -285,7 +285,7 @@ impl EmbeddedStore {
             txn.open_table(SHADOW_RESULTS).map_err(backend)?;
             txn.open_table(HOLDINGS).map_err(backend)?;
             index_hosts_once(&txn)?;
-            index_outbox_by_partner_once(&txn)?;
+            reindex_former_outbox(&txn)?;
             count_holdings(&txn)?;
         }
         txn.commit().map_err(backend)?;
@@ -479,14 +479,13 @@ fn index_hosts_once(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
 /// Indexes the outbox by partner afresh when a former release's indexes are there (a
 /// store written before this index, or by such a release after a downgrade): every
 /// delivery is indexed again and the former indexes are removed.
-fn index_outbox_by_partner_once(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
-    let former: Vec<String> = txn
-        .list_tables()
-        .map_err(backend)?
-        .map(|table| table.name().to_owned())
-        .filter(|name| FORMER_OUTBOX_INDEXES.iter().any(|f| f.name() == name))
-        .collect();
-    if former.is_empty() {
+fn reindex_former_outbox(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
+    let former_there = txn.list_tables().map_err(backend)?.any(|table| {
+        FORMER_OUTBOX_INDEXES
+            .iter()
+            .any(|f| f.name() == table.name())
+    });
+    if !former_there {
         return Ok(());
     }
     for index in [DELIVERIES_OF_PARTNER_DUE, PARTNERS_DUE] {
