@@ -298,3 +298,51 @@ async fn an_unreadable_delivery_does_not_stop_the_claims() {
         ["msg_good"]
     );
 }
+
+/// A website a release without the index of held callbacks wrote (its callbacks
+/// released, or the website deleted) leaves members behind in
+/// `held-callbacks:{partner}`; they are told apart by the revision they name and do not
+/// count once the partner reaches its bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_callbacks_a_former_release_released_do_not_count() {
+    use botgate_store::WebsiteLimits;
+    let server = RedisServer::start().unwrap();
+    let store = RedisStore::connect(config(&server)).await.unwrap();
+    let (hoster, alice) = conformance::partner_and_user(&store, "hoster", "alice").await;
+    let limits = WebsiteLimits {
+        websites: usize::MAX,
+        held_callbacks: 3,
+    };
+    let hooks = ["https://hooks.example/a", "https://hooks.example/b"];
+    for domain in ["one.example", "two.example"] {
+        let site = conformance::website_holding(domain, &alice, &hooks[..1]);
+        store
+            .create_website_within(&hoster.name, &site, limits)
+            .await
+            .unwrap();
+    }
+    let two = conformance::website_holding("three.example", &alice, &hooks);
+    let refused = store
+        .create_website_within(&hoster.name, &two, limits)
+        .await;
+    assert!(matches!(refused, Err(StoreError::Full(_))), "{refused:?}");
+    // As a former release leaves it: one website rewritten (its callbacks sent),
+    // the other deleted, neither member removed.
+    server
+        .command(&["HSET", "botgate:website:one.example", "revision", "999"])
+        .unwrap();
+    server
+        .command(&["DEL", "botgate:website:two.example"])
+        .unwrap();
+    store
+        .create_website_within(&hoster.name, &two, limits)
+        .await
+        .expect("members of websites written since do not count");
+    let members = server
+        .command(&["ZCARD", "botgate:held-callbacks:hoster"])
+        .unwrap();
+    assert!(
+        matches!(members, botgate_tests::servers::Resp::Integer(2)),
+        "{members:?}"
+    );
+}

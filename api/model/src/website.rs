@@ -341,6 +341,13 @@ impl Website {
         });
     }
 
+    /// The `callbackUrl`s the website holds for the end of its work in `setup`.
+    pub fn held_callbacks(&self) -> &[String] {
+        self.pending
+            .as_ref()
+            .map_or(&[], |pending| pending.callbacks.as_slice())
+    }
+
     /// Whether the website waits for DNS or a certificate (the provisioner's work).
     pub fn awaits_work(&self) -> bool {
         self.status == Status::Setup && self.pending.as_ref().is_some_and(|p| !p.work_done)

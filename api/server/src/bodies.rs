@@ -143,7 +143,9 @@ pub struct WebsiteBody {
     /// The settings to change: only the keys sent (JSON only).
     #[schema(value_type = Option<SettingsPatch>)]
     pub settings: Option<serde_json::Value>,
-    /// Where the website-change webhook goes (absolute http or https URL).
+    /// Where the website-change webhook goes (absolute http or https URL). A website
+    /// in `setup` holds at most 16 different ones (one more is 422), a partner's
+    /// websites 1000 in all (one more is 429 and changes nothing).
     #[serde(rename = "callbackUrl")]
     #[schema(format = "uri")]
     pub callback_url: Option<String>,

@@ -16,7 +16,7 @@ use botgate_model::{
     CertsIssuer, Domain, KNOWN_RULESETS, PartnerName, Status, UserId, Website, WebsiteView,
 };
 use botgate_store::{
-    AccountStore, RulesetStore, SharedState, StoreError, WebsiteRecord, WebsiteStore,
+    AccountStore, RulesetStore, SharedState, StoreError, WebsiteLimits, WebsiteRecord, WebsiteStore,
 };
 use std::sync::Arc;
 
@@ -43,6 +43,24 @@ const USER_KEY_FIELDS: [&str; 3] = ["domain", "settings", "certificate"];
 /// The most different `callbackUrl`s a website in `setup` collects for the end of its
 /// work; sending one it holds already adds nothing.
 pub const MAX_PENDING_CALLBACKS: usize = 16;
+
+/// The refusal of a `callbackUrl` past the most the partner's websites in `setup` may
+/// hold ([`botgate_webhooks::HELD_PER_PARTNER`]): nothing of the request is written.
+fn callbacks_full() -> ApiError {
+    ApiError {
+        retry_after: Some(60),
+        ..ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "{} `callbackUrl`s wait for this partner's websites to leave `setup` \
+                 already, the most allowed; nothing was changed: send the request without \
+                 `callbackUrl`, or again once some of that work has finished",
+                botgate_webhooks::HELD_PER_PARTNER
+            ),
+        )
+        .on("callbackUrl")
+    }
+}
 
 pub(crate) fn domain(domain: &str) -> Result<Domain, ApiError> {
     Domain::parse(domain).map_err(|invalid| ApiError::from(invalid.at("domain")))
@@ -255,9 +273,13 @@ pub async fn create_website(
             pending.callbacks.push(url.to_string());
         }
     }
+    let limits = WebsiteLimits {
+        websites: api.config.quotas.websites,
+        held_callbacks: botgate_webhooks::HELD_PER_PARTNER,
+    };
     let record = api
         .store
-        .create_website_within(&partner.name, &website, api.config.quotas.websites)
+        .create_website_within(&partner.name, &website, limits)
         .await
         .map_err(|e| match e {
             StoreError::NotFound(_) => ApiError::unprocessable(format!(
@@ -265,6 +287,7 @@ pub async fn create_website(
                 website.user_id
             ))
             .on("user_id"),
+            StoreError::Full(_) => callbacks_full(),
             e => ApiError::from_store(e, "domain"),
         })?;
     if issues {
@@ -373,7 +396,12 @@ pub async fn update_website(
         let stored = if website == record.website {
             record
         } else {
-            match api.store.update_website(&website, record.revision).await {
+            let written = api.store.update_website_within(
+                &website,
+                record.revision,
+                botgate_webhooks::HELD_PER_PARTNER,
+            );
+            match written.await {
                 Ok(updated) => {
                     if issues {
                         record_issuance(&api, &updated.partner, &domain).await;
@@ -382,6 +410,7 @@ pub async fn update_website(
                 }
                 Err(StoreError::Stale(_)) => continue,
                 Err(StoreError::NotFound(_)) => return Err(no_such_website(&domain)),
+                Err(StoreError::Full(_)) => return Err(callbacks_full()),
                 Err(e) => return Err(ApiError::from_store(e, "domain")),
             }
         };

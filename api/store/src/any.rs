@@ -10,7 +10,7 @@ use crate::{
     Position, RedisStore, SharedState, Snapshot, StoreError, WebsiteOwner, WebsiteRecord,
     WebsiteStore,
 };
-use crate::{ClaimShares, RedisConfig};
+use crate::{ClaimShares, RedisConfig, WebsiteLimits};
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use std::path::PathBuf;
 
@@ -143,9 +143,9 @@ impl WebsiteStore for AnyStore {
         &self,
         partner: &PartnerName,
         website: &Website,
-        at_most: usize,
+        limits: WebsiteLimits,
     ) -> Result<WebsiteRecord, StoreError> {
-        delegate!(self.create_website_within(partner, website, at_most))
+        delegate!(self.create_website_within(partner, website, limits))
     }
 
     async fn website(&self, domain: &Domain) -> Result<Option<WebsiteRecord>, StoreError> {
@@ -156,12 +156,13 @@ impl WebsiteStore for AnyStore {
         delegate!(self.website_owner(domain))
     }
 
-    async fn update_website(
+    async fn update_website_within(
         &self,
         website: &Website,
         expected_revision: u64,
+        held_callbacks_at_most: usize,
     ) -> Result<WebsiteRecord, StoreError> {
-        delegate!(self.update_website(website, expected_revision))
+        delegate!(self.update_website_within(website, expected_revision, held_callbacks_at_most))
     }
 
     async fn delete_website(

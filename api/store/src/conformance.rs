@@ -54,6 +54,18 @@ pub fn website(domain: &str, user: &User) -> Website {
     .unwrap()
 }
 
+/// [`website`] in `setup`, holding `callbacks` for the end of its work.
+pub fn website_holding(domain: &str, user: &User, callbacks: &[&str]) -> Website {
+    let mut site = website(domain, user);
+    site.begin_setup(1, "waiting".into());
+    if let Some(pending) = &mut site.pending {
+        pending
+            .callbacks
+            .extend(callbacks.iter().map(|url| url.to_string()));
+    }
+    site
+}
+
 fn domain(d: &str) -> Domain {
     Domain::parse(d).unwrap()
 }
@@ -89,6 +101,7 @@ pub async fn run<S: Store>(store: &S) {
     traffic(store).await;
     rulesets(store).await;
     quotas(store).await;
+    held_callbacks(store).await;
 }
 
 fn pushed(name: &str, version: &str, bytes: &[u8]) -> crate::rulesets::PushedRuleset {
@@ -641,7 +654,14 @@ async fn quotas<S: Store>(store: &S) {
         let site = website(name, owner);
         async move {
             store
-                .create_website_within(partner, &site, 2)
+                .create_website_within(
+                    partner,
+                    &site,
+                    crate::WebsiteLimits {
+                        websites: 2,
+                        held_callbacks: usize::MAX,
+                    },
+                )
                 .await
                 .map(|_| ())
         }
@@ -680,6 +700,132 @@ async fn quotas<S: Store>(store: &S) {
         "quota-hoster",
         "websites",
     );
+}
+
+/// The `callbackUrl`s a partner's websites in `setup` hold are bounded when the caller
+/// asks: a create or an update that adds past the bound is [`StoreError::Full`] naming
+/// the partner and how many it has, and writes nothing; a write that adds none is never
+/// refused; callbacks released, and websites or users deleted, leave room; other
+/// partners are not held up.
+async fn held_callbacks<S: Store>(store: &S) {
+    let full = |result: Result<crate::WebsiteRecord, StoreError>, held: u64| {
+        assert!(
+            matches!(&result, Err(StoreError::Full(message))
+                if message == &format!("partner callback-hoster has {held} `callbackUrl`s \
+                    waiting for its websites in `setup`, the most allowed")),
+            "{result:?}"
+        );
+    };
+    let limits = crate::WebsiteLimits {
+        websites: usize::MAX,
+        held_callbacks: 3,
+    };
+    let (hoster, alice) = partner_and_user(store, "callback-hoster", "alice").await;
+    let (a, b, c) = (
+        "https://hooks.example/a",
+        "https://hooks.example/b",
+        "https://hooks.example/c",
+    );
+    let partner = &hoster.name;
+    let one = website_holding("one.held.example", &alice, &[a, b]);
+    let one = store
+        .create_website_within(partner, &one, limits)
+        .await
+        .unwrap();
+    full(
+        store
+            .create_website_within(
+                partner,
+                &website_holding("two.held.example", &alice, &[a, b]),
+                limits,
+            )
+            .await,
+        2,
+    );
+    assert!(
+        store
+            .website(&domain("two.held.example"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let two = store
+        .create_website_within(
+            partner,
+            &website_holding("two.held.example", &alice, &[c]),
+            limits,
+        )
+        .await
+        .unwrap();
+    // Adding past the bound is refused and leaves the record as it was.
+    let mut more = two.website.clone();
+    more.pending.as_mut().unwrap().callbacks.push(a.into());
+    full(store.update_website_within(&more, two.revision, 3).await, 3);
+    assert_as_stored(store, &two).await;
+    // A write that adds none goes through at the bound.
+    let mut renamed = two.website.clone();
+    renamed.status_reason = Some("still waiting".into());
+    let two = store
+        .update_website_within(&renamed, two.revision, 3)
+        .await
+        .unwrap();
+    // Another partner holds its own.
+    let (neighbour, bob) = partner_and_user(store, "callback-neighbour", "bob").await;
+    store
+        .create_website_within(
+            &neighbour.name,
+            &website_holding("three.held.example", &bob, &[a, b, c]),
+            limits,
+        )
+        .await
+        .expect("another partner's callbacks are its own");
+    // The end of the work releases one's two.
+    let mut finished = one.website.clone();
+    assert_eq!(finished.finish_setup(Ok(())), [a, b]);
+    store.update_website(&finished, one.revision).await.unwrap();
+    let mut more = two.website.clone();
+    more.pending
+        .as_mut()
+        .unwrap()
+        .callbacks
+        .extend([a.to_string(), b.to_string()]);
+    let two = store
+        .update_website_within(&more, two.revision, 3)
+        .await
+        .expect("room again");
+    full(
+        store
+            .create_website_within(
+                partner,
+                &website_holding("four.held.example", &alice, &[a]),
+                limits,
+            )
+            .await,
+        3,
+    );
+    store
+        .delete_website(&two.website.domain, None)
+        .await
+        .unwrap();
+    let carol = user(&hoster, "carol");
+    store.create_user(&carol).await.unwrap();
+    store
+        .create_website_within(
+            partner,
+            &website_holding("four.held.example", &carol, &[a, b, c]),
+            limits,
+        )
+        .await
+        .expect("a deleted website's callbacks leave room");
+    store.delete_user(partner, &carol.id).await.unwrap();
+    store
+        .create_website_within(
+            partner,
+            &website_holding("five.held.example", &alice, &[a, b, c]),
+            limits,
+        )
+        .await
+        .expect("a deleted user's websites' callbacks leave room");
 }
 
 /// Counters in a window: each count adds one, the window's end is set by the first.

@@ -8,8 +8,8 @@ use crate::rulesets::{
 use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
     AccountStore, Change, Changed, ClaimShares, Delivery, HostClash, HostField, OutboxStore, Owner,
-    Page, PartnerRecord, Position, SharedState, Snapshot, StoreError, Unreadable, WebsiteOwner,
-    WebsiteRecord, WebsiteStore, host_claims, key_digest,
+    Page, PartnerRecord, Position, SharedState, Snapshot, StoreError, Unreadable, WebsiteLimits,
+    WebsiteOwner, WebsiteRecord, WebsiteStore, host_claims, key_digest,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
@@ -530,11 +530,13 @@ fn stored_owner(
     }))
 }
 
-/// What a partner holds that a quota counts.
+/// What a partner holds that a limit counts.
 #[derive(Clone, Copy)]
 enum Holding {
     Users,
     Websites,
+    /// `callbackUrl`s its websites in `setup` hold.
+    HeldCallbacks,
 }
 
 impl Holding {
@@ -542,45 +544,80 @@ impl Holding {
         match self {
             Holding::Users => "users",
             Holding::Websites => "websites",
+            Holding::HeldCallbacks => "held callbacks",
         }
     }
 
     fn key(self, partner: &str) -> String {
         format!("{partner}\n{}", self.name())
     }
+
+    fn refusal(self, partner: &PartnerName, held: u64) -> StoreError {
+        match self {
+            Holding::HeldCallbacks => crate::held_callbacks_full(partner, held),
+            _ => StoreError::AtLimit(crate::at_limit_message(partner, self.name(), held)),
+        }
+    }
 }
 
-/// Adds `delta` to what `partner` holds; with `at_most`, refuses ([`StoreError::AtLimit`])
-/// an addition that would take it past that.
-fn count_holding(
+/// How much of `holding` `partner` holds.
+fn held(
+    txn: &redb::WriteTransaction,
+    partner: &PartnerName,
+    holding: Holding,
+) -> Result<u64, StoreError> {
+    let holdings = txn.open_table(HOLDINGS).map_err(backend)?;
+    let key = holding.key(partner.as_str());
+    Ok(holdings
+        .get(key.as_str())
+        .map_err(backend)?
+        .map_or(0, |count| count.value()))
+}
+
+/// Refuses ([`Holding::refusal`]) adding `delta` to what `partner` holds past
+/// `at_most`; writes nothing, so a write refused by it leaves its group's transaction
+/// as it was.
+fn room_for(
     txn: &redb::WriteTransaction,
     partner: &PartnerName,
     holding: Holding,
     delta: i64,
     at_most: usize,
 ) -> Result<(), StoreError> {
-    let mut holdings = txn.open_table(HOLDINGS).map_err(backend)?;
-    let key = holding.key(partner.as_str());
-    let held = holdings
-        .get(key.as_str())
-        .map_err(backend)?
-        .map_or(0, |count| count.value());
-    if delta > 0 && held >= at_most as u64 {
-        return Err(StoreError::AtLimit(crate::at_limit_message(
-            partner,
-            holding.name(),
-            held,
-        )));
+    if delta <= 0 || at_most == usize::MAX {
+        return Ok(());
     }
+    let held = held(txn, partner, holding)?;
+    if held.saturating_add(delta.unsigned_abs()) > at_most as u64 {
+        return Err(holding.refusal(partner, held));
+    }
+    Ok(())
+}
+
+/// Adds `delta` to what `partner` holds (after [`room_for`], when it is bounded).
+fn count_holding(
+    txn: &redb::WriteTransaction,
+    partner: &PartnerName,
+    holding: Holding,
+    delta: i64,
+) -> Result<(), StoreError> {
+    if delta == 0 {
+        return Ok(());
+    }
+    let held = held(txn, partner, holding)?;
+    let mut holdings = txn.open_table(HOLDINGS).map_err(backend)?;
     holdings
-        .insert(key.as_str(), held.saturating_add_signed(delta))
+        .insert(
+            holding.key(partner.as_str()).as_str(),
+            held.saturating_add_signed(delta),
+        )
         .map_err(backend)?;
     Ok(())
 }
 
-/// Counts every partner's users and websites in `HOLDINGS` afresh, at every open: a
-/// store written before it existed, or by a release without it (after a rollback), is
-/// counted right from the first creation.
+/// Counts every partner's users, websites and held callbacks in `HOLDINGS` afresh, at
+/// every open: a store written before it existed, or by a release without it (after a
+/// rollback), is counted right from the first write.
 fn count_holdings(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
     txn.delete_table(HOLDINGS).map_err(backend)?;
     let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
@@ -598,11 +635,43 @@ fn count_holdings(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
             *counts.entry(Holding::Websites.key(partner)).or_default() += 1;
         }
     }
+    let websites = txn.open_table(WEBSITES).map_err(backend)?;
+    for entry in websites.iter().map_err(backend)? {
+        let (_, stored) = entry.map_err(backend)?;
+        // Only the partner and the callbacks are read; an unreadable record holds none.
+        if let Ok(record) = serde_json::from_slice::<HeldCallbacksOf>(stored.value())
+            && let Some(pending) = record.website.pending
+            && !pending.callbacks.is_empty()
+        {
+            *counts
+                .entry(Holding::HeldCallbacks.key(&record.partner))
+                .or_default() += pending.callbacks.len() as u64;
+        }
+    }
     let mut holdings = txn.open_table(HOLDINGS).map_err(backend)?;
     for (key, count) in counts {
         holdings.insert(key.as_str(), count).map_err(backend)?;
     }
     Ok(())
+}
+
+/// The part of a stored website record [`count_holdings`] reads.
+#[derive(serde::Deserialize)]
+struct HeldCallbacksOf {
+    partner: String,
+    website: HeldCallbacksWebsite,
+}
+
+#[derive(serde::Deserialize)]
+struct HeldCallbacksWebsite {
+    #[serde(default)]
+    pending: Option<HeldCallbacksPending>,
+}
+
+#[derive(serde::Deserialize)]
+struct HeldCallbacksPending {
+    #[serde(default)]
+    callbacks: Vec<serde::de::IgnoredAny>,
 }
 
 /// Refuses `website` (of `partner`) when another website answers for one of its host
@@ -716,10 +785,21 @@ fn next_revision(txn: &redb::WriteTransaction) -> Result<u64, StoreError> {
     Ok(revision)
 }
 
+/// How many `callbackUrl`s `website` holds, as a count's change.
+fn held_count(website: &Website) -> i64 {
+    website.held_callbacks().len() as i64
+}
+
 fn remove_website(txn: &redb::WriteTransaction, record: &WebsiteRecord) -> Result<(), StoreError> {
     release_hosts(txn, &record.website)?;
     forget_traffic(txn, &record.website.domain)?;
-    count_holding(txn, &record.partner, Holding::Websites, -1, usize::MAX)?;
+    count_holding(txn, &record.partner, Holding::Websites, -1)?;
+    count_holding(
+        txn,
+        &record.partner,
+        Holding::HeldCallbacks,
+        -held_count(&record.website),
+    )?;
     let domain = record.website.domain.as_str();
     let partner = record.partner.as_str();
     txn.open_table(WEBSITES)
@@ -840,7 +920,8 @@ impl AccountStore for EmbeddedStore {
             if keys.get(digest.as_str()).map_err(backend)?.is_some() {
                 return Err(StoreError::Conflict("a user with this key".into()));
             }
-            count_holding(txn, &user.partner, Holding::Users, 1, at_most)?;
+            room_for(txn, &user.partner, Holding::Users, 1, at_most)?;
+            count_holding(txn, &user.partner, Holding::Users, 1)?;
             users
                 .insert(key.as_str(), encode(&user).as_slice())
                 .map_err(backend)?;
@@ -942,7 +1023,7 @@ impl AccountStore for EmbeddedStore {
                 .map_err(backend)?
                 .remove(key.as_str())
                 .map_err(backend)?;
-            count_holding(txn, &partner, Holding::Users, -1, usize::MAX)?;
+            count_holding(txn, &partner, Holding::Users, -1)?;
             txn.open_table(USER_KEYS)
                 .map_err(backend)?
                 .remove(key_digest(&user.api_key).as_str())
@@ -962,7 +1043,7 @@ impl WebsiteStore for EmbeddedStore {
         &self,
         partner: &PartnerName,
         website: &Website,
-        at_most: usize,
+        limits: WebsiteLimits,
     ) -> Result<WebsiteRecord, StoreError> {
         let mut record = WebsiteRecord {
             partner: partner.clone(),
@@ -989,7 +1070,18 @@ impl WebsiteStore for EmbeddedStore {
                 return Err(StoreError::Conflict(format!("website {domain}")));
             }
             check_hosts(txn, &record.partner, &record.website, true)?;
-            count_holding(txn, &record.partner, Holding::Websites, 1, at_most)?;
+            let held_callbacks = held_count(&record.website);
+            room_for(
+                txn,
+                &record.partner,
+                Holding::HeldCallbacks,
+                held_callbacks,
+                limits.held_callbacks,
+            )?;
+            room_for(txn, &record.partner, Holding::Websites, 1, limits.websites)?;
+            // Checked; from here on everything writes.
+            count_holding(txn, &record.partner, Holding::Websites, 1)?;
+            count_holding(txn, &record.partner, Holding::HeldCallbacks, held_callbacks)?;
             claim_hosts(txn, &record.partner, &record.website)?;
             forget_traffic(txn, &record.website.domain)?;
             record.revision = next_revision(txn)?;
@@ -1030,10 +1122,11 @@ impl WebsiteStore for EmbeddedStore {
             .await
     }
 
-    async fn update_website(
+    async fn update_website_within(
         &self,
         website: &Website,
         expected_revision: u64,
+        held_callbacks_at_most: usize,
     ) -> Result<WebsiteRecord, StoreError> {
         let website = website.clone();
         self.write(move |txn| {
@@ -1049,8 +1142,21 @@ impl WebsiteStore for EmbeddedStore {
                     "website {domain} belongs to another user"
                 )));
             }
-            if current.website.host_names() != website.host_names() {
+            let more_held = held_count(&website) - held_count(&current.website);
+            room_for(
+                txn,
+                &current.partner,
+                Holding::HeldCallbacks,
+                more_held,
+                held_callbacks_at_most,
+            )?;
+            let names_changed = current.website.host_names() != website.host_names();
+            if names_changed {
                 check_hosts(txn, &current.partner, &website, false)?;
+            }
+            // Checked; from here on everything writes.
+            count_holding(txn, &current.partner, Holding::HeldCallbacks, more_held)?;
+            if names_changed {
                 release_hosts(txn, &current.website)?;
                 claim_hosts(txn, &current.partner, &website)?;
             }

@@ -535,18 +535,47 @@ pub trait AccountStore: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Vec<Domain>, StoreError>> + Send;
 }
 
+/// What one partner's websites may hold, each checked in the write that would add to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WebsiteLimits {
+    /// Websites ([`StoreError::AtLimit`] past it).
+    pub websites: usize,
+    /// `callbackUrl`s held by the partner's websites in `setup` for the end of their
+    /// work ([`StoreError::Full`] past it): they go into the outbox unrefused when the
+    /// work ends, so they are bounded when they are accepted.
+    pub held_callbacks: usize,
+}
+
+impl WebsiteLimits {
+    /// No limit on either.
+    pub const NONE: WebsiteLimits = WebsiteLimits {
+        websites: usize::MAX,
+        held_callbacks: usize::MAX,
+    };
+}
+
+/// The refusal of `partner`'s `callbackUrl`s past the most its websites may hold.
+pub fn held_callbacks_full(partner: &PartnerName, held: u64) -> StoreError {
+    StoreError::Full(format!(
+        "partner {} has {held} `callbackUrl`s waiting for its websites in `setup`, the \
+         most allowed",
+        partner.as_str()
+    ))
+}
+
 /// Websites, and the feed of their changes that every gateway follows.
 pub trait WebsiteStore: Send + Sync + 'static {
     /// Creates a website of `partner`'s user `website.user_id` at a revision no earlier
     /// website of the domain had (a write read from a deleted one is stale);
     /// [`StoreError::Conflict`] when the domain is taken (by anyone),
     /// [`StoreError::NotFound`] when the partner has no such user,
-    /// [`StoreError::AtLimit`] when the partner holds `at_most` websites already.
+    /// [`StoreError::AtLimit`] when the partner holds `limits.websites` websites already,
+    /// [`StoreError::Full`] when its held callbacks would pass `limits.held_callbacks`.
     fn create_website_within(
         &self,
         partner: &PartnerName,
         website: &Website,
-        at_most: usize,
+        limits: WebsiteLimits,
     ) -> impl Future<Output = Result<WebsiteRecord, StoreError>> + Send;
 
     /// Creates a website, however many the partner holds.
@@ -555,7 +584,7 @@ pub trait WebsiteStore: Send + Sync + 'static {
         partner: &PartnerName,
         website: &Website,
     ) -> impl Future<Output = Result<WebsiteRecord, StoreError>> + Send {
-        self.create_website_within(partner, website, usize::MAX)
+        self.create_website_within(partner, website, WebsiteLimits::NONE)
     }
 
     /// The website of `domain`, whoever owns it.
@@ -574,11 +603,23 @@ pub trait WebsiteStore: Send + Sync + 'static {
 
     /// Replaces a website if it is still at `expected_revision`
     /// ([`StoreError::Stale`] otherwise); the new record, at a higher revision.
+    /// [`StoreError::Full`] when the write adds held callbacks and its partner's would
+    /// pass `held_callbacks_at_most`.
+    fn update_website_within(
+        &self,
+        website: &Website,
+        expected_revision: u64,
+        held_callbacks_at_most: usize,
+    ) -> impl Future<Output = Result<WebsiteRecord, StoreError>> + Send;
+
+    /// Replaces a website, however many callbacks its partner's websites hold.
     fn update_website(
         &self,
         website: &Website,
         expected_revision: u64,
-    ) -> impl Future<Output = Result<WebsiteRecord, StoreError>> + Send;
+    ) -> impl Future<Output = Result<WebsiteRecord, StoreError>> + Send {
+        self.update_website_within(website, expected_revision, usize::MAX)
+    }
 
     /// Deletes a website (only if it is still at `expected_revision`, when given:
     /// [`StoreError::Stale`] otherwise); [`StoreError::NotFound`] when there is none.

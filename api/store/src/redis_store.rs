@@ -37,7 +37,7 @@ use crate::traffic::{Counts, Resolution, TrafficEvent, TrafficStore};
 use crate::{
     AccountStore, Change, Changed, ClaimShares, Delivery, HostClash, HostField, OutboxStore, Owner,
     Page, PartnerChange, PartnerRecord, Position, SharedState, Snapshot, StoreError, Unreadable,
-    WebsiteOwner, WebsiteRecord, WebsiteStore, host_claims, key_digest,
+    WebsiteLimits, WebsiteOwner, WebsiteRecord, WebsiteStore, host_claims, key_digest,
 };
 use botgate_model::{Domain, PartnerName, User, UserId, Website};
 use redis::AsyncCommands;
@@ -1058,10 +1058,11 @@ impl WebsiteStore for RedisStore {
         &self,
         partner: &PartnerName,
         website: &Website,
-        at_most: usize,
+        limits: WebsiteLimits,
     ) -> Result<WebsiteRecord, StoreError> {
         // KEYS: version, changes, user, website, all, of-partner, of-user. ARGV: partner,
-        // website, change, user id, domain, prefix, host claims, the partner's limit.
+        // website, change, user id, domain, prefix, host claims, the partner's limit,
+        // held callbacks, their limit.
         const LUA: &str = include_str!("lua/create_website.lua");
         let (p, u, d) = (
             partner.as_str(),
@@ -1088,7 +1089,9 @@ impl WebsiteStore for RedisStore {
                     d.to_owned(),
                     self.config.prefix.clone(),
                     claims_json(website),
-                    limit_argument(at_most),
+                    limit_argument(limits.websites),
+                    json(&website.held_callbacks()),
+                    limit_argument(limits.held_callbacks),
                 ],
             )
             .await?;
@@ -1131,13 +1134,14 @@ impl WebsiteStore for RedisStore {
             }))
     }
 
-    async fn update_website(
+    async fn update_website_within(
         &self,
         website: &Website,
         expected_revision: u64,
+        held_callbacks_at_most: usize,
     ) -> Result<WebsiteRecord, StoreError> {
         // KEYS: version, changes, website. ARGV: expected revision, website JSON,
-        // change, domain, user id, prefix, host claims.
+        // change, domain, user id, prefix, host claims, held callbacks, their limit.
         const LUA: &str = include_str!("lua/update_website.lua");
         let d = website.domain.as_str();
         let (revision, partner): (u64, String) = self
@@ -1154,6 +1158,8 @@ impl WebsiteStore for RedisStore {
                     website.user_id.as_str().to_owned(),
                     self.config.prefix.clone(),
                     claims_json(website),
+                    json(&website.held_callbacks()),
+                    limit_argument(held_callbacks_at_most),
                 ],
             )
             .await?;

@@ -1,7 +1,9 @@
 //! The embedded backend passes the conformance suite and keeps its data across a restart.
 
 use botgate_model::{Domain, PartnerName};
-use botgate_store::{AccountStore, EmbeddedStore, StoreError, WebsiteStore, conformance};
+use botgate_store::{
+    AccountStore, EmbeddedStore, StoreError, WebsiteLimits, WebsiteStore, conformance,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_store_conforms() {
@@ -162,7 +164,7 @@ async fn holdings_are_counted_again_when_the_store_opens() {
         let store = EmbeddedStore::open(dir.path()).unwrap();
         let (acme, alice) = conformance::partner_and_user(&store, "acme", "alice").await;
         for domain in ["one.example", "two.example"] {
-            let site = conformance::website(domain, &alice);
+            let site = conformance::website_holding(domain, &alice, &["https://hooks.example/a"]);
             store.create_website(&acme.name, &site).await.unwrap();
         }
         acme
@@ -174,7 +176,7 @@ async fn holdings_are_counted_again_when_the_store_opens() {
         let mut holdings = txn
             .open_table(redb::TableDefinition::<&str, u64>::new("holdings"))
             .unwrap();
-        for key in ["acme\nusers", "acme\nwebsites"] {
+        for key in ["acme\nusers", "acme\nwebsites", "acme\nheld callbacks"] {
             holdings.insert(key, 0).unwrap();
         }
         drop(holdings);
@@ -188,14 +190,24 @@ async fn holdings_are_counted_again_when_the_store_opens() {
         "{refused:?}"
     );
     store.create_user_within(&bob, 2).await.unwrap();
-    let three = conformance::website("three.example", &bob);
-    let refused = store.create_website_within(&acme.name, &three, 2).await;
+    let three = conformance::website_holding("three.example", &bob, &["https://hooks.example/b"]);
+    let limits = |websites, held_callbacks| WebsiteLimits {
+        websites,
+        held_callbacks,
+    };
+    let refused = store
+        .create_website_within(&acme.name, &three, limits(2, 3))
+        .await;
     assert!(
         matches!(refused, Err(StoreError::AtLimit(_))),
         "{refused:?}"
     );
+    let refused = store
+        .create_website_within(&acme.name, &three, limits(3, 2))
+        .await;
+    assert!(matches!(refused, Err(StoreError::Full(_))), "{refused:?}");
     store
-        .create_website_within(&acme.name, &three, 3)
+        .create_website_within(&acme.name, &three, limits(3, 3))
         .await
         .unwrap();
 }

@@ -108,6 +108,11 @@ pub enum QueueError {
 /// changes, cannot fill the store or crowd out other partners' webhooks.
 pub const WAITING_PER_PARTNER: usize = 1000;
 
+/// The most `callbackUrl`s one partner's websites in `setup` may hold for the end of
+/// their work. They are queued unrefused when it ends, so with [`WAITING_PER_PARTNER`]
+/// this bounds what one partner can have in the outbox.
+pub const HELD_PER_PARTNER: usize = 1000;
+
 /// The most attempts of one partner's webhooks one gateway makes at once, of its
 /// `batch`: a receiver that never answers ties up at most these.
 pub const IN_FLIGHT_PER_PARTNER: usize = 8;

@@ -423,3 +423,62 @@ fn a_website_in_setup_collects_a_bounded_set_of_callback_urls() -> Result<()> {
     assert_eq!(paths, expected, "{got:?}");
     Ok(())
 }
+
+/// The `callbackUrl`s a partner's websites hold in `setup` go into the outbox unrefused
+/// when the work ends, so they are bounded when they are accepted: past
+/// [`botgate_webhooks::HELD_PER_PARTNER`] a create or change that adds one is refused
+/// with 429, naming the field, and changes nothing; another partner is not held up, and
+/// a website leaving `setup` (its webhook sent) makes room.
+#[test]
+fn the_callbacks_a_partners_websites_hold_in_setup_are_bounded() -> Result<()> {
+    const HELD: usize = botgate_webhooks::HELD_PER_PARTNER;
+    let receiver = Receiver::start(0)?;
+    let gateway = flooding_gateway(&["holder", "neighbour"])?;
+    let (holder, neighbour) = partners(&gateway);
+    create_user(&holder, "ann")?;
+    create_user(&neighbour, "bob")?;
+    let held = |user: &str, n: usize| {
+        json!({"user_id": user, "domain": format!("held{n}.{user}.example"),
+               "ip": ["192.0.2.10"], "status": "setup",
+               "callbackUrl": receiver.url(&format!("/hooks/{user}/{n}"))})
+    };
+    for n in 0..HELD {
+        post_website(&holder, &held("ann", n))?;
+    }
+    let refused = holder.post_json("/v1.0/website", &held("ann", HELD))?;
+    assert_eq!(refused.status, 429, "{refused:?}");
+    assert_eq!(refused.json()["field"], "callbackUrl");
+    assert!(
+        refused.json()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!("{HELD} `callbackUrl`s wait")),
+        "{refused:?}"
+    );
+    let absent = holder.get(&format!("/v1.0/website/held{HELD}.ann.example"))?;
+    assert_eq!(absent.status, 404, "nothing was created: {absent:?}");
+    // A change adding one is refused whole; without `callbackUrl` it goes through.
+    let refused = holder.put_json(
+        "/v1.0/website/held0.ann.example",
+        &json!({"tag": ["more"], "callbackUrl": receiver.url("/hooks/ann/more")}),
+    )?;
+    assert_eq!(refused.status, 429, "{refused:?}");
+    assert_eq!(
+        holder.get("/v1.0/website/held0.ann.example")?.json()["tag"],
+        json!([])
+    );
+    let mut plain = held("ann", HELD + 1);
+    plain.as_object_mut().map(|body| body.remove("callbackUrl"));
+    post_website(&holder, &plain)?;
+    post_website(&neighbour, &held("bob", 0)).context("another partner holds its own")?;
+    // Online: the held webhook goes out, and there is room for one more.
+    let online = holder.put_json(
+        "/v1.0/website/held0.ann.example",
+        &json!({"status": "online"}),
+    )?;
+    ensure!(online.status == 200, "{online:?}");
+    let got = receiver.wait_for(1, Duration::from_secs(20))?;
+    assert_eq!(got[0].path, "/hooks/ann/0");
+    post_website(&holder, &held("ann", HELD)).context("room again")?;
+    Ok(())
+}

@@ -5,8 +5,12 @@ if cjson.decode(user).api_key ~= ARGV[4] then return redis.error_reply('STALE us
 local domains = redis.call('ZRANGE', KEYS[5], 0, -1)
 local changes = {}
 for _, domain in ipairs(domains) do
-  local stored = redis.call('HMGET', ARGV[1] .. 'website:' .. domain, 'partner', 'website')
-  if stored[1] then release_hosts(ARGV[1], cjson.decode(stored[2]), stored[1]) end
+  local stored = redis.call('HMGET', ARGV[1] .. 'website:' .. domain, 'partner', 'website', 'revision')
+  if stored[1] then
+    local website = cjson.decode(stored[2])
+    release_hosts(ARGV[1], website, stored[1])
+    release_callbacks(ARGV[1], stored[1], website, stored[3])
+  end
   forget_traffic(ARGV[1], domain)
   redis.call('DEL', ARGV[1] .. 'website:' .. domain)
   redis.call('ZREM', KEYS[6], domain)

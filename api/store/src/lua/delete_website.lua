@@ -7,6 +7,7 @@ end
 local website = cjson.decode(current[2])
 local user = website.user_id
 release_hosts(ARGV[1], website, current[1])
+release_callbacks(ARGV[1], current[1], website, current[3])
 forget_traffic(ARGV[1], ARGV[2])
 redis.call('DEL', KEYS[3])
 redis.call('ZREM', KEYS[4], ARGV[2])

@@ -70,3 +70,38 @@ local function next_revision(prefix, version_key)
   end
   return revision
 end
+-- The `callbackUrl`s the partner's websites in `setup` hold, one member of the sorted
+-- set `held-callbacks:{partner}` each: `{domain}\n{revision}\n{url}`. The revision
+-- tells apart a member whose website was written since by a release without the set.
+local function held_member(domain, revision, url)
+  return domain .. '\n' .. string.format('%d', tonumber(revision)) .. '\n' .. url
+end
+local function hold_callbacks(prefix, partner, domain, revision, callbacks)
+  for _, url in ipairs(callbacks) do
+    redis.call('ZADD', prefix .. 'held-callbacks:' .. partner, 0, held_member(domain, revision, url))
+  end
+end
+local function release_callbacks(prefix, partner, website, revision)
+  local pending = website.pending
+  if type(pending) ~= 'table' or type(pending.callbacks) ~= 'table' then return end
+  for _, url in ipairs(pending.callbacks) do
+    redis.call('ZREM', prefix .. 'held-callbacks:' .. partner, held_member(website.domain, revision, url))
+  end
+end
+-- The error reply refusing `more` held callbacks to `partner` past `limit` ('' for
+-- none); nil when there is room. Before refusing, members whose website has been
+-- written since they were added are dropped.
+local function held_callbacks_full(prefix, partner, more, limit)
+  if limit == '' or more <= 0 then return nil end
+  local key = prefix .. 'held-callbacks:' .. partner
+  if redis.call('ZCARD', key) + more <= tonumber(limit) then return nil end
+  for _, member in ipairs(redis.call('ZRANGE', key, 0, -1)) do
+    local domain, revision = string.match(member, '^([^\n]*)\n([^\n]*)\n')
+    local current = domain and redis.call('HGET', prefix .. 'website:' .. domain, 'revision')
+    if not current or tonumber(current) ~= tonumber(revision) then redis.call('ZREM', key, member) end
+  end
+  local held = redis.call('ZCARD', key)
+  if held + more <= tonumber(limit) then return nil end
+  return redis.error_reply('FULL partner ' .. partner .. ' has ' .. held ..
+    ' `callbackUrl`s waiting for its websites in `setup`, the most allowed')
+end
