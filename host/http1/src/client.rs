@@ -35,6 +35,9 @@ use tokio::net::TcpStream;
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// The most header lines in a response head.
 pub const MAX_HEADERS: usize = 128;
+/// The most interim (1xx) answers before a request's final one: 103 Early Hints may
+/// come more than once, an endless stream of them is an origin keeping a thread busy.
+pub const MAX_INTERIM_ANSWERS: usize = 32;
 /// How much is read from the origin at a time.
 const READ_SIZE: usize = 16 * 1024;
 /// The longest chunk-size line (with its extensions) of a chunked body.
@@ -77,6 +80,8 @@ pub enum Http1Error {
     HeadTooLarge,
     #[error("101 Switching Protocols to a request that asked for no upgrade")]
     UnaskedUpgrade,
+    #[error("more than {MAX_INTERIM_ANSWERS} interim (1xx) answers before the final one")]
+    TooManyInterimAnswers,
     #[error("the origin closed the connection {0} bytes short of the response's length")]
     BodyCut(u64),
     #[error("the origin closed the connection within a chunked response")]
@@ -163,6 +168,8 @@ pub struct Connection<S> {
     read: BytesMut,
     /// The request head being written (its allocation reused).
     write: Vec<u8>,
+    /// Interim answers read past in this exchange.
+    interim: usize,
 }
 
 impl<S: Transport> Connection<S> {
@@ -171,6 +178,7 @@ impl<S: Transport> Connection<S> {
             stream,
             read: BytesMut::with_capacity(READ_SIZE),
             write: Vec::with_capacity(1024),
+            interim: 0,
         }
     }
 
@@ -225,6 +233,7 @@ impl<S: Transport> Connection<S> {
         upgrade: bool,
     ) -> Result<ResponseHead, Http1Error> {
         let framing = request_framing(parts, body);
+        self.interim = 0;
         self.write_head(parts, framing);
         let written = self.stream.write_all(&self.write).await;
         written.map_err(Http1Error::Stale)?;
@@ -396,6 +405,11 @@ impl<S: Transport> Connection<S> {
                         .code
                         .is_some_and(|code| (100..200).contains(&code) && code != 101) =>
                 {
+                    if self.interim == MAX_INTERIM_ANSWERS {
+                        // The head's reader refuses the next one.
+                        return true;
+                    }
+                    self.interim += 1;
                     self.read.advance(length);
                 }
                 Ok(httparse::Status::Partial) => return self.read.len() >= MAX_HEAD_BYTES,
@@ -416,6 +430,10 @@ impl<S: Transport> Connection<S> {
                 answered = true;
                 if let Some(head) = self.parse_head(head_request, upgrade)? {
                     if head.parts.status.is_informational() && !head.is_upgrade() {
+                        if self.interim == MAX_INTERIM_ANSWERS {
+                            return Err(Http1Error::TooManyInterimAnswers);
+                        }
+                        self.interim += 1;
                         continue;
                     }
                     return Ok(head);
@@ -831,6 +849,7 @@ mod tests {
             Http1Error::MalformedHead(_) => "MalformedHead",
             Http1Error::HeadTooLarge => "HeadTooLarge",
             Http1Error::UnaskedUpgrade => "UnaskedUpgrade",
+            Http1Error::TooManyInterimAnswers => "TooManyInterimAnswers",
             Http1Error::BodyCut(_) => "BodyCut",
             Http1Error::ChunkedCut => "ChunkedCut",
             Http1Error::MalformedChunk(_) => "MalformedChunk",
@@ -1183,6 +1202,21 @@ mod tests {
                     "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </a.css>\r\n\r\n{status}content-length: 2\r\n\r\nok"
                 ),
                 ok(200, "ok", true),
+            ),
+            (
+                "as many interim answers as allowed, then the final one",
+                Method::GET,
+                format!(
+                    "{}{status}content-length: 2\r\n\r\nok",
+                    "HTTP/1.1 103 Early Hints\r\n\r\n".repeat(MAX_INTERIM_ANSWERS)
+                ),
+                ok(200, "ok", true),
+            ),
+            (
+                "an endless stream of interim answers",
+                Method::GET,
+                "HTTP/1.1 100 Continue\r\n\r\n".repeat(MAX_INTERIM_ANSWERS + 1),
+                Came::Failed("TooManyInterimAnswers"),
             ),
             (
                 "a 101 nobody asked for",

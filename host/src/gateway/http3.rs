@@ -173,8 +173,9 @@ async fn connection<H: RequestHandler>(
                         tokio::time::timeout(header_timeout, resolver.resolve_request()).await;
                     match resolved {
                         Ok(Ok((request, stream))) => {
-                            if let Err(err) = exchange(&http3.handler, request, stream, info).await
-                            {
+                            let exchanged =
+                                exchange(&http3.handler, request, stream, info, header_timeout);
+                            if let Err(err) = exchanged.await {
                                 tracing::debug!(%err, "HTTP/3 request ended early");
                             }
                         }
@@ -203,9 +204,12 @@ async fn exchange<H: RequestHandler>(
     request: http::Request<()>,
     stream: Stream<h3_quinn::BidiStream<Bytes>>,
     info: Arc<ConnectionInfo>,
+    body_wait: std::time::Duration,
 ) -> Result<(), BoxError> {
     let (mut send, receive) = stream.split();
-    let request = request.map(|()| RequestBody::new(receive));
+    let (head, ()) = request.into_parts();
+    let body = RequestBody::start(&head, receive, body_wait).await;
+    let request = http::Request::from_parts(head, body);
     let response = handler.handle(request, &info).await;
     let (head, mut body) = response.into_parts();
     send.send_response(Response::from_parts(head, ())).await?;
@@ -230,13 +234,53 @@ pub struct RequestBody {
     // threads as the request phases need.
     stream: sync_wrapper::SyncWrapper<Stream<h3_quinn::RecvStream>>,
     ended: bool,
+    /// A frame read before the request went on ([`RequestBody::start`]).
+    first: Option<Result<Frame<Bytes>, BoxError>>,
 }
 
 impl RequestBody {
-    fn new(stream: Stream<h3_quinn::RecvStream>) -> RequestBody {
-        RequestBody {
+    /// The body of a request with `head`. A GET or HEAD without `content-length` has
+    /// its first frame awaited (up to `wait`): a browser ends the stream with the
+    /// head, so its body is known to be empty, as hyper knows an HTTP/2 request's, and
+    /// it reaches the origin without framing (and may use the cache).
+    async fn start(
+        head: &http::request::Parts,
+        stream: Stream<h3_quinn::RecvStream>,
+        wait: std::time::Duration,
+    ) -> RequestBody {
+        let mut body = RequestBody {
             stream: sync_wrapper::SyncWrapper::new(stream),
             ended: false,
+            first: None,
+        };
+        let bodiless = matches!(head.method, http::Method::GET | http::Method::HEAD)
+            && !head.headers.contains_key(http::header::CONTENT_LENGTH);
+        if bodiless {
+            let first = std::future::poll_fn(|cx| body.poll_data(cx));
+            if let Ok(Some(frame)) = tokio::time::timeout(wait, first).await {
+                body.first = Some(frame);
+            }
+        }
+        body
+    }
+
+    fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        match self.stream.get_mut().poll_recv_data(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(Some(mut data))) => {
+                Poll::Ready(Some(Ok(Frame::data(data.copy_to_bytes(data.remaining())))))
+            }
+            Poll::Ready(Ok(None)) => {
+                self.ended = true;
+                Poll::Ready(None)
+            }
+            Poll::Ready(Err(err)) => {
+                self.ended = true;
+                Poll::Ready(Some(Err(err.into())))
+            }
         }
     }
 }
@@ -250,30 +294,21 @@ impl Body for RequestBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = self.get_mut();
-        if this.ended {
-            return Poll::Ready(None);
-        }
-        match this.stream.get_mut().poll_recv_data(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(Ok(Some(mut data))) => {
-                Poll::Ready(Some(Ok(Frame::data(data.copy_to_bytes(data.remaining())))))
-            }
-            Poll::Ready(Ok(None)) => {
-                this.ended = true;
-                Poll::Ready(None)
-            }
-            Poll::Ready(Err(err)) => {
-                this.ended = true;
-                Poll::Ready(Some(Err(err.into())))
-            }
+        match this.first.take() {
+            Some(first) => Poll::Ready(Some(first)),
+            None => this.poll_data(cx),
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.ended
+        self.ended && self.first.is_none()
     }
 
     fn size_hint(&self) -> SizeHint {
-        SizeHint::default()
+        if self.is_end_stream() {
+            SizeHint::with_exact(0)
+        } else {
+            SizeHint::default()
+        }
     }
 }

@@ -634,12 +634,16 @@ impl Gateway {
         let upgrade = request.version() == Version::HTTP_11
             && forwarding::is_websocket_upgrade(request.headers());
         let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut request));
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
+        // Out before the cache looks: `Vary` matches what the origin is sent.
+        forwarding::remove_hop_by_hop(&mut parts.headers, upgrade);
         let lb = &website.website.settings.loadbalancer;
         // A cache miss's key, kind and request head, kept to store a GET's answer.
         let mut to_store = None;
         let cacheable = cache::cacheable(&parts, lb.cache_static_files, lb.cache_dynamic_pages);
-        if let Some(kind) = cacheable.filter(|_| !upgrade) {
+        // A body (some frameworks read a GET's as a form) makes another answer.
+        let bodiless = body.is_end_stream() || body.size_hint().exact() == Some(0);
+        if let Some(kind) = cacheable.filter(|_| !upgrade && bodiless) {
             let key = cache::Key::new(connection.https, host, website.owner(), &parts);
             let found = self.cache.lookup(&key, &parts);
             let result = if found.is_some() {
@@ -671,7 +675,6 @@ impl Gateway {
         *origin_request.uri_mut() = http::Uri::from(target);
         *origin_request.version_mut() = Version::HTTP_11;
         let mut headers = parts.headers;
-        forwarding::remove_hop_by_hop(&mut headers, upgrade);
         self.via.append(&mut headers, parts.version);
         forwarding::add_forwarded(
             &mut headers,

@@ -175,6 +175,64 @@ fn dynamic_pages_follow_vary_expiry_and_skip_personal_requests() {
     assert_eq!(fetch(&gateway, &origin, host, css, &[]).0, "-");
 }
 
+/// The cache shares only what the origin answers to the request as every visitor
+/// sends it. A GET with a body (some frameworks read it as a form) is neither stored
+/// nor answered from the cache; `Vary` matches the headers the origin was sent, not
+/// those a `Connection` header took out on the way.
+#[test]
+fn a_request_the_origin_sees_otherwise_never_poisons_the_cache() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    add_website(
+        &gateway,
+        json!({"domain": "shared.example", "ip": ["127.0.0.1"],
+               "settings": loadbalancer(&["cache_dynamic_pages"])}),
+    )
+    .unwrap();
+    let host = "shared.example";
+    let with_body = |target| {
+        let mut request =
+            Outgoing::get(host, target).header("content-type", "application/x-www-form-urlencoded");
+        request.body = b"callback=evil".to_vec();
+        let answer = send(gateway.http, request).unwrap();
+        assert_eq!(answer.json()["body_len"], 13, "{}", answer.text());
+        answer
+    };
+    let page = "/poison?h=Cache-Control:public,max-age%3D60";
+    assert_eq!(verdict(&with_body(page)), "-");
+    let (said, reached, answer) = fetch(&gateway, &origin, host, page, &[]);
+    assert_eq!((said.as_str(), reached), ("miss", true));
+    assert_eq!(answer.json()["body_len"], 0);
+    // A stored copy is not the answer to a GET with a body either.
+    assert_eq!(fetch(&gateway, &origin, host, page, &[]).0, "hit");
+    assert_eq!(verdict(&with_body(page)), "-");
+
+    let cors = "/cors?h=Cache-Control:public,max-age%3D60&h=Vary:Origin";
+    let app = ("origin", "https://app.example");
+    let (said, _, answer) = fetch(
+        &gateway,
+        &origin,
+        host,
+        cors,
+        &[app, ("connection", "origin")],
+    );
+    assert_eq!(said, "miss");
+    assert!(
+        answer.json()["headers"].get("origin").is_none(),
+        "{}",
+        answer.text()
+    );
+    let (said, reached, answer) = fetch(&gateway, &origin, host, cors, &[app]);
+    assert_eq!(
+        (said.as_str(), reached),
+        ("miss", true),
+        "{}",
+        answer.text()
+    );
+    assert_eq!(answer.json()["headers"]["origin"], "https://app.example");
+    assert_eq!(fetch(&gateway, &origin, host, cors, &[app]).0, "hit");
+}
+
 #[test]
 fn the_cache_stays_within_its_memory_bound() {
     let origin = origin("site");
