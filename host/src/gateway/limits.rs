@@ -78,6 +78,13 @@ pub fn client_network(ip: IpAddr) -> IpAddr {
     }
 }
 
+/// Challenge answers a second one client (by [`client_network`]) may send to the
+/// gateway, sustained, whatever its websites' settings: each one the gateway checks is a
+/// store write (the answer spent once), so their number is bounded before any check.
+pub const ANSWERS_PER_SECOND: u32 = 2;
+/// Challenge answers one client may send at once.
+pub const ANSWERS_BURST: u32 = 60;
+
 /// The rate-limit state of every website and client.
 pub struct DdosLimits {
     /// Swapped whole when the limits change: the counts start afresh.
@@ -92,6 +99,9 @@ struct Limiters {
     strict_client: ArcSwap<DefaultKeyedRateLimiter<(u64, IpAddr)>>,
     client_quota: Quota,
     strict_client_quota: Quota,
+    /// Challenge answers, keyed as the client limiters are, under site 0.
+    answers: ArcSwap<DefaultKeyedRateLimiter<(u64, IpAddr)>>,
+    answers_quota: Quota,
     website: DefaultKeyedRateLimiter<u64>,
     strict_website: DefaultKeyedRateLimiter<u64>,
     /// The share of each website's rate kept for clients with a pass.
@@ -110,7 +120,11 @@ impl Limiters {
         let div = config.strict_divisor;
         let client_quota = quota(config.client_rate, config.client_burst, one);
         let strict_client_quota = quota(config.client_rate, config.client_burst, div);
+        let n = |v| NonZeroU32::new(v).unwrap_or(NonZeroU32::MIN);
+        let answers_quota = quota(n(ANSWERS_PER_SECOND), n(ANSWERS_BURST), one);
         Limiters {
+            answers: ArcSwap::from_pointee(RateLimiter::keyed(answers_quota)),
+            answers_quota,
             client: ArcSwap::from_pointee(RateLimiter::keyed(client_quota)),
             strict_client: ArcSwap::from_pointee(RateLimiter::keyed(strict_client_quota)),
             client_quota,
@@ -186,6 +200,19 @@ impl DdosLimits {
         }
     }
 
+    /// Counts one challenge answer of `client`: whether it is within
+    /// [`ANSWERS_PER_SECOND`]; the seconds to wait otherwise.
+    pub fn answer(&self, client: IpAddr) -> Result<(), u64> {
+        let limits = self.limiters.load();
+        let checked = limits
+            .answers
+            .load()
+            .check_key(&(0, client_network(client)));
+        checked.map_err(|not_until| {
+            whole_seconds(not_until.wait_time_from(DefaultClock::default().now()))
+        })
+    }
+
     /// Whether `site` went over its rate, or (`ddos_protection_advanced`) was under
     /// attack, within the cooldown: challenges are harder meanwhile. Counts nothing.
     pub fn under_pressure(&self, site: u64) -> bool {
@@ -214,6 +241,7 @@ impl DdosLimits {
         for (limiter, quota) in [
             (&limits.client, limits.client_quota),
             (&limits.strict_client, limits.strict_client_quota),
+            (&limits.answers, limits.answers_quota),
         ] {
             let current = limiter.load();
             current.retain_recent();

@@ -246,6 +246,10 @@ impl Gateway {
             return pages::trace_refused();
         }
         if request.uri().path() == challenge::VERIFY_PATH && request.method() == Method::POST {
+            if let Err(retry_after) = self.ddos.answer(client) {
+                record.action = Outcome::Limited;
+                return pages::too_many_requests(retry_after);
+            }
             return self
                 .verify_challenge(request, &website, connection, site, record)
                 .await;

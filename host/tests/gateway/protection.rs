@@ -328,6 +328,46 @@ fn pass_cookie(answer: &Answer) -> String {
     set.split(';').next().unwrap().to_owned()
 }
 
+/// Every challenge answer the gateway checks is a store write (the token spent once),
+/// so one client's answers are limited before any check, whatever the website's rate
+/// limits say (here: none): replaying a solved answer gets 429 once past the burst.
+#[test]
+fn one_clients_challenge_answers_are_limited_before_they_reach_the_store() {
+    use botgate_host::gateway::limits::{ANSWERS_BURST, ANSWERS_PER_SECOND};
+    let origin = origin("site");
+    let gateway = challenging_gateway(&origin, "answers.example");
+    let host = "answers.example";
+    let page = send(gateway.http, Outgoing::get(host, "/").browser()).unwrap();
+    assert_eq!(page.status, 403);
+    let token = token_of(&page.text());
+    let counter = solve(&token).unwrap().to_string();
+    let answer = || {
+        let form = [
+            ("token", token.as_str()),
+            ("counter", &counter),
+            ("return", "/"),
+        ];
+        send(gateway.http, post_form(host, &form)).unwrap()
+    };
+    assert_eq!(answer().status, 303);
+    let started = Instant::now();
+    let sent = ANSWERS_BURST as usize + 40;
+    let statuses: Vec<u16> = (0..sent).map(|_| answer().status).collect();
+    let refilled = started.elapsed().as_secs_f64() * f64::from(ANSWERS_PER_SECOND);
+    let checked = statuses.iter().filter(|status| **status == 403).count();
+    assert!(
+        checked as f64 <= f64::from(ANSWERS_BURST) + refilled.ceil(),
+        "{checked} answers checked: {statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|status| [403, 429].contains(status)),
+        "{statuses:?}"
+    );
+    let limited = send(gateway.http, post_form(host, &[("token", &token)])).unwrap();
+    assert_eq!(limited.status, 429, "{}", limited.text());
+    assert!(limited.header("retry-after").is_some());
+}
+
 #[test]
 fn a_solved_challenge_lets_the_client_through_without_loops() {
     let origin = origin("site");
