@@ -208,9 +208,52 @@ pub struct Challenges {
     verified: PerThread<VerifiedPass>,
 }
 
+/// What a pass is for: a website's domain under its owner (partner and user), so that
+/// a pass never outlives the website it was earned on: a domain deleted and created
+/// again for another owner starts without the last one's passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PassSite<'a> {
+    pub domain: &'a str,
+    pub partner: &'a str,
+    pub user: &'a str,
+}
+
+impl<'a> PassSite<'a> {
+    /// The site of a stored website.
+    pub fn of(website: &'a botgate_store::WebsiteRecord) -> PassSite<'a> {
+        let owner = website.owner();
+        PassSite {
+            domain: website.website.domain.as_str(),
+            partner: owner.partner.as_str(),
+            user: owner.user.as_str(),
+        }
+    }
+
+    /// What a pass's HMAC covers: its kind, the site, the client's binding and the
+    /// expiry (`[kind, binding, expiry]`).
+    fn with<'b>(&'b self, [kind, binding, expires]: [&'b str; 3]) -> [&'b str; 6] {
+        [kind, self.domain, self.partner, self.user, binding, expires]
+    }
+
+    /// The site as one string (a verified pass remembers it).
+    fn key(&self) -> String {
+        format!("{}\n{}\n{}", self.domain, self.partner, self.user)
+    }
+
+    /// Whether `key` is this site's [`PassSite::key`], without making one.
+    fn is(&self, key: &str) -> bool {
+        let mut parts = key.split('\n');
+        parts.next() == Some(self.domain)
+            && parts.next() == Some(self.partner)
+            && parts.next() == Some(self.user)
+            && parts.next().is_none()
+    }
+}
+
 /// What a verified pass's MAC covered.
 struct VerifiedPass {
-    domain: Box<str>,
+    /// The [`PassSite::key`] of its site.
+    site: Box<str>,
     client: IpAddr,
     expires: u64,
     kind: PassKind,
@@ -430,17 +473,18 @@ impl Challenges {
         }
     }
 
-    /// A new pass of `kind` for `domain` and `client`, earned at `now` (Unix seconds).
-    pub fn issue_pass(&self, domain: &str, client: IpAddr, kind: PassKind, now: u64) -> String {
+    /// A new pass of `kind` for `site` and `client`, earned at `now` (Unix seconds).
+    pub fn issue_pass(&self, site: PassSite, client: IpAddr, kind: PassKind, now: u64) -> String {
         let expires = now.saturating_add(self.lifetime(kind).as_secs());
-        self.pass(domain, client, kind, expires)
+        self.pass(site, client, kind, expires)
     }
 
-    /// A pass of `kind` for `domain` and `client` that expires at `expires` (Unix
+    /// A pass of `kind` for `site` and `client` that expires at `expires` (Unix
     /// seconds).
-    pub fn pass(&self, domain: &str, client: IpAddr, kind: PassKind, expires: u64) -> String {
+    pub fn pass(&self, site: PassSite, client: IpAddr, kind: PassKind, expires: u64) -> String {
         let expires = expires.to_string();
-        let mac = self.mac(&[kind.label(), domain, &client_binding(client), &expires]);
+        let binding = client_binding(client);
+        let mac = self.mac(&site.with([kind.label(), &binding, &expires]));
         let prefix = match kind {
             PassKind::Work => "",
             PassKind::Waited => "w",
@@ -449,11 +493,11 @@ impl Challenges {
     }
 
     /// The state of the pass the request's `Cookie` values carry (under either name),
-    /// for `domain` and `client` at `now`: the best of them.
+    /// for `site` and `client` at `now`: the best of them.
     pub fn pass_state<'a>(
         &self,
         cookie_headers: impl IntoIterator<Item = &'a [u8]>,
-        domain: &str,
+        site: PassSite,
         client: IpAddr,
         now: u64,
     ) -> PassState {
@@ -467,7 +511,7 @@ impl Challenges {
                     continue;
                 };
                 let found = match std::str::from_utf8(value) {
-                    Ok(value) => self.check_pass(value, domain, client, now, &mut macs_left),
+                    Ok(value) => self.check_pass(value, site, client, now, &mut macs_left),
                     Err(_) => PassState::Invalid,
                 };
                 if found == PassState::Valid {
@@ -486,7 +530,7 @@ impl Challenges {
     fn check_pass(
         &self,
         value: &str,
-        domain: &str,
+        site: PassSite,
         client: IpAddr,
         now: u64,
         macs_left: &mut usize,
@@ -497,7 +541,7 @@ impl Challenges {
         let known = verified
             .borrow()
             .get(value)
-            .filter(|p| p.client == client && *p.domain == *domain)
+            .filter(|p| p.client == client && site.is(&p.site))
             .map(|p| (p.expires, p.kind));
         let (expires, kind) = match known {
             Some(known) => known,
@@ -514,14 +558,14 @@ impl Challenges {
                 }
                 *macs_left -= 1;
                 let binding = client_binding(client);
-                if !self.verify_mac(&[kind.label(), domain, &binding, expires], mac) {
+                if !self.verify_mac(&site.with([kind.label(), &binding, expires]), mac) {
                     return PassState::Invalid;
                 }
                 let Ok(expires) = expires.parse::<u64>() else {
                     return PassState::Invalid;
                 };
                 let pass = VerifiedPass {
-                    domain: domain.into(),
+                    site: site.key().into(),
                     client,
                     expires,
                     kind,
@@ -695,6 +739,11 @@ mod tests {
 
     const CLIENT: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 7));
     const NOW: u64 = 1_800_000_000;
+    const SITE: PassSite = PassSite {
+        domain: "example.com",
+        partner: "hoster",
+        user: "ann",
+    };
 
     fn work(token: &str) -> Submission {
         Submission {
@@ -718,7 +767,7 @@ mod tests {
         let token = c.issue("example.com", CLIENT, NOW, c.difficulty(false));
         let kind = c.verify("example.com", CLIENT, &work(&token), NOW + 1);
         assert_eq!(kind, Ok(PassKind::Work));
-        c.issue_pass("example.com", CLIENT, PassKind::Work, NOW + 1)
+        c.issue_pass(SITE, CLIENT, PassKind::Work, NOW + 1)
     }
 
     #[test]
@@ -760,12 +809,7 @@ mod tests {
         let field = format!("sid=1; {PASS_COOKIE}={issued}");
         headers.insert(COOKIE, HeaderValue::from_str(&field).unwrap());
         let sent = take_pass_cookies(&mut headers);
-        let state = c.pass_state(
-            sent.iter().map(|f| f.as_bytes()),
-            "example.com",
-            CLIENT,
-            NOW + 2,
-        );
+        let state = c.pass_state(sent.iter().map(|f| f.as_bytes()), SITE, CLIENT, NOW + 2);
         assert_eq!(state, PassState::Valid);
     }
 
@@ -776,11 +820,12 @@ mod tests {
         let remembered = |value: &str, domain: &str, client| {
             let verified = c.verified.here_if_used()?.borrow();
             let pass = verified.get(value)?;
-            (*pass.domain == *domain && pass.client == client).then_some(pass.expires)
+            let site = PassSite { domain, ..SITE };
+            (site.is(&pass.site) && pass.client == client).then_some(pass.expires)
         };
         let state = |value: &str, now| {
             let cookie = format!("{PASS_COOKIE}={value}");
-            c.pass_state([cookie.as_bytes()], "example.com", CLIENT, now)
+            c.pass_state([cookie.as_bytes()], SITE, CLIENT, now)
         };
         assert_eq!(remembered(&pass, "example.com", CLIENT), None);
         assert_eq!(state(&pass, NOW + 2), PassState::Valid);
@@ -810,14 +855,31 @@ mod tests {
         let c = challenges(8);
         let pass = solved_pass(&c);
         let cookie = format!("a=b; {PASS_COOKIE}={pass}");
-        let state = |domain, client, now| c.pass_state([cookie.as_bytes()], domain, client, now);
-        assert_eq!(state("example.com", CLIENT, NOW + 2), PassState::Valid);
-        assert_eq!(state("other.com", CLIENT, NOW + 2), PassState::Invalid);
+        let state = |site, client, now| c.pass_state([cookie.as_bytes()], site, client, now);
+        assert_eq!(state(SITE, CLIENT, NOW + 2), PassState::Valid);
+        let other = PassSite {
+            domain: "other.com",
+            ..SITE
+        };
+        assert_eq!(state(other, CLIENT, NOW + 2), PassState::Invalid);
+        // The same domain under another owner (deleted and created again) is another site.
+        for owned_otherwise in [
+            PassSite {
+                partner: "other-hoster",
+                ..SITE
+            },
+            PassSite {
+                user: "bob",
+                ..SITE
+            },
+        ] {
+            assert_eq!(state(owned_otherwise, CLIENT, NOW + 2), PassState::Invalid);
+        }
         let elsewhere = IpAddr::from([198, 51, 100, 1]);
-        assert_eq!(state("example.com", elsewhere, NOW + 2), PassState::Invalid);
-        assert_eq!(state("example.com", CLIENT, NOW + 7200), PassState::Expired);
+        assert_eq!(state(SITE, elsewhere, NOW + 2), PassState::Invalid);
+        assert_eq!(state(SITE, CLIENT, NOW + 7200), PassState::Expired);
         assert_eq!(
-            c.pass_state([&b"x=1"[..]], "example.com", CLIENT, NOW),
+            c.pass_state([&b"x=1"[..]], SITE, CLIENT, NOW),
             PassState::None
         );
         // Other cookies are split, not read: one that is not UTF-8 hides no pass; a
@@ -825,17 +887,17 @@ mod tests {
         let mut beside = b"site=\xff\xfe;  ".to_vec();
         beside.extend_from_slice(format!("{PASS_COOKIE}={pass} ;x=1").as_bytes());
         assert_eq!(
-            c.pass_state([&beside[..]], "example.com", CLIENT, NOW + 2),
+            c.pass_state([&beside[..]], SITE, CLIENT, NOW + 2),
             PassState::Valid
         );
         let suffixed = format!("x{PASS_COOKIE}={pass}");
         assert_eq!(
-            c.pass_state([suffixed.as_bytes()], "example.com", CLIENT, NOW + 2),
+            c.pass_state([suffixed.as_bytes()], SITE, CLIENT, NOW + 2),
             PassState::None
         );
         let garbled = [PASS_COOKIE.as_bytes(), b"=\xff.AAAA"].concat();
         assert_eq!(
-            c.pass_state([&garbled[..]], "example.com", CLIENT, NOW + 2),
+            c.pass_state([&garbled[..]], SITE, CLIENT, NOW + 2),
             PassState::Invalid
         );
     }
@@ -849,7 +911,7 @@ mod tests {
                 .map(|i| format!("{PASS_COOKIE}={}.AAAA; ", NOW + i as u64))
                 .collect();
             cookie.push_str(&format!("{PASS_COOKIE}={pass}"));
-            c.pass_state([cookie.as_bytes()], "example.com", CLIENT, NOW + 2)
+            c.pass_state([cookie.as_bytes()], SITE, CLIENT, NOW + 2)
         };
         assert_eq!(
             packed(5000),
@@ -940,11 +1002,11 @@ mod tests {
             Ok(PassKind::Waited)
         );
         // The waited pass is marked as such, lasts ten minutes, and is no work pass.
-        let pass = c.issue_pass("example.com", CLIENT, PassKind::Waited, NOW + wait);
+        let pass = c.issue_pass(SITE, CLIENT, PassKind::Waited, NOW + wait);
         assert!(pass.starts_with('w'), "{pass}");
         let state = |value: &str, now| {
             let cookie = format!("{PLAIN_PASS_COOKIE}={value}");
-            c.pass_state([cookie.as_bytes()], "example.com", CLIENT, now)
+            c.pass_state([cookie.as_bytes()], SITE, CLIENT, now)
         };
         assert_eq!(state(&pass, NOW + wait + 1), PassState::Waited);
         assert_eq!(
@@ -959,7 +1021,7 @@ mod tests {
         let work_pass = solved_pass(&c);
         let both = format!("{PLAIN_PASS_COOKIE}={pass}; {PASS_COOKIE}={work_pass}");
         assert_eq!(
-            c.pass_state([both.as_bytes()], "example.com", CLIENT, NOW + wait + 1),
+            c.pass_state([both.as_bytes()], SITE, CLIENT, NOW + wait + 1),
             PassState::Valid
         );
     }
@@ -1023,7 +1085,7 @@ mod tests {
         assert!(!plain.contains("Secure") && plain.contains("Max-Age=600"));
         let cookie = format!("{PLAIN_PASS_COOKIE}={pass}");
         assert_eq!(
-            c.pass_state([cookie.as_bytes()], "example.com", CLIENT, NOW + 2),
+            c.pass_state([cookie.as_bytes()], SITE, CLIENT, NOW + 2),
             PassState::Valid
         );
     }
@@ -1034,9 +1096,9 @@ mod tests {
         let a: IpAddr = "2001:db8:1:2::10".parse().unwrap();
         let b: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
         let other: IpAddr = "2001:db8:1:3::10".parse().unwrap();
-        let pass = c.pass("example.com", a, PassKind::Work, NOW + 60);
+        let pass = c.pass(SITE, a, PassKind::Work, NOW + 60);
         let cookie = format!("{PASS_COOKIE}={pass}");
-        let state = |ip| c.pass_state([cookie.as_bytes()], "example.com", ip, NOW);
+        let state = |ip| c.pass_state([cookie.as_bytes()], SITE, ip, NOW);
         assert_eq!(state(b), PassState::Valid);
         assert_eq!(state(other), PassState::Invalid);
     }

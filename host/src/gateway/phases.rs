@@ -4,7 +4,7 @@
 use super::Gateway;
 use super::access_log::AccessEntry;
 use super::cache;
-use super::challenge::{self, Challenges, PassKind, Submission};
+use super::challenge::{self, Challenges, PassKind, PassSite, Submission};
 use super::connection::ConnectionInfo;
 use super::custom_rules::{CUSTOM_DECIDER, RuleSubject};
 use super::forwarding;
@@ -286,7 +286,7 @@ impl Gateway {
                 // itself draws on the share kept for such clients, a new one is
                 // challenged (and comes back with a pass).
                 Verdict::WebsiteBusy => {
-                    if !self.pass_of(&sent_cookies, domain, client).holds() {
+                    if !self.pass_of(&sent_cookies, &website, client).holds() {
                         record.action = Outcome::Captcha;
                         let challenge = NewChallenge::for_target(target);
                         return self.challenge_page(challenge, connection, domain, site);
@@ -301,7 +301,7 @@ impl Gateway {
 
         // Phase 4: the decision.
         if !paused && (lb.bot_protection || under_attack) {
-            let pass = self.pass_of(&sent_cookies, domain, client);
+            let pass = self.pass_of(&sent_cookies, &website, client);
             let mut action = Action::Grant;
             if lb.bot_protection {
                 let behaviour =
@@ -397,17 +397,17 @@ impl Gateway {
         }
     }
 
-    /// Whether the request's `Cookie` fields as sent carry a valid pass for `domain`
+    /// Whether the request's `Cookie` fields as sent carry a valid pass for `website`
     /// and `client`.
     fn pass_of(
         &self,
         sent_cookies: &[HeaderValue],
-        domain: &str,
+        website: &WebsiteRecord,
         client: std::net::IpAddr,
     ) -> PassState {
         self.challenges.pass_state(
             sent_cookies.iter().map(|v| v.as_bytes()),
-            domain,
+            PassSite::of(website),
             client,
             unix_now(),
         )
@@ -551,7 +551,7 @@ impl Gateway {
         }
         let return_to = challenge::safe_return(&return_to).to_owned();
         let now = unix_now();
-        let verified = self.verified_pass(domain, client, &submission, now).await;
+        let verified = self.verified_pass(website, client, &submission, now).await;
         match verified {
             Ok((pass, kind)) => {
                 record.action = Outcome::ChallengeSolved;
@@ -597,11 +597,12 @@ impl Gateway {
     /// client's hourly allowance; the pass earned and its kind.
     async fn verified_pass(
         &self,
-        domain: &str,
+        website: &WebsiteRecord,
         client: std::net::IpAddr,
         submission: &Submission,
         now: u64,
     ) -> Result<(String, PassKind), challenge::Refusal> {
+        let domain = website.website.domain.as_str();
         let kind = self.challenges.verify(domain, client, submission, now)?;
         // Read now, not held across the store's answers (a reload may swap it).
         let (solve_within, waits_per_hour) = {
@@ -623,7 +624,8 @@ impl Gateway {
                 return Err(challenge::Refusal::TooManyWaits);
             }
         }
-        Ok((self.challenges.issue_pass(domain, client, kind, now), kind))
+        let site = PassSite::of(website);
+        Ok((self.challenges.issue_pass(site, client, kind, now), kind))
     }
 
     /// Sends the request to an origin and streams its answer back.

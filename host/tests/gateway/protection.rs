@@ -368,6 +368,71 @@ fn one_clients_challenge_answers_are_limited_before_they_reach_the_store() {
     assert!(limited.header("retry-after").is_some());
 }
 
+/// A pass is for the website it was earned on under its owner: once the domain is
+/// deleted and created again by another partner (or another user), the last owner's
+/// visitors' passes are challenged like none.
+#[test]
+fn a_pass_does_not_outlive_the_owner_of_its_website() {
+    let origin = origin("site");
+    let gateway = Gateway::start_protecting(
+        binary(),
+        GatewayStore::Embedded,
+        &["hoster", "rival"],
+        &["--origin-http-port", &origin.address.port().to_string()],
+    )
+    .unwrap();
+    let host = "handed.example";
+    let page = || Outgoing::get(host, "/").browser();
+    let owners = [
+        (&gateway.partner_keys[0], "owner"),
+        (&gateway.partner_keys[1], "owner"),
+        (&gateway.partner_keys[1], "another"),
+    ];
+    let mut earned: Option<String> = None;
+    for (round, (key, user)) in owners.into_iter().enumerate() {
+        let client = Client::new(&gateway.api, Some(key));
+        let _ = client.post_form("/v1.0/user", &[("id", user)]).unwrap();
+        let created = client
+            .post_json(
+                "/v1.0/website",
+                &json!({"domain": host, "user_id": user, "ip": ["127.0.0.1"],
+                        "settings": challenging_humans()}),
+            )
+            .unwrap();
+        assert_eq!(created.status, 201, "{created:?}");
+        wait_served(&gateway, host).unwrap();
+        if let Some(cookie) = &earned {
+            let answer = send(gateway.http, page().header("cookie", cookie.clone())).unwrap();
+            assert_eq!(answer.status, 403, "owner {round}: {}", answer.text());
+            assert!(answer.text().contains(VERIFY_PATH), "owner {round}");
+        }
+        let challenge = send(gateway.http, page()).unwrap();
+        let token = token_of(&challenge.text());
+        let counter = solve(&token).unwrap().to_string();
+        let form = [
+            ("token", token.as_str()),
+            ("counter", &counter),
+            ("return", "/"),
+        ];
+        let solved = send(gateway.http, post_form(host, &form)).unwrap();
+        assert_eq!(solved.status, 303, "owner {round}: {}", solved.text());
+        let cookie = pass_cookie(&solved);
+        let passed = send(gateway.http, page().header("cookie", cookie.clone())).unwrap();
+        assert_eq!(passed.status, 200, "owner {round}: {}", passed.text());
+        earned = Some(cookie);
+        let deleted = client.delete(&format!("/v1.0/website/{host}")).unwrap();
+        assert_eq!(deleted.status, 200, "{deleted:?}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while send(gateway.http, page()).unwrap().status != 404 {
+            assert!(
+                Instant::now() < deadline,
+                "{host} still served after deletion"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
 #[test]
 fn a_solved_challenge_lets_the_client_through_without_loops() {
     let origin = origin("site");
