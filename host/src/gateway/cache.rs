@@ -127,6 +127,9 @@ fn has_static_extension(path: &str) -> bool {
 pub struct Entry {
     policy: CachePolicy,
     body: Bytes,
+    /// The response's fields of a name sent more than once, in order: the policy's
+    /// head keeps only the last of each.
+    repeated: Repeated,
     /// The stored request and response heads, in bytes (the policy keeps both).
     head_bytes: usize,
 }
@@ -219,9 +222,16 @@ impl ResponseCache {
             pages::full(entry.body.clone())
         };
         let mut response = Response::from_parts(head, body);
-        response
-            .headers_mut()
-            .insert(CACHE_HEADER, HeaderValue::from_static("hit"));
+        let headers = response.headers_mut();
+        for (name, values) in &entry.repeated {
+            // Only a name the policy kept (not a hop-by-hop one).
+            if headers.remove(name).is_some() {
+                for value in values {
+                    headers.append(name, value.clone());
+                }
+            }
+        }
+        headers.insert(CACHE_HEADER, HeaderValue::from_static("hit"));
         Some(response)
     }
 
@@ -253,41 +263,63 @@ impl ResponseCache {
         if declared.is_some_and(|len| len > self.max_object_bytes) {
             return response;
         }
+        let repeated = repeated_fields(response.headers());
         let (head, body) = response.into_parts();
         let copying = CopyingBody {
             inner: body,
             copy: Some(BytesMut::new()),
-            sink: Some((self.clone(), key, policy, head_bytes)),
+            sink: Some((self.clone(), key, policy, repeated, head_bytes)),
             limit: self.max_object_bytes as usize,
         };
         Response::from_parts(head, copying.boxed_unsync())
     }
 
-    fn insert(&self, key: Key, policy: CachePolicy, body: Bytes, head_bytes: usize) {
+    fn insert(
+        &self,
+        key: Key,
+        policy: CachePolicy,
+        repeated: Repeated,
+        body: Bytes,
+        head_bytes: usize,
+    ) {
         let entry = Entry {
             policy,
             body,
+            repeated,
             head_bytes,
         };
         self.entries.insert(key, Arc::new(entry));
     }
 }
 
+/// A response's fields of the names it sends more than once.
+type Repeated = Vec<(http::HeaderName, Vec<HeaderValue>)>;
+
+fn repeated_fields(headers: &http::HeaderMap) -> Repeated {
+    headers
+        .keys()
+        .filter_map(|name| {
+            let values: Vec<HeaderValue> = headers.get_all(name).iter().cloned().collect();
+            (values.len() > 1).then(|| (name.clone(), values))
+        })
+        .collect()
+}
+
 /// A body that hands its frames on and keeps a copy, stored when the body ends whole.
 struct CopyingBody {
     inner: Body,
     copy: Option<BytesMut>,
-    sink: Option<(Arc<ResponseCache>, Key, CachePolicy, usize)>,
+    sink: Option<(Arc<ResponseCache>, Key, CachePolicy, Repeated, usize)>,
     limit: usize,
 }
 
 impl CopyingBody {
     /// Stores the copy once the body has ended whole.
     fn finish(&mut self) {
-        if let (Some(copy), Some((cache, key, policy, head_bytes))) =
+        if let (Some(copy), Some((cache, key, policy, repeated, head_bytes))) =
             (self.copy.take(), self.sink.take())
         {
-            cache.insert(key, policy, copy.freeze(), head_bytes);
+            cache.insert(key, policy, repeated, copy.freeze(), head_bytes);
         }
     }
 }

@@ -233,6 +233,42 @@ fn a_request_the_origin_sees_otherwise_never_poisons_the_cache() {
     assert_eq!(fetch(&gateway, &origin, host, cors, &[app]).0, "hit");
 }
 
+/// A hit carries every field the origin sent, a name sent twice (two
+/// `Content-Security-Policy` fields, each a policy of its own) twice.
+#[test]
+fn a_hit_keeps_every_field_of_a_repeated_header() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    add_website(
+        &gateway,
+        json!({"domain": "fields.example", "ip": ["127.0.0.1"],
+               "settings": loadbalancer(&["cache_static_files"])}),
+    )
+    .unwrap();
+    let css = "/s.css?h=Content-Security-Policy:frame-ancestors%20'none'\
+               &h=Content-Security-Policy:script-src%20'self'&h=Link:%3C/a.css%3E\
+               &h=Link:%3C/b.js%3E&h=Cache-Control:max-age%3D60";
+    for expected in ["miss", "hit"] {
+        let (said, _, answer) = fetch(&gateway, &origin, "fields.example", css, &[]);
+        assert_eq!(said, expected);
+        for (name, values) in [
+            (
+                "content-security-policy",
+                ["frame-ancestors 'none'", "script-src 'self'"],
+            ),
+            ("link", ["</a.css>", "</b.js>"]),
+        ] {
+            let got: Vec<&str> = answer
+                .headers
+                .get_all(name)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .collect();
+            assert_eq!(got, values, "{expected}: {name}");
+        }
+    }
+}
+
 #[test]
 fn the_cache_stays_within_its_memory_bound() {
     let origin = origin("site");
