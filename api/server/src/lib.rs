@@ -217,6 +217,7 @@ pub fn router(api: Arc<Api>) -> Router {
             "/v1.0/user/{id}",
             get(users::get_user).delete(users::delete_user),
         )
+        .route("/v1.0/user/{id}/key", post(users::replace_key))
         .route(
             "/v1.0/website",
             get(websites::list_websites).post(websites::create_website),

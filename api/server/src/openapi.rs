@@ -110,6 +110,7 @@ impl Modify for Conventions {
         crate::users::create_user,
         crate::users::list_users,
         crate::users::get_user,
+        crate::users::replace_key,
         crate::users::delete_user,
         crate::websites::create_website,
         crate::websites::list_websites,
@@ -260,6 +261,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(operations, 16);
+        assert_eq!(operations, 17);
     }
 }

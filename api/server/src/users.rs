@@ -1,4 +1,5 @@
-//! `/v1.0/user`: create, retrieve, list and delete a partner's users.
+//! `/v1.0/user`: create, retrieve, list and delete a partner's users, and replace a
+//! user's key.
 
 use crate::Api;
 use crate::auth::Caller;
@@ -16,6 +17,11 @@ use std::sync::Arc;
 
 fn user_id(id: &str) -> Result<UserId, ApiError> {
     UserId::parse(id).map_err(|invalid| ApiError::from(invalid.at("id")))
+}
+
+/// A new user key (503 when the system has no randomness to give).
+fn fresh_key() -> Result<String, ApiError> {
+    new_user_key().map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))
 }
 
 fn no_such_user(id: &UserId) -> ApiError {
@@ -39,8 +45,7 @@ pub async fn create_user(
     let id = request
         .id
         .ok_or_else(|| ApiError::bad_request("`id` is required").on("id"))?;
-    let key = new_user_key()
-        .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+    let key = fresh_key()?;
     let user = User::create(
         &id,
         partner.name.clone(),
@@ -71,6 +76,32 @@ pub async fn get_user(
         .await
         .map_err(|e| ApiError::from_store(e, "id"))?
         .ok_or_else(|| no_such_user(&id))?;
+    Ok(Json(user.view()))
+}
+
+/// Gives one of the partner's users a new key: the old key, and the dashboard sessions
+/// opened with it, stop working at once (a key that leaked, say). The user's websites
+/// are untouched.
+#[utoipa::path(post, path = "/v1.0/user/{id}/key", tag = "users",
+    params(("id" = String, Path, description = "The user's id.")),
+    responses((status = 200, description = "The user, with its new key.", body = UserView)))]
+pub async fn replace_key(
+    State(api): State<Arc<Api>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<UserView>, ApiError> {
+    let partner = caller.require_partner("replacing a user's key")?;
+    let id = user_id(&id)?;
+    let key = fresh_key()?;
+    let user = api
+        .store
+        .replace_user_key(&partner.name, &id, &key)
+        .await
+        .map_err(|e| match e {
+            botgate_store::StoreError::NotFound(_) => no_such_user(&id),
+            e => ApiError::from_store(e, "id"),
+        })?;
+    tracing::info!(partner = %partner.name, user = %id, "user key replaced");
     Ok(Json(user.view()))
 }
 

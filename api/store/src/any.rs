@@ -129,6 +129,15 @@ impl AccountStore for AnyStore {
         delegate!(self.users(partner, after, limit))
     }
 
+    async fn replace_user_key(
+        &self,
+        partner: &PartnerName,
+        id: &UserId,
+        api_key: &str,
+    ) -> Result<User, StoreError> {
+        delegate!(self.replace_user_key(partner, id, api_key))
+    }
+
     async fn delete_user(
         &self,
         partner: &PartnerName,

@@ -102,6 +102,55 @@ pub async fn run<S: Store>(store: &S) {
     rulesets(store).await;
     quotas(store).await;
     held_callbacks(store).await;
+    user_keys(store).await;
+}
+
+/// A user's key replaced: the old one finds nobody at once, the new one the user (as
+/// read by id too); another user's key, or a user who is not there, is refused.
+async fn user_keys<S: Store>(store: &S) {
+    let (hoster, ann) = partner_and_user(store, "key-hoster", "ann").await;
+    let bob = user(&hoster, "bob");
+    store.create_user(&bob).await.unwrap();
+    let replaced = store
+        .replace_user_key(&hoster.name, &ann.id, "key-of-ann-2")
+        .await
+        .unwrap();
+    assert_eq!(
+        replaced,
+        User {
+            api_key: "key-of-ann-2".into(),
+            ..ann.clone()
+        }
+    );
+    assert_eq!(store.user_by_key(&ann.api_key).await.unwrap(), None);
+    assert_eq!(
+        store.user_by_key("key-of-ann-2").await.unwrap(),
+        Some(replaced.clone())
+    );
+    assert_eq!(
+        store.user(&hoster.name, &ann.id).await.unwrap(),
+        Some(replaced.clone())
+    );
+    assert!(matches!(
+        store
+            .replace_user_key(&hoster.name, &ann.id, &bob.api_key)
+            .await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(
+        store.user_by_key(&bob.api_key).await.unwrap(),
+        Some(bob.clone())
+    );
+    let nobody = UserId::parse("nobody").unwrap();
+    assert!(matches!(
+        store
+            .replace_user_key(&hoster.name, &nobody, "key-of-nobody")
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+    // Deleting the user afterwards frees the new key, not the old.
+    store.delete_user(&hoster.name, &ann.id).await.unwrap();
+    assert_eq!(store.user_by_key("key-of-ann-2").await.unwrap(), None);
 }
 
 fn pushed(name: &str, version: &str, bytes: &[u8]) -> crate::rulesets::PushedRuleset {

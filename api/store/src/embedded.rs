@@ -987,6 +987,40 @@ impl AccountStore for EmbeddedStore {
         .await
     }
 
+    async fn replace_user_key(
+        &self,
+        partner: &PartnerName,
+        id: &UserId,
+        api_key: &str,
+    ) -> Result<User, StoreError> {
+        let (partner, id, api_key) = (partner.clone(), id.clone(), api_key.to_owned());
+        self.write(move |txn| {
+            let key = user_key(&partner, &id);
+            let mut users = txn.open_table(USERS).map_err(backend)?;
+            let mut user: User = get_json(&users, &key)?
+                .ok_or_else(|| StoreError::NotFound(format!("user {id}")))?;
+            let mut keys = txn.open_table(USER_KEYS).map_err(backend)?;
+            let digest = key_digest(&api_key);
+            if keys.get(digest.as_str()).map_err(backend)?.is_some() {
+                return Err(StoreError::Conflict("a user with this key".into()));
+            }
+            keys.remove(key_digest(&user.api_key).as_str())
+                .map_err(backend)?;
+            keys.insert(digest.as_str(), key.as_str())
+                .map_err(backend)?;
+            user.api_key = api_key;
+            users
+                .insert(key.as_str(), encode(&user).as_slice())
+                .map_err(backend)?;
+            let changed = Changed::User {
+                partner: user.partner.clone(),
+                id: user.id.clone(),
+            };
+            Ok((user, vec![changed]))
+        })
+        .await
+    }
+
     async fn delete_user(
         &self,
         partner: &PartnerName,

@@ -526,6 +526,16 @@ pub trait AccountStore: Send + Sync + 'static {
         limit: usize,
     ) -> impl Future<Output = Result<Page<User>, StoreError>> + Send;
 
+    /// Gives the partner's user `id` the key `api_key` in place of its own, which stops
+    /// working at once; the user as stored, [`StoreError::NotFound`] when there is no
+    /// such user, [`StoreError::Conflict`] when another user has that key.
+    fn replace_user_key(
+        &self,
+        partner: &PartnerName,
+        id: &UserId,
+        api_key: &str,
+    ) -> impl Future<Output = Result<User, StoreError>> + Send;
+
     /// Deletes the partner's user `id` and every website of that user; the domains
     /// deleted, or [`StoreError::NotFound`].
     fn delete_user(

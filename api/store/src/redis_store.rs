@@ -1004,6 +1004,54 @@ impl AccountStore for RedisStore {
         Ok(Page { items, next })
     }
 
+    async fn replace_user_key(
+        &self,
+        partner: &PartnerName,
+        id: &UserId,
+        api_key: &str,
+    ) -> Result<User, StoreError> {
+        // KEYS: version, changes, user, the old key's index, the new key's index. ARGV:
+        // the key as read, the user with the new key, change, id, the index's value.
+        // As for deleting a user, the caller names the indexes (Lua has no SHA-256), and
+        // the script checks that the user still has the key read.
+        const LUA: &str = include_str!("lua/replace_user_key.lua");
+        const ATTEMPTS: usize = 8;
+        let (p, i) = (partner.as_str(), id.as_str());
+        for _ in 0..ATTEMPTS {
+            let mut user = self
+                .user(partner, id)
+                .await?
+                .ok_or_else(|| StoreError::NotFound(format!("user {id}")))?;
+            let old_key = std::mem::replace(&mut user.api_key, api_key.to_owned());
+            let written: Result<i64, StoreError> = self
+                .write_script(
+                    LUA,
+                    vec![
+                        self.key(&format!("user:{p}:{i}")),
+                        self.key(&format!("user-key:{}", key_digest(&old_key))),
+                        self.key(&format!("user-key:{}", key_digest(api_key))),
+                    ],
+                    vec![
+                        old_key,
+                        json(&user),
+                        changed(&Changed::User {
+                            partner: partner.clone(),
+                            id: id.clone(),
+                        }),
+                        i.to_owned(),
+                        format!("{p}:{i}"),
+                    ],
+                )
+                .await;
+            match written {
+                Ok(_) => return Ok(user),
+                Err(StoreError::Stale(_)) => continue,
+                Err(err) => return Err(err),
+            }
+        }
+        Err(StoreError::Stale(format!("user {id}")))
+    }
+
     async fn delete_user(
         &self,
         partner: &PartnerName,

@@ -156,6 +156,65 @@ fn a_partner_lists_its_panel_origins_and_only_its_own() {
     });
 }
 
+/// A user key that leaked is replaced by its partner: the old key and the sessions
+/// opened with it stop working at once, the new one has the same rights, and the
+/// user's websites stay. Only the user's own partner can, and only with its key.
+#[test]
+fn a_partner_replaces_a_users_key_and_ends_its_sessions() {
+    on_both_backends(&[], |gateway| {
+        let (hoster, rival) = partners(gateway);
+        let old_key = create_user(&hoster, "ann")?;
+        create_website(&hoster, "ann", "kept.example")?;
+        let old = hoster.with_key(&old_key);
+        let opened = old.post_json("/v1.0/session", &json!({}))?;
+        assert_eq!(opened.status, 201, "{opened:?}");
+        let session = hoster.with_key(opened.json()["token"].as_str().unwrap());
+        assert_eq!(session.get("/v1.0/website/kept.example")?.status, 200);
+
+        // Neither the user itself, nor another partner, nor for a user not there.
+        assert_error(&old.post_json("/v1.0/user/ann/key", &json!({}))?, 403, None);
+        assert_error(
+            &rival.post_json("/v1.0/user/ann/key", &json!({}))?,
+            404,
+            Some("id"),
+        );
+        assert_error(
+            &hoster.post_json("/v1.0/user/nobody/key", &json!({}))?,
+            404,
+            Some("id"),
+        );
+        assert_eq!(old.get("/v1.0/website/kept.example")?.status, 200);
+
+        let replaced = hoster.post_form("/v1.0/user/ann/key", &[])?;
+        assert_eq!(replaced.status, 200, "{replaced:?}");
+        let new_key = replaced.json()["api_key"].as_str().unwrap().to_owned();
+        assert!(
+            new_key.starts_with("bgu_") && new_key != old_key,
+            "{new_key}"
+        );
+        assert_eq!(replaced.json()["id"], "ann");
+        assert_eq!(
+            hoster.get("/v1.0/user/ann")?.json()["api_key"],
+            new_key.as_str()
+        );
+        assert_error(
+            &old.get("/v1.0/website/kept.example")?,
+            401,
+            Some("Authorization"),
+        );
+        assert_error(
+            &session.get("/v1.0/website/kept.example")?,
+            401,
+            Some("Authorization"),
+        );
+        let new = hoster.with_key(&new_key);
+        let page = new.get("/v1.0/website/kept.example")?;
+        assert_eq!(page.status, 200, "{page:?}");
+        assert_eq!(new.post_json("/v1.0/session", &json!({}))?.status, 201);
+        Ok(())
+    });
+}
+
 #[test]
 fn a_user_uploads_its_certificate_and_reads_its_details() {
     on_both_backends(&[], |gateway| {
