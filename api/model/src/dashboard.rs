@@ -88,6 +88,13 @@ impl FrameOrigin {
                      host name, or an IP address",
                 ));
             }
+            // `*.com` or `*.github.io` would let anyone's page frame the dashboard.
+            if host.starts_with("*.") && psl::suffix_str(name) == Some(name) {
+                return Err(invalid(
+                    "`*.` covers a public suffix, whose names belong to anyone; name the \
+                     panel's own domain",
+                ));
+            }
         }
         Ok(FrameOrigin(lower.to_owned()))
     }
@@ -134,15 +141,17 @@ impl<'de> Deserialize<'de> for FrameOrigin {
 }
 
 /// The CSP `frame-ancestors` source list for `origins`: `'none'` when there are none.
+/// An origin stored before the checks refused it (`*.com`) is left out.
 pub fn frame_ancestors(origins: &[FrameOrigin]) -> String {
-    if origins.is_empty() {
-        return "'none'".to_owned();
-    }
-    origins
+    let sources: Vec<&str> = origins
         .iter()
         .map(FrameOrigin::as_str)
-        .collect::<Vec<_>>()
-        .join(" ")
+        .filter(|origin| FrameOrigin::parse(origin).is_ok())
+        .collect();
+    if sources.is_empty() {
+        return "'none'".to_owned();
+    }
+    sources.join(" ")
 }
 
 /// Whether a query parameter's name, percent-decoded, is `api-key` (as a browser's
@@ -264,6 +273,9 @@ mod tests {
             "https://panel.example:99999",
             "https://panel.example:+443",
             "https://*",
+            "https://*.com",
+            "https://*.co.uk",
+            "https://*.github.io",
             "https://[::1",
             "https://-bad.example",
             "*",

@@ -8,7 +8,7 @@ use super::host_name::{canonical_host, request_host};
 use super::pages::{self, Body, BoxError};
 use arc_swap::ArcSwap;
 use futures_util::future::Either;
-use http::{Request, Response};
+use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -247,8 +247,19 @@ impl<H: RequestHandler> Services<H> {
                 .uri()
                 .path_and_query()
                 .map_or("/", |target| target.as_str());
-            let redirect = pages::moved_permanently(&format!("https://{host}{target}"));
-            return Box::pin(std::future::ready(redirect));
+            // A dashboard address with a user's key came in clear: not repeated in a
+            // `Location`, and the panel's frame shows what to fix.
+            let answer = if botgate_model::dashboard::redact_api_key(target) != target {
+                pages::page(
+                    StatusCode::BAD_REQUEST,
+                    "Open the dashboard over HTTPS",
+                    "This address carries a key and came over plain HTTP. Frame the \
+                     dashboard with its https:// address, and have the key replaced.",
+                )
+            } else {
+                pages::moved_permanently(&format!("https://{host}{target}"))
+            };
+            return Box::pin(std::future::ready(answer));
         }
         service.call(request.map(axum::body::Body::new), connection)
     }
@@ -257,7 +268,6 @@ impl<H: RequestHandler> Services<H> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::StatusCode;
     use http_body_util::Empty;
 
     /// A handler that answers every request with its host header, as the data plane
@@ -340,6 +350,15 @@ mod tests {
             response.headers()[http::header::LOCATION],
             "https://api.example/v1.0/user?x=1"
         );
+        // Not a dashboard address carrying a key: it is not repeated in a redirect.
+        let request = Request::builder()
+            .uri("/en/website/shop.example/edit?api%2Dkey=bgu_secret")
+            .header(http::header::HOST, "api.example")
+            .body(Empty::<bytes::Bytes>::new())
+            .unwrap();
+        let response = plain.handle(request, &connection).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        assert!(response.headers().get(http::header::LOCATION).is_none());
         // Except what an ACME CA asks for: the data plane answers it.
         let request = Request::builder()
             .uri("/.well-known/acme-challenge/token")
