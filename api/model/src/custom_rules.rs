@@ -13,7 +13,6 @@
 use crate::invalid::Invalid;
 use crate::policy::{Action, Category};
 use ipnet::IpNet;
-use regex::bytes::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -273,7 +272,40 @@ enum TextCheck {
     OneOf { negate: bool, values: Vec<Box<str>> },
     Contains(Box<str>),
     StartsWith(Box<str>),
-    Matches(Regex),
+    Matches(Box<Pattern>),
+}
+
+/// The `matches` conditions of one website's rules, counted as they are read.
+struct Patterns {
+    count: usize,
+    reading: Reading,
+}
+
+/// A `matches` pattern, matched by a full DFA: one table step per byte of the text,
+/// whatever the pattern, so no pattern makes a request slow (a lazy DFA falls back to
+/// a simulation whose every byte costs the pattern's size: `a[ab]{1500}[^ab]` against
+/// a long header would take seconds). Rules as sent are compiled at once (the partner
+/// hears what is too complex); as stored, at their first match, so that reading a
+/// partner's websites compiles nothing.
+struct Pattern {
+    text: Box<str>,
+    dfa: std::sync::OnceLock<Option<Dfa>>,
+}
+
+type Dfa = regex_automata::dfa::dense::DFA<Vec<u32>>;
+
+impl Pattern {
+    fn is_match(&self, text: &[u8]) -> bool {
+        use regex_automata::dfa::Automaton;
+        // A stored pattern this release finds too complex matches nothing.
+        let Some(dfa) = self.dfa.get_or_init(|| compile_dfa(&self.text).ok()) else {
+            return false;
+        };
+        let input = regex_automata::Input::new(text).earliest(true);
+        // Only a quit byte or a Unicode word boundary can fail a search; neither is
+        // configured.
+        matches!(dfa.try_search_fwd(&input), Ok(Some(_)))
+    }
 }
 
 impl CustomRules {
@@ -301,7 +333,7 @@ impl CustomRules {
             ));
         }
         let mut compiled = Compiled::default();
-        let mut patterns = 0;
+        let mut patterns = Patterns { count: 0, reading };
         for (i, item) in items.iter().enumerate() {
             let field = format!("{FIELD}[{i}]");
             let rule: CustomRule = serde_json::from_value(item.clone())
@@ -423,7 +455,7 @@ fn compile_rule(
     rule: &CustomRule,
     field: &str,
     number: usize,
-    patterns: &mut usize,
+    patterns: &mut Patterns,
 ) -> Result<CompiledRule, Invalid> {
     if let Some(description) = &rule.description {
         let chars = description.chars().count();
@@ -487,7 +519,7 @@ fn compile_rule(
 fn compile_condition(
     condition: &Condition,
     field: &str,
-    patterns: &mut usize,
+    patterns: &mut Patterns,
 ) -> Result<Test, Invalid> {
     let Condition {
         field: reads,
@@ -570,8 +602,8 @@ fn compile_condition(
                 Operator::Contains => TextCheck::Contains(lower(one(value, &value_field)?)?),
                 Operator::StartsWith => TextCheck::StartsWith(lower(one(value, &value_field)?)?),
                 Operator::Matches => {
-                    *patterns += 1;
-                    if *patterns > MAX_PATTERNS {
+                    patterns.count += 1;
+                    if patterns.count > MAX_PATTERNS {
                         return Err(Invalid::too_large(
                             format!("{field}.operator"),
                             format!(
@@ -579,10 +611,11 @@ fn compile_condition(
                             ),
                         ));
                     }
-                    TextCheck::Matches(pattern(
+                    TextCheck::Matches(Box::new(pattern(
                         text(one(value, &value_field)?, &value_field)?,
                         &value_field,
-                    )?)
+                        patterns.reading,
+                    )?))
                 }
                 _ => TextCheck::OneOf {
                     negate,
@@ -761,7 +794,55 @@ fn asn(value: &Value, field: &str) -> Result<u32, Invalid> {
     })
 }
 
-fn pattern(text: &str, field: &str) -> Result<Regex, Invalid> {
+/// Why a pattern has no DFA.
+enum PatternError {
+    Syntax(String),
+    TooComplex,
+}
+
+/// The NFA of `text`: case-insensitive for ASCII letters, over bytes, at most
+/// `PATTERN_MEMORY_BYTES`.
+fn compile_nfa(text: &str) -> Result<regex_automata::nfa::thompson::NFA, PatternError> {
+    use regex_automata::{nfa::thompson, util::syntax};
+    let config = syntax::Config::new()
+        .case_insensitive(true)
+        .unicode(false)
+        .utf8(false);
+    let hir = syntax::parse_with(text, &config).map_err(|err| {
+        // The parser's message ends in its one-line reason.
+        let text = err.to_string();
+        let reason = text
+            .lines()
+            .last()
+            .map_or(text.as_str(), |l| l.trim_start_matches("error: "));
+        PatternError::Syntax(reason.to_owned())
+    })?;
+    thompson::Compiler::new()
+        .configure(
+            thompson::Config::new()
+                .utf8(false)
+                .nfa_size_limit(Some(PATTERN_MEMORY_BYTES)),
+        )
+        .build_from_hir(&hir)
+        .map_err(|_| PatternError::TooComplex)
+}
+
+/// The DFA of `text` ([`compile_nfa`]), at most four times `PATTERN_MEMORY_BYTES`.
+fn compile_dfa(text: &str) -> Result<Dfa, PatternError> {
+    use regex_automata::dfa::dense;
+    let nfa = compile_nfa(text)?;
+    dense::Builder::new()
+        .configure(
+            dense::Config::new()
+                .start_kind(regex_automata::dfa::StartKind::Unanchored)
+                .dfa_size_limit(Some(4 * PATTERN_MEMORY_BYTES))
+                .determinize_size_limit(Some(16 * PATTERN_MEMORY_BYTES)),
+        )
+        .build_from_nfa(&nfa)
+        .map_err(|_| PatternError::TooComplex)
+}
+
+fn pattern(text: &str, field: &str, reading: Reading) -> Result<Pattern, Invalid> {
     if text.len() > MAX_PATTERN_BYTES {
         return Err(Invalid::too_large(
             field,
@@ -771,28 +852,29 @@ fn pattern(text: &str, field: &str) -> Result<Regex, Invalid> {
             ),
         ));
     }
-    RegexBuilder::new(text)
-        .case_insensitive(true)
-        .unicode(false)
-        .size_limit(PATTERN_MEMORY_BYTES)
-        .dfa_size_limit(PATTERN_MEMORY_BYTES)
-        .build()
-        .map_err(|err| {
-            let message = match err {
-                regex::Error::CompiledTooBig(_) => {
-                    "the pattern compiles too large; make it simpler (fewer repetitions)".to_owned()
-                }
-                // The parser's message ends in its one-line reason.
-                regex::Error::Syntax(text) => format!(
-                    "not a regular expression: {}",
-                    text.lines()
-                        .last()
-                        .map_or(text.as_str(), |l| l.trim_start_matches("error: "))
-                ),
-                other => format!("not a regular expression: {other}"),
-            };
-            Invalid::malformed(field, message)
-        })
+    let dfa = std::sync::OnceLock::new();
+    // Stored: the NFA only (a syntax or size this release refuses disables the rule);
+    // the DFA at the first match.
+    let compiled = match reading {
+        Reading::Sent => compile_dfa(text).map(Some),
+        Reading::Stored => compile_nfa(text).map(|_| None),
+    };
+    if let Some(compiled) = compiled.map_err(|err| match err {
+        PatternError::Syntax(reason) => {
+            Invalid::malformed(field, format!("not a regular expression: {reason}"))
+        }
+        PatternError::TooComplex => Invalid::malformed(
+            field,
+            "the pattern compiles too large; make it simpler (fewer repetitions; \
+                 `.*` rather than `.{0,20}` between two words)",
+        ),
+    })? {
+        let _ = dfa.set(Some(compiled));
+    }
+    Ok(Pattern {
+        text: text.into(),
+        dfa,
+    })
 }
 
 /// `text` lower-cased as the values were at compile time, borrowed when that changes
@@ -1094,6 +1176,17 @@ mod tests {
             "Unicode classes fit"
         );
         assert!(!holds(&ua("matches", json!(r"^wget"))));
+        // What rule authors write compiles and matches anywhere in the text, with ASCII
+        // letters in either case.
+        for (pattern, matched) in [
+            (r"(sqlmap|nikto|nmap|masscan)", false),
+            (r"\bcurl\b", true),
+            (r"CURL/[0-9]{1,5}\.", true),
+            (r"^[a-z]+/\d+(\.\d+){1,3}$", true),
+            (r"\.(php|asp)x?$", false),
+        ] {
+            assert_eq!(holds(&ua("matches", json!(pattern))), matched, "{pattern}");
+        }
         assert!(holds(&ua("is_any_of", json!(["wget", "curl/8.5.0"]))));
         assert!(!holds(&ua("is_any_of", json!(["wget", "curl"]))));
 
@@ -1220,6 +1313,16 @@ mod tests {
         };
         assert_eq!(decided(&read, &delete).map(|d| d.0), Some(2));
         assert_eq!(serde_json::to_value(&read).unwrap(), stored, "nothing lost");
+        // A pattern whose DFA is too large is found so at its first match (reading
+        // compiles none): it matches nothing.
+        let lazy = json!([{"conditions": [{"field": "user_agent", "operator": "matches", "value": "a.{40}b"}], "action": "deny"}]);
+        assert!(CustomRules::parse(&lazy).is_err(), "refused when sent");
+        let read: CustomRules = serde_json::from_value(lazy).unwrap();
+        let matching = Request {
+            user_agent: "a0123456789012345678901234567890123456789b",
+            ..Request::default()
+        };
+        assert_eq!(decided(&read, &matching), None);
     }
 
     #[test]
@@ -1442,6 +1545,24 @@ mod tests {
                 None,
                 "matches",
                 json!(r"(\w{100}){100}"),
+                ".value",
+                "too large",
+            ),
+            // Small to write, but matched by a simulation whose every byte costs the
+            // pattern's size: refused, so a visitor's long header cannot cost seconds.
+            (
+                "user_agent",
+                None,
+                "matches",
+                json!("a[ab]{1500}[^ab]"),
+                ".value",
+                "too large",
+            ),
+            (
+                "user_agent",
+                None,
+                "matches",
+                json!("a.{40}b"),
                 ".value",
                 "too large",
             ),
