@@ -219,6 +219,13 @@ pub trait Subject {
     /// reads them, the rest as sent; a header sent several times gives each of its
     /// values, an absent one (or a JA4 over plain HTTP) one empty value.
     fn any_text(&self, source: &TextSource, visit: &mut dyn FnMut(&str) -> bool) -> bool;
+
+    /// As [`Subject::any_text`], each value lower-cased as the rules' values are. A
+    /// subject many conditions read keeps them, so that each text is lower-cased once
+    /// a request, not once a condition.
+    fn any_lower_text(&self, source: &TextSource, visit: &mut dyn FnMut(&str) -> bool) -> bool {
+        self.any_text(source, &mut |value| visit(&lower(value)))
+    }
 }
 
 /// A website's custom rules, checked and compiled; cheap to clone. Compared, shown and
@@ -879,7 +886,7 @@ fn pattern(text: &str, field: &str, reading: Reading) -> Result<Pattern, Invalid
 
 /// `text` lower-cased as the values were at compile time, borrowed when that changes
 /// nothing.
-fn lower(text: &str) -> Cow<'_, str> {
+pub fn lower(text: &str) -> Cow<'_, str> {
     if text
         .chars()
         .any(|c| c.to_lowercase().ne(std::iter::once(c)))
@@ -907,17 +914,14 @@ impl Test {
             // `is_not`, none may be the value.
             Test::Text { source, check } => match check {
                 TextCheck::OneOf { negate, values } => {
-                    let listed = |value: &str| {
-                        let value = lower(value);
-                        values.iter().any(|v| **v == *value)
-                    };
-                    subject.any_text(source, &mut |value| listed(value)) != *negate
+                    let listed = |value: &str| values.iter().any(|v| **v == *value);
+                    subject.any_lower_text(source, &mut |value| listed(value)) != *negate
                 }
                 TextCheck::Contains(needle) => {
-                    subject.any_text(source, &mut |value| lower(value).contains(&**needle))
+                    subject.any_lower_text(source, &mut |value| value.contains(&**needle))
                 }
                 TextCheck::StartsWith(prefix) => {
-                    subject.any_text(source, &mut |value| lower(value).starts_with(&**prefix))
+                    subject.any_lower_text(source, &mut |value| value.starts_with(&**prefix))
                 }
                 // Case-insensitive for ASCII letters by the pattern's own flag.
                 TextCheck::Matches(regex) => {

@@ -4,9 +4,9 @@
 
 use super::connection::ConnectionInfo;
 use super::geoip::{Geo, GeoIp};
-use botgate_model::custom_rules::{Subject, TextSource};
+use botgate_model::custom_rules::{Subject, TextSource, lower};
 use http::{HeaderMap, header};
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::net::IpAddr;
 use std::sync::{Arc, LazyLock};
 
@@ -26,6 +26,8 @@ pub struct RuleSubject<'a> {
     pub connection: &'a ConnectionInfo,
     pub geoip: &'a GeoIp,
     geo: OnceCell<Geo>,
+    /// Each source's texts lower-cased, as conditions first read them.
+    lowered: RefCell<Vec<(TextSource, Vec<Box<str>>)>>,
 }
 
 impl<'a> RuleSubject<'a> {
@@ -44,6 +46,7 @@ impl<'a> RuleSubject<'a> {
             connection,
             geoip,
             geo: OnceCell::new(),
+            lowered: RefCell::default(),
         }
     }
 
@@ -52,6 +55,7 @@ impl<'a> RuleSubject<'a> {
         RuleSubject {
             path,
             geo: self.geo.clone(),
+            lowered: RefCell::default(),
             ..*self
         }
     }
@@ -100,5 +104,22 @@ impl Subject for RuleSubject<'_> {
             return visit("");
         }
         values.any(|value| visit(&String::from_utf8_lossy(value.as_bytes())))
+    }
+
+    fn any_lower_text(&self, source: &TextSource, visit: &mut dyn FnMut(&str) -> bool) -> bool {
+        let mut lowered = self.lowered.borrow_mut();
+        let at = match lowered.iter().position(|(read, _)| read == source) {
+            Some(at) => at,
+            None => {
+                let mut texts = Vec::new();
+                self.any_text(source, &mut |value| {
+                    texts.push(lower(value).into());
+                    false
+                });
+                lowered.push((source.clone(), texts));
+                lowered.len() - 1
+            }
+        };
+        lowered[at].1.iter().any(|text| visit(text))
     }
 }
