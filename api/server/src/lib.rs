@@ -13,6 +13,7 @@ pub mod auth;
 pub mod bodies;
 pub mod dashboard;
 pub mod error;
+pub mod issuance;
 pub mod keys;
 pub mod limit;
 pub mod listing;
@@ -22,6 +23,8 @@ pub mod traffic;
 pub mod users;
 pub mod webhooks;
 pub mod websites;
+
+pub use issuance::IssuanceLimits;
 
 use crate::error::ApiError;
 use crate::limit::KeyLimiter;
@@ -136,27 +139,6 @@ impl Default for PartnerQuotas {
         PartnerQuotas {
             users: 100_000,
             websites: 100_000,
-        }
-    }
-}
-
-/// The most ACME issuances the API starts, so that flipping `certs_issuer` or the
-/// subdomains cannot run up the CA's limits, which every partner of the gateway shares
-/// (Let's Encrypt: 300 new orders per account in 3 hours, 5 identical certificates a
-/// week).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IssuanceLimits {
-    /// Per website in a day (UTC).
-    pub per_website_per_day: u64,
-    /// Per partner in an hour.
-    pub per_partner_per_hour: u64,
-}
-
-impl Default for IssuanceLimits {
-    fn default() -> Self {
-        IssuanceLimits {
-            per_website_per_day: 5,
-            per_partner_per_hour: 50,
         }
     }
 }

@@ -16,7 +16,7 @@ use botgate_model::{
     CertsIssuer, Domain, KNOWN_RULESETS, PartnerName, Status, UserId, Website, WebsiteView,
 };
 use botgate_store::{
-    AccountStore, RulesetStore, SharedState, StoreError, WebsiteLimits, WebsiteRecord, WebsiteStore,
+    AccountStore, RulesetStore, StoreError, WebsiteLimits, WebsiteRecord, WebsiteStore,
 };
 use std::sync::Arc;
 
@@ -133,39 +133,6 @@ fn check_origins(api: &Api, website: &Website) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The windows an issuance for `domain` of `partner` counts in at `now`: (store key,
-/// end of the window in ms, limit, what the limit is per). The website's window is the
-/// partner's own, so another partner's attempts never count against it.
-fn issuance_windows(
-    api: &Api,
-    partner: &PartnerName,
-    domain: &Domain,
-    now: u64,
-) -> [(String, u64, u64, &'static str); 2] {
-    const HOUR_MS: u64 = 3_600_000;
-    const DAY_MS: u64 = 24 * HOUR_MS;
-    let limits = &api.config.issuance;
-    let (p, d) = (partner.as_str(), domain.as_str());
-    let window = |length: u64, key: String| (key, (now / length + 1) * length);
-    let (partner_key, partner_ends) = window(HOUR_MS, format!("acme-orders:{p}:{}", now / HOUR_MS));
-    let (website_key, website_ends) =
-        window(DAY_MS, format!("acme-orders:{p}:{d}:{}", now / DAY_MS));
-    [
-        (
-            partner_key,
-            partner_ends,
-            limits.per_partner_per_hour,
-            "partner per hour",
-        ),
-        (
-            website_key,
-            website_ends,
-            limits.per_website_per_day,
-            "website per day",
-        ),
-    ]
-}
-
 /// Refuses (429, naming the limit) a change that would start a certificate issuance
 /// over either limit. Counted only once the change is written ([`record_issuance`]), so
 /// a refused or failed request costs nobody an issuance; concurrent requests may pass
@@ -173,38 +140,39 @@ fn issuance_windows(
 async fn check_issuance(api: &Api, partner: &PartnerName, domain: &Domain) -> Result<(), ApiError> {
     let now = botgate_webhooks::now_ms();
     let field = "settings.loadbalancer.certs_issuer";
-    for (key, ends, limit, per) in issuance_windows(api, partner, domain, now) {
-        let count: u64 = api
-            .store
-            .ephemeral(&key, now)
-            .await
-            .map_err(|e| ApiError::from_store(e, field))?
-            .and_then(|count| count.parse().ok())
-            .unwrap_or(0);
-        if count >= limit {
-            return Err(ApiError {
-                retry_after: Some(ends.saturating_sub(now).div_ceil(1000)),
-                ..ApiError::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    format!(
-                        "this change would start a certificate issuance, and the limit of \
-                         {limit} per {per} is reached; retry after the time in `Retry-After`"
-                    ),
-                )
-                .on(field)
-            });
-        }
+    let full = api
+        .config
+        .issuance
+        .full_window(api.store.as_ref(), partner, domain, now)
+        .await
+        .map_err(|e| ApiError::from_store(e, field))?;
+    match full {
+        None => Ok(()),
+        Some(window) => Err(ApiError {
+            retry_after: Some(window.ends_ms.saturating_sub(now).div_ceil(1000)),
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "this change would start a certificate issuance, and the limit of {} per \
+                     {} is reached; retry after the time in `Retry-After`",
+                    window.limit, window.per
+                ),
+            )
+            .on(field)
+        }),
     }
-    Ok(())
 }
 
 /// Counts one certificate issuance, written already, in both windows.
 async fn record_issuance(api: &Api, partner: &PartnerName, domain: &Domain) {
     let now = botgate_webhooks::now_ms();
-    for (key, ends, ..) in issuance_windows(api, partner, domain, now) {
-        if let Err(err) = api.store.count(&key, ends).await {
-            tracing::warn!(error = %Report(&err), %domain, "cannot count a certificate issuance");
-        }
+    let recorded = api
+        .config
+        .issuance
+        .record(api.store.as_ref(), partner, domain, now)
+        .await;
+    if let Err(err) = recorded {
+        tracing::warn!(error = %Report(&err), %domain, "cannot count a certificate issuance");
     }
 }
 

@@ -16,7 +16,7 @@ pub mod dns;
 use crate::gateway::crawlers::reverse_dns::{ResolverError, resolver};
 use acme::{Acme, AcmeError};
 use botgate_model::report::Report;
-use botgate_model::{CertsIssuer, Status, Website};
+use botgate_model::{CertsIssuer, Domain, PartnerName, Status, Website};
 use botgate_store::{Follower, Store, StoreError, WebsiteRecord};
 use hickory_resolver::TokioResolver;
 use std::collections::HashMap;
@@ -38,6 +38,9 @@ pub struct ProvisioningConfig {
     pub check_every: Duration,
     /// How long a website may wait for its DNS before it ends in `error`.
     pub dns_wait: Duration,
+    /// The most orders per partner and website; renewals and retries count in them (the
+    /// first issuance of a change is counted by the API that accepted it).
+    pub issuance: botgate_api::IssuanceLimits,
 }
 
 impl Default for ProvisioningConfig {
@@ -47,6 +50,7 @@ impl Default for ProvisioningConfig {
             dns_servers: Vec::new(),
             check_every: Duration::from_secs(5),
             dns_wait: Duration::from_secs(24 * 3600),
+            issuance: botgate_api::IssuanceLimits::default(),
         }
     }
 }
@@ -86,6 +90,15 @@ enum Issuing {
     Now { failures: u32 },
     /// The last attempts failed; not again before `at` (ms).
     RetryAfter { at: u64, failures: u32 },
+}
+
+/// Why a certificate is issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Attempt {
+    /// For a website in `setup` (its first order counted by the API).
+    Setup,
+    /// For a certificate due for renewal.
+    Renewal,
 }
 
 /// The wait after `failures` failed issuances in a row: a minute, doubling, at most
@@ -155,16 +168,19 @@ impl<S: Store> Provisioner<S> {
             }
         }
         for record in renewals {
-            self.start_issuing(&record.website);
+            self.start_issuing(&record, Attempt::Renewal);
         }
     }
 
-    /// Starts issuing a certificate for `website` in the background, unless this
-    /// gateway is at it already or failed a moment ago; whether it is under way.
-    fn start_issuing(self: &Arc<Self>, website: &Website) -> bool {
+    /// Starts issuing a certificate for `record`'s website in the background, unless
+    /// this gateway is at it already or failed a moment ago; whether it is under way.
+    /// A renewal or a retry counts in the issuance limits, and waits while one is
+    /// reached.
+    fn start_issuing(self: &Arc<Self>, record: &WebsiteRecord, attempt: Attempt) -> bool {
         let Some(acme) = self.acme.clone() else {
             return false;
         };
+        let website = &record.website;
         let domain = website.domain.as_str().to_owned();
         {
             let mut issuing = self.issuing.lock().unwrap_or_else(|e| e.into_inner());
@@ -180,7 +196,28 @@ impl<S: Store> Provisioner<S> {
         }
         let provisioner = self.clone();
         let names = website.host_names();
+        let (partner, parsed) = (record.partner.clone(), website.domain.clone());
         tokio::spawn(async move {
+            let counted = attempt == Attempt::Renewal
+                || matches!(
+                    provisioner.issuing().get(&domain),
+                    Some(Issuing::Now { failures }) if *failures > 0
+                );
+            if counted && let Some(wait_until) = provisioner.count_order(&partner, &parsed).await {
+                let mut issuing = provisioner.issuing();
+                let failures = match issuing.get(&domain) {
+                    Some(Issuing::Now { failures }) => *failures,
+                    _ => 0,
+                };
+                issuing.insert(
+                    domain,
+                    Issuing::RetryAfter {
+                        at: wait_until,
+                        failures,
+                    },
+                );
+                return;
+            }
             let outcome = provisioner.issue(&acme, &domain, &names).await;
             let mut issuing = provisioner
                 .issuing
@@ -209,6 +246,28 @@ impl<S: Store> Provisioner<S> {
             }
         });
         true
+    }
+
+    fn issuing(&self) -> std::sync::MutexGuard<'_, HashMap<String, Issuing>> {
+        self.issuing.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts one more order for `domain` of `partner` in the issuance limits; when one
+    /// is reached (or the store cannot count), when to try again (ms) instead.
+    async fn count_order(&self, partner: &PartnerName, domain: &Domain) -> Option<u64> {
+        let limits = &self.config.issuance;
+        let now = botgate_webhooks::now_ms();
+        match limits.take(self.store.as_ref(), partner, domain, now).await {
+            Ok(None) => None,
+            Ok(Some(window)) => {
+                tracing::warn!(%domain, %partner, limit = window.limit, per = window.per, "certificate issuance waits: the partner's limit is reached");
+                Some(window.ends_ms)
+            }
+            Err(err) => {
+                tracing::warn!(%domain, error = %Report(&err), "certificate issuance waits: the store cannot count it");
+                Some(now + issuance_backoff(1).as_millis() as u64)
+            }
+        }
     }
 
     /// Issues (under the domain's lease) and stores the certificate: a website in
@@ -289,7 +348,8 @@ impl<S: Store> Provisioner<S> {
             {
                 // The names are ready; the certificate comes next (and ends the setup).
                 let reason = "issuing a certificate".to_owned();
-                if self.start_issuing(website) && website.status_reason.as_deref() != Some(&reason)
+                if self.start_issuing(record, Attempt::Setup)
+                    && website.status_reason.as_deref() != Some(&reason)
                 {
                     next.status_reason = Some(reason);
                     self.write(&next, record.revision).await?;

@@ -418,3 +418,60 @@ fn the_api_host_name_gets_its_certificate_from_acme_for_every_gateway() -> Resul
     }
     Ok(())
 }
+
+/// A self-signed certificate for `names` a tenth of whose lifetime remains: due for
+/// renewal.
+fn expiring(names: &[&str]) -> Result<(String, String)> {
+    let mut params =
+        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())?;
+    let now = time::OffsetDateTime::now_utc();
+    params.not_before = now - time::Duration::days(90);
+    params.not_after = now + time::Duration::days(10);
+    let key = rcgen::KeyPair::generate()?;
+    Ok((params.self_signed(&key)?.pem(), key.serialize_pem()))
+}
+
+/// Renewals count in the issuance limits as the API's issuances do, a paused website's
+/// too: a partner cannot have the gateway place orders past them (with the CA account
+/// every partner shares) by holding websites whose certificates are due.
+#[test]
+fn renewals_count_in_the_issuance_limits() -> Result<()> {
+    let gateway = Gateway::start(
+        binary(),
+        GatewayStore::Embedded,
+        &["hoster"],
+        &[
+            "--acme-directory",
+            "https://127.0.0.1:9/directory",
+            "--acme-orders-per-partner-per-hour",
+            "1",
+            "--setup-check-ms",
+            "100",
+        ],
+    )?;
+    let hoster = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
+    create_user(&hoster, "ann")?;
+    for domain in ["due1.example", "due2.example"] {
+        let (cert, key) = expiring(&[domain])?;
+        let created = hoster.post_json(
+            "/v1.0/website",
+            &json!({"user_id": "ann", "domain": domain, "ip": ["192.0.2.10"],
+                    "status": "paused", "certificate": {"public": cert, "private": key},
+                    "settings": {"loadbalancer": {"certs_issuer": "acme"}}}),
+        )?;
+        ensure!(created.status == 201, "{created:?}");
+    }
+    // One renewal is counted (and fails: nobody answers there); the other waits.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !gateway.log().contains("certificate issuance waits") {
+        ensure!(std::time::Instant::now() < deadline, "{}", gateway.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The partner's hour is spent: a change that would start an issuance is refused.
+    let refused = hoster.post_json(
+        "/v1.0/website",
+        &json!({"user_id": "ann", "domain": "new.example", "ip": ["192.0.2.10"]}),
+    )?;
+    crate::assert_error(&refused, 429, Some("settings.loadbalancer.certs_issuer"));
+    Ok(())
+}

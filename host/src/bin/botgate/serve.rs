@@ -199,16 +199,16 @@ struct ProvisioningArgs {
     /// No certificates from ACME, whatever else is configured.
     #[arg(long, env = "BOTGATE_NO_ACME")]
     no_acme: bool,
-    /// The most certificate issuances the API starts for one website in a day (UTC);
-    /// more answer 429.
+    /// The most certificate issuances for one website in a day (UTC), renewals and
+    /// retries included; the API answers 429 past it, a renewal waits.
     #[arg(
         long,
         env = "BOTGATE_ACME_ORDERS_PER_WEBSITE_PER_DAY",
         default_value = "5"
     )]
     acme_orders_per_website_per_day: u64,
-    /// The most certificate issuances the API starts for one partner's websites in an
-    /// hour; more answer 429.
+    /// The most certificate issuances for one partner's websites in an hour, renewals
+    /// and retries included; the API answers 429 past it, a renewal waits.
     #[arg(
         long,
         env = "BOTGATE_ACME_ORDERS_PER_PARTNER_PER_HOUR",
@@ -719,6 +719,10 @@ impl ServeArgs {
                 dns_servers: self.data_plane.dns_servers.clone(),
                 check_every: Duration::from_millis(self.provisioning.setup_check_ms.max(10)),
                 dns_wait: Duration::from_secs(self.provisioning.dns_wait_seconds),
+                issuance: IssuanceLimits {
+                    per_website_per_day: self.provisioning.acme_orders_per_website_per_day,
+                    per_partner_per_hour: self.provisioning.acme_orders_per_partner_per_hour,
+                },
             },
             acme: self.provisioning.acme(),
             mounted: Vec::new(),
