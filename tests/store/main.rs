@@ -346,3 +346,31 @@ async fn held_callbacks_a_former_release_released_do_not_count() {
         "{members:?}"
     );
 }
+
+/// A user's websites are deleted a batch a script, so that Redis answers every other
+/// client between them: a user of more websites than a batch takes several scripts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_users_websites_are_deleted_a_batch_a_script() {
+    let server = RedisServer::start().unwrap();
+    let store = RedisStore::connect(config(&server)).await.unwrap();
+    let (hoster, many) = conformance::partner_and_user(&store, "hoster", "many").await;
+    let count = 3 * botgate_store::DELETED_PER_WRITE;
+    for n in 0..count {
+        let site = conformance::website(&format!("site{n}.example"), &many);
+        store.create_website(&hoster.name, &site).await.unwrap();
+    }
+    let scripts = || {
+        let info = server.command(&["INFO", "commandstats"]).unwrap();
+        let text = format!("{info:?}");
+        text.split("cmdstat_evalsha:calls=")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|calls| calls.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let before = scripts();
+    let deleted = store.delete_user(&hoster.name, &many.id).await.unwrap();
+    assert_eq!(deleted.len(), count);
+    let ran = scripts() - before;
+    assert!(ran >= 4, "{ran} scripts deleted {count} websites");
+}

@@ -103,6 +103,49 @@ pub async fn run<S: Store>(store: &S) {
     quotas(store).await;
     held_callbacks(store).await;
     user_keys(store).await;
+    deleting_a_user_of_many_websites(store).await;
+}
+
+/// A user of more websites than one write deletes: all go, a batch a write, and the
+/// user with the last; its host names are free again, and the change feed names every
+/// website once.
+async fn deleting_a_user_of_many_websites<S: Store>(store: &S) {
+    let (hoster, many) = partner_and_user(store, "batch-hoster", "many").await;
+    let count = 2 * crate::DELETED_PER_WRITE + 7;
+    let mut domains: Vec<Domain> = Vec::new();
+    for n in 0..count {
+        let site = website_with(&format!("site{n}.many.example"), &many, &["www"]);
+        store.create_website(&hoster.name, &site).await.unwrap();
+        domains.push(site.domain);
+    }
+    let mut feed = store.subscribe();
+    let mut deleted = store.delete_user(&hoster.name, &many.id).await.unwrap();
+    deleted.sort();
+    domains.sort();
+    assert_eq!(deleted, domains);
+    assert_eq!(store.user(&hoster.name, &many.id).await.unwrap(), None);
+    assert!(
+        store
+            .websites(&hoster.name, None, None, 1000)
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    while let Ok(change) = feed.try_recv() {
+        if let Changed::Website { domain } = change.what {
+            assert!(seen.insert(domain), "a website named twice");
+        }
+    }
+    assert_eq!(seen.len(), count);
+    // Its names are free.
+    let (other, eve) = partner_and_user(store, "batch-neighbour", "eve").await;
+    let again = website_with("site0.many.example", &eve, &["www"]);
+    store
+        .create_website(&other.name, &again)
+        .await
+        .expect("a deleted user's host names are free");
 }
 
 /// A user's key replaced: the old one finds nobody at once, the new one the user (as

@@ -1026,50 +1026,83 @@ impl AccountStore for EmbeddedStore {
         partner: &PartnerName,
         id: &UserId,
     ) -> Result<Vec<Domain>, StoreError> {
-        let (partner, id) = (partner.clone(), id.clone());
-        self.write(move |txn| {
-            let key = user_key(&partner, &id);
-            let user: User = {
-                let users = txn.open_table(USERS).map_err(backend)?;
-                get_json(&users, &key)?.ok_or_else(|| StoreError::NotFound(format!("user {id}")))?
-            };
-            let prefix = format!("{key}\n");
-            let domains = {
-                let by_user = txn.open_table(WEBSITES_BY_USER).map_err(backend)?;
-                keys_with_prefix(&by_user, &prefix, None, usize::MAX - 1)?
-            };
-            let mut changes = Vec::new();
-            let mut deleted = Vec::new();
-            for domain in domains {
-                let record: Option<WebsiteRecord> = {
-                    let websites = txn.open_table(WEBSITES).map_err(backend)?;
-                    get_json(&websites, &domain)?
-                };
-                if let Some(record) = record {
-                    remove_website(txn, &record)?;
-                    changes.push(Changed::Website {
-                        domain: record.website.domain.clone(),
-                    });
-                    deleted.push(record.website.domain);
-                }
+        let mut deleted = Vec::new();
+        // A write at a time deletes a batch of websites, so that other writes are not
+        // held up behind a user of a hundred thousand; the last deletes the user.
+        loop {
+            let (partner, id) = (partner.clone(), id.clone());
+            let (batch, done) = self
+                .write(move |txn| delete_user_batch(txn, &partner, &id))
+                .await?;
+            deleted.extend(batch);
+            if done {
+                return Ok(deleted);
             }
-            txn.open_table(USERS)
-                .map_err(backend)?
-                .remove(key.as_str())
-                .map_err(backend)?;
-            count_holding(txn, &partner, Holding::Users, -1)?;
-            txn.open_table(USER_KEYS)
-                .map_err(backend)?
-                .remove(key_digest(&user.api_key).as_str())
-                .map_err(backend)?;
-            changes.push(Changed::User {
-                partner: partner.clone(),
-                id: id.clone(),
-            });
-            Ok((deleted, changes))
-        })
-        .await
+        }
     }
+}
+
+/// The domains one write deleted, and whether the user went with them.
+type DeletedBatch = (Vec<Domain>, bool);
+
+/// Deletes up to [`crate::DELETED_PER_WRITE`] of the user's websites, and the user with
+/// the last of them; the domains deleted, and whether the user is gone.
+fn delete_user_batch(
+    txn: &redb::WriteTransaction,
+    partner: &PartnerName,
+    id: &UserId,
+) -> Result<(DeletedBatch, Vec<Changed>), StoreError> {
+    let key = user_key(partner, id);
+    let user: User = {
+        let users = txn.open_table(USERS).map_err(backend)?;
+        get_json(&users, &key)?.ok_or_else(|| StoreError::NotFound(format!("user {id}")))?
+    };
+    let prefix = format!("{key}\n");
+    let domains = {
+        let by_user = txn.open_table(WEBSITES_BY_USER).map_err(backend)?;
+        keys_with_prefix(&by_user, &prefix, None, crate::DELETED_PER_WRITE + 1)?
+    };
+    let done = domains.len() <= crate::DELETED_PER_WRITE;
+    let mut changes = Vec::new();
+    let mut deleted = Vec::new();
+    for domain in domains.into_iter().take(crate::DELETED_PER_WRITE) {
+        let record: Option<WebsiteRecord> = {
+            let websites = txn.open_table(WEBSITES).map_err(backend)?;
+            get_json(&websites, &domain)?
+        };
+        match record {
+            Some(record) => {
+                remove_website(txn, &record)?;
+                changes.push(Changed::Website {
+                    domain: record.website.domain.clone(),
+                });
+                deleted.push(record.website.domain);
+            }
+            // An index entry without its website: dropped, or it would come back.
+            None => {
+                txn.open_table(WEBSITES_BY_USER)
+                    .map_err(backend)?
+                    .remove(format!("{prefix}{domain}").as_str())
+                    .map_err(backend)?;
+            }
+        }
+    }
+    if done {
+        txn.open_table(USERS)
+            .map_err(backend)?
+            .remove(key.as_str())
+            .map_err(backend)?;
+        count_holding(txn, partner, Holding::Users, -1)?;
+        txn.open_table(USER_KEYS)
+            .map_err(backend)?
+            .remove(key_digest(&user.api_key).as_str())
+            .map_err(backend)?;
+        changes.push(Changed::User {
+            partner: partner.clone(),
+            id: id.clone(),
+        });
+    }
+    Ok(((deleted, done), changes))
 }
 
 impl WebsiteStore for EmbeddedStore {

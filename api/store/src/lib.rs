@@ -536,14 +536,21 @@ pub trait AccountStore: Send + Sync + 'static {
         api_key: &str,
     ) -> impl Future<Output = Result<User, StoreError>> + Send;
 
-    /// Deletes the partner's user `id` and every website of that user; the domains
-    /// deleted, or [`StoreError::NotFound`].
+    /// Deletes the partner's user `id` and every website of that user, a batch
+    /// ([`DELETED_PER_WRITE`]) a write, the user with the last; the domains deleted, or
+    /// [`StoreError::NotFound`]. Cut short, it leaves the user with the websites not yet
+    /// deleted, and runs again.
     fn delete_user(
         &self,
         partner: &PartnerName,
         id: &UserId,
     ) -> impl Future<Output = Result<Vec<Domain>, StoreError>> + Send;
 }
+
+/// The most websites one store write deletes with their user: a user's deletion is a
+/// write per batch (each its own transaction or script), so one of a hundred thousand
+/// websites never holds the store for everyone else.
+pub const DELETED_PER_WRITE: usize = 50;
 
 /// What one partner's websites may hold, each checked in the write that would add to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

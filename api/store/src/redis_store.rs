@@ -1059,45 +1059,51 @@ impl AccountStore for RedisStore {
     ) -> Result<Vec<Domain>, StoreError> {
         // KEYS: version, changes, user, users-of-partner, websites-of-user,
         // websites-of-partner, all websites, the user's key index. ARGV: prefix, id,
-        // user change, the user's key. Lua has no SHA-256, so the key index is named by
-        // the caller, from the user as read, and the script checks it is still that user.
+        // user change, the user's key, the batch. Lua has no SHA-256, so the key index is
+        // named by the caller, from the user as read, and the script checks it is still
+        // that user. A script deletes a batch of websites (the user with the last), so
+        // that Redis answers everyone else in between.
         const LUA: &str = include_str!("lua/delete_user.lua");
         let user = self
             .user(partner, id)
             .await?
             .ok_or_else(|| StoreError::NotFound(format!("user {id}")))?;
         let (p, i) = (partner.as_str(), id.as_str());
-        let domains: Vec<String> = self
-            .write_script(
-                LUA,
-                vec![
-                    self.key(&format!("user:{p}:{i}")),
-                    self.key(&format!("users:{p}")),
-                    self.key(&format!("websites-of:{p}:{i}")),
-                    self.key(&format!("websites-of:{p}")),
-                    self.key("websites"),
-                    self.key(&format!("user-key:{}", key_digest(&user.api_key))),
-                ],
-                vec![
-                    self.config.prefix.clone(),
-                    i.to_owned(),
-                    changed(&Changed::User {
-                        partner: partner.clone(),
-                        id: id.clone(),
-                    }),
-                    user.api_key.clone(),
-                ],
-            )
-            .await?;
-        domains
-            .iter()
-            .map(|d| {
-                Domain::parse(d).map_err(|e| StoreError::Corrupt {
-                    key: d.clone(),
+        let mut deleted = Vec::new();
+        loop {
+            let (done, domains): (i64, Vec<String>) = self
+                .write_script(
+                    LUA,
+                    vec![
+                        self.key(&format!("user:{p}:{i}")),
+                        self.key(&format!("users:{p}")),
+                        self.key(&format!("websites-of:{p}:{i}")),
+                        self.key(&format!("websites-of:{p}")),
+                        self.key("websites"),
+                        self.key(&format!("user-key:{}", key_digest(&user.api_key))),
+                    ],
+                    vec![
+                        self.config.prefix.clone(),
+                        i.to_owned(),
+                        changed(&Changed::User {
+                            partner: partner.clone(),
+                            id: id.clone(),
+                        }),
+                        user.api_key.clone(),
+                        crate::DELETED_PER_WRITE.to_string(),
+                    ],
+                )
+                .await?;
+            for domain in domains {
+                deleted.push(Domain::parse(&domain).map_err(|e| StoreError::Corrupt {
+                    key: domain.clone(),
                     reason: e.to_string(),
-                })
-            })
-            .collect()
+                })?);
+            }
+            if done == 1 {
+                return Ok(deleted);
+            }
+        }
     }
 }
 
