@@ -28,10 +28,10 @@ fn worst_rules() -> CustomRules {
                     if patterns < MAX_PATTERNS && condition == 0 {
                         patterns += 1;
                         json!({"field": "user_agent", "operator": "matches",
-                               "value": format!("(sqlmap|nikto|nmap|scan{n})[0-9]{{1,5}}x")})
+                               "value": format!("(sqlmap|nikto|scan{n})[0-9]{{1,5}}x")})
                     } else {
                         json!({"field": "user_agent", "operator": "contains",
-                               "value": format!("needle-{n}")})
+                               "value": format!("n{n}")})
                     }
                 })
                 .collect();

@@ -25,6 +25,9 @@ pub const MAX_RULES: usize = 50;
 pub const MAX_CONDITIONS: usize = 10;
 /// The longest value (a string, or one item of a list), in bytes.
 pub const MAX_VALUE_BYTES: usize = 1024;
+/// The most bytes a website's rules take as JSON, all together: what every gateway
+/// holds for it in memory stays small whatever the other limits allow.
+pub const MAX_RULES_BYTES: usize = 32 * 1024;
 /// The most items of an `is_any_of` or network list.
 pub const MAX_LIST_ITEMS: usize = 100;
 /// The longest `matches` pattern, in bytes.
@@ -338,6 +341,18 @@ impl CustomRules {
                     items.len()
                 ),
             ));
+        }
+        if reading == Reading::Sent {
+            let bytes = serde_json::to_vec(value).map_or(usize::MAX, |json| json.len());
+            if bytes > MAX_RULES_BYTES {
+                return Err(Invalid::too_large(
+                    FIELD,
+                    format!(
+                        "the custom rules take {bytes} bytes as JSON; a website's take at \
+                         most {MAX_RULES_BYTES}"
+                    ),
+                ));
+            }
         }
         let mut compiled = Compiled::default();
         let mut patterns = Patterns { count: 0, reading };
@@ -1394,6 +1409,16 @@ mod tests {
         let rules = [
             (json!({}), "", "array"),
             (Value::Array(many_rules), "", "at most 50"),
+            (
+                Value::Array(vec![
+                    json!({"conditions": [{"field": "path", "operator": "is_any_of",
+                                           "value": vec!["/".repeat(300); 100]}],
+                           "action": "deny"});
+                    2
+                ]),
+                "",
+                "at most 32768",
+            ),
             (
                 Value::Array(many_patterns),
                 "[20].conditions[0].operator",
