@@ -16,8 +16,9 @@ use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex};
 
 /// The most rules a website may have.
 pub const MAX_RULES: usize = 50;
@@ -296,26 +297,87 @@ struct Patterns {
 /// a simulation whose every byte costs the pattern's size: `a[ab]{1500}[^ab]` against
 /// a long header would take seconds). Rules as sent are compiled at once (the partner
 /// hears what is too complex); as stored, at their first match, so that reading a
-/// partner's websites compiles nothing.
+/// partner's websites compiles nothing. Compiled patterns are shared by their text
+/// across a gateway's websites and their versions ([`compiled`]).
 struct Pattern {
     text: Box<str>,
-    dfa: std::sync::OnceLock<Option<Dfa>>,
+    matcher: std::sync::OnceLock<Arc<Matcher>>,
 }
 
 type Dfa = regex_automata::dfa::dense::DFA<Vec<u32>>;
 
+/// How a pattern is matched.
+enum Matcher {
+    Dfa(Box<Dfa>),
+    /// A pattern stored by a release that took it, whose DFA is too large: matched as
+    /// that release did (a lazy DFA and its fallback), so that a stored `deny` keeps
+    /// acting. Sending it again is refused.
+    Former(regex::bytes::Regex),
+    /// Neither compiles (a syntax a later release took): matches nothing.
+    Nothing,
+}
+
 impl Pattern {
     fn is_match(&self, text: &[u8]) -> bool {
         use regex_automata::dfa::Automaton;
-        // A stored pattern this release finds too complex matches nothing.
-        let Some(dfa) = self.dfa.get_or_init(|| compile_dfa(&self.text).ok()) else {
-            return false;
-        };
-        let input = regex_automata::Input::new(text).earliest(true);
-        // Only a quit byte or a Unicode word boundary can fail a search; neither is
-        // configured.
-        matches!(dfa.try_search_fwd(&input), Ok(Some(_)))
+        let matcher = self.matcher.get_or_init(|| compiled(&self.text));
+        match &**matcher {
+            Matcher::Dfa(dfa) => {
+                let input = regex_automata::Input::new(text).earliest(true);
+                // Only a quit byte or a Unicode word boundary can fail a search;
+                // neither is in a DFA that built.
+                matches!(dfa.try_search_fwd(&input), Ok(Some(_)))
+            }
+            Matcher::Former(regex) => regex.is_match(text),
+            Matcher::Nothing => false,
+        }
     }
+}
+
+/// The gateway's compiled patterns by their text (at most [`COMPILED_PATTERNS`],
+/// emptied when full): a partner's websites sharing a pattern, or a website written
+/// again, compile it once.
+static COMPILED: LazyLock<Mutex<HashMap<Box<str>, Arc<Matcher>>>> = LazyLock::new(Default::default);
+
+fn cached(text: &str) -> Option<Arc<Matcher>> {
+    let cache = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+    cache.get(text).cloned()
+}
+
+fn remember(text: &str, matcher: Matcher) -> Arc<Matcher> {
+    let matcher = Arc::new(matcher);
+    let mut cache = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+    if cache.len() >= COMPILED_PATTERNS {
+        cache.clear();
+    }
+    cache.insert(text.into(), matcher.clone());
+    matcher
+}
+
+/// The matcher of a stored pattern: its DFA, else as the release that took it matched
+/// it.
+fn compiled(text: &str) -> Arc<Matcher> {
+    cached(text).unwrap_or_else(|| {
+        let matcher = match compile_dfa(text) {
+            Ok(dfa) => Matcher::Dfa(Box::new(dfa)),
+            Err(_) => former(text).map_or(Matcher::Nothing, Matcher::Former),
+        };
+        remember(text, matcher)
+    })
+}
+
+/// The most compiled patterns a gateway keeps for reuse.
+const COMPILED_PATTERNS: usize = 4096;
+
+/// `text` as a release before the DFAs compiled it.
+fn former(text: &str) -> Option<regex::bytes::Regex> {
+    regex::bytes::RegexBuilder::new(text)
+        .case_insensitive(true)
+        .unicode(false)
+        .size_limit(PATTERN_MEMORY_BYTES)
+        .dfa_size_limit(PATTERN_MEMORY_BYTES)
+        .build()
+        .ok()
 }
 
 impl CustomRules {
@@ -820,6 +882,8 @@ fn asn(value: &Value, field: &str) -> Result<u32, Invalid> {
 enum PatternError {
     Syntax(String),
     TooComplex,
+    /// What a DFA cannot do (a Unicode word boundary, `(?u:\b)`).
+    Unsupported(String),
 }
 
 /// The NFA of `text`: case-insensitive for ASCII letters, over bytes, at most
@@ -846,10 +910,14 @@ fn compile_nfa(text: &str) -> Result<regex_automata::nfa::thompson::NFA, Pattern
                 .nfa_size_limit(Some(PATTERN_MEMORY_BYTES)),
         )
         .build_from_hir(&hir)
-        .map_err(|_| PatternError::TooComplex)
+        .map_err(|err| match err.size_limit() {
+            Some(_) => PatternError::TooComplex,
+            None => PatternError::Unsupported(err.to_string()),
+        })
 }
 
-/// The DFA of `text` ([`compile_nfa`]), at most four times `PATTERN_MEMORY_BYTES`.
+/// The DFA of `text` ([`compile_nfa`]), at most twice `PATTERN_MEMORY_BYTES` (its
+/// making at most eight times).
 fn compile_dfa(text: &str) -> Result<Dfa, PatternError> {
     use regex_automata::dfa::dense;
     let nfa = compile_nfa(text)?;
@@ -857,11 +925,17 @@ fn compile_dfa(text: &str) -> Result<Dfa, PatternError> {
         .configure(
             dense::Config::new()
                 .start_kind(regex_automata::dfa::StartKind::Unanchored)
-                .dfa_size_limit(Some(4 * PATTERN_MEMORY_BYTES))
-                .determinize_size_limit(Some(16 * PATTERN_MEMORY_BYTES)),
+                .dfa_size_limit(Some(2 * PATTERN_MEMORY_BYTES))
+                .determinize_size_limit(Some(8 * PATTERN_MEMORY_BYTES)),
         )
         .build_from_nfa(&nfa)
-        .map_err(|_| PatternError::TooComplex)
+        .map_err(|err| {
+            if err.is_size_limit_exceeded() {
+                PatternError::TooComplex
+            } else {
+                PatternError::Unsupported(err.to_string())
+            }
+        })
 }
 
 fn pattern(text: &str, field: &str, reading: Reading) -> Result<Pattern, Invalid> {
@@ -874,28 +948,42 @@ fn pattern(text: &str, field: &str, reading: Reading) -> Result<Pattern, Invalid
             ),
         ));
     }
-    let dfa = std::sync::OnceLock::new();
-    // Stored: the NFA only (a syntax or size this release refuses disables the rule);
-    // the DFA at the first match.
-    let compiled = match reading {
-        Reading::Sent => compile_dfa(text).map(Some),
-        Reading::Stored => compile_nfa(text).map(|_| None),
-    };
-    if let Some(compiled) = compiled.map_err(|err| match err {
+    let matcher = std::sync::OnceLock::new();
+    let refused = |err| match err {
         PatternError::Syntax(reason) => {
             Invalid::malformed(field, format!("not a regular expression: {reason}"))
         }
         PatternError::TooComplex => Invalid::malformed(
             field,
-            "the pattern compiles too large; make it simpler (fewer repetitions; \
-                 `.*` rather than `.{0,20}` between two words)",
+            "the pattern compiles too large; make it simpler (fewer repetitions; `.*` \
+             rather than `.{0,20}` between two words)",
         ),
-    })? {
-        let _ = dfa.set(Some(compiled));
+        PatternError::Unsupported(reason) => {
+            Invalid::malformed(field, format!("a pattern cannot use this: {reason}"))
+        }
+    };
+    match reading {
+        // Sent: its DFA now (the one compiled before, if it was).
+        Reading::Sent => {
+            let known = cached(text).filter(|known| matches!(**known, Matcher::Dfa(_)));
+            let compiled = match known {
+                Some(known) => known,
+                None => remember(
+                    text,
+                    Matcher::Dfa(Box::new(compile_dfa(text).map_err(refused)?)),
+                ),
+            };
+            let _ = matcher.set(compiled);
+        }
+        // Stored: the NFA only (a syntax or size no release took disables the rule);
+        // the DFA at the first match.
+        Reading::Stored => {
+            compile_nfa(text).map_err(refused)?;
+        }
     }
     Ok(Pattern {
         text: text.into(),
-        dfa,
+        matcher,
     })
 }
 
@@ -1332,16 +1420,23 @@ mod tests {
         };
         assert_eq!(decided(&read, &delete).map(|d| d.0), Some(2));
         assert_eq!(serde_json::to_value(&read).unwrap(), stored, "nothing lost");
-        // A pattern whose DFA is too large is found so at its first match (reading
-        // compiles none): it matches nothing.
+        // A pattern a former release took whose DFA is too large is found so at its
+        // first match (reading compiles none), and matched as that release did: its
+        // `deny` still acts.
         let lazy = json!([{"conditions": [{"field": "user_agent", "operator": "matches", "value": "a.{40}b"}], "action": "deny"}]);
         assert!(CustomRules::parse(&lazy).is_err(), "refused when sent");
         let read: CustomRules = serde_json::from_value(lazy).unwrap();
+        assert!(read.disabled().is_empty());
         let matching = Request {
             user_agent: "a0123456789012345678901234567890123456789b",
             ..Request::default()
         };
-        assert_eq!(decided(&read, &matching), None);
+        assert_eq!(decided(&read, &matching).map(|d| d.0), Some(1));
+        let other = Request {
+            user_agent: "a-short-b",
+            ..Request::default()
+        };
+        assert_eq!(decided(&read, &other), None);
     }
 
     #[test]
@@ -1594,6 +1689,14 @@ mod tests {
                 json!("a.{40}b"),
                 ".value",
                 "too large",
+            ),
+            (
+                "user_agent",
+                None,
+                "matches",
+                json!(r"(?u:\b)bot"),
+                ".value",
+                "cannot use",
             ),
         ];
         for (reads, name, operator, value, field, message) in conditions {

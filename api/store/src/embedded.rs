@@ -1031,9 +1031,15 @@ impl AccountStore for EmbeddedStore {
         // held up behind a user of a hundred thousand; the last deletes the user.
         loop {
             let (partner, id) = (partner.clone(), id.clone());
-            let (batch, done) = self
+            let written = self
                 .write(move |txn| delete_user_batch(txn, &partner, &id))
-                .await?;
+                .await;
+            let (batch, done) = match written {
+                Ok(batch) => batch,
+                // Deleted meanwhile after batches of this deletion.
+                Err(StoreError::NotFound(_)) if !deleted.is_empty() => return Ok(deleted),
+                Err(err) => return Err(err),
+            };
             deleted.extend(batch);
             if done {
                 return Ok(deleted);
@@ -1138,6 +1144,7 @@ impl WebsiteStore for EmbeddedStore {
             }
             check_hosts(txn, &record.partner, &record.website, true)?;
             let held_callbacks = held_count(&record.website);
+            room_for(txn, &record.partner, Holding::Websites, 1, limits.websites)?;
             room_for(
                 txn,
                 &record.partner,
@@ -1145,7 +1152,6 @@ impl WebsiteStore for EmbeddedStore {
                 held_callbacks,
                 limits.held_callbacks,
             )?;
-            room_for(txn, &record.partner, Holding::Websites, 1, limits.websites)?;
             // Checked; from here on everything writes.
             count_holding(txn, &record.partner, Holding::Websites, 1)?;
             count_holding(txn, &record.partner, Holding::HeldCallbacks, held_callbacks)?;

@@ -1064,14 +1064,18 @@ impl AccountStore for RedisStore {
         // that user. A script deletes a batch of websites (the user with the last), so
         // that Redis answers everyone else in between.
         const LUA: &str = include_str!("lua/delete_user.lua");
-        let user = self
-            .user(partner, id)
-            .await?
-            .ok_or_else(|| StoreError::NotFound(format!("user {id}")))?;
         let (p, i) = (partner.as_str(), id.as_str());
         let mut deleted = Vec::new();
+        let mut stale = 0;
         loop {
-            let (done, domains): (i64, Vec<String>) = self
+            // Read again for every batch: a key replaced meanwhile is the one checked.
+            let user = match self.user(partner, id).await? {
+                Some(user) => user,
+                // Deleted meanwhile (by a retry, say) after batches of this deletion.
+                None if !deleted.is_empty() => return Ok(deleted),
+                None => return Err(StoreError::NotFound(format!("user {id}"))),
+            };
+            let batch: Result<(i64, Vec<String>), StoreError> = self
                 .write_script(
                     LUA,
                     vec![
@@ -1093,7 +1097,16 @@ impl AccountStore for RedisStore {
                         crate::DELETED_PER_WRITE.to_string(),
                     ],
                 )
-                .await?;
+                .await;
+            let (done, domains) = match batch {
+                Ok(batch) => batch,
+                Err(StoreError::Stale(_)) if stale < 8 => {
+                    stale += 1;
+                    continue;
+                }
+                Err(StoreError::NotFound(_)) if !deleted.is_empty() => return Ok(deleted),
+                Err(err) => return Err(err),
+            };
             for domain in domains {
                 deleted.push(Domain::parse(&domain).map_err(|e| StoreError::Corrupt {
                     key: domain.clone(),

@@ -224,7 +224,10 @@ impl ResponseCache {
         let mut response = Response::from_parts(head, body);
         let headers = response.headers_mut();
         for (name, values) in &entry.repeated {
-            // Only a name the policy kept (not a hop-by-hop one).
+            // Only a name the policy kept (not a hop-by-hop one) and did not set itself.
+            if name == header::AGE || name == header::WARNING {
+                continue;
+            }
             if headers.remove(name).is_some() {
                 for value in values {
                     headers.append(name, value.clone());

@@ -239,10 +239,11 @@ pub struct RequestBody {
 }
 
 impl RequestBody {
-    /// The body of a request with `head`. A GET or HEAD without `content-length` has
-    /// its first frame awaited (up to `wait`): a browser ends the stream with the
-    /// head, so its body is known to be empty, as hyper knows an HTTP/2 request's, and
-    /// it reaches the origin without framing (and may use the cache).
+    /// The body of a request with `head`. One declared empty (`content-length: 0`) has
+    /// ended; a GET or HEAD without `content-length` has its first frame awaited (up to
+    /// `wait`): a browser ends the stream with the head, so its body is known to be
+    /// empty, as hyper knows an HTTP/2 request's, and it reaches the origin without
+    /// framing (and may use the cache).
     async fn start(
         head: &http::request::Parts,
         stream: Stream<h3_quinn::RecvStream>,
@@ -253,9 +254,12 @@ impl RequestBody {
             ended: false,
             first: None,
         };
-        let bodiless = matches!(head.method, http::Method::GET | http::Method::HEAD)
-            && !head.headers.contains_key(http::header::CONTENT_LENGTH);
-        if bodiless {
+        let length = head.headers.get(http::header::CONTENT_LENGTH);
+        if length.is_some_and(|length| length.as_bytes() == b"0") {
+            // Declared empty (a DATA frame would be a length error).
+            body.ended = true;
+        } else if length.is_none() && matches!(head.method, http::Method::GET | http::Method::HEAD)
+        {
             let first = std::future::poll_fn(|cx| body.poll_data(cx));
             if let Ok(Some(frame)) = tokio::time::timeout(wait, first).await {
                 body.first = Some(frame);

@@ -62,6 +62,13 @@ pub enum IssueError {
     Store(#[from] StoreError),
     #[error("another gateway is issuing for this domain")]
     Busy,
+    /// A renewal or retry waits for a window of the issuance limits to end (ms).
+    #[error("the partner's limit of {limit} issuances per {per} is reached")]
+    Limited {
+        until_ms: u64,
+        limit: u64,
+        per: &'static str,
+    },
     #[error("`{0}` is no valid domain")]
     Domain(String),
     #[error("the certificate was not issued")]
@@ -182,8 +189,8 @@ impl<S: Store> Provisioner<S> {
         };
         let website = &record.website;
         let domain = website.domain.as_str().to_owned();
-        {
-            let mut issuing = self.issuing.lock().unwrap_or_else(|e| e.into_inner());
+        let failures = {
+            let mut issuing = self.issuing();
             let failures = match issuing.get(&domain) {
                 Some(Issuing::Now { .. }) => return true,
                 Some(Issuing::RetryAfter { at, .. }) if *at > botgate_webhooks::now_ms() => {
@@ -193,39 +200,38 @@ impl<S: Store> Provisioner<S> {
                 None => 0,
             };
             issuing.insert(domain.clone(), Issuing::Now { failures });
-        }
+            failures
+        };
         let provisioner = self.clone();
         let names = website.host_names();
         let (partner, parsed) = (record.partner.clone(), website.domain.clone());
         tokio::spawn(async move {
-            let counted = attempt == Attempt::Renewal
-                || matches!(
-                    provisioner.issuing().get(&domain),
-                    Some(Issuing::Now { failures }) if *failures > 0
-                );
-            if counted && let Some(wait_until) = provisioner.count_order(&partner, &parsed).await {
-                let mut issuing = provisioner.issuing();
-                let failures = match issuing.get(&domain) {
-                    Some(Issuing::Now { failures }) => *failures,
-                    _ => 0,
-                };
-                issuing.insert(
-                    domain,
-                    Issuing::RetryAfter {
-                        at: wait_until,
-                        failures,
-                    },
-                );
-                return;
-            }
-            let outcome = provisioner.issue(&acme, &domain, &names).await;
-            let mut issuing = provisioner
-                .issuing
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            let counted =
+                (attempt == Attempt::Renewal || failures > 0).then_some((&partner, &parsed));
+            let outcome = provisioner.issue(&acme, &domain, &names, counted).await;
+            let mut issuing = provisioner.issuing();
             match outcome {
                 Ok(()) => {
                     issuing.remove(&domain);
+                }
+                // Not a failure: another gateway issues, or a limit's window ends first.
+                Err(IssueError::Busy) => {
+                    let at = botgate_webhooks::now_ms() + issuance_backoff(1).as_millis() as u64;
+                    issuing.insert(domain, Issuing::RetryAfter { at, failures });
+                }
+                Err(IssueError::Limited {
+                    until_ms,
+                    limit,
+                    per,
+                }) => {
+                    tracing::warn!(%domain, %partner, limit, per, "certificate issuance waits: the partner's limit is reached");
+                    issuing.insert(
+                        domain,
+                        Issuing::RetryAfter {
+                            at: until_ms,
+                            failures,
+                        },
+                    );
                 }
                 Err(err) => {
                     let failures = match issuing.get(&domain) {
@@ -252,32 +258,17 @@ impl<S: Store> Provisioner<S> {
         self.issuing.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Counts one more order for `domain` of `partner` in the issuance limits; when one
-    /// is reached (or the store cannot count), when to try again (ms) instead.
-    async fn count_order(&self, partner: &PartnerName, domain: &Domain) -> Option<u64> {
-        let limits = &self.config.issuance;
-        let now = botgate_webhooks::now_ms();
-        match limits.take(self.store.as_ref(), partner, domain, now).await {
-            Ok(None) => None,
-            Ok(Some(window)) => {
-                tracing::warn!(%domain, %partner, limit = window.limit, per = window.per, "certificate issuance waits: the partner's limit is reached");
-                Some(window.ends_ms)
-            }
-            Err(err) => {
-                tracing::warn!(%domain, error = %Report(&err), "certificate issuance waits: the store cannot count it");
-                Some(now + issuance_backoff(1).as_millis() as u64)
-            }
-        }
-    }
-
     /// Issues (under the domain's lease) and stores the certificate: a website in
     /// `setup` goes online (or to `error` if the CA refused), an online one just gets
-    /// the new certificate.
+    /// the new certificate. With `counted` (a renewal or a retry), the order counts in
+    /// its partner's and website's issuance limits once the lease is held, so gateways
+    /// that find it held count nothing.
     async fn issue(
         &self,
         acme: &Acme<S>,
         domain: &str,
         names: &[String],
+        counted: Option<(&PartnerName, &Domain)>,
     ) -> Result<(), IssueError> {
         let lease = format!("acme-issue:{domain}");
         let now = botgate_webhooks::now_ms();
@@ -287,6 +278,25 @@ impl<S: Store> Provisioner<S> {
             .await?;
         if !held {
             return Err(IssueError::Busy);
+        }
+        if let Some((partner, parsed)) = counted {
+            let limits = &self.config.issuance;
+            let taken = limits.take(self.store.as_ref(), partner, parsed, now).await;
+            let full = match taken {
+                Ok(full) => full,
+                Err(err) => {
+                    let _ = self.store.remove_ephemeral(&lease).await;
+                    return Err(err.into());
+                }
+            };
+            if let Some(window) = full {
+                let _ = self.store.remove_ephemeral(&lease).await;
+                return Err(IssueError::Limited {
+                    until_ms: window.ends_ms,
+                    limit: window.limit,
+                    per: window.per,
+                });
+            }
         }
         tracing::info!(%domain, ?names, "issuing a certificate");
         let issued = acme.issue(names).await;

@@ -463,7 +463,7 @@ fn renewals_count_in_the_issuance_limits() -> Result<()> {
     }
     // One renewal is counted (and fails: nobody answers there); the other waits.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !gateway.log().contains("certificate issuance waits") {
+    while !gateway.log().contains("the partner's limit is reached") {
         ensure!(std::time::Instant::now() < deadline, "{}", gateway.log());
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -90,12 +90,14 @@ local function release_callbacks(prefix, partner, website, revision)
 end
 -- The error reply refusing `more` held callbacks to `partner` past `limit` ('' for
 -- none); nil when there is room. Before refusing, members whose website has been
--- written since they were added are dropped.
+-- written since they were added are dropped (at most once a minute a partner: a
+-- partner at its bound sending change after change costs no scan each).
 local function held_callbacks_full(prefix, partner, more, limit)
   if limit == '' or more <= 0 then return nil end
   local key = prefix .. 'held-callbacks:' .. partner
   if redis.call('ZCARD', key) + more <= tonumber(limit) then return nil end
-  for _, member in ipairs(redis.call('ZRANGE', key, 0, -1)) do
+  local scan = redis.call('SET', prefix .. 'held-callbacks-checked:' .. partner, '1', 'NX', 'PX', 60000)
+  for _, member in ipairs(scan and redis.call('ZRANGE', key, 0, -1) or {}) do
     local domain, revision = string.match(member, '^([^\n]*)\n([^\n]*)\n')
     local current = domain and redis.call('HGET', prefix .. 'website:' .. domain, 'revision')
     if not current or tonumber(current) ~= tonumber(revision) then redis.call('ZREM', key, member) end
