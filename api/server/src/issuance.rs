@@ -89,9 +89,9 @@ impl IssuanceLimits {
         Ok(None)
     }
 
-    /// Counts one issuance in both windows at once (each count is one atomic step, so
-    /// gateways taking at the same moment never pass a limit together); the window
-    /// whose limit that passes, if one does (the other may have counted it).
+    /// Counts one issuance in both windows (each count one atomic step in the store, so
+    /// gateways counting at the same moment never pass a limit together); the first
+    /// window whose limit that passes, if one does.
     pub async fn take(
         &self,
         store: &impl SharedState,
@@ -99,25 +99,12 @@ impl IssuanceLimits {
         domain: &Domain,
         now_ms: u64,
     ) -> Result<Option<Window>, StoreError> {
+        let mut passed = None;
         for window in self.windows(partner, domain, now_ms) {
             if store.count(&window.key, window.ends_ms).await? > window.limit {
-                return Ok(Some(window));
+                passed.get_or_insert(window);
             }
         }
-        Ok(None)
-    }
-
-    /// Counts one issuance in both windows.
-    pub async fn record(
-        &self,
-        store: &impl SharedState,
-        partner: &PartnerName,
-        domain: &Domain,
-        now_ms: u64,
-    ) -> Result<(), StoreError> {
-        for window in self.windows(partner, domain, now_ms) {
-            store.count(&window.key, window.ends_ms).await?;
-        }
-        Ok(())
+        Ok(passed)
     }
 }

@@ -166,12 +166,13 @@ async fn check_issuance(api: &Api, partner: &PartnerName, domain: &Domain) -> Re
 /// Counts one certificate issuance, written already, in both windows.
 async fn record_issuance(api: &Api, partner: &PartnerName, domain: &Domain) {
     let now = botgate_webhooks::now_ms();
-    let recorded = api
+    // Checked before the change was written; what it passes now is past.
+    let counted = api
         .config
         .issuance
-        .record(api.store.as_ref(), partner, domain, now)
+        .take(api.store.as_ref(), partner, domain, now)
         .await;
-    if let Err(err) = recorded {
+    if let Err(err) = counted {
         tracing::warn!(error = %Report(&err), %domain, "cannot count a certificate issuance");
     }
 }

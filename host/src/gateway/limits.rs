@@ -7,7 +7,7 @@
 
 use arc_swap::ArcSwap;
 use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use governor::{DefaultKeyedRateLimiter, NotUntil, Quota, RateLimiter};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
@@ -172,7 +172,9 @@ impl DdosLimits {
             &limits.client
         };
         if let Err(not_until) = limiter.load().check_key(&(site, client_network(client))) {
-            return limited(not_until.wait_time_from(DefaultClock::default().now()));
+            return Verdict::Limited {
+                retry_after: seconds_until(&not_until),
+            };
         }
         if limits.website.check_key(&site).is_err() {
             self.attacks()
@@ -208,9 +210,7 @@ impl DdosLimits {
             .answers
             .load()
             .check_key(&(0, client_network(client)));
-        checked.map_err(|not_until| {
-            whole_seconds(not_until.wait_time_from(DefaultClock::default().now()))
-        })
+        checked.map_err(|not_until| seconds_until(&not_until))
     }
 
     /// Whether `site` went over its rate, or (`ddos_protection_advanced`) was under
@@ -228,9 +228,10 @@ impl DdosLimits {
     /// its rate: whether the share reserved for such clients has room; 503 otherwise.
     pub fn reserved(&self, site: u64) -> Result<(), u64> {
         let limits = self.limiters.load();
-        limits.reserved.check_key(&site).map_err(|not_until| {
-            whole_seconds(not_until.wait_time_from(DefaultClock::default().now()))
-        })
+        limits
+            .reserved
+            .check_key(&site)
+            .map_err(|not_until| seconds_until(&not_until))
     }
 
     /// Drops the state of clients and websites that are back to a full allowance, and
@@ -270,16 +271,10 @@ fn share(value: NonZeroU32, percent: u32) -> NonZeroU32 {
     NonZeroU32::new(part as u32).unwrap_or(NonZeroU32::MIN)
 }
 
-/// `wait` in whole seconds, rounded up, at least one.
-fn whole_seconds(wait: Duration) -> u64 {
+/// The wait a limiter's refusal names, in whole seconds, rounded up, at least one.
+fn seconds_until(not_until: &NotUntil<<DefaultClock as Clock>::Instant>) -> u64 {
+    let wait = not_until.wait_time_from(DefaultClock::default().now());
     (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
-}
-
-/// Over a limit for `wait`: retry after that many whole seconds, at least one.
-fn limited(wait: Duration) -> Verdict {
-    Verdict::Limited {
-        retry_after: whole_seconds(wait),
-    }
 }
 
 #[cfg(test)]

@@ -69,8 +69,6 @@ pub enum IssueError {
         limit: u64,
         per: &'static str,
     },
-    #[error("`{0}` is no valid domain")]
-    Domain(String),
     #[error("the certificate was not issued")]
     Acme(#[source] AcmeError),
     #[error("the website kept changing; the certificate was not stored")]
@@ -206,9 +204,10 @@ impl<S: Store> Provisioner<S> {
         let names = website.host_names();
         let (partner, parsed) = (record.partner.clone(), website.domain.clone());
         tokio::spawn(async move {
-            let counted =
-                (attempt == Attempt::Renewal || failures > 0).then_some((&partner, &parsed));
-            let outcome = provisioner.issue(&acme, &domain, &names, counted).await;
+            let counted = attempt == Attempt::Renewal || failures > 0;
+            let outcome = provisioner
+                .issue(&acme, &partner, &parsed, &names, counted)
+                .await;
             let mut issuing = provisioner.issuing();
             match outcome {
                 Ok(()) => {
@@ -266,9 +265,10 @@ impl<S: Store> Provisioner<S> {
     async fn issue(
         &self,
         acme: &Acme<S>,
-        domain: &str,
+        partner: &PartnerName,
+        domain: &Domain,
         names: &[String],
-        counted: Option<(&PartnerName, &Domain)>,
+        counted: bool,
     ) -> Result<(), IssueError> {
         let lease = format!("acme-issue:{domain}");
         let now = botgate_webhooks::now_ms();
@@ -279,32 +279,27 @@ impl<S: Store> Provisioner<S> {
         if !held {
             return Err(IssueError::Busy);
         }
-        if let Some((partner, parsed)) = counted {
+        if counted {
             let limits = &self.config.issuance;
-            let taken = limits.take(self.store.as_ref(), partner, parsed, now).await;
-            let full = match taken {
-                Ok(full) => full,
-                Err(err) => {
-                    let _ = self.store.remove_ephemeral(&lease).await;
-                    return Err(err.into());
-                }
-            };
-            if let Some(window) = full {
-                let _ = self.store.remove_ephemeral(&lease).await;
-                return Err(IssueError::Limited {
+            let refused = match limits.take(self.store.as_ref(), partner, domain, now).await {
+                Ok(None) => None,
+                Ok(Some(window)) => Some(IssueError::Limited {
                     until_ms: window.ends_ms,
                     limit: window.limit,
                     per: window.per,
-                });
+                }),
+                Err(err) => Some(err.into()),
+            };
+            if let Some(refused) = refused {
+                let _ = self.store.remove_ephemeral(&lease).await;
+                return Err(refused);
             }
         }
         tracing::info!(%domain, ?names, "issuing a certificate");
         let issued = acme.issue(names).await;
         let _ = self.store.remove_ephemeral(&lease).await;
-        let parsed = botgate_model::Domain::parse(domain)
-            .map_err(|_| IssueError::Domain(domain.to_owned()))?;
         for _ in 0..8 {
-            let Some(record) = self.store.website(&parsed).await? else {
+            let Some(record) = self.store.website(domain).await? else {
                 return Ok(());
             };
             let mut next = record.website.clone();
