@@ -31,6 +31,10 @@ pub struct Script {
     /// Answers as soon as the request's head is in, without reading its body (an
     /// origin that refuses an upload early), then holds the connection for a minute.
     pub early: bool,
+    /// Reads no body where it expects none (a GET's, a HEAD's or a DELETE's) or has
+    /// refused one (a request asking `Expect: 100-continue`, which it answers at once):
+    /// what follows the head is read as the connection's next request.
+    pub ignores_body: bool,
 }
 
 impl Script {
@@ -39,6 +43,7 @@ impl Script {
             bytes: bytes.into(),
             then,
             early: false,
+            ignores_body: false,
         }
     }
 
@@ -48,6 +53,18 @@ impl Script {
             bytes: bytes.into(),
             then: Then::Hold(Duration::from_secs(60)),
             early: true,
+            ignores_body: false,
+        }
+    }
+
+    /// An answer from an origin that ignores the bodies it expects none of (see
+    /// [`Script::ignores_body`]); the connection stays open.
+    pub fn ignoring_body(bytes: impl Into<Vec<u8>>) -> Script {
+        Script {
+            bytes: bytes.into(),
+            then: Then::KeepOpen,
+            early: false,
+            ignores_body: true,
         }
     }
 }
@@ -138,14 +155,23 @@ fn serve(mut stream: TcpStream, seen: &Seen, script: &ScriptFn) {
             .map(|t| String::from_utf8_lossy(t).into_owned())
             .unwrap_or_default();
         let answer = script(&target);
-        if !answer.early {
+        // Asked to close, it reads no further requests (RFC 9112 §9.6).
+        let asked_to_close = String::from_utf8_lossy(&buffer[..head_end])
+            .to_ascii_lowercase()
+            .contains("\r\nconnection: close\r\n");
+        if answer.ignores_body && expects_no_body(&buffer[..head_end]) {
+            seen.requests
+                .lock()
+                .unwrap()
+                .push(buffer.drain(..head_end).collect());
+        } else if !answer.early {
             let Some(request) = read_body(&mut stream, &mut buffer, head_end) else {
                 seen.closed.fetch_add(1, Ordering::SeqCst);
                 return;
             };
             seen.requests.lock().unwrap().push(request);
         }
-        if stream.write_all(&answer.bytes).is_err() {
+        if stream.write_all(&answer.bytes).is_err() || asked_to_close {
             return;
         }
         match answer.then {
@@ -200,6 +226,16 @@ fn read_body(stream: &mut TcpStream, buffer: &mut Vec<u8>, head_end: usize) -> O
         end
     };
     Some(buffer.drain(..end).collect())
+}
+
+/// Whether a request head is a GET's, a HEAD's or a DELETE's, or asks `Expect:
+/// 100-continue`.
+fn expects_no_body(head: &[u8]) -> bool {
+    let head = String::from_utf8_lossy(head).to_ascii_lowercase();
+    ["get ", "head ", "delete "]
+        .iter()
+        .any(|method| head.starts_with(method))
+        || head.contains("\r\nexpect: 100-continue\r\n")
 }
 
 fn fill(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<()> {

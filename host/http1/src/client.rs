@@ -233,8 +233,15 @@ impl<S: Transport> Connection<S> {
         upgrade: bool,
     ) -> Result<ResponseHead, Http1Error> {
         let framing = request_framing(parts, body);
+        // A body on a method whose body means nothing may be left unread by the
+        // origin, and its bytes read there as a request the rules never saw: the
+        // origin is asked to close after its answer (RFC 9112 §9.6), so it reads no
+        // further, and the connection is not reused.
+        let unexpected_body = framing != RequestFraming::Empty
+            && !body.is_end_stream()
+            && matches!(parts.method, Method::GET | Method::HEAD | Method::DELETE);
         self.interim = 0;
-        self.write_head(parts, framing);
+        self.write_head(parts, framing, unexpected_body);
         let written = self.stream.write_all(&self.write).await;
         written.map_err(Http1Error::Stale)?;
         // A body the origin stopped taking may have been refused with an answer (a 413
@@ -270,7 +277,7 @@ impl<S: Transport> Connection<S> {
             Err(err) => Err(body_failed.unwrap_or(err)),
             Ok(mut head) => {
                 // A body not sent whole leaves the connection mid-request.
-                if body_failed.is_some() || answered_early {
+                if body_failed.is_some() || answered_early || unexpected_body {
                     head.keep_alive = false;
                 }
                 Ok(head)
@@ -279,8 +286,9 @@ impl<S: Transport> Connection<S> {
     }
 
     /// The request line and headers into `self.write`; the framing header is the
-    /// gateway's (a client's `Content-Length` is written only as the framing it chose).
-    fn write_head(&mut self, parts: &http::request::Parts, framing: RequestFraming) {
+    /// gateway's (a client's `Content-Length` is written only as the framing it chose),
+    /// and `close` adds `connection: close`.
+    fn write_head(&mut self, parts: &http::request::Parts, framing: RequestFraming, close: bool) {
         let out = &mut self.write;
         out.clear();
         out.extend_from_slice(parts.method.as_str().as_bytes());
@@ -301,6 +309,9 @@ impl<S: Transport> Connection<S> {
             RequestFraming::Empty => {}
             RequestFraming::Length(length) => push_content_length(out, length),
             RequestFraming::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+        }
+        if close {
+            out.extend_from_slice(b"connection: close\r\n");
         }
         out.extend_from_slice(b"\r\n");
     }
@@ -492,7 +503,10 @@ impl<S: Transport> Connection<S> {
         let mut length_field: Option<u64> = None;
         let mut transfer_encoding = false;
         let mut chunked_last = false;
-        let mut close = version == Version::HTTP_10;
+        // `close` anywhere wins over `keep-alive` (as hyper's server reads it); an
+        // HTTP/1.0 answer stays open only when it asks to.
+        let mut says_close = false;
+        let mut says_keep_alive = false;
         for line in response.headers.iter() {
             let name = HeaderName::from_bytes(line.name.as_bytes())
                 .map_err(|_| Http1Error::MalformedHead(format!("header name {:?}", line.name)))?;
@@ -512,13 +526,8 @@ impl<S: Transport> Connection<S> {
                     .is_some_and(|coding| coding.eq_ignore_ascii_case(b"chunked"));
             } else if name == header::CONNECTION {
                 for token in tokens(line.value) {
-                    if token.eq_ignore_ascii_case(b"close") {
-                        close = true;
-                    } else if token.eq_ignore_ascii_case(b"keep-alive")
-                        && version == Version::HTTP_10
-                    {
-                        close = false;
-                    }
+                    says_close |= token.eq_ignore_ascii_case(b"close");
+                    says_keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
                 }
             }
             let range = value_range(&self.read, length, line.value)
@@ -532,7 +541,7 @@ impl<S: Transport> Connection<S> {
             return Err(Http1Error::UnaskedUpgrade);
         }
         // RFC 9112 §6.3, in its order.
-        let mut keep_alive = !close;
+        let mut keep_alive = !says_close && (version == Version::HTTP_11 || says_keep_alive);
         let framing = if head_request
             || status.is_informational()
             || status == StatusCode::NO_CONTENT
@@ -1261,6 +1270,20 @@ mod tests {
                 format!("{status}connection: x, close\r\ncontent-length: 2\r\n\r\nok"),
                 ok(200, "ok", false),
             ),
+            (
+                "HTTP/1.0 close before keep-alive",
+                Method::GET,
+                "HTTP/1.0 200 OK\r\nconnection: close, keep-alive\r\ncontent-length: 2\r\n\r\nok"
+                    .into(),
+                ok(200, "ok", false),
+            ),
+            (
+                "close in a second Connection field",
+                Method::GET,
+                "HTTP/1.0 200 OK\r\nconnection: close\r\nconnection: keep-alive\r\ncontent-length: 2\r\n\r\nok"
+                    .into(),
+                ok(200, "ok", false),
+            ),
             // Closes.
             (
                 "closed before a byte",
@@ -1385,6 +1408,49 @@ mod tests {
             5,
         ));
         assert_eq!(status, Err("RequestLength"));
+    }
+
+    /// A body on a GET, HEAD or DELETE means nothing to many origins, which may leave
+    /// it unread and take it for the connection's next request: the origin is asked to
+    /// close after its answer, and the connection is not reused. A POST's is.
+    #[test]
+    fn a_body_on_a_method_without_one_leaves_the_connection_unused() {
+        let runtime = runtime();
+        for (method, reused) in [
+            (Method::GET, false),
+            (Method::HEAD, false),
+            (Method::DELETE, false),
+            (Method::POST, true),
+        ] {
+            let keep_alive = runtime.block_on(async {
+                let (mut connection, mut origin) = pair();
+                let origin_side = async move {
+                    let head = read_request(&mut origin, 5).await;
+                    origin
+                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                        .await
+                        .unwrap();
+                    String::from_utf8(head).unwrap()
+                };
+                let parts = request(method.clone(), &[("host", "origin.example")]);
+                let client_side = async {
+                    let mut body = crate::full("hello");
+                    connection
+                        .exchange(&parts, &mut body, false)
+                        .await
+                        .unwrap()
+                        .keep_alive
+                };
+                tokio::join!(origin_side, client_side)
+            });
+            let (arrived, keep_alive) = keep_alive;
+            assert_eq!(keep_alive, reused, "{method}");
+            assert_eq!(
+                arrived.contains("\r\nconnection: close\r\n"),
+                !reused,
+                "{arrived}"
+            );
+        }
     }
 
     /// An origin that refuses an upload before taking it (a 413) is heard: the

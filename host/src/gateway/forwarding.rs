@@ -7,9 +7,11 @@ use botgate_http1::wire::header_tokens;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use smallvec::SmallVec;
 
-/// Headers that describe one connection and never travel past it, and `Upgrade` last
-/// (it goes too, except from a WebSocket handshake); [`hop_by_hop_bit`] numbers them.
-static HOP_BY_HOP: [HeaderName; 9] = [
+/// Headers that describe one connection and never travel past it, `Expect` (the
+/// gateway answers a `100-continue` itself, and an origin that refused the body
+/// unasked could read it as its next request), and `Upgrade` last (it goes too, except
+/// from a WebSocket handshake); [`hop_by_hop_bit`] numbers them.
+static HOP_BY_HOP: [HeaderName; 10] = [
     header::CONNECTION,
     HeaderName::from_static("keep-alive"),
     HeaderName::from_static("proxy-connection"),
@@ -18,6 +20,7 @@ static HOP_BY_HOP: [HeaderName; 9] = [
     header::TE,
     header::TRAILER,
     header::TRANSFER_ENCODING,
+    header::EXPECT,
     header::UPGRADE,
 ];
 
@@ -33,13 +36,14 @@ fn hop_by_hop_bit(name: &HeaderName) -> u16 {
         "te" => 1 << 5,
         "trailer" => 1 << 6,
         "transfer-encoding" => 1 << 7,
-        "upgrade" => 1 << 8,
+        "expect" => 1 << 8,
+        "upgrade" => 1 << 9,
         _ => 0,
     }
 }
 
 const CONNECTION_BIT: u16 = 1;
-const UPGRADE_BIT: u16 = 1 << 8;
+const UPGRADE_BIT: u16 = 1 << 9;
 
 /// Whether the request asks to switch to the WebSocket protocol.
 pub fn is_websocket_upgrade(headers: &HeaderMap) -> bool {

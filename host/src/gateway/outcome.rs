@@ -21,7 +21,7 @@ pub enum Outcome {
     Busy,
     /// `force_https` or `force_subdomains_redirect` (301).
     Redirect,
-    /// A method the gateway never forwards (`TRACE`, 405).
+    /// A method the gateway never forwards (`TRACE`, `CONNECT`; 405).
     Refused,
     /// A request that came back through the gateway (508).
     Loop,

@@ -171,14 +171,16 @@ pub fn misdirected() -> Response<Body> {
     )
 }
 
-/// A `TRACE` request, which the gateway does not pass on: an origin that echoes it would
-/// hand a page's script the request's cookies and credentials (cross-site tracing), as
-/// nginx and the hosted proxies refuse it too.
-pub fn trace_refused() -> Response<Body> {
+/// A `TRACE` or `CONNECT` request, which the gateway does not pass on, as nginx and the
+/// hosted proxies refuse them too: an origin that echoes a `TRACE` would hand a page's
+/// script the request's cookies and credentials (cross-site tracing), and one that
+/// accepts a `CONNECT` would turn its connection into a tunnel other visitors'
+/// requests could follow into.
+pub fn method_refused(method: &http::Method) -> Response<Body> {
     let mut response = page(
         StatusCode::METHOD_NOT_ALLOWED,
         "Method not allowed",
-        "TRACE requests are not served.",
+        &format!("{method} requests are not served."),
     );
     response.headers_mut().insert(
         http::header::ALLOW,

@@ -241,9 +241,9 @@ impl Gateway {
         let site = site_key(domain);
 
         // Phase 2: the gateway's own answers and redirects.
-        if request.method() == Method::TRACE {
+        if matches!(*request.method(), Method::TRACE | Method::CONNECT) {
             record.action = Outcome::Refused;
-            return pages::trace_refused();
+            return pages::method_refused(request.method());
         }
         if request.uri().path() == challenge::VERIFY_PATH && request.method() == Method::POST {
             if let Err(retry_after) = self.ddos.answer(client) {

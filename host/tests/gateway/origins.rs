@@ -85,6 +85,9 @@ fn script(target: &str) -> Script {
         "/unanswered" => Script::new(&b""[..], Then::Close),
         // Read, never answered, the connection kept open.
         "/hang" => Script::new(&b""[..], Then::KeepOpen),
+        "/ignores-body" => Script::ignoring_body(
+            &b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 6\r\n\r\nno you"[..],
+        ),
         "/early" => Script::early(
             &b"HTTP/1.1 413 Content Too Large\r\ncontent-length: 8\r\n\r\ntoo big!"[..],
         ),
@@ -356,4 +359,97 @@ fn a_client_that_leaves_cancels_its_origin_request() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Sends `request` on a connection of its own and reads one final answer with a
+/// `content-length`: its head and body (a `100 Continue` before it left out).
+fn one_answer(gateway: &Gateway, request: &[u8]) -> String {
+    const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+    let mut stream = connect(gateway.http);
+    stream.write_all(request).unwrap();
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        if answer.starts_with(CONTINUE) {
+            answer.drain(..CONTINUE.len());
+        }
+        let text = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+        if let Some(end) = text.find("\r\n\r\n")
+            && let Some(length) = text
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length:"))
+                .and_then(|value| value.trim().parse::<usize>().ok())
+            && answer.len() >= end + 4 + length
+        {
+            return String::from_utf8_lossy(&answer).into_owned();
+        }
+        let n = stream.read(&mut chunk).unwrap();
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&answer));
+        answer.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// An origin that reads no body where it expects none (a GET's) or has refused one
+/// (answering an `Expect: 100-continue` at once) reads that body as the connection's
+/// next request, one the rules never saw. The gateway answers `Expect` itself and does
+/// not forward it, and asks the origin to close after answering a GET that carries a
+/// body: a request hidden in a body never reaches the origin.
+#[test]
+fn a_request_hidden_in_a_body_never_reaches_the_origin() {
+    let (origin, gateway) = scripted();
+    let hidden = format!("GET /hidden HTTP/1.1\r\nhost: {DOMAIN}\r\n\r\n");
+    for (method, expect) in [("POST", "expect: 100-continue\r\n"), ("GET", "")] {
+        let request = format!(
+            "{method} /ignores-body HTTP/1.1\r\nhost: {DOMAIN}\r\n{expect}content-length: {}\r\n\r\n{hidden}",
+            hidden.len()
+        );
+        let answer = one_answer(&gateway, request.as_bytes());
+        assert!(answer.starts_with("HTTP/1.1 401 "), "{method}: {answer}");
+        assert!(answer.ends_with("no you"), "{method}: {answer}");
+        let next = one_answer(
+            &gateway,
+            format!("GET /next HTTP/1.1\r\nhost: {DOMAIN}\r\n\r\n").as_bytes(),
+        );
+        assert!(next.ends_with("fine"), "{method}: {next}");
+    }
+    let requests = origin.requests();
+    let heads: Vec<String> = requests
+        .iter()
+        .map(|r| String::from_utf8_lossy(r).into_owned())
+        .collect();
+    assert!(
+        heads.iter().all(|r| !r.starts_with("GET /hidden ")),
+        "a hidden request reached the origin: {heads:#?}"
+    );
+    assert!(
+        heads
+            .iter()
+            .all(|r| !r.to_ascii_lowercase().contains("\r\nexpect:")),
+        "{heads:#?}"
+    );
+    assert_eq!(
+        heads.iter().filter(|r| r.starts_with("GET /next ")).count(),
+        2
+    );
+}
+
+/// `CONNECT` is refused (405): an origin that accepted it would turn its connection
+/// into a tunnel; the origin never sees one.
+#[test]
+fn connect_is_refused() {
+    let (origin, gateway) = scripted();
+    let answer = one_answer(
+        &gateway,
+        format!("CONNECT {DOMAIN}:80 HTTP/1.1\r\nhost: {DOMAIN}\r\n\r\n").as_bytes(),
+    );
+    assert!(answer.starts_with("HTTP/1.1 405 "), "{answer}");
+    assert!(
+        answer.contains("CONNECT requests are not served"),
+        "{answer}"
+    );
+    assert!(
+        origin.requests().iter().all(|r| !r.starts_with(b"CONNECT")),
+        "{:?}",
+        origin.requests()
+    );
 }
