@@ -380,3 +380,40 @@ async fn a_users_websites_are_deleted_a_batch_a_script() {
     let ran = scripts() - before;
     assert!(ran >= 4, "{ran} scripts deleted {count} websites");
 }
+
+/// Redis keeps what a script wrote before it failed: a batch of a user's websites with
+/// one record that cannot be read is refused whole, before its first write, and no
+/// website is deleted without its change being published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_batch_with_an_unreadable_record_changes_nothing() {
+    let server = RedisServer::start().unwrap();
+    let store = RedisStore::connect(config(&server)).await.unwrap();
+    let (hoster, owner) = conformance::partner_and_user(&store, "hoster", "owner").await;
+    for name in ["a-first.example", "b-damaged.example", "c-last.example"] {
+        let site = conformance::website(name, &owner);
+        store.create_website(&hoster.name, &site).await.unwrap();
+    }
+    server
+        .command(&[
+            "HSET",
+            "botgate:website:b-damaged.example",
+            "website",
+            "{not json",
+        ])
+        .unwrap();
+    let version = store.version().await.unwrap();
+    let refused = store.delete_user(&hoster.name, &owner.id).await;
+    assert!(
+        matches!(&refused, Err(StoreError::Corrupt { key, .. }) if key.contains("b-damaged.example")),
+        "{refused:?}"
+    );
+    assert_eq!(store.version().await.unwrap(), version, "nothing changed");
+    for name in ["a-first.example", "c-last.example"] {
+        let domain = botgate_model::Domain::parse(name).unwrap();
+        assert!(
+            store.website(&domain).await.unwrap().is_some(),
+            "{name} is kept"
+        );
+    }
+    assert!(store.user(&hoster.name, &owner.id).await.unwrap().is_some());
+}

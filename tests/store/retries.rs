@@ -157,3 +157,56 @@ async fn short_lived_values_keep_no_reply_per_write() {
     let kept = server.command(&["KEYS", "botgate:op:*"]).unwrap();
     assert_eq!(kept, botgate_tests::servers::Resp::Array(vec![]));
 }
+
+/// Traffic counts are added every few seconds for every website a gateway served: the
+/// reply each flush keeps for a retry lives a minute, not the ten minutes a record
+/// change's does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_traffic_flush_keeps_its_reply_briefly() {
+    use botgate_store::{Owner, TrafficStore};
+    let server = RedisServer::start().unwrap();
+    let store = RedisStore::connect(config(&server)).await.unwrap();
+    let (acme, alice) = partner_and_user(&store, "acme", "alice").await;
+    store
+        .create_website(&acme.name, &website("counted.example", &alice))
+        .await
+        .unwrap();
+    let op_keys = || match server.command(&["KEYS", "botgate:op:*"]).unwrap() {
+        botgate_tests::servers::Resp::Array(keys) => keys
+            .into_iter()
+            .map(|key| match key {
+                botgate_tests::servers::Resp::Bulk(Some(key)) => key,
+                other => panic!("{other:?}"),
+            })
+            .collect::<Vec<_>>(),
+        other => panic!("{other:?}"),
+    };
+    let before = op_keys();
+    let counts = botgate_store::Counts([("c:humans:grant".to_owned(), 3)].into_iter().collect());
+    let owner = Owner {
+        partner: &acme.name,
+        user: &alice.id,
+    };
+    let site = botgate_model::Domain::parse("counted.example").unwrap();
+    store
+        .add_traffic(&site, owner, 29_916_667, &counts, &[])
+        .await
+        .unwrap();
+    let flushed: Vec<String> = op_keys()
+        .into_iter()
+        .filter(|key| !before.contains(key))
+        .collect();
+    assert_eq!(flushed.len(), 1, "{flushed:?}");
+    let ttl = server.command(&["PTTL", &flushed[0]]).unwrap();
+    assert!(
+        matches!(ttl, botgate_tests::servers::Resp::Integer(ms) if ms > 0 && ms <= 60_000),
+        "{ttl:?}"
+    );
+    for key in before {
+        let ttl = server.command(&["PTTL", &key]).unwrap();
+        assert!(
+            matches!(ttl, botgate_tests::servers::Resp::Integer(ms) if ms > 60_000),
+            "a record change keeps its reply longer: {ttl:?}"
+        );
+    }
+}

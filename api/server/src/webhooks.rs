@@ -10,7 +10,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use botgate_model::{PartnerName, WebsiteView};
-use botgate_store::{AccountStore, StoreError};
+use botgate_store::{AccountStore, OutboxStore, StoreError};
 use serde::Serialize;
 use std::sync::Arc;
 use utoipa::ToSchema;
@@ -24,14 +24,50 @@ pub struct WebhookSecret {
 }
 
 /// Queues the webhook of a `callbackUrl` accepted with an earlier request (held while
-/// the website was in `setup`): never refused for the partner's bound.
+/// the website was in `setup`), refused only past
+/// [`botgate_webhooks::OUTBOX_PER_PARTNER`].
 pub async fn queue_accepted(
     api: &Api,
     partner: &PartnerName,
     url: &url::Url,
     website: &WebsiteView,
 ) -> Result<(), ApiError> {
-    enqueue(api, partner, url, website, usize::MAX).await
+    enqueue(
+        api,
+        partner,
+        url,
+        website,
+        botgate_webhooks::OUTBOX_PER_PARTNER,
+    )
+    .await
+}
+
+/// Refuses a request that sends `callbackUrl` before anything of it is written, while
+/// [`botgate_webhooks::WAITING_PER_PARTNER`] of the partner's webhooks wait for delivery
+/// already: those a website holds in `setup` are queued unasked when its work ends, so
+/// they are accepted only while the outbox has room.
+pub async fn check_room(api: &Api, partner: &PartnerName) -> Result<(), ApiError> {
+    let most = botgate_webhooks::WAITING_PER_PARTNER;
+    let waiting = api
+        .store
+        .waiting_deliveries(partner, most)
+        .await
+        .map_err(|err| ApiError::from_store(err, "callbackUrl"))?;
+    if waiting < most {
+        return Ok(());
+    }
+    Err(ApiError {
+        retry_after: Some(60),
+        ..ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "{most} of this partner's webhooks wait for delivery already, the most \
+                 allowed; nothing was changed: send the request without `callbackUrl`, or \
+                 again once they have gone"
+            ),
+        )
+        .on("callbackUrl")
+    })
 }
 
 /// Queues the webhook that tells `partner` at `url` that the change to `website`

@@ -242,6 +242,9 @@ pub async fn create_website(
             pending.callbacks.push(url.to_string());
         }
     }
+    if callback_url.is_some() {
+        webhooks::check_room(&api, &partner.name).await?;
+    }
     let limits = WebsiteLimits {
         websites: api.config.quotas.websites,
         held_callbacks: botgate_webhooks::HELD_PER_PARTNER,
@@ -361,6 +364,9 @@ pub async fn update_website(
                 }
                 pending.callbacks.push(url.to_owned());
             }
+        }
+        if request.callback_url.is_some() {
+            webhooks::check_room(&api, &record.partner).await?;
         }
         let stored = if website == record.website {
             record

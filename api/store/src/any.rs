@@ -246,6 +246,14 @@ impl OutboxStore for AnyStore {
         delegate!(self.finish_delivery(id))
     }
 
+    async fn waiting_deliveries(
+        &self,
+        partner: &PartnerName,
+        at_most: usize,
+    ) -> Result<usize, StoreError> {
+        delegate!(self.waiting_deliveries(partner, at_most))
+    }
+
     async fn deliveries(&self) -> Result<Vec<Delivery>, StoreError> {
         delegate!(self.deliveries())
     }

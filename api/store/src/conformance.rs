@@ -104,6 +104,21 @@ pub async fn run<S: Store>(store: &S) {
     held_callbacks(store).await;
     user_keys(store).await;
     deleting_a_user_of_many_websites(store).await;
+    error_words_in_values(store).await;
+}
+
+/// A partner's value that spells a store error's word is only a value: a user id
+/// `XCONFLICTX` that does not exist is not found, not a conflict.
+async fn error_words_in_values<S: Store>(store: &S) {
+    let (words, _) = partner_and_user(store, "errorwords", "walter").await;
+    for id in ["XCONFLICTX", "STALE", "FULL", "HOSTTAKEN"] {
+        let id = UserId::parse(id).unwrap();
+        let refused = store.delete_user(&words.name, &id).await;
+        assert!(
+            matches!(&refused, Err(crate::StoreError::NotFound(what)) if what.contains(id.as_str())),
+            "{refused:?}"
+        );
+    }
 }
 
 /// A user of more websites than one write deletes: all go, a batch a write, and the
@@ -1443,6 +1458,17 @@ async fn outbox<S: Store>(store: &S) {
         .enqueue_delivery(&delivery("flood", "msg_f1", 5), 2)
         .await
         .expect("replacing a waiting one is not one more");
+    let flood = PartnerName::parse("flood").unwrap();
+    assert_eq!(
+        store.waiting_deliveries(&flood, 10).await.unwrap(),
+        2,
+        "claimed ones wait too"
+    );
+    assert_eq!(
+        store.waiting_deliveries(&flood, 1).await.unwrap(),
+        1,
+        "counted up to the bound"
+    );
     let refused = store
         .enqueue_delivery(&delivery("flood", "msg_f3", 1), 2)
         .await;
@@ -1455,6 +1481,13 @@ async fn outbox<S: Store>(store: &S) {
         .await
         .unwrap();
     store.finish_delivery("msg_f1").await.unwrap();
+    assert_eq!(store.waiting_deliveries(&flood, 10).await.unwrap(), 1);
+    let acme = PartnerName::parse("acme").unwrap();
+    assert_eq!(
+        store.waiting_deliveries(&acme, 10).await.unwrap(),
+        1,
+        "its own only"
+    );
     store
         .enqueue_delivery(&delivery("flood", "msg_f3", 1), 2)
         .await

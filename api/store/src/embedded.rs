@@ -1467,6 +1467,20 @@ impl OutboxStore for EmbeddedStore {
         })
         .await
     }
+
+    async fn waiting_deliveries(
+        &self,
+        partner: &PartnerName,
+        at_most: usize,
+    ) -> Result<usize, StoreError> {
+        let prefix = format!("{partner}\n");
+        self.read(move |txn| {
+            let of_partner = txn.open_table(DELIVERIES_OF_PARTNER_DUE).map_err(backend)?;
+            let waiting = keys_with_prefix(&of_partner, &prefix, None, at_most)?;
+            Ok(waiting.len().min(at_most))
+        })
+        .await
+    }
 }
 
 impl SharedState for EmbeddedStore {

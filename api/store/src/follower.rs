@@ -5,8 +5,10 @@
 //! The follower subscribes before it loads the first snapshot, so no change falls
 //! between the two. Each change names what it touched; the follower re-reads that
 //! website and publishes a new index. A version gap (a missed message), a lagging
-//! receiver, or a timer that finds the store's version ahead of the index all lead to
-//! a full reload. A failed reload keeps the last index and is retried at the next tick.
+//! receiver, or a timer that finds the index still short of the version the store had
+//! at its last tick all lead to a full reload (a change published but not yet applied
+//! is usual under steady writes, and no reason to read everything). A failed reload
+//! keeps the last index and is retried at the next tick.
 //!
 //! A website record the store holds but cannot read (written by a later release, or
 //! damaged) is left out and reported, never the reason the rest goes unread: a website
@@ -169,6 +171,8 @@ struct Contact {
     confirmed_ms: AtomicU64,
     /// Since when (ms) every read has failed; 0 while the store answers.
     failing_since_ms: AtomicU64,
+    /// Full reloads since the start.
+    reloads: AtomicU64,
 }
 
 fn now_ms() -> u64 {
@@ -203,6 +207,8 @@ pub struct Freshness {
     /// Since the store last answered, while every read of it fails; `None` while it
     /// answers.
     pub unreachable_for: Option<Duration>,
+    /// Full reloads of the index since the start (each reads every website).
+    pub reloads: u64,
 }
 
 impl Drop for Follower {
@@ -251,6 +257,7 @@ impl Follower {
             age,
             // Lost since it last answered, not since the failure was noticed.
             unreachable_for: failing.then_some(age),
+            reloads: self.contact.reloads.load(Ordering::Relaxed),
         }
     }
 
@@ -273,6 +280,7 @@ async fn reload<S: Store>(
     contact: &Contact,
     why: &str,
 ) {
+    contact.reloads.fetch_add(1, Ordering::Relaxed);
     match store.snapshot().await {
         Ok(snapshot) => {
             contact.answered();
@@ -315,6 +323,8 @@ async fn follow<S: Store>(
     timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     timer.tick().await;
     let mut restarts_open = true;
+    // The store's version at the last tick, which the feed has had a tick to bring.
+    let mut version_at_last_tick = None;
     loop {
         let first = tokio::select! {
             received = feed.recv() => received,
@@ -336,6 +346,7 @@ async fn follow<S: Store>(
                         ))
                     });
                 let index = current.load();
+                let behind_last_tick = version_at_last_tick.take();
                 match answer {
                     Ok(position) if *position.history != *index.history => {
                         // A promoted replica: its numbers may repeat ones applied here
@@ -343,10 +354,16 @@ async fn follow<S: Store>(
                         // read is trusted.
                         reload(store.as_ref(), &current, &contact, "the store's history changed (a failover)").await;
                     }
-                    Ok(position) if position.version != index.version => {
-                        reload(store.as_ref(), &current, &contact, "periodic resync found another version").await;
+                    Ok(position) if position.version < index.version => {
+                        reload(store.as_ref(), &current, &contact, "periodic resync found the store behind the index").await;
                     }
-                    Ok(_) => contact.answered(),
+                    Ok(_) if behind_last_tick.is_some_and(|then| index.version < then) => {
+                        reload(store.as_ref(), &current, &contact, "periodic resync found the index a tick behind the store").await;
+                    }
+                    Ok(position) => {
+                        contact.answered();
+                        version_at_last_tick = Some(position.version);
+                    }
                     Err(err) => {
                         contact.failed();
                         tracing::warn!(error = %Report(&err), "website index: cannot read the store version");

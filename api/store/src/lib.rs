@@ -712,6 +712,14 @@ pub trait OutboxStore: Send + Sync + 'static {
 
     /// Every delivery in the outbox, in id order (for operators and tests).
     fn deliveries(&self) -> impl Future<Output = Result<Vec<Delivery>, StoreError>> + Send;
+
+    /// How many of `partner`'s deliveries wait, counted up to `at_most` (a bounded
+    /// read, for a refusal before a write).
+    fn waiting_deliveries(
+        &self,
+        partner: &PartnerName,
+        at_most: usize,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send;
 }
 
 /// What the gateways of a cluster share besides records: secrets, short-lived values,

@@ -244,39 +244,47 @@ fn limit_argument(at_most: usize) -> String {
     }
 }
 
-/// The scripts' answers that are not data: a Lua error reply starting with one of these
-/// words becomes the matching [`StoreError`].
+/// The scripts' answers that are not data: a Lua error reply whose code (its first
+/// word, `-NOTFOUND user x`) is one of these becomes the matching [`StoreError`]. Only
+/// the code is matched: a word inside a partner's value (a user id `XCONFLICTX`) never
+/// passes for one.
 fn script_error(err: redis::RedisError) -> StoreError {
-    let text = err.to_string();
-    if let Some(at) = text.find("HOSTTAKEN") {
-        let rest = text[at + "HOSTTAKEN".len()..].trim_start_matches(['"', ':', ' ']);
-        let mut words = rest.split_whitespace();
-        if let (Some(field), Some(clash), Some(host)) = (
-            words.next().and_then(HostField::parse),
-            words.next().and_then(HostClash::parse),
-            words.next(),
-        ) {
-            return StoreError::HostTaken {
-                field,
-                host: host.trim_end_matches(['"', ')', '.']).to_owned(),
-                clash,
-            };
+    let Some(code) = err.code() else {
+        return backend(err);
+    };
+    let detail = err.detail().unwrap_or_default();
+    let rest = detail
+        .trim_start_matches(['"', ':', ' '])
+        .trim_end_matches(['"', ')', '.'])
+        .trim()
+        .to_owned();
+    match code {
+        "HOSTTAKEN" => {
+            let mut words = rest.split_whitespace();
+            match (
+                words.next().and_then(HostField::parse),
+                words.next().and_then(HostClash::parse),
+                words.next(),
+            ) {
+                (Some(field), Some(clash), Some(host)) => StoreError::HostTaken {
+                    field,
+                    host: host.to_owned(),
+                    clash,
+                },
+                _ => backend(err),
+            }
         }
+        "CONFLICT" => StoreError::Conflict(rest),
+        "NOTFOUND" => StoreError::NotFound(rest),
+        "STALE" => StoreError::Stale(rest),
+        "FULL" => StoreError::Full(rest),
+        "ATLIMIT" => StoreError::AtLimit(rest),
+        "CORRUPT" => StoreError::Corrupt {
+            key: rest,
+            reason: "a record this release cannot read".to_owned(),
+        },
+        _ => backend(err),
     }
-    for (word, make) in [
-        ("CONFLICT", StoreError::Conflict as fn(String) -> StoreError),
-        ("NOTFOUND", StoreError::NotFound),
-        ("STALE", StoreError::Stale),
-        ("FULL", StoreError::Full),
-        ("ATLIMIT", StoreError::AtLimit),
-    ] {
-        if let Some(at) = text.find(word) {
-            let rest = text[at + word.len()..].trim_start_matches(['"', ':', ' ']);
-            let rest = rest.trim_end_matches(['"', ')', '.']);
-            return make(rest.trim().to_owned());
-        }
-    }
-    backend(err)
 }
 
 /// `publish`: bumps the version once per change given as `ARGV[i]` (JSON of
@@ -300,22 +308,31 @@ const ONCE_LUA: &str = include_str!("lua/once.lua");
 /// How long an operation's reply is kept for a retry of it.
 const OPERATION_KEPT: Duration = Duration::from_secs(600);
 
+/// How long the reply of a frequent operation is kept: a retry comes within seconds of
+/// its first run (one reconnect, under the connection and response timeouts).
+const FREQUENT_OPERATION_KEPT: Duration = Duration::from_secs(60);
+
 /// What a write's retry after a lost reply does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Retry {
     /// Gets the first run's reply, kept for [`OPERATION_KEPT`]: the store's records.
     FirstReply,
+    /// Gets the first run's reply, kept for [`FREQUENT_OPERATION_KEPT`]: writes made
+    /// every few seconds for each website (traffic counts), whose replies kept for
+    /// [`OPERATION_KEPT`] would be dozens of keys a website and gateway.
+    FrequentFirstReply,
     /// Runs again: short-lived values whose repeat is harmless (a count one higher, a
     /// lease or value set again), written too often to keep a reply for each (a flood
     /// of challenge answers would fill Redis with them).
     RunAgain,
 }
 
-/// [`script`] for a write: `body` runs once per operation ([`ONCE_LUA`]).
-fn write_once_script(body: &str) -> redis::Script {
+/// [`script`] for a write: `body` runs once per operation ([`ONCE_LUA`]), its reply
+/// kept for `kept`.
+fn write_once_script(body: &str, kept: Duration) -> redis::Script {
     redis::Script::new(&format!(
         "{PUBLISH_LUA}\n{HOSTS_LUA}\n{ONCE_LUA}\nreturn once(function()\n{body}\nend, {})",
-        OPERATION_KEPT.as_millis()
+        kept.as_millis()
     ))
 }
 
@@ -631,17 +648,22 @@ impl RedisStore {
             .into_iter()
             .chain(keys)
             .collect();
-        let script = match retry {
-            Retry::FirstReply => {
+        let kept = match retry {
+            Retry::FirstReply => Some(OPERATION_KEPT),
+            Retry::FrequentFirstReply => Some(FREQUENT_OPERATION_KEPT),
+            Retry::RunAgain => None,
+        };
+        let script = match kept {
+            Some(kept) => {
                 // The operation's name, the same for its retries.
                 let counters = &self.counters;
                 let number = counters
                     .next_operation
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 keys.push(self.key(&format!("op:{}:{number}", counters.operation_prefix)));
-                write_once_script(body)
+                write_once_script(body, kept)
             }
-            Retry::RunAgain => script(body),
+            None => script(body),
         };
         let script = Arc::new(script);
         let replicas = self.config.wait_replicas;
@@ -1439,6 +1461,22 @@ impl OutboxStore for RedisStore {
         Ok(())
     }
 
+    async fn waiting_deliveries(
+        &self,
+        partner: &PartnerName,
+        at_most: usize,
+    ) -> Result<usize, StoreError> {
+        let index = self.key(&format!("deliveries-due:{partner}"));
+        let waiting: usize = self
+            .run(move |c| {
+                let index = index.clone();
+                Box::pin(async move { c.zcard(index).await })
+            })
+            .await
+            .map_err(backend)?;
+        Ok(waiting.min(at_most))
+    }
+
     async fn deliveries(&self) -> Result<Vec<Delivery>, StoreError> {
         let partners_due = self.key("partners-due");
         let partners: Vec<String> = self
@@ -1600,7 +1638,7 @@ impl TrafficStore for RedisStore {
         let _: i64 = self
             .write_script_with(
                 // Once per flush: a retry after a lost reply must not count twice.
-                Retry::FirstReply,
+                Retry::FrequentFirstReply,
                 LUA,
                 vec![
                     self.traffic_key(domain, Resolution::Minute, minute),
@@ -1840,7 +1878,7 @@ impl RulesetStore for RedisStore {
         let _: i64 = self
             .write_script_with(
                 // Once per flush: a retry after a lost reply must not count twice.
-                Retry::FirstReply,
+                Retry::FrequentFirstReply,
                 LUA,
                 vec![
                     self.key(&format!("shadow-counts:{key}")),

@@ -109,9 +109,15 @@ pub enum QueueError {
 pub const WAITING_PER_PARTNER: usize = 1000;
 
 /// The most `callbackUrl`s one partner's websites in `setup` may hold for the end of
-/// their work. They are queued unrefused when it ends, so with [`WAITING_PER_PARTNER`]
-/// this bounds what one partner can have in the outbox.
+/// their work. A `callbackUrl` is accepted only while fewer than
+/// [`WAITING_PER_PARTNER`] of its partner's webhooks wait, and the held ones are queued
+/// when the work ends, so one partner's outbox stays within [`OUTBOX_PER_PARTNER`].
 pub const HELD_PER_PARTNER: usize = 1000;
+
+/// The most webhooks of one partner the outbox holds: a held `callbackUrl` released
+/// past it is not queued (never reached while the API refuses `callbackUrl`s at
+/// [`WAITING_PER_PARTNER`], but for requests racing each other).
+pub const OUTBOX_PER_PARTNER: usize = WAITING_PER_PARTNER + HELD_PER_PARTNER;
 
 /// The most attempts of one partner's webhooks one gateway makes at once, of its
 /// `batch`: a receiver that never answers ties up at most these.

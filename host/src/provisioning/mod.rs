@@ -106,6 +106,32 @@ enum Attempt {
     Renewal,
 }
 
+/// Websites in `setup` one gateway checks at once.
+const CHECKS_AT_ONCE: usize = 16;
+
+/// `records` reordered so that partners take turns: each partner's first, then each
+/// one's second, and so on (partners in the order they first appear).
+fn interleaved_by_partner(records: Vec<Arc<WebsiteRecord>>) -> Vec<Arc<WebsiteRecord>> {
+    let mut queues: Vec<(PartnerName, std::collections::VecDeque<Arc<WebsiteRecord>>)> = Vec::new();
+    for record in records {
+        match queues
+            .iter_mut()
+            .find(|(partner, _)| *partner == record.partner)
+        {
+            Some((_, queue)) => queue.push_back(record),
+            None => queues.push((record.partner.clone(), [record].into())),
+        }
+    }
+    let mut turns = Vec::new();
+    while !queues.is_empty() {
+        queues.retain_mut(|(_, queue)| {
+            turns.extend(queue.pop_front());
+            !queue.is_empty()
+        });
+    }
+    turns
+}
+
 /// The wait after `failures` failed issuances in a row: a minute, doubling, at most
 /// six hours (a CA's rate limits are counted in hours).
 pub(crate) fn issuance_backoff(failures: u32) -> Duration {
@@ -167,14 +193,26 @@ impl<S: Store> Provisioner<S> {
                 renewals.push(record.clone());
             }
         }
-        for record in waiting {
-            if let Err(err) = self.check(&record).await {
-                tracing::warn!(domain = %record.website.domain, error = %Report(&err), "provisioning: store write failed; retrying next round");
-            }
-        }
+        // Renewals first: each goes on in the background, behind no DNS check.
         for record in renewals {
             self.start_issuing(&record, Attempt::Renewal);
         }
+        // One partner's websites hold up no other's: taken a partner at a time in turn,
+        // a few at once, each check's lookups bounded in time (`dns::CHECK_TIME`).
+        // (Dropping the set, when the provisioner stops, stops the checks.)
+        let mut checks = tokio::task::JoinSet::new();
+        for record in interleaved_by_partner(waiting) {
+            if checks.len() >= CHECKS_AT_ONCE {
+                checks.join_next().await;
+            }
+            let this = Arc::clone(self);
+            checks.spawn(async move {
+                if let Err(err) = this.check(&record).await {
+                    tracing::warn!(domain = %record.website.domain, error = %Report(&err), "provisioning: store write failed; retrying next round");
+                }
+            });
+        }
+        while checks.join_next().await.is_some() {}
     }
 
     /// Starts issuing a certificate for `record`'s website in the background, unless
@@ -402,14 +440,14 @@ impl<S: Store> Provisioner<S> {
         for callback in callbacks {
             let queued = match url::Url::parse(callback) {
                 Ok(url) => {
-                    // Accepted with the partner's request (a website holds a bounded
-                    // number): never refused now.
+                    // Accepted with the partner's request while the outbox had room:
+                    // refused only past the partner's whole bound.
                     botgate_webhooks::queue(
                         self.store.as_ref(),
                         &stored.partner,
                         &url,
                         &view,
-                        usize::MAX,
+                        botgate_webhooks::OUTBOX_PER_PARTNER,
                     )
                     .await
                     .map(drop)
@@ -442,6 +480,47 @@ mod tests {
             public: params.self_signed(&key).unwrap().pem(),
             private: key.serialize_pem(),
         }
+    }
+
+    /// A partner with many websites waiting does not go before everyone else's.
+    #[test]
+    fn waiting_websites_are_checked_a_partner_at_a_time_in_turn() {
+        let record = |partner: &str, domain: &str| {
+            Arc::new(WebsiteRecord {
+                partner: PartnerName::parse(partner).unwrap(),
+                revision: 1,
+                website: Website::create(WebsiteInput {
+                    domain: Some(domain.into()),
+                    user_id: Some("ann".into()),
+                    ip: Some(vec!["192.0.2.10".into()]),
+                    ..WebsiteInput::default()
+                })
+                .unwrap(),
+            })
+        };
+        let records = vec![
+            record("flood", "f1.example"),
+            record("flood", "f2.example"),
+            record("flood", "f3.example"),
+            record("quiet", "q1.example"),
+            record("other", "o1.example"),
+            record("quiet", "q2.example"),
+        ];
+        let order: Vec<String> = interleaved_by_partner(records)
+            .into_iter()
+            .map(|record| record.website.domain.as_str().to_owned())
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "f1.example",
+                "q1.example",
+                "o1.example",
+                "f2.example",
+                "q2.example",
+                "f3.example"
+            ]
+        );
     }
 
     #[test]

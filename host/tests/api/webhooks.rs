@@ -445,28 +445,14 @@ fn the_callbacks_a_partners_websites_hold_in_setup_are_bounded() -> Result<()> {
     for n in 0..HELD {
         post_website(&holder, &held("ann", n))?;
     }
-    let refused = holder.post_json("/v1.0/website", &held("ann", HELD))?;
-    assert_eq!(refused.status, 429, "{refused:?}");
-    assert_eq!(refused.json()["field"], "callbackUrl");
-    assert!(
-        refused.json()["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains(&format!("{HELD} `callbackUrl`s wait")),
-        "{refused:?}"
-    );
-    let absent = holder.get(&format!("/v1.0/website/held{HELD}.ann.example"))?;
-    assert_eq!(absent.status, 404, "nothing was created: {absent:?}");
-    // A change adding one is refused whole; without `callbackUrl` it goes through.
-    let refused = holder.put_json(
-        "/v1.0/website/held0.ann.example",
-        &json!({"tag": ["more"], "callbackUrl": receiver.url("/hooks/ann/more")}),
+    assert_callback_refused(
+        &holder,
+        &held("ann", HELD),
+        "held0.ann.example",
+        &receiver.url("/hooks/ann/more"),
+        &format!("{HELD} `callbackUrl`s wait"),
     )?;
-    assert_eq!(refused.status, 429, "{refused:?}");
-    assert_eq!(
-        holder.get("/v1.0/website/held0.ann.example")?.json()["tag"],
-        json!([])
-    );
+    // Without `callbackUrl` a create goes through.
     let mut plain = held("ann", HELD + 1);
     plain.as_object_mut().map(|body| body.remove("callbackUrl"));
     post_website(&holder, &plain)?;
@@ -480,5 +466,86 @@ fn the_callbacks_a_partners_websites_hold_in_setup_are_bounded() -> Result<()> {
     let got = receiver.wait_for(1, Duration::from_secs(20))?;
     assert_eq!(got[0].path, "/hooks/ann/0");
     post_website(&holder, &held("ann", HELD)).context("room again")?;
+    Ok(())
+}
+
+/// A `callbackUrl` a website holds in `setup` is queued when the website leaves it,
+/// whatever the outbox holds then; so held ones are accepted only while the partner's
+/// outbox has room. A partner cycling websites through `setup` (sixteen held
+/// `callbackUrl`s each, then online) towards a receiver that never answers fills its
+/// outbox to [`botgate_webhooks::WAITING_PER_PARTNER`] and no further: then a create
+/// or change sending `callbackUrl` is refused with 429 and changes nothing.
+#[test]
+fn released_callbacks_cannot_grow_a_partners_outbox_without_bound() -> Result<()> {
+    const WAITING: usize = botgate_webhooks::WAITING_PER_PARTNER;
+    let (silent_url, _connections) = silent_receiver()?;
+    let gateway = flooding_gateway(&["cycler"])?;
+    let cycler = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
+    create_user(&cycler, "ann")?;
+    let url = |n: usize, k: usize| format!("{silent_url}/{n}/{k}");
+    let mut released = 0;
+    let mut n = 0;
+    while released < WAITING {
+        let domain = format!("cycle{n}.example");
+        post_website(
+            &cycler,
+            &json!({"user_id": "ann", "domain": domain, "ip": ["192.0.2.10"],
+                    "status": "setup", "callbackUrl": url(n, 0)}),
+        )?;
+        for k in 1..16 {
+            let added = cycler.put_json(
+                &format!("/v1.0/website/{domain}"),
+                &json!({"callbackUrl": url(n, k)}),
+            )?;
+            ensure!(added.status == 200, "{added:?}");
+        }
+        let online = cycler.put_json(
+            &format!("/v1.0/website/{domain}"),
+            &json!({"status": "online"}),
+        )?;
+        ensure!(online.status == 200, "{online:?}");
+        released += 16;
+        n += 1;
+    }
+    assert_callback_refused(
+        &cycler,
+        &json!({"user_id": "ann", "domain": "one-more.example", "ip": ["192.0.2.10"],
+                "status": "setup", "callbackUrl": url(n, 0)}),
+        "cycle0.example",
+        &url(0, 99),
+        &format!("{WAITING} of this partner's webhooks wait"),
+    )
+}
+
+/// Asserts that `partner` creating `created` (which sends a `callbackUrl`), and changing
+/// the tags of its website `existing` with `callback`, are refused with 429 on
+/// `callbackUrl`, saying `says`, and change nothing.
+fn assert_callback_refused(
+    partner: &Client,
+    created: &serde_json::Value,
+    existing: &str,
+    callback: &str,
+    says: &str,
+) -> Result<()> {
+    let refused = partner.post_json("/v1.0/website", created)?;
+    ensure!(refused.status == 429, "{refused:?}");
+    ensure!(refused.json()["field"] == "callbackUrl", "{refused:?}");
+    let message = refused.json()["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    ensure!(message.contains(says), "{refused:?}");
+    let absent = partner.get(&format!(
+        "/v1.0/website/{}",
+        created["domain"].as_str().unwrap_or_default()
+    ))?;
+    ensure!(absent.status == 404, "nothing was created: {absent:?}");
+    let refused = partner.put_json(
+        &format!("/v1.0/website/{existing}"),
+        &json!({"tag": ["more"], "callbackUrl": callback}),
+    )?;
+    ensure!(refused.status == 429, "{refused:?}");
+    let tags = partner.get(&format!("/v1.0/website/{existing}"))?.json()["tag"].clone();
+    ensure!(tags == json!([]), "the change was refused whole: {tags}");
     Ok(())
 }

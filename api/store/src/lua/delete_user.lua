@@ -7,13 +7,25 @@ local batch = tonumber(ARGV[5])
 local domains = redis.call('ZRANGE', KEYS[5], 0, batch)
 local done = #domains <= batch
 if not done then table.remove(domains) end
-local changes = {}
-for _, domain in ipairs(domains) do
+-- Every record of the batch is read before the first write: Redis keeps what a script
+-- wrote before it failed, so one that cannot be read refuses the whole batch.
+local records = {}
+for i, domain in ipairs(domains) do
   local stored = redis.call('HMGET', ARGV[1] .. 'website:' .. domain, 'partner', 'website', 'revision')
   if stored[1] then
-    local website = cjson.decode(stored[2])
-    release_hosts(ARGV[1], website, stored[1])
-    release_callbacks(ARGV[1], stored[1], website, stored[3])
+    local read, website = pcall(cjson.decode, stored[2])
+    if not read or type(website) ~= 'table' then
+      return redis.error_reply('CORRUPT website:' .. domain)
+    end
+    records[i] = {partner = stored[1], website = website, revision = stored[3]}
+  end
+end
+local changes = {}
+for i, domain in ipairs(domains) do
+  local record = records[i]
+  if record then
+    release_hosts(ARGV[1], record.website, record.partner)
+    release_callbacks(ARGV[1], record.partner, record.website, record.revision)
   end
   forget_traffic(ARGV[1], domain)
   redis.call('DEL', ARGV[1] .. 'website:' .. domain)
