@@ -417,3 +417,71 @@ async fn a_deletion_batch_with_an_unreadable_record_changes_nothing() {
     }
     assert!(store.user(&hoster.name, &owner.id).await.unwrap().is_some());
 }
+
+/// Creating a domain with many of its partner's websites under it reads two range
+/// counts, not every website under it; a store whose partner trees are missing
+/// (written by a release without them) is walked once and mended; another partner's
+/// website under the domain keeps it refused, walked at most once a minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_domain_above_many_websites_is_checked_without_reading_them_all() {
+    use botgate_store::HostClash;
+    let server = RedisServer::start().unwrap();
+    let store = RedisStore::connect(config(&server)).await.unwrap();
+    let (acme, alice) = conformance::partner_and_user(&store, "acme", "alice").await;
+    let (globex, gina) = conformance::partner_and_user(&store, "globex", "gina").await;
+    for n in 0..200 {
+        let site = conformance::website(&format!("s{n}.shop.example"), &alice);
+        store.create_website(&acme.name, &site).await.unwrap();
+    }
+    let walks = || {
+        let info = format!("{:?}", server.command(&["INFO", "commandstats"]).unwrap());
+        info.split("cmdstat_zrangebylex:calls=")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|calls| calls.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let parent = || conformance::website("shop.example", &alice);
+    let shop = botgate_model::Domain::parse("shop.example").unwrap();
+    let create_and_delete = || async {
+        store.create_website(&acme.name, &parent()).await.unwrap();
+        store.delete_website(&shop, None).await.unwrap();
+    };
+    let before = walks();
+    create_and_delete().await;
+    create_and_delete().await;
+    assert_eq!(walks(), before, "no walk over the partner's own websites");
+    // As a release without the partner trees leaves the store: walked once, mended.
+    server
+        .command(&["DEL", "botgate:domain-tree-of:acme"])
+        .unwrap();
+    create_and_delete().await;
+    let after_mending = walks();
+    assert!(after_mending > before, "the missing tree was walked");
+    server
+        .command(&["DEL", "botgate:domain-tree-walked:acme:example.shop"])
+        .unwrap();
+    create_and_delete().await;
+    assert_eq!(walks(), after_mending, "the mended tree needs no walk");
+    // Another partner's website under it: refused, and walked at most once a minute.
+    let site = conformance::website("zz.shop.example", &gina);
+    store.create_website(&globex.name, &site).await.unwrap();
+    for _ in 0..5 {
+        let refused = store.create_website(&acme.name, &parent()).await;
+        assert!(
+            matches!(
+                &refused,
+                Err(StoreError::HostTaken {
+                    clash: HostClash::Above,
+                    ..
+                })
+            ),
+            "{refused:?}"
+        );
+    }
+    assert!(
+        walks() <= after_mending + 2,
+        "{} walks",
+        walks() - after_mending
+    );
+}

@@ -40,6 +40,11 @@ const HOSTS: TableDefinition<&str, &str> = TableDefinition::new("hosts");
 /// Reversed domain (`example.shop`, see [`Domain::reversed`]) → the partner owning the
 /// website: the websites under a domain are one range.
 const DOMAIN_TREE: TableDefinition<&str, &str> = TableDefinition::new("domain_tree");
+/// `{reversed domain}\n{partner}` → how many of the partner's websites are under that
+/// domain (each website counts under every domain above it): whether a domain has
+/// another partner's websites under it is one short range, however many there are.
+/// Counted afresh at every open.
+const DOMAIN_TREE_BELOW: TableDefinition<&str, u64> = TableDefinition::new("domain_tree_below");
 /// `"version"` → the store's version; `"website_revision"` → the last website revision
 /// given; `"host_index"` → 1 once `HOSTS` and `DOMAIN_TREE` cover every website (stores
 /// written before they existed get them at open).
@@ -287,6 +292,7 @@ impl EmbeddedStore {
             index_hosts_once(&txn)?;
             reindex_former_outbox(&txn)?;
             count_holdings(&txn)?;
+            count_below(&txn)?;
         }
         txn.commit().map_err(backend)?;
         let (feed, _) = broadcast::channel(FEED_CAPACITY);
@@ -655,6 +661,62 @@ fn count_holdings(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Counts every partner's websites under each domain in `DOMAIN_TREE_BELOW` afresh, at
+/// every open (a store written before it existed, or by a release without it).
+fn count_below(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
+    txn.delete_table(DOMAIN_TREE_BELOW).map_err(backend)?;
+    let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
+    let tree = txn.open_table(DOMAIN_TREE).map_err(backend)?;
+    for entry in tree.iter().map_err(backend)? {
+        let (reversed, partner) = entry.map_err(backend)?;
+        for above in domains_above(reversed.value()) {
+            *counts
+                .entry(format!("{above}\n{}", partner.value()))
+                .or_default() += 1;
+        }
+    }
+    let mut below = txn.open_table(DOMAIN_TREE_BELOW).map_err(backend)?;
+    for (key, count) in counts {
+        below.insert(key.as_str(), count).map_err(backend)?;
+    }
+    Ok(())
+}
+
+/// The reversed domains above a reversed domain: `shop` and `shop.example` of
+/// `shop.example.a`.
+fn domains_above(reversed: &str) -> impl Iterator<Item = &str> {
+    reversed.match_indices('.').map(|(at, _)| &reversed[..at])
+}
+
+/// Counts `partner`'s website `reversed` in, or out of, `DOMAIN_TREE_BELOW`.
+fn count_under(
+    txn: &redb::WriteTransaction,
+    reversed: &str,
+    partner: &str,
+    added: bool,
+) -> Result<(), StoreError> {
+    let mut below = txn.open_table(DOMAIN_TREE_BELOW).map_err(backend)?;
+    for above in domains_above(reversed) {
+        let key = format!("{above}\n{partner}");
+        let count = below
+            .get(key.as_str())
+            .map_err(backend)?
+            .map_or(0, |c| c.value());
+        match (added, count) {
+            (true, _) => {
+                below.insert(key.as_str(), count + 1).map_err(backend)?;
+            }
+            (false, 0 | 1) => {
+                below.remove(key.as_str()).map_err(backend)?;
+            }
+            (false, _) => {
+                below.insert(key.as_str(), count - 1).map_err(backend)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The part of a stored website record [`count_holdings`] reads.
 #[derive(serde::Deserialize)]
 struct HeldCallbacksOf {
@@ -709,24 +771,24 @@ fn check_hosts(
     let domains = txn.open_table(DOMAIN_TREE).map_err(backend)?;
     let foreign = |owner: &str| owner != partner.as_str();
     let reversed = website.domain.reversed();
-    // The names above a domain are the prefixes of its reverse: `example.shop` of
-    // `example.shop.a`.
-    for (at, _) in reversed.match_indices('.') {
+    for above in domains_above(&reversed) {
         if domains
-            .get(&reversed[..at])
+            .get(above)
             .map_err(backend)?
             .is_some_and(|owner| foreign(owner.value()))
         {
             return Err(clash(HostClash::Under));
         }
     }
-    let (start, end) = (format!("{reversed}."), format!("{reversed}/"));
-    for entry in domains
-        .range::<&str>(start.as_str()..end.as_str())
+    // The partners with websites under the domain: one entry each.
+    let below = txn.open_table(DOMAIN_TREE_BELOW).map_err(backend)?;
+    let prefix = format!("{reversed}\n");
+    for entry in below
+        .range::<&str>(prefix.as_str()..prefix_end(&prefix).as_str())
         .map_err(backend)?
     {
-        let (_, owner) = entry.map_err(backend)?;
-        if foreign(owner.value()) {
+        let (key, _) = entry.map_err(backend)?;
+        if foreign(&key.value()[prefix.len()..]) {
             return Err(clash(HostClash::Above));
         }
     }
@@ -744,10 +806,19 @@ fn claim_hosts(
     for (host, _) in host_claims(website) {
         hosts.insert(host.as_str(), domain).map_err(backend)?;
     }
-    txn.open_table(DOMAIN_TREE)
+    let reversed = website.domain.reversed();
+    let before = txn
+        .open_table(DOMAIN_TREE)
         .map_err(backend)?
-        .insert(website.domain.reversed().as_str(), partner.as_str())
-        .map_err(backend)?;
+        .insert(reversed.as_str(), partner.as_str())
+        .map_err(backend)?
+        .map(|owner| owner.value().to_owned());
+    if before.as_deref() != Some(partner.as_str()) {
+        if let Some(before) = before {
+            count_under(txn, &reversed, &before, false)?;
+        }
+        count_under(txn, &reversed, partner.as_str(), true)?;
+    }
     Ok(())
 }
 
@@ -764,10 +835,16 @@ fn release_hosts(txn: &redb::WriteTransaction, website: &Website) -> Result<(), 
             hosts.remove(host.as_str()).map_err(backend)?;
         }
     }
-    txn.open_table(DOMAIN_TREE)
+    let reversed = website.domain.reversed();
+    let owner = txn
+        .open_table(DOMAIN_TREE)
         .map_err(backend)?
-        .remove(website.domain.reversed().as_str())
-        .map_err(backend)?;
+        .remove(reversed.as_str())
+        .map_err(backend)?
+        .map(|owner| owner.value().to_owned());
+    if let Some(owner) = owner {
+        count_under(txn, &reversed, &owner, false)?;
+    }
     Ok(())
 }
 

@@ -19,6 +19,8 @@
 //! | `websites-of:{partner}:{id}` | sorted set | the user's domains |
 //! | `host:{name}` | string | the domain of the one website answering for host `name` |
 //! | `domain-tree` | sorted set | `{reversed domain} {partner}` of every website (lexical order: the websites under a domain are one range) |
+//! | `domain-tree-of:{partner}` | sorted set | `{reversed domain}` of the partner's websites: its part of `domain-tree`, so that two range counts tell whether a domain has another partner's websites under it (a store written by a release without these is walked once a minute a domain and mended) |
+//! | `domain-tree-walked:{partner}:{reversed domain}` | string with a TTL | that range was walked within the minute |
 //! | `host-index` | string | present once `host:` and `domain-tree` cover every website |
 //! | `changes` | channel | [`Change`] JSON, one message per change |
 //! | `secret:{name}` | string | a cluster-wide secret ([`SharedState::shared_secret`](crate::SharedState::shared_secret)) |

@@ -315,3 +315,61 @@ async fn an_unreadable_delivery_does_not_stop_the_claims() {
         ["msg_good"]
     );
 }
+
+/// Whether a domain has another partner's websites under it is read from each
+/// partner's counts under it, counted again when the store opens: a store whose counts
+/// are gone (written by a release without them) still refuses a domain above another
+/// partner's website, and lets a partner create one above its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_websites_under_a_domain_are_counted_again_when_the_store_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let (acme, globex) = {
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let (acme, alice) = conformance::partner_and_user(&store, "acme", "alice").await;
+        let (globex, gina) = conformance::partner_and_user(&store, "globex", "gina").await;
+        for domain in ["a.shop.example", "b.shop.example", "deep.c.own.example"] {
+            let site = conformance::website(domain, &alice);
+            store.create_website(&acme.name, &site).await.unwrap();
+        }
+        let site = conformance::website("z.shop.example", &gina);
+        store.create_website(&globex.name, &site).await.unwrap();
+        (acme, globex)
+    };
+    {
+        let db = redb::Database::open(dir.path().join("botgate.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.delete_table(redb::TableDefinition::<&str, u64>::new("domain_tree_below"))
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let store = EmbeddedStore::open(dir.path()).unwrap();
+    let alice = conformance::user(&acme, "alice");
+    let refused = store
+        .create_website(&acme.name, &conformance::website("shop.example", &alice))
+        .await;
+    assert!(
+        matches!(
+            &refused,
+            Err(StoreError::HostTaken {
+                clash: botgate_store::HostClash::Above,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    for domain in ["own.example", "c.own.example"] {
+        store
+            .create_website(&acme.name, &conformance::website(domain, &alice))
+            .await
+            .unwrap();
+    }
+    // Once globex's website is gone, nothing under `shop.example` is another's.
+    let z = botgate_model::Domain::parse("z.shop.example").unwrap();
+    let revision = store.website(&z).await.unwrap().unwrap().revision;
+    store.delete_website(&z, Some(revision)).await.unwrap();
+    drop(globex);
+    store
+        .create_website(&acme.name, &conformance::website("shop.example", &alice))
+        .await
+        .unwrap();
+}

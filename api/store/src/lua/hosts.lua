@@ -11,6 +11,35 @@ local function hosts_of(website)
   end
   return hosts
 end
+-- Whether a website of another partner than `partner` is under the domain reversed as
+-- `rev`. `domain-tree-of:{partner}` is the partner's own part of `domain-tree`: when the
+-- two count as many under the domain, all are its own (two range counts, however many
+-- there are). Otherwise (another partner's are there, or a release without these trees
+-- wrote since) the range is walked and the partner's tree mended from it, at most once a
+-- minute a partner and domain; in between, a difference is another partner's.
+local function foreign_below(prefix, rev, partner)
+  local lo, hi = '[' .. rev .. '.', '(' .. rev .. '/'
+  local all = redis.call('ZLEXCOUNT', prefix .. 'domain-tree', lo, hi)
+  if all == 0 then return false end
+  local own_key = prefix .. 'domain-tree-of:' .. partner
+  if redis.call('ZLEXCOUNT', own_key, lo, hi) == all then return false end
+  local walk = redis.call('SET', prefix .. 'domain-tree-walked:' .. partner .. ':' .. rev, '1', 'NX', 'PX', 60000)
+  if not walk then return true end
+  local own, foreign = {}, false
+  for _, member in ipairs(redis.call('ZRANGEBYLEX', prefix .. 'domain-tree', lo, hi)) do
+    local space = string.find(member, ' ', 1, true)
+    if string.sub(member, space + 1) == partner then
+      own[string.sub(member, 1, space - 1)] = true
+    else
+      foreign = true
+    end
+  end
+  for _, member in ipairs(redis.call('ZRANGEBYLEX', own_key, lo, hi)) do
+    if not own[member] then redis.call('ZREM', own_key, member) end
+  end
+  for member in pairs(own) do redis.call('ZADD', own_key, 0, member) end
+  return foreign
+end
 local function check_hosts(prefix, domain, partner, claims, tree)
   for _, claim in ipairs(claims) do
     local owner = redis.call('GET', prefix .. 'host:' .. claim[1])
@@ -25,18 +54,15 @@ local function check_hosts(prefix, domain, partner, claims, tree)
     if owner and owner ~= partner then return 'HOSTTAKEN domain under ' .. domain end
     from = at + 1
   end
-  local rev = reversed(domain)
-  local below = redis.call('ZRANGEBYLEX', prefix .. 'domain-tree', '[' .. rev .. '.', '(' .. rev .. '/')
-  for _, member in ipairs(below) do
-    if string.sub(member, string.find(member, ' ', 1, true) + 1) ~= partner then
-      return 'HOSTTAKEN domain above ' .. domain
-    end
+  if foreign_below(prefix, reversed(domain), partner) then
+    return 'HOSTTAKEN domain above ' .. domain
   end
   return nil
 end
 local function claim_hosts(prefix, domain, partner, claims)
   for _, claim in ipairs(claims) do redis.call('SET', prefix .. 'host:' .. claim[1], domain) end
   redis.call('ZADD', prefix .. 'domain-tree', 0, reversed(domain) .. ' ' .. partner)
+  redis.call('ZADD', prefix .. 'domain-tree-of:' .. partner, 0, reversed(domain))
 end
 local function release_hosts(prefix, website, partner)
   for _, host in ipairs(hosts_of(website)) do
@@ -44,6 +70,7 @@ local function release_hosts(prefix, website, partner)
     if redis.call('GET', key) == website.domain then redis.call('DEL', key) end
   end
   redis.call('ZREM', prefix .. 'domain-tree', reversed(website.domain) .. ' ' .. partner)
+  redis.call('ZREM', prefix .. 'domain-tree-of:' .. partner, reversed(website.domain))
 end
 -- Forgets a website's statistics and latest requests (kept under its domain, in
 -- buckets numbered by minute and hour and expired by time), so that a later website

@@ -5,6 +5,7 @@ for _, domain in ipairs(redis.call('ZRANGE', prefix .. 'websites', 0, -1)) do
   local fields = redis.call('HMGET', prefix .. 'website:' .. domain, 'partner', 'website')
   if fields[1] then
     redis.call('ZADD', prefix .. 'domain-tree', 0, reversed(domain) .. ' ' .. fields[1])
+    redis.call('ZADD', prefix .. 'domain-tree-of:' .. fields[1], 0, reversed(domain))
     for _, host in ipairs(hosts_of(cjson.decode(fields[2]))) do
       redis.call('SET', prefix .. 'host:' .. host, domain, 'NX')
     end
