@@ -35,6 +35,9 @@ pub const MAX_LIST_ITEMS: usize = 100;
 pub const MAX_PATTERN_BYTES: usize = 256;
 /// The most `matches` conditions of one website, over all its rules.
 pub const MAX_PATTERNS: usize = 20;
+/// The most memory a website's patterns take together, compiled (each gateway holds
+/// them): a pattern takes at most twice `PATTERN_MEMORY_BYTES`, and most a few KiB.
+pub const MAX_PATTERNS_MEMORY: usize = 256 * 1024;
 /// The longest description, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 200;
 /// The longest header name, in bytes.
@@ -289,6 +292,8 @@ enum TextCheck {
 /// The `matches` conditions of one website's rules, counted as they are read.
 struct Patterns {
     count: usize,
+    /// What the patterns compiled so far take (as sent; stored ones compile later).
+    memory: usize,
     reading: Reading,
 }
 
@@ -318,6 +323,14 @@ enum Matcher {
 }
 
 impl Pattern {
+    /// The memory its compiled matcher takes; 0 before it is compiled.
+    fn memory(&self) -> usize {
+        match self.matcher.get().map(|matcher| &**matcher) {
+            Some(Matcher::Dfa(dfa)) => dfa.memory_usage(),
+            _ => 0,
+        }
+    }
+
     fn is_match(&self, text: &[u8]) -> bool {
         use regex_automata::dfa::Automaton;
         let matcher = self.matcher.get_or_init(|| compiled(&self.text));
@@ -417,7 +430,11 @@ impl CustomRules {
             }
         }
         let mut compiled = Compiled::default();
-        let mut patterns = Patterns { count: 0, reading };
+        let mut patterns = Patterns {
+            count: 0,
+            memory: 0,
+            reading,
+        };
         for (i, item) in items.iter().enumerate() {
             let field = format!("{FIELD}[{i}]");
             let rule: CustomRule = serde_json::from_value(item.clone())
@@ -695,11 +712,24 @@ fn compile_condition(
                             ),
                         ));
                     }
-                    TextCheck::Matches(Box::new(pattern(
+                    let pattern = pattern(
                         text(one(value, &value_field)?, &value_field)?,
                         &value_field,
                         patterns.reading,
-                    )?))
+                    )?;
+                    patterns.memory += pattern.memory();
+                    if patterns.memory > MAX_PATTERNS_MEMORY {
+                        return Err(Invalid::too_large(
+                            value_field,
+                            format!(
+                                "the website's patterns compile to {} KiB together, past \
+                                 {} KiB; make some simpler, or fewer",
+                                patterns.memory.div_ceil(1024),
+                                MAX_PATTERNS_MEMORY / 1024
+                            ),
+                        ));
+                    }
+                    TextCheck::Matches(Box::new(pattern))
                 }
                 _ => TextCheck::OneOf {
                     negate,
@@ -1500,6 +1530,10 @@ mod tests {
         let many_patterns: Vec<Value> = (0..=MAX_PATTERNS)
             .map(|i| json!({"conditions": [{"field": "path", "operator": "matches", "value": format!("^/{i}")}], "action": "deny"}))
             .collect();
+        // Each under its own bound, too large together.
+        let large_patterns: Vec<Value> = (0..5)
+            .map(|_| json!({"conditions": [{"field": "user_agent", "operator": "matches", "value": "a[ab]{10}[^ab]"}], "action": "deny"}))
+            .collect();
         // (settings.custom_rules, field under it, part of the message)
         let rules = [
             (json!({}), "", "array"),
@@ -1518,6 +1552,11 @@ mod tests {
                 Value::Array(many_patterns),
                 "[20].conditions[0].operator",
                 "at most 20",
+            ),
+            (
+                Value::Array(large_patterns),
+                "[3].conditions[0].value",
+                "compile to 257 KiB together, past 256 KiB",
             ),
             (json!([{"conditions": []}]), "[0]", "neither"),
             (
