@@ -149,7 +149,11 @@ impl FromRequestParts<Arc<Api>> for Caller {
                 return Err(refused);
             }
         };
-        api.limiter.check(&caller.bucket())?;
+        let users_of = match &caller {
+            Caller::User(user) => Some(user.partner.as_str()),
+            Caller::Partner(_) => None,
+        };
+        api.limiter.check(&caller.bucket(), users_of)?;
         Ok(caller)
     }
 }

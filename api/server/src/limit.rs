@@ -1,5 +1,7 @@
 //! The per-key rate limit of the API (GCRA, from `governor`): a partner's automation
-//! gets a steady rate with a burst; beyond it, 429 with `Retry-After`.
+//! gets a steady rate with a burst, and so does each user key, while the users of one
+//! partner together get [`USERS_TOGETHER`] times that (however many users it made);
+//! beyond it, 429 with `Retry-After`.
 
 use crate::error::ApiError;
 use governor::clock::{Clock, DefaultClock};
@@ -10,32 +12,51 @@ use std::num::NonZeroU32;
 /// Buckets kept before idle ones are dropped (the limiter's memory stays bounded).
 const MAX_BUCKETS: usize = 100_000;
 
-/// One bucket per caller.
+/// How many keys' rate the user keys of one partner get together.
+pub const USERS_TOGETHER: u32 = 10;
+
+/// One bucket per caller, and one for each partner's users together.
 pub struct KeyLimiter {
     limiter: DefaultKeyedRateLimiter<String>,
+    users_of_partner: DefaultKeyedRateLimiter<String>,
     clock: DefaultClock,
 }
 
 impl KeyLimiter {
-    /// `per_second` requests a second sustained, `burst` at once.
+    /// `per_second` requests a second sustained, `burst` at once, for each key.
     pub fn new(per_second: NonZeroU32, burst: NonZeroU32) -> Self {
+        let times = NonZeroU32::new(USERS_TOGETHER).unwrap_or(NonZeroU32::MIN);
+        let together = |n: NonZeroU32| n.saturating_mul(times);
         KeyLimiter {
             limiter: RateLimiter::keyed(Quota::per_second(per_second).allow_burst(burst)),
+            users_of_partner: RateLimiter::keyed(
+                Quota::per_second(together(per_second)).allow_burst(together(burst)),
+            ),
             clock: DefaultClock::default(),
         }
     }
 
-    /// Takes one request from `bucket`, or says how long to wait.
-    pub fn check(&self, bucket: &str) -> Result<(), ApiError> {
-        if self.limiter.len() > MAX_BUCKETS {
-            self.limiter.retain_recent();
+    /// Takes one request from `bucket`, and with `users_of` one from that partner's
+    /// users' bucket, or says how long to wait.
+    pub fn check(&self, bucket: &str, users_of: Option<&str>) -> Result<(), ApiError> {
+        let refused = |not_until: governor::NotUntil<_>| {
+            let wait = not_until.wait_time_from(self.clock.now());
+            ApiError::too_many_requests(wait.as_secs_f64().ceil() as u64)
+        };
+        for limiter in [&self.limiter, &self.users_of_partner] {
+            if limiter.len() > MAX_BUCKETS {
+                limiter.retain_recent();
+            }
         }
         self.limiter
             .check_key(&bucket.to_owned())
-            .map_err(|not_until| {
-                let wait = not_until.wait_time_from(self.clock.now());
-                ApiError::too_many_requests(wait.as_secs_f64().ceil() as u64)
-            })
+            .map_err(refused)?;
+        if let Some(partner) = users_of {
+            self.users_of_partner
+                .check_key(&partner.to_owned())
+                .map_err(refused)?;
+        }
+        Ok(())
     }
 }
 
@@ -152,12 +173,34 @@ mod tests {
         let one = NonZeroU32::new(1).unwrap();
         let limiter = KeyLimiter::new(one, NonZeroU32::new(3).unwrap());
         for _ in 0..3 {
-            limiter.check("a").unwrap();
+            limiter.check("a", None).unwrap();
         }
-        let refused = limiter.check("a").unwrap_err();
+        let refused = limiter.check("a", None).unwrap_err();
         assert_eq!(refused.status.as_u16(), 429);
         assert_eq!(refused.retry_after, Some(1));
-        limiter.check("b").unwrap();
+        limiter.check("b", None).unwrap();
+    }
+
+    /// A partner that makes many users does not get many keys' rate: its users share
+    /// one bucket of [`USERS_TOGETHER`] keys' burst, and another partner's users theirs.
+    #[test]
+    fn the_users_of_one_partner_share_a_bucket() {
+        let one = NonZeroU32::new(1).unwrap();
+        let limiter = KeyLimiter::new(one, NonZeroU32::new(3).unwrap());
+        let together = 3 * USERS_TOGETHER as usize;
+        for n in 0..together {
+            limiter
+                .check(&format!("user\nacme\n{n}"), Some("acme"))
+                .unwrap();
+        }
+        let refused = limiter
+            .check("user\nacme\nfresh", Some("acme"))
+            .unwrap_err();
+        assert_eq!(refused.status.as_u16(), 429);
+        limiter
+            .check("user\nglobex\nfresh", Some("globex"))
+            .unwrap();
+        limiter.check("partner\nacme", None).unwrap();
     }
 
     #[test]

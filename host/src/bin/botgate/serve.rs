@@ -131,7 +131,8 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     ruleset_trusted_keys: Vec<PathBuf>,
-    /// API requests a second per key, sustained.
+    /// API requests a second per key, sustained (the user keys of one partner get ten
+    /// times it together).
     #[arg(long, env = "BOTGATE_API_RATE", default_value = "50")]
     api_rate: NonZeroU32,
     /// API requests per key at once.
