@@ -27,6 +27,11 @@ pub struct Certificate {
 /// The most certificates a bundle may hold (a leaf and its intermediates).
 pub const MAX_CHAIN: usize = 8;
 
+/// The largest RSA key a website's certificate may have: every handshake signs with
+/// it, and an 8192-bit key costs about eight times a 4096-bit one (public CAs issue
+/// for 2048 to 4096 bits).
+pub const MAX_RSA_BITS: usize = 4096;
+
 const PUBLIC: &str = "certificate.public";
 const PRIVATE: &str = "certificate.private";
 
@@ -190,6 +195,19 @@ pub fn check(
             )
         })?;
         chain.push(parsed);
+    }
+
+    if let Ok(x509_parser::public_key::PublicKey::RSA(rsa)) = chain[0].public_key().parsed()
+        && rsa.key_size() > MAX_RSA_BITS
+    {
+        return Err(Invalid::unacceptable(
+            PRIVATE,
+            format!(
+                "an RSA key of {} bits; at most {MAX_RSA_BITS}: every handshake signs with \
+                 it (ECDSA P-256 costs the least)",
+                rsa.key_size()
+            ),
+        ));
     }
 
     let key = PrivateKeyDer::from_pem_slice(certificate.private.as_bytes()).map_err(|err| {
@@ -440,6 +458,26 @@ mod tests {
 
         let err = refuse("x".repeat(MAX_PEM_BYTES + 1), key, &site);
         assert_eq!(err.kind, crate::InvalidKind::TooLarge);
+    }
+
+    /// Every handshake signs with the key: one past 4096 bits is refused, by its size.
+    #[test]
+    fn an_rsa_key_past_4096_bits_is_refused() {
+        // `openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:4160`, and `openssl
+        // req -x509` for `big.example` with it, for 100 years.
+        let bundle = Certificate {
+            public: include_str!("../tests/data/rsa-4160.crt.pem").to_owned(),
+            private: include_str!("../tests/data/rsa-4160.key.pem").to_owned(),
+        };
+        let refused = check(&bundle, &hosts(&["big.example"]), today()).unwrap_err();
+        assert_eq!(refused.field, PRIVATE);
+        assert!(
+            refused
+                .message
+                .contains("an RSA key of 4160 bits; at most 4096"),
+            "{}",
+            refused.message
+        );
     }
 
     #[test]

@@ -159,8 +159,10 @@ impl HostCertificates {
     }
 }
 
-/// A parsed website certificate, and the fingerprint of the PEM it came from.
+/// A parsed website certificate, the revision of the record it was read from and the
+/// fingerprint of its PEM (a write that left the certificate as it was parses nothing).
 struct Cached {
+    revision: u64,
     fingerprint: u64,
     key: Option<Arc<CertifiedKey>>,
 }
@@ -204,23 +206,40 @@ impl SniResolver {
     }
 
     /// The certificate for `server_name`, when a website covering it has one that works.
+    /// A handshake of a website whose record has not changed since its certificate was
+    /// parsed reads the cache alone; the PEM is hashed and parsed outside the lock, so
+    /// no handshake waits behind another website's parse.
     pub fn website_key(&self, server_name: &str) -> Option<Arc<CertifiedKey>> {
         let index = self.websites.index();
         let record = index.by_host(server_name)?;
         let certificate = record.website.certificate.as_ref()?;
         let domain = record.website.domain.as_str();
-        let print = fingerprint(&certificate.public, &certificate.private);
-        let mut parsed = self.parsed.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(cached) = parsed.get(domain).filter(|c| c.fingerprint == print) {
-            return cached.key.clone();
+        let cached = |parsed: &HashMap<String, Cached>, fingerprint: Option<u64>| {
+            parsed
+                .get(domain)
+                .filter(|c| match fingerprint {
+                    None => c.revision == record.revision,
+                    Some(print) => c.fingerprint == print,
+                })
+                .map(|c| c.key.clone())
+        };
+        if let Some(key) = cached(&self.lock_parsed(), None) {
+            return key;
         }
-        let key = match certified_key(&certificate.public, &certificate.private, &self.provider) {
-            Ok(key) => Some(Arc::new(key)),
-            Err(err) => {
-                tracing::warn!(domain, %err, "website certificate unusable; serving the fallback");
-                None
+        let print = fingerprint(&certificate.public, &certificate.private);
+        let key = match cached(&self.lock_parsed(), Some(print)) {
+            Some(key) => key,
+            None => {
+                match certified_key(&certificate.public, &certificate.private, &self.provider) {
+                    Ok(key) => Some(Arc::new(key)),
+                    Err(err) => {
+                        tracing::warn!(domain, %err, "website certificate unusable; serving the fallback");
+                        None
+                    }
+                }
             }
         };
+        let mut parsed = self.lock_parsed();
         // Forget certificates of websites that are gone, now and then.
         if parsed.len() > 2 * index.len() + 16 {
             parsed.retain(|domain, _| index.website(domain).is_some());
@@ -228,11 +247,16 @@ impl SniResolver {
         parsed.insert(
             domain.to_owned(),
             Cached {
+                revision: record.revision,
                 fingerprint: print,
                 key: key.clone(),
             },
         );
         key
+    }
+
+    fn lock_parsed(&self) -> std::sync::MutexGuard<'_, HashMap<String, Cached>> {
+        self.parsed.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
