@@ -26,6 +26,12 @@ pub const SESSION_SECONDS: u64 = 2 * 3600;
 /// Sessions a user may open a minute.
 pub const SESSIONS_PER_MINUTE: u64 = 20;
 
+/// Sessions a user may open in a session's lifetime ([`SESSION_SECONDS`]), and all of a
+/// partner's users together: each is kept in the store until it ends, so at most twice
+/// these live at once, however many users a partner makes.
+pub const SESSIONS_PER_USER_LIFETIME: u64 = 200;
+pub const SESSIONS_PER_PARTNER_LIFETIME: u64 = 100_000;
+
 /// A dashboard session.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Session {
@@ -70,26 +76,35 @@ pub async fn open_session(
             "a session is opened with the user key itself, not with another session",
         ));
     }
-    // At most SESSIONS_PER_MINUTE a minute per user: each is kept for two hours.
+    // Each is kept for two hours: so many a minute per user, and so many in two hours
+    // per user and per partner.
     let now = botgate_webhooks::now_ms();
-    let minute_ends = (now / 60_000 + 1) * 60_000;
-    let opened = api
-        .store
-        .count(
-            &format!(
-                "sessions:{}:{}:{}",
-                user.partner.as_str(),
-                user.id,
-                now / 60_000
-            ),
-            minute_ends,
-        )
-        .await
-        .map_err(|e| ApiError::from_store(e, "Authorization"))?;
-    if opened > SESSIONS_PER_MINUTE {
-        return Err(ApiError::too_many_requests(
-            (minute_ends - now).div_ceil(1000).max(1),
-        ));
+    let lifetime = SESSION_SECONDS * 1000;
+    let (p, id) = (user.partner.as_str(), user.id.as_str());
+    for (counter, window, most) in [
+        (format!("sessions:{p}:{id}"), 60_000, SESSIONS_PER_MINUTE),
+        (
+            format!("sessions-2h:{p}:{id}"),
+            lifetime,
+            SESSIONS_PER_USER_LIFETIME,
+        ),
+        (
+            format!("sessions-2h:{p}"),
+            lifetime,
+            SESSIONS_PER_PARTNER_LIFETIME,
+        ),
+    ] {
+        let ends = (now / window + 1) * window;
+        let opened = api
+            .store
+            .count(&format!("{counter}:{}", now / window), ends)
+            .await
+            .map_err(|e| ApiError::from_store(e, "Authorization"))?;
+        if opened > most {
+            return Err(ApiError::too_many_requests(
+                (ends - now).div_ceil(1000).max(1),
+            ));
+        }
     }
     let token = new_session_token().map_err(unavailable)?;
     let value = format!(
