@@ -32,14 +32,11 @@ pub struct WebsiteIndex {
     /// The history that version counts in, as of the last full read
     /// ([`crate::Position::history`]).
     pub history: Arc<str>,
-    /// Shared between indexes until one of them changes (a change that touches no
-    /// website only moves the version, and copies nothing). (foldhash: the keys are
-    /// the partners' names, not a client's, and SipHash cost the data plane more than
-    /// any other hashing it did per request.)
-    by_domain: Arc<HashMap<String, Arc<WebsiteRecord>, RandomState>>,
+    /// Every website by its domain.
+    by_domain: Sharded,
     /// Every host name (the domain and each subdomain) → its website: one lookup per
     /// request.
-    by_host: Arc<HashMap<String, Arc<WebsiteRecord>, RandomState>>,
+    by_host: Sharded,
     /// The domains whose stored records could not be read at their last read, sorted.
     unreadable: Arc<Vec<String>>,
 }
@@ -66,14 +63,8 @@ impl WebsiteIndex {
             unreadable: Arc::new(unreadable),
             version: snapshot.version,
             history: snapshot.history.into(),
-            by_domain: Arc::new(HashMap::with_capacity_and_hasher(
-                snapshot.websites.len(),
-                RandomState::default(),
-            )),
-            by_host: Arc::new(HashMap::with_capacity_and_hasher(
-                snapshot.websites.len(),
-                RandomState::default(),
-            )),
+            by_domain: Sharded::default(),
+            by_host: Sharded::default(),
         };
         for record in snapshot.websites {
             index.put(record);
@@ -102,32 +93,34 @@ impl WebsiteIndex {
         let domain = record.website.domain.as_str().to_owned();
         self.remove(&domain);
         let record = Arc::new(record);
-        let by_host = Arc::make_mut(&mut self.by_host);
         for host in record.website.host_names() {
-            match by_host.entry(host) {
-                std::collections::hash_map::Entry::Occupied(held) => tracing::warn!(
-                    host = held.key(),
-                    held_by = held.get().website.domain.as_str(),
+            let entry = self.by_host.entry(host);
+            if let Some((host, held)) = entry.held() {
+                tracing::warn!(
+                    host,
+                    held_by = held.website.domain.as_str(),
                     claimed_by = domain,
                     "a host name already answered for by another website is not moved"
-                ),
-                std::collections::hash_map::Entry::Vacant(free) => {
-                    free.insert(record.clone());
-                }
+                );
+                continue;
             }
+            entry.insert_entry(record.clone());
         }
-        Arc::make_mut(&mut self.by_domain).insert(domain, record);
+        self.by_domain.entry(domain).insert_entry(record);
     }
 
     fn remove(&mut self, domain: &str) {
-        if !self.by_domain.contains_key(domain) {
+        if self.by_domain.get(domain).is_none() {
             return;
         }
-        if let Some(old) = Arc::make_mut(&mut self.by_domain).remove(domain) {
-            let by_host = Arc::make_mut(&mut self.by_host);
+        if let Some(old) = self.by_domain.remove(domain) {
             for host in old.website.host_names() {
-                if by_host.get(&host).is_some_and(|r| Arc::ptr_eq(r, &old)) {
-                    by_host.remove(&host);
+                if self
+                    .by_host
+                    .get(&host)
+                    .is_some_and(|r| Arc::ptr_eq(r, &old))
+                {
+                    self.by_host.remove(&host);
                 }
             }
         }
@@ -149,11 +142,107 @@ impl WebsiteIndex {
     }
 
     pub fn len(&self) -> usize {
-        self.by_domain.len()
+        self.by_domain.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.by_domain.is_empty()
+        self.by_domain.len == 0
+    }
+}
+
+/// Parts a [`Sharded`] map is split in.
+const SHARDS: usize = 256;
+
+type Shard = HashMap<String, Arc<WebsiteRecord>, RandomState>;
+
+/// A map by name split in [`SHARDS`] parts, each shared between indexes until one of its
+/// entries changes: a change copies one part, about 1/256 of the map, however many
+/// websites there are (a change that touches no website copies nothing). (foldhash:
+/// the keys are the partners' names, not a client's, and SipHash cost the data plane
+/// more than any other hashing it did per request.)
+#[derive(Debug, Clone)]
+struct Sharded {
+    /// Picks a key's part; seeded apart from the parts' own hashing, whose bits it
+    /// would otherwise make alike within a part.
+    pick: RandomState,
+    shards: Arc<Vec<Arc<Shard>>>,
+    len: usize,
+}
+
+impl Default for Sharded {
+    fn default() -> Self {
+        // One empty part shared by all until each is first written.
+        let empty = Arc::new(HashMap::with_hasher(RandomState::default()));
+        Sharded {
+            pick: RandomState::default(),
+            shards: Arc::new(vec![empty; SHARDS]),
+            len: 0,
+        }
+    }
+}
+
+impl Sharded {
+    fn shard_of(&self, key: &str) -> usize {
+        use std::hash::BuildHasher;
+        (self.pick.hash_one(key) % SHARDS as u64) as usize
+    }
+
+    fn get(&self, key: &str) -> Option<&Arc<WebsiteRecord>> {
+        self.shards[self.shard_of(key)].get(key)
+    }
+
+    /// The part of `key`, copied first if another index shares it.
+    fn shard_mut(&mut self, key: &str) -> &mut Shard {
+        let at = self.shard_of(key);
+        Arc::make_mut(&mut Arc::make_mut(&mut self.shards)[at])
+    }
+
+    fn entry(&mut self, key: String) -> ShardedEntry<'_> {
+        let at = self.shard_of(&key);
+        let shard = Arc::make_mut(&mut Arc::make_mut(&mut self.shards)[at]);
+        ShardedEntry {
+            entry: shard.entry(key),
+            len: &mut self.len,
+        }
+    }
+
+    fn remove(&mut self, key: &str) -> Option<Arc<WebsiteRecord>> {
+        let removed = self.shard_mut(key).remove(key);
+        self.len -= usize::from(removed.is_some());
+        removed
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Arc<WebsiteRecord>> {
+        self.shards.iter().flat_map(|shard| shard.values())
+    }
+}
+
+/// An entry of a [`Sharded`] map, which counts what it inserts.
+struct ShardedEntry<'a> {
+    entry: std::collections::hash_map::Entry<'a, String, Arc<WebsiteRecord>>,
+    len: &'a mut usize,
+}
+
+impl ShardedEntry<'_> {
+    /// The record held under the key, when one is.
+    fn held(&self) -> Option<(&String, &Arc<WebsiteRecord>)> {
+        match &self.entry {
+            std::collections::hash_map::Entry::Occupied(held) => Some((held.key(), held.get())),
+            std::collections::hash_map::Entry::Vacant(_) => None,
+        }
+    }
+
+    /// Holds `record` under the key, in place of any record held.
+    fn insert_entry(self, record: Arc<WebsiteRecord>) {
+        match self.entry {
+            std::collections::hash_map::Entry::Occupied(mut held) => {
+                held.insert(record);
+            }
+            std::collections::hash_map::Entry::Vacant(free) => {
+                free.insert(record);
+                *self.len += 1;
+            }
+        }
     }
 }
 
@@ -503,6 +592,34 @@ mod tests {
 
     fn owner<'a>(index: &'a WebsiteIndex, host: &str) -> Option<&'a str> {
         index.by_host(host).map(|r| r.website.domain.as_str())
+    }
+
+    /// A change copies the part of each map it touches, not the map: the new index
+    /// shares every other part with the one it was made from, which stays as it was.
+    #[test]
+    fn a_change_copies_one_part_of_each_map() {
+        let mut before = WebsiteIndex::default();
+        for n in 0..2000 {
+            before.put(record(&format!("site{n}.example"), &["www"]));
+        }
+        let mut after = before.clone();
+        after.put(record("new.example", &["www", "shop"]));
+        after.remove("site7.example");
+        let copied = |a: &Sharded, b: &Sharded| {
+            a.shards
+                .iter()
+                .zip(b.shards.iter())
+                .filter(|(x, y)| !Arc::ptr_eq(x, y))
+                .count()
+        };
+        assert!(copied(&before.by_domain, &after.by_domain) <= 2);
+        assert!(copied(&before.by_host, &after.by_host) <= 5);
+        assert_eq!((before.len(), after.len()), (2000, 2000));
+        assert!(before.website("new.example").is_none());
+        assert_eq!(owner(&before, "www.site7.example"), Some("site7.example"));
+        assert_eq!(owner(&after, "www.site7.example"), None);
+        assert_eq!(owner(&after, "shop.new.example"), Some("new.example"));
+        assert_eq!(after.websites().count(), 2000);
     }
 
     #[test]
