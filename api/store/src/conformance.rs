@@ -107,15 +107,16 @@ pub async fn run<S: Store>(store: &S) {
     error_words_in_values(store).await;
 }
 
-/// A partner's value that spells a store error's word is only a value: a user id
-/// `XCONFLICTX` that does not exist is not found, not a conflict.
+/// A partner's value that spells a store error's word is only a value: a website for
+/// a user `XCONFLICTX` that does not exist is refused as not found, not as a conflict.
 async fn error_words_in_values<S: Store>(store: &S) {
-    let (words, _) = partner_and_user(store, "errorwords", "walter").await;
+    let (words, walter) = partner_and_user(store, "errorwords", "walter").await;
     for id in ["XCONFLICTX", "STALE", "FULL", "HOSTTAKEN"] {
-        let id = UserId::parse(id).unwrap();
-        let refused = store.delete_user(&words.name, &id).await;
+        let mut site = website(&format!("{}.words.example", id.to_lowercase()), &walter);
+        site.user_id = UserId::parse(id).unwrap();
+        let refused = store.create_website(&words.name, &site).await;
         assert!(
-            matches!(&refused, Err(crate::StoreError::NotFound(what)) if what.contains(id.as_str())),
+            matches!(&refused, Err(crate::StoreError::NotFound(what)) if what.contains(id)),
             "{refused:?}"
         );
     }

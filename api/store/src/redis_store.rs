@@ -19,13 +19,14 @@
 //! | `websites-of:{partner}:{id}` | sorted set | the user's domains |
 //! | `host:{name}` | string | the domain of the one website answering for host `name` |
 //! | `domain-tree` | sorted set | `{reversed domain} {partner}` of every website (lexical order: the websites under a domain are one range) |
-//! | `domain-tree-of:{partner}` | sorted set | `{reversed domain}` of the partner's websites: its part of `domain-tree`, so that two range counts tell whether a domain has another partner's websites under it (a store written by a release without these is walked once a minute a domain and mended) |
+//! | `domain-tree-of:{partner}` | sorted set | `{reversed domain}` of the partner's websites: its part of `domain-tree`, so that two range counts tell whether a domain has another partner's websites under it (walked and mended at the first look at a range in a minute, as a release without it may have written since) |
 //! | `domain-tree-walked:{partner}:{reversed domain}` | string with a TTL | that range was walked within the minute |
 //! | `host-index` | string | present once `host:` and `domain-tree` cover every website |
 //! | `changes` | channel | [`Change`] JSON, one message per change |
 //! | `secret:{name}` | string | a cluster-wide secret ([`SharedState::shared_secret`](crate::SharedState::shared_secret)) |
 //! | `delivery:{id}` | string | [`Delivery`] JSON (its `next_attempt_ms` is the score's) |
 //! | `deliveries-due:{partner}` | sorted set | the partner's waiting delivery ids scored by when each is next due (ms); its bound (ids whose delivery is gone are dropped at the bound) |
+//! | `deliveries-pruned:{partner}` | string with a TTL | the partner's waiting ids were checked for deliveries gone within the minute |
 //! | `partners-due` | sorted set | each partner with waiting deliveries, scored by when its first is due |
 //! | `deliveries`, `deliveries-of:{partner}` | sorted set, set | a former release's outbox indexes, moved into the ones above by the next claim |
 //! | `website-revision` | string | the last website revision given (`INCR`) |
@@ -1468,15 +1469,21 @@ impl OutboxStore for RedisStore {
         partner: &PartnerName,
         at_most: usize,
     ) -> Result<usize, StoreError> {
-        let index = self.key(&format!("deliveries-due:{partner}"));
+        const LUA: &str = include_str!("lua/waiting_deliveries.lua");
         let waiting: usize = self
-            .run(move |c| {
-                let index = index.clone();
-                Box::pin(async move { c.zcard(index).await })
-            })
-            .await
-            .map_err(backend)?;
-        Ok(waiting.min(at_most))
+            .write_script_with(
+                // A count, and ids of deliveries gone dropped: nothing a repeat changes.
+                Retry::RunAgain,
+                LUA,
+                vec![self.key(&format!("deliveries-due:{partner}"))],
+                vec![
+                    at_most.to_string(),
+                    self.config.prefix.clone(),
+                    partner.as_str().to_owned(),
+                ],
+            )
+            .await?;
+        Ok(waiting)
     }
 
     async fn deliveries(&self) -> Result<Vec<Delivery>, StoreError> {

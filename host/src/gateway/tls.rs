@@ -159,10 +159,11 @@ impl HostCertificates {
     }
 }
 
-/// A parsed website certificate, the revision of the record it was read from and the
-/// fingerprint of its PEM (a write that left the certificate as it was parses nothing).
+/// A parsed website certificate, the index entry it was read from (held weakly, so its
+/// address names no other entry while this lives) and the fingerprint of its PEM (a
+/// write that left the certificate as it was parses nothing).
 struct Cached {
-    revision: u64,
+    record: std::sync::Weak<botgate_store::WebsiteRecord>,
     fingerprint: u64,
     key: Option<Arc<CertifiedKey>>,
 }
@@ -206,9 +207,9 @@ impl SniResolver {
     }
 
     /// The certificate for `server_name`, when a website covering it has one that works.
-    /// A handshake of a website whose record has not changed since its certificate was
-    /// parsed reads the cache alone; the PEM is hashed and parsed outside the lock, so
-    /// no handshake waits behind another website's parse.
+    /// A handshake of a website whose index entry has not changed since its certificate
+    /// was parsed reads the cache alone; the PEM is hashed and parsed outside the lock,
+    /// so no handshake waits behind another website's parse.
     pub fn website_key(&self, server_name: &str) -> Option<Arc<CertifiedKey>> {
         let index = self.websites.index();
         let record = index.by_host(server_name)?;
@@ -218,7 +219,7 @@ impl SniResolver {
             parsed
                 .get(domain)
                 .filter(|c| match fingerprint {
-                    None => c.revision == record.revision,
+                    None => std::ptr::eq(c.record.as_ptr(), Arc::as_ptr(record)),
                     Some(print) => c.fingerprint == print,
                 })
                 .map(|c| c.key.clone())
@@ -247,7 +248,7 @@ impl SniResolver {
         parsed.insert(
             domain.to_owned(),
             Cached {
-                revision: record.revision,
+                record: Arc::downgrade(record),
                 fingerprint: print,
                 key: key.clone(),
             },

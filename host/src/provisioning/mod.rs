@@ -86,6 +86,8 @@ pub struct Provisioner<S> {
     holder: String,
     /// Domains this gateway is issuing for, or must not retry before a time (ms).
     issuing: Mutex<HashMap<String, Issuing>>,
+    /// Rounds begun: moves each partner's window of websites checked.
+    rounds: std::sync::atomic::AtomicU64,
 }
 
 /// Where this gateway stands with one domain's certificate.
@@ -109,22 +111,37 @@ enum Attempt {
 /// Websites in `setup` one gateway checks at once.
 const CHECKS_AT_ONCE: usize = 16;
 
-/// `records` reordered so that partners take turns: each partner's first, then each
-/// one's second, and so on (partners in the order they first appear).
-fn interleaved_by_partner(records: Vec<Arc<WebsiteRecord>>) -> Vec<Arc<WebsiteRecord>> {
-    let mut queues: Vec<(PartnerName, std::collections::VecDeque<Arc<WebsiteRecord>>)> = Vec::new();
+/// Websites of one partner checked in one round at most: a partner with many websites
+/// whose names answer slowly (or never) lengthens a round by at most these, and the
+/// others come in later rounds.
+const CHECKS_PER_PARTNER: usize = 64;
+
+/// The waiting websites checked in round `round`: of each partner at most
+/// [`CHECKS_PER_PARTNER`], a window that moves on each round over its websites in domain
+/// order, and the partners taking turns (each one's first, then each one's second…).
+fn this_rounds_turns(records: Vec<Arc<WebsiteRecord>>, round: u64) -> Vec<Arc<WebsiteRecord>> {
+    let mut by_partner: HashMap<PartnerName, Vec<Arc<WebsiteRecord>>> = HashMap::new();
     for record in records {
-        match queues
-            .iter_mut()
-            .find(|(partner, _)| *partner == record.partner)
-        {
-            Some((_, queue)) => queue.push_back(record),
-            None => queues.push((record.partner.clone(), [record].into())),
-        }
+        by_partner
+            .entry(record.partner.clone())
+            .or_default()
+            .push(record);
     }
+    let mut queues: Vec<std::collections::VecDeque<Arc<WebsiteRecord>>> = by_partner
+        .into_values()
+        .map(|mut waiting| {
+            waiting.sort_by(|a, b| a.website.domain.as_str().cmp(b.website.domain.as_str()));
+            let start = (round as usize).wrapping_mul(CHECKS_PER_PARTNER) % waiting.len();
+            waiting.rotate_left(start);
+            waiting.truncate(CHECKS_PER_PARTNER);
+            waiting.into()
+        })
+        .collect();
+    // Partners in name order, so that the turns do not depend on a map's order.
+    queues.sort_by(|a, b| a[0].partner.as_str().cmp(b[0].partner.as_str()));
     let mut turns = Vec::new();
     while !queues.is_empty() {
-        queues.retain_mut(|(_, queue)| {
+        queues.retain_mut(|queue| {
             turns.extend(queue.pop_front());
             !queue.is_empty()
         });
@@ -155,6 +172,7 @@ impl<S: Store> Provisioner<S> {
             acme: acme.map(|config| Arc::new(Acme::new(store.clone(), config))),
             holder: format!("gateway-{}", u64::from_le_bytes(random)),
             issuing: Mutex::new(HashMap::new()),
+            rounds: std::sync::atomic::AtomicU64::new(0),
             store,
             websites,
             config,
@@ -197,11 +215,15 @@ impl<S: Store> Provisioner<S> {
         for record in renewals {
             self.start_issuing(&record, Attempt::Renewal);
         }
-        // One partner's websites hold up no other's: taken a partner at a time in turn,
-        // a few at once, each check's lookups bounded in time (`dns::CHECK_TIME`).
-        // (Dropping the set, when the provisioner stops, stops the checks.)
+        // One partner's websites hold up no other's for long: at most
+        // `CHECKS_PER_PARTNER` of each a round, taken a partner at a time in turn, a few
+        // at once, each check's lookups bounded in time (`dns::CHECK_TIME`). (Dropping
+        // the set, when the provisioner stops, stops the checks.)
+        let round = self
+            .rounds
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut checks = tokio::task::JoinSet::new();
-        for record in interleaved_by_partner(waiting) {
+        for record in this_rounds_turns(waiting, round) {
             if checks.len() >= CHECKS_AT_ONCE {
                 checks.join_next().await;
             }
@@ -482,7 +504,8 @@ mod tests {
         }
     }
 
-    /// A partner with many websites waiting does not go before everyone else's.
+    /// A partner with many websites waiting does not go before everyone else's, nor
+    /// take more than its share of a round; its other websites come in later rounds.
     #[test]
     fn waiting_websites_are_checked_a_partner_at_a_time_in_turn() {
         let record = |partner: &str, domain: &str| {
@@ -498,29 +521,38 @@ mod tests {
                 .unwrap(),
             })
         };
-        let records = vec![
-            record("flood", "f1.example"),
-            record("flood", "f2.example"),
-            record("flood", "f3.example"),
-            record("quiet", "q1.example"),
-            record("other", "o1.example"),
-            record("quiet", "q2.example"),
-        ];
-        let order: Vec<String> = interleaved_by_partner(records)
-            .into_iter()
-            .map(|record| record.website.domain.as_str().to_owned())
+        let mut records: Vec<_> = (0..200)
+            .map(|n| record("flood", &format!("f{n:03}.example")))
             .collect();
+        records.push(record("quiet", "q1.example"));
+        records.push(record("other", "o1.example"));
+        records.push(record("quiet", "q2.example"));
+        let domains = |turns: Vec<Arc<WebsiteRecord>>| -> Vec<String> {
+            turns
+                .iter()
+                .map(|record| record.website.domain.as_str().to_owned())
+                .collect()
+        };
+        let first = domains(this_rounds_turns(records.clone(), 0));
+        assert_eq!(first.len(), CHECKS_PER_PARTNER + 3);
         assert_eq!(
-            order,
+            first[..6],
             [
-                "f1.example",
-                "q1.example",
+                "f000.example",
                 "o1.example",
-                "f2.example",
+                "q1.example",
+                "f001.example",
                 "q2.example",
-                "f3.example"
+                "f002.example"
             ]
         );
+        assert_eq!(first.last().map(String::as_str), Some("f063.example"));
+        // The next rounds check the flood's next websites, and come round again.
+        let second = domains(this_rounds_turns(records.clone(), 1));
+        assert_eq!(second[0], "f064.example");
+        let fourth = domains(this_rounds_turns(records, 3));
+        assert_eq!(fourth[0], "f192.example");
+        assert!(fourth.contains(&"f000.example".to_owned()), "{fourth:?}");
     }
 
     #[test]

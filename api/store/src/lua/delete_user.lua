@@ -14,7 +14,7 @@ for i, domain in ipairs(domains) do
   local stored = redis.call('HMGET', ARGV[1] .. 'website:' .. domain, 'partner', 'website', 'revision')
   if stored[1] then
     local read, website = pcall(cjson.decode, stored[2])
-    if not read or type(website) ~= 'table' then
+    if not read or not releasable(website) then
       return redis.error_reply('CORRUPT website:' .. domain)
     end
     records[i] = {partner = stored[1], website = website, revision = stored[3]}

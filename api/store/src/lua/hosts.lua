@@ -12,19 +12,19 @@ local function hosts_of(website)
   return hosts
 end
 -- Whether a website of another partner than `partner` is under the domain reversed as
--- `rev`. `domain-tree-of:{partner}` is the partner's own part of `domain-tree`: when the
--- two count as many under the domain, all are its own (two range counts, however many
--- there are). Otherwise (another partner's are there, or a release without these trees
--- wrote since) the range is walked and the partner's tree mended from it, at most once a
--- minute a partner and domain; in between, a difference is another partner's.
+-- `rev`. `domain-tree-of:{partner}` is the partner's own part of `domain-tree`, so that
+-- two range counts answer without reading the websites under the domain. A release
+-- without these trees may have written since (a rolling upgrade, a rollback), leaving a
+-- partner's tree short or long: so the first look at a range in a minute walks it and
+-- mends the partner's tree from it, and the looks after it in that minute trust the
+-- counts, a difference counting as another partner's (refused until the next walk).
 local function foreign_below(prefix, rev, partner)
   local lo, hi = '[' .. rev .. '.', '(' .. rev .. '/'
   local all = redis.call('ZLEXCOUNT', prefix .. 'domain-tree', lo, hi)
   if all == 0 then return false end
   local own_key = prefix .. 'domain-tree-of:' .. partner
-  if redis.call('ZLEXCOUNT', own_key, lo, hi) == all then return false end
   local walk = redis.call('SET', prefix .. 'domain-tree-walked:' .. partner .. ':' .. rev, '1', 'NX', 'PX', 60000)
-  if not walk then return true end
+  if not walk then return redis.call('ZLEXCOUNT', own_key, lo, hi) ~= all end
   local own, foreign = {}, false
   for _, member in ipairs(redis.call('ZRANGEBYLEX', prefix .. 'domain-tree', lo, hi)) do
     local space = string.find(member, ' ', 1, true)
@@ -107,6 +107,23 @@ local function hold_callbacks(prefix, partner, domain, revision, callbacks)
   for _, url in ipairs(callbacks) do
     redis.call('ZADD', prefix .. 'held-callbacks:' .. partner, 0, held_member(domain, revision, url))
   end
+end
+-- Whether a decoded website record has what `release_hosts` and `release_callbacks`
+-- read, in the types they read it in (so that they cannot fail halfway through a script,
+-- whose earlier writes Redis would keep).
+local function releasable(website)
+  if type(website) ~= 'table' or type(website.domain) ~= 'string' then return false end
+  local function strings(list)
+    if list == nil then return true end
+    if type(list) ~= 'table' then return false end
+    for _, item in ipairs(list) do
+      if type(item) ~= 'string' then return false end
+    end
+    return true
+  end
+  if not strings(website.subdomain) then return false end
+  local pending = website.pending
+  return type(pending) ~= 'table' or type(pending.callbacks) ~= 'table' or strings(pending.callbacks)
 end
 local function release_callbacks(prefix, partner, website, revision)
   local pending = website.pending

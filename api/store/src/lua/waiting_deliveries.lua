@@ -1,0 +1,13 @@
+-- botgate's Redis store: waiting deliveries. KEYS[3] the partner's waiting ids.
+-- ARGV: the bound, the key prefix, the partner. Counted up to the bound; at the bound,
+-- ids whose delivery is gone (removed by hand) are dropped first, at most once a
+-- minute a partner.
+local most = tonumber(ARGV[1])
+local waiting = redis.call('ZCARD', KEYS[3])
+if waiting >= most and redis.call('SET', ARGV[2] .. 'deliveries-pruned:' .. ARGV[3], '1', 'NX', 'PX', 60000) then
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+    if redis.call('EXISTS', ARGV[2] .. 'delivery:' .. id) == 0 then redis.call('ZREM', KEYS[3], id) end
+  end
+  waiting = redis.call('ZCARD', KEYS[3])
+end
+return math.min(waiting, most)
