@@ -752,6 +752,11 @@ impl Gateway {
             }
         } else {
             forwarding::remove_hop_by_hop(response.headers_mut(), false);
+            // A 204 has no body and no length (RFC 9110 §8.6): one an origin sent would
+            // mislead an intermediary that believes it, and is malformed over HTTP/2.
+            if response.status() == StatusCode::NO_CONTENT {
+                response.headers_mut().remove(header::CONTENT_LENGTH);
+            }
         }
         // A proxy names itself in the responses it forwards too (RFC 9110, 7.6.3).
         let version = response.version();

@@ -38,6 +38,7 @@ fn script(target: &str) -> Script {
         ),
         "/head" => keep(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n"),
         "/no-content" => keep(b"HTTP/1.1 204 No Content\r\n\r\n"),
+        "/no-content-length" => keep(b"HTTP/1.1 204 No Content\r\ncontent-length: 5\r\n\r\n"),
         "/garbage" => close(b"this is not http\r\n\r\n"),
         "/huge-head" => {
             let mut bytes = b"HTTP/1.1 200 OK\r\nx-big: ".to_vec();
@@ -139,6 +140,14 @@ fn every_response_framing_reaches_the_client_whole() {
     assert_eq!(
         get(gateway.http, DOMAIN, "/no-content").unwrap().status,
         204
+    );
+    // A 204 has no length, whatever the origin said (RFC 9110 §8.6).
+    let answer = get(gateway.http, DOMAIN, "/no-content-length").unwrap();
+    assert_eq!(answer.status, 204);
+    assert!(
+        !answer.headers.contains_key("content-length"),
+        "{:?}",
+        answer.headers
     );
     assert_eq!(body("/after-no-content").text(), "fine");
 }
