@@ -511,3 +511,78 @@ async fn a_domain_above_many_websites_is_checked_without_reading_them_all() {
         walks() - walked
     );
 }
+
+/// Traffic counts are kept for the website's owner as its record's `user` field names
+/// it, without the website's JSON (every gateway adds counts for every website it
+/// served every few seconds); a record a former release wrote without the field is
+/// read once and given it, and another user's counts are still not kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traffic_counts_find_the_owner_without_reading_the_website() {
+    use botgate_store::{Counts, Owner, Resolution, TrafficStore};
+    use botgate_tests::servers::Resp;
+    let server = RedisServer::start().unwrap();
+    let store = RedisStore::connect(config(&server)).await.unwrap();
+    let (acme, alice) = conformance::partner_and_user(&store, "acme", "alice").await;
+    let bob = conformance::user(&acme, "bob");
+    let site = botgate_model::Domain::parse("counted.example").unwrap();
+    store
+        .create_website(&acme.name, &conformance::website(site.as_str(), &alice))
+        .await
+        .unwrap();
+    let key = "botgate:website:counted.example";
+    let user_field = || server.command(&["HGET", key, "user"]).unwrap();
+    assert_eq!(user_field(), Resp::Bulk(Some("alice".into())));
+    let minute = 29_916_667;
+    let add = |user| {
+        let counts = Counts([("c:humans:grant".to_owned(), 1)].into_iter().collect());
+        let store = &store;
+        let partner = &acme.name;
+        let site = &site;
+        async move {
+            let owner = Owner { partner, user };
+            store
+                .add_traffic(site, owner, minute, &counts, &[])
+                .await
+                .unwrap();
+        }
+    };
+    let counted = || async {
+        let buckets = store
+            .traffic(&site, Resolution::Minute, minute, minute)
+            .await
+            .unwrap();
+        buckets
+            .iter()
+            .map(|counts| counts.0.get("c:humans:grant").copied().unwrap_or(0))
+            .sum::<u64>()
+    };
+    let hgets = || {
+        let info = format!("{:?}", server.command(&["INFO", "commandstats"]).unwrap());
+        info.split("cmdstat_hget:calls=")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|calls| calls.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let before = hgets();
+    add(&alice.id).await;
+    assert_eq!(hgets(), before, "the website's JSON was not read");
+    assert_eq!(counted().await, 1);
+    // The JSON is not what names the owner: counted even when it cannot be read.
+    let Resp::Bulk(Some(json)) = server.command(&["HGET", key, "website"]).unwrap() else {
+        panic!("no website");
+    };
+    server
+        .command(&["HSET", key, "website", "{not json"])
+        .unwrap();
+    add(&alice.id).await;
+    assert_eq!(counted().await, 2);
+    // As a former release wrote it: no `user`.
+    server.command(&["HSET", key, "website", &json]).unwrap();
+    server.command(&["HDEL", key, "user"]).unwrap();
+    add(&alice.id).await;
+    assert_eq!(counted().await, 3);
+    assert_eq!(user_field(), Resp::Bulk(Some("alice".into())), "given back");
+    add(&bob.id).await;
+    assert_eq!(counted().await, 3, "another user's counts are not kept");
+}

@@ -13,7 +13,7 @@
 //! | `user:{partner}:{id}` | string | [`User`] JSON |
 //! | `user-key:{key}` | string | `{partner}:{id}` |
 //! | `users:{partner}` | sorted set | user ids (lexical order) |
-//! | `website:{domain}` | hash | `partner`, `revision`, `website` (JSON) |
+//! | `website:{domain}` | hash | `partner`, `user` (its id; a release before it wrote none, and traffic counts add it), `revision`, `website` (JSON) |
 //! | `websites` | sorted set | every domain |
 //! | `websites-of:{partner}` | sorted set | the partner's domains |
 //! | `websites-of:{partner}:{id}` | sorted set | the user's domains |

@@ -6,11 +6,22 @@
 -- A top list's size is kept in the hour bucket's field `#` and the list's prefix.
 local minute, hour, events = KEYS[3], KEYS[4], KEYS[5]
 -- Counts recorded for another owner (the website deleted since, or created again by
--- someone else) are not kept. A record that cannot be read has no owner.
-local stored = redis.call('HMGET', KEYS[6], 'partner', 'website')
-if stored[1] ~= ARGV[1] or not stored[2] then return 0 end
-local read, website = pcall(cjson.decode, stored[2])
-if not read or type(website) ~= 'table' or website['user_id'] ~= ARGV[2] then return 0 end
+-- someone else) are not kept. The owner is read from the record's `partner` and `user`
+-- fields, not from its JSON (a website's may be large, and every gateway adds counts
+-- for every website it served every few seconds); a record written by a release
+-- without `user` is read once and given it. A record that cannot be read has no owner.
+local stored = redis.call('HMGET', KEYS[6], 'partner', 'user')
+if stored[1] ~= ARGV[1] then return 0 end
+local user = stored[2]
+if not user then
+  local json = redis.call('HGET', KEYS[6], 'website')
+  if not json then return 0 end
+  local read, website = pcall(cjson.decode, json)
+  if not read or type(website) ~= 'table' or type(website['user_id']) ~= 'string' then return 0 end
+  user = website['user_id']
+  redis.call('HSET', KEYS[6], 'user', user)
+end
+if user ~= ARGV[2] then return 0 end
 local i = 8
 local counters = tonumber(ARGV[7])
 for _ = 1, counters do

@@ -12,7 +12,7 @@ if full then return full end
 claim_hosts(ARGV[6], ARGV[5], ARGV[1], claims)
 forget_traffic(ARGV[6], ARGV[5])
 local revision = next_revision(ARGV[6], KEYS[1])
-redis.call('HSET', KEYS[4], 'partner', ARGV[1], 'revision', revision, 'website', ARGV[2])
+redis.call('HSET', KEYS[4], 'partner', ARGV[1], 'user', ARGV[4], 'revision', revision, 'website', ARGV[2])
 hold_callbacks(ARGV[6], ARGV[1], ARGV[5], revision, callbacks)
 redis.call('ZADD', KEYS[5], 0, ARGV[5])
 redis.call('ZADD', KEYS[6], 0, ARGV[5])
