@@ -235,6 +235,17 @@ impl RedisServer {
         info_field(&self.command(&["INFO", "server"])?, "run_id")
     }
 
+    /// How many times `command` (lower case, `evalsha`) has run since the server
+    /// started, scripts' calls included (`INFO commandstats`); 0 before the first.
+    pub fn calls(&self, command: &str) -> u64 {
+        let info = format!("{:?}", self.command(&["INFO", "commandstats"]).unwrap());
+        info.split(&format!("cmdstat_{command}:calls="))
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|calls| calls.parse().ok())
+            .unwrap_or(0)
+    }
+
     fn ping(&self) -> bool {
         matches!(self.command(&["PING"]), Ok(Resp::Simple(s)) if s == "PONG")
     }

@@ -371,15 +371,7 @@ async fn a_users_websites_are_deleted_a_batch_a_script() {
         let site = conformance::website(&format!("site{n}.example"), &many);
         store.create_website(&hoster.name, &site).await.unwrap();
     }
-    let scripts = || {
-        let info = server.command(&["INFO", "commandstats"]).unwrap();
-        let text = format!("{info:?}");
-        text.split("cmdstat_evalsha:calls=")
-            .nth(1)
-            .and_then(|rest| rest.split(',').next())
-            .and_then(|calls| calls.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
+    let scripts = || server.calls("evalsha");
     let before = scripts();
     let deleted = store.delete_user(&hoster.name, &many.id).await.unwrap();
     assert_eq!(deleted.len(), count);
@@ -443,14 +435,7 @@ async fn a_domain_above_many_websites_is_checked_without_reading_them_all() {
         let site = conformance::website(&format!("s{n}.shop.example"), &alice);
         store.create_website(&acme.name, &site).await.unwrap();
     }
-    let walks = || {
-        let info = format!("{:?}", server.command(&["INFO", "commandstats"]).unwrap());
-        info.split("cmdstat_zrangebylex:calls=")
-            .nth(1)
-            .and_then(|rest| rest.split(',').next())
-            .and_then(|calls| calls.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
+    let walks = || server.calls("zrangebylex");
     let a_new_minute = || {
         server
             .command(&["DEL", "botgate:domain-tree-walked:acme:example.shop"])
@@ -556,14 +541,7 @@ async fn traffic_counts_find_the_owner_without_reading_the_website() {
             .map(|counts| counts.0.get("c:humans:grant").copied().unwrap_or(0))
             .sum::<u64>()
     };
-    let hgets = || {
-        let info = format!("{:?}", server.command(&["INFO", "commandstats"]).unwrap());
-        info.split("cmdstat_hget:calls=")
-            .nth(1)
-            .and_then(|rest| rest.split(',').next())
-            .and_then(|calls| calls.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
+    let hgets = || server.calls("hget");
     let before = hgets();
     add(&alice.id).await;
     assert_eq!(hgets(), before, "the website's JSON was not read");

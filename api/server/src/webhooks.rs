@@ -56,18 +56,19 @@ pub async fn check_room(api: &Api, partner: &PartnerName) -> Result<(), ApiError
     if waiting < most {
         return Ok(());
     }
-    Err(ApiError {
+    Err(callback_refused(format!(
+        "{most} of this partner's webhooks wait for delivery already, the most allowed; \
+         nothing was changed: send the request without `callbackUrl`, or again once they \
+         have gone"
+    )))
+}
+
+/// A `callbackUrl` refused for a partner's bound (429 on the field, again in a minute).
+pub(crate) fn callback_refused(message: String) -> ApiError {
+    ApiError {
         retry_after: Some(60),
-        ..ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!(
-                "{most} of this partner's webhooks wait for delivery already, the most \
-                 allowed; nothing was changed: send the request without `callbackUrl`, or \
-                 again once they have gone"
-            ),
-        )
-        .on("callbackUrl")
-    })
+        ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, message).on("callbackUrl")
+    }
 }
 
 /// Queues the webhook that tells `partner` at `url` that the change to `website`
@@ -98,18 +99,13 @@ async fn enqueue(
     match botgate_webhooks::queue(api.store.as_ref(), partner, url, website, waiting_at_most).await
     {
         Ok(_) => Ok(()),
-        Err(botgate_webhooks::QueueError::Store(StoreError::Full(_))) => Err(ApiError {
-            retry_after: Some(60),
-            ..ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                format!(
-                    "the change is made, but its webhook is not queued: {waiting_at_most} of \
-                     this partner's webhooks wait for delivery already; send the change again \
-                     with `callbackUrl` once they have gone"
-                ),
-            )
-            .on("callbackUrl")
-        }),
+        Err(botgate_webhooks::QueueError::Store(StoreError::Full(_))) => {
+            Err(callback_refused(format!(
+                "the change is made, but its webhook is not queued: {waiting_at_most} of this \
+                 partner's webhooks wait for delivery already; send the change again with \
+                 `callbackUrl` once they have gone"
+            )))
+        }
         Err(botgate_webhooks::QueueError::Store(err)) => {
             Err(ApiError::from_store(err, "callbackUrl"))
         }

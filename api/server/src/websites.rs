@@ -47,19 +47,12 @@ pub const MAX_PENDING_CALLBACKS: usize = 16;
 /// The refusal of a `callbackUrl` past the most the partner's websites in `setup` may
 /// hold ([`botgate_webhooks::HELD_PER_PARTNER`]): nothing of the request is written.
 fn callbacks_full() -> ApiError {
-    ApiError {
-        retry_after: Some(60),
-        ..ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!(
-                "{} `callbackUrl`s wait for this partner's websites to leave `setup` \
-                 already, the most allowed; nothing was changed: send the request without \
-                 `callbackUrl`, or again once some of that work has finished",
-                botgate_webhooks::HELD_PER_PARTNER
-            ),
-        )
-        .on("callbackUrl")
-    }
+    webhooks::callback_refused(format!(
+        "{} `callbackUrl`s wait for this partner's websites to leave `setup` already, the \
+         most allowed; nothing was changed: send the request without `callbackUrl`, or \
+         again once some of that work has finished",
+        botgate_webhooks::HELD_PER_PARTNER
+    ))
 }
 
 pub(crate) fn domain(domain: &str) -> Result<Domain, ApiError> {

@@ -654,9 +654,18 @@ fn count_holdings(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
                 .or_default() += pending.callbacks.len() as u64;
         }
     }
-    let mut holdings = txn.open_table(HOLDINGS).map_err(backend)?;
+    write_counts(txn, HOLDINGS, counts)
+}
+
+/// Fills `table`, emptied before the counting, with `counts`.
+fn write_counts(
+    txn: &redb::WriteTransaction,
+    table: TableDefinition<&str, u64>,
+    counts: std::collections::BTreeMap<String, u64>,
+) -> Result<(), StoreError> {
+    let mut table = txn.open_table(table).map_err(backend)?;
     for (key, count) in counts {
-        holdings.insert(key.as_str(), count).map_err(backend)?;
+        table.insert(key.as_str(), count).map_err(backend)?;
     }
     Ok(())
 }
@@ -675,11 +684,7 @@ fn count_below(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
                 .or_default() += 1;
         }
     }
-    let mut below = txn.open_table(DOMAIN_TREE_BELOW).map_err(backend)?;
-    for (key, count) in counts {
-        below.insert(key.as_str(), count).map_err(backend)?;
-    }
-    Ok(())
+    write_counts(txn, DOMAIN_TREE_BELOW, counts)
 }
 
 /// The reversed domains above a reversed domain: `shop` and `shop.example` of
@@ -702,16 +707,15 @@ fn count_under(
             .get(key.as_str())
             .map_err(backend)?
             .map_or(0, |c| c.value());
-        match (added, count) {
-            (true, _) => {
-                below.insert(key.as_str(), count + 1).map_err(backend)?;
-            }
-            (false, 0 | 1) => {
-                below.remove(key.as_str()).map_err(backend)?;
-            }
-            (false, _) => {
-                below.insert(key.as_str(), count - 1).map_err(backend)?;
-            }
+        let count = if added {
+            count + 1
+        } else {
+            count.saturating_sub(1)
+        };
+        if count == 0 {
+            below.remove(key.as_str()).map_err(backend)?;
+        } else {
+            below.insert(key.as_str(), count).map_err(backend)?;
         }
     }
     Ok(())

@@ -94,8 +94,7 @@ impl WebsiteIndex {
         self.remove(&domain);
         let record = Arc::new(record);
         for host in record.website.host_names() {
-            let entry = self.by_host.entry(host);
-            if let Some((host, held)) = entry.held() {
+            if let Some(held) = self.by_host.get(&host) {
                 tracing::warn!(
                     host,
                     held_by = held.website.domain.as_str(),
@@ -104,9 +103,9 @@ impl WebsiteIndex {
                 );
                 continue;
             }
-            entry.insert_entry(record.clone());
+            self.by_host.insert(host, record.clone());
         }
-        self.by_domain.entry(domain).insert_entry(record);
+        self.by_domain.insert(domain, record);
     }
 
     fn remove(&mut self, domain: &str) {
@@ -197,13 +196,10 @@ impl Sharded {
         Arc::make_mut(&mut Arc::make_mut(&mut self.shards)[at])
     }
 
-    fn entry(&mut self, key: String) -> ShardedEntry<'_> {
-        let at = self.shard_of(&key);
-        let shard = Arc::make_mut(&mut Arc::make_mut(&mut self.shards)[at]);
-        ShardedEntry {
-            entry: shard.entry(key),
-            len: &mut self.len,
-        }
+    /// Holds `record` under `key`, in place of any record held.
+    fn insert(&mut self, key: String, record: Arc<WebsiteRecord>) {
+        let before = self.shard_mut(&key).insert(key, record);
+        self.len += usize::from(before.is_none());
     }
 
     fn remove(&mut self, key: &str) -> Option<Arc<WebsiteRecord>> {
@@ -214,35 +210,6 @@ impl Sharded {
 
     fn values(&self) -> impl Iterator<Item = &Arc<WebsiteRecord>> {
         self.shards.iter().flat_map(|shard| shard.values())
-    }
-}
-
-/// An entry of a [`Sharded`] map, which counts what it inserts.
-struct ShardedEntry<'a> {
-    entry: std::collections::hash_map::Entry<'a, String, Arc<WebsiteRecord>>,
-    len: &'a mut usize,
-}
-
-impl ShardedEntry<'_> {
-    /// The record held under the key, when one is.
-    fn held(&self) -> Option<(&String, &Arc<WebsiteRecord>)> {
-        match &self.entry {
-            std::collections::hash_map::Entry::Occupied(held) => Some((held.key(), held.get())),
-            std::collections::hash_map::Entry::Vacant(_) => None,
-        }
-    }
-
-    /// Holds `record` under the key, in place of any record held.
-    fn insert_entry(self, record: Arc<WebsiteRecord>) {
-        match self.entry {
-            std::collections::hash_map::Entry::Occupied(mut held) => {
-                held.insert(record);
-            }
-            std::collections::hash_map::Entry::Vacant(free) => {
-                free.insert(record);
-                *self.len += 1;
-            }
-        }
     }
 }
 

@@ -1469,7 +1469,10 @@ impl OutboxStore for RedisStore {
         partner: &PartnerName,
         at_most: usize,
     ) -> Result<usize, StoreError> {
-        const LUA: &str = include_str!("lua/waiting_deliveries.lua");
+        const LUA: &str = concat!(
+            include_str!("lua/outbox.lua"),
+            include_str!("lua/waiting_deliveries.lua")
+        );
         let waiting: usize = self
             .write_script_with(
                 // A count, and ids of deliveries gone dropped: nothing a repeat changes.

@@ -120,7 +120,9 @@ const CHECKS_PER_PARTNER: usize = 64;
 /// [`CHECKS_PER_PARTNER`], a window that moves on each round over its websites in domain
 /// order, and the partners taking turns (each one's first, then each one's second…).
 fn this_rounds_turns(records: Vec<Arc<WebsiteRecord>>, round: u64) -> Vec<Arc<WebsiteRecord>> {
-    let mut by_partner: HashMap<PartnerName, Vec<Arc<WebsiteRecord>>> = HashMap::new();
+    // Partners in name order, so that the turns do not depend on a map's order.
+    let mut by_partner: std::collections::BTreeMap<PartnerName, Vec<Arc<WebsiteRecord>>> =
+        Default::default();
     for record in records {
         by_partner
             .entry(record.partner.clone())
@@ -137,8 +139,6 @@ fn this_rounds_turns(records: Vec<Arc<WebsiteRecord>>, round: u64) -> Vec<Arc<We
             waiting.into()
         })
         .collect();
-    // Partners in name order, so that the turns do not depend on a map's order.
-    queues.sort_by(|a, b| a[0].partner.as_str().cmp(b[0].partner.as_str()));
     let mut turns = Vec::new();
     while !queues.is_empty() {
         queues.retain_mut(|queue| {

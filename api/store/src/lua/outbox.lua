@@ -12,6 +12,15 @@ local function reindex_partner(prefix, partner)
   end
 end
 
+-- Drops from the partner's waiting ids those whose delivery is gone (removed other than
+-- by finishing it: by hand, say); the partner's entry in `partners-due` is left as is.
+local function drop_gone(prefix, partner)
+  local index = prefix .. 'deliveries-due:' .. partner
+  for _, id in ipairs(redis.call('ZRANGE', index, 0, -1)) do
+    if redis.call('EXISTS', prefix .. 'delivery:' .. id) == 0 then redis.call('ZREM', index, id) end
+  end
+end
+
 -- Moves what gateways of a former release indexed (ids in `deliveries`, and the
 -- partners' `deliveries-of:` sets) into the partners' indexes, 500 at a time: during an
 -- upgrade, gateways of both releases share the store. An id whose delivery is gone or

@@ -8,13 +8,8 @@ local function full()
   return redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[5])
 end
 if not present and ARGV[5] ~= '' and full() then
-  -- Ids whose delivery was removed other than by finishing it (by hand, say) are
-  -- dropped before the partner is refused.
-  for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
-    if redis.call('EXISTS', ARGV[7] .. 'delivery:' .. id) == 0 then
-      redis.call('ZREM', KEYS[4], id)
-    end
-  end
+  -- Ids whose delivery is gone are dropped before the partner is refused.
+  drop_gone(ARGV[7], ARGV[8])
   if full() then return redis.error_reply('FULL ' .. ARGV[6]) end
 end
 -- The same id under another partner (never made so, but kept right): out of its index.

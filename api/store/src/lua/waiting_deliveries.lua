@@ -5,9 +5,7 @@
 local most = tonumber(ARGV[1])
 local waiting = redis.call('ZCARD', KEYS[3])
 if waiting >= most and redis.call('SET', ARGV[2] .. 'deliveries-pruned:' .. ARGV[3], '1', 'NX', 'PX', 60000) then
-  for _, id in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
-    if redis.call('EXISTS', ARGV[2] .. 'delivery:' .. id) == 0 then redis.call('ZREM', KEYS[3], id) end
-  end
+  drop_gone(ARGV[2], ARGV[3])
   waiting = redis.call('ZCARD', KEYS[3])
 end
 return math.min(waiting, most)
