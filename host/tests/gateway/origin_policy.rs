@@ -150,6 +150,45 @@ fn a_narrower_policy_holds_for_websites_written_before_it() -> Result<()> {
     Ok(())
 }
 
+/// A reload that narrows the policy holds for the next request at once, even on an
+/// origin connection kept alive from before it.
+#[test]
+fn a_reload_that_narrows_the_policy_leaves_no_pooled_connection_in_use() -> Result<()> {
+    let origin = origin("narrowed");
+    let port = origin.address.port().to_string();
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("botgate.toml");
+    std::fs::write(&file, "")?;
+    let config = file.display().to_string();
+    let gateway = Gateway::start(
+        binary(),
+        GatewayStore::Embedded,
+        &["hoster"],
+        &["--origin-http-port", &port, "--config", &config],
+    )?;
+    assert_eq!(create(&partner(&gateway), &["127.0.0.1"])?.status, 201);
+    wait_served(&gateway, "site.example")?;
+    // Every data-plane thread keeps kept-alive connections to the origin.
+    for _ in 0..8 {
+        assert_eq!(get(gateway.http, "site.example", "/")?.status, 200);
+    }
+    let served = origin.requests();
+    std::fs::write(&file, "origin-deny-network = [\"127.0.0.1/32\"]\n")?;
+    super::operator::sighup(&gateway);
+    let line = log_line(&gateway, |line| line.contains("configuration reloaded"));
+    assert!(line.contains("origin-deny-network"), "{line}");
+    for _ in 0..8 {
+        let answer = get(gateway.http, "site.example", "/")?;
+        assert_eq!(answer.status, 502, "{}", answer.text());
+    }
+    assert_eq!(
+        origin.requests(),
+        served,
+        "no request reached the refused origin"
+    );
+    Ok(())
+}
+
 #[test]
 fn a_request_that_comes_back_is_answered_508_at_once() -> Result<()> {
     // The cluster's gateways share one pseudonym: each origin leads to the other

@@ -25,7 +25,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -156,6 +156,9 @@ struct PoolKey {
     address: SocketAddr,
     /// The name sent in SNI when the origin is reached over TLS.
     tls_name: Option<Arc<str>>,
+    /// The origin policy the address was checked against: a connection made before a
+    /// reload replaced it is never taken again.
+    policy: u64,
 }
 
 /// One thread's idle connections by origin.
@@ -168,6 +171,8 @@ pub struct Origins {
     config: OriginConfig,
     /// The origin policy in force: `config.policy` at start, replaced by a reload.
     policy: arc_swap::ArcSwap<OriginPolicy>,
+    /// How many times a reload replaced the policy (part of every [`PoolKey`]).
+    policy_changes: AtomicU64,
     /// Each data-plane thread keeps its own idle connections (driven by its own event
     /// loop), so a request and its origin connection never wake another core, and
     /// taking one takes no lock.
@@ -198,9 +203,11 @@ impl Origins {
         self.policy.load_full()
     }
 
-    /// Replaces the origin policy for every later origin connection.
+    /// Replaces the origin policy for every later origin request: pooled connections
+    /// made under the former one are not taken again (they expire idle).
     pub fn set_policy(&self, policy: OriginPolicy) {
         self.policy.store(Arc::new(policy));
+        self.policy_changes.fetch_add(1, Ordering::Release);
     }
 
     pub fn new(
@@ -215,6 +222,7 @@ impl Origins {
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Arc::new(Origins {
             policy: arc_swap::ArcSwap::from_pointee(config.policy.clone()),
+            policy_changes: AtomicU64::new(0),
             config,
             idle: thread_local::ThreadLocal::new(),
             down_until: RwLock::new(HashMap::new()),
@@ -373,10 +381,12 @@ impl Origins {
         let (parts, mut body) = request.into_parts();
         let mut last = None;
         let mut refused = None;
+        let policy = self.policy_changes.load(Ordering::Acquire);
         for address in self.order(ips, port) {
             let key = PoolKey {
                 address,
                 tls_name: tls_name.clone(),
+                policy,
             };
             // A pooled connection the origin closed meanwhile fails before the request
             // was taken (`Stale`): then the request goes once more, on a new connection.
@@ -633,6 +643,7 @@ mod tests {
         let key = PoolKey {
             address: listener.local_addr().unwrap(),
             tls_name: None,
+            policy: 0,
         };
         let connection = origins.connect(&key).await.unwrap();
         let _accepted = listener.accept().await.unwrap();
