@@ -253,6 +253,10 @@ fn callback_url(value: &str) -> Result<url::Url, ApiError> {
             refuse(&format!("the scheme is `{}`", url.scheme()))
         }
         Ok(url) if url.host().is_none() => refuse("it has no host"),
+        Ok(url) if !url.username().is_empty() || url.password().is_some() => refuse(
+            "it carries a user name or password, which webhooks do not send (a receiver \
+             checks the signature instead)",
+        ),
         Ok(url) => Ok(url),
         Err(error) => refuse(&error.to_string()),
     }
@@ -346,7 +350,14 @@ mod tests {
 
     #[test]
     fn callback_urls_must_be_absolute_http() {
-        for bad in ["/relative", "ftp://example.com/x", "https://", "notaurl"] {
+        for bad in [
+            "/relative",
+            "ftp://example.com/x",
+            "https://",
+            "notaurl",
+            "https://user:secret@hooks.example/x",
+            "https://token@hooks.example/x",
+        ] {
             let error = website(json(json!({"callbackUrl": bad}))).unwrap_err();
             assert_eq!(
                 (error.status.as_u16(), error.field.as_deref()),

@@ -172,8 +172,31 @@ pub async fn queue<S: Store>(
 ) -> Result<Delivery, QueueError> {
     let delivery = delivery(partner, url, website).map_err(QueueError::Randomness)?;
     store.enqueue_delivery(&delivery, waiting_at_most).await?;
-    tracing::info!(id = %delivery.id, %partner, url = %delivery.url, "webhook queued");
+    tracing::info!(id = %delivery.id, %partner, url = %logged(&delivery.url), "webhook queued");
     Ok(delivery)
+}
+
+/// The longest reason for a failed attempt that is logged and stored.
+const MAX_REASON_BYTES: usize = 512;
+
+/// A `callbackUrl` as logs show it: without a user name, password or query, which may
+/// hold the receiver's secrets.
+pub fn logged(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(mut parsed) => {
+            let query = parsed.query().is_some();
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            let mut shown = botgate_model::names::shorten(parsed.as_str());
+            if query {
+                shown.push_str("?…");
+            }
+            shown
+        }
+        Err(_) => "(not a URL)".to_owned(),
+    }
 }
 
 /// The `webhook-signature` value for one attempt.
@@ -276,20 +299,25 @@ impl<S: Store> Outbox<S> {
         delivery.attempts += 1;
         let stored = match outcome {
             Ok(status) => {
-                tracing::info!(id = %delivery.id, url = %delivery.url, status, attempts = delivery.attempts, "webhook delivered");
+                tracing::info!(id = %delivery.id, url = %logged(&delivery.url), status, attempts = delivery.attempts, "webhook delivered");
                 self.store.finish_delivery(&delivery.id).await
             }
-            Err(reason) => {
+            Err(mut reason) => {
+                // What a receiver sent shows in it: kept to a bound in logs and the store.
+                if reason.len() > MAX_REASON_BYTES {
+                    reason.truncate(reason.floor_char_boundary(MAX_REASON_BYTES));
+                    reason.push('…');
+                }
                 let mut random = [0u8; 4];
                 let _ = getrandom::fill(&mut random);
                 let wait = backoff(&self.config, delivery.attempts, u32::from_le_bytes(random));
                 let next = now_ms() + wait.as_millis() as u64;
                 let deadline = delivery.created_ms + self.config.give_up_after.as_millis() as u64;
                 if next > deadline {
-                    tracing::warn!(id = %delivery.id, url = %delivery.url, attempts = delivery.attempts, %reason, "webhook given up");
+                    tracing::warn!(id = %delivery.id, url = %logged(&delivery.url), attempts = delivery.attempts, %reason, "webhook given up");
                     self.store.finish_delivery(&delivery.id).await
                 } else {
-                    tracing::info!(id = %delivery.id, url = %delivery.url, attempts = delivery.attempts, %reason, retry_in_ms = wait.as_millis() as u64, "webhook not delivered; retrying later");
+                    tracing::info!(id = %delivery.id, url = %logged(&delivery.url), attempts = delivery.attempts, %reason, retry_in_ms = wait.as_millis() as u64, "webhook not delivered; retrying later");
                     delivery.next_attempt_ms = next;
                     delivery.last_error = Some(reason);
                     self.store.retry_delivery(&delivery).await
@@ -333,6 +361,16 @@ impl<S: Store> Outbox<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn logs_show_no_credentials_of_a_callback_url() {
+        assert_eq!(
+            logged("https://user:secret@hooks.example:8443/in?token=t0k#x"),
+            "https://hooks.example:8443/in?…"
+        );
+        assert_eq!(logged("http://hooks.example/a"), "http://hooks.example/a");
+        assert_eq!(logged("::"), "(not a URL)");
+    }
 
     #[test]
     fn signatures_match_the_standard_webhooks_example() {

@@ -173,11 +173,17 @@ impl Sender {
     }
 }
 
+/// The most of a receiver's answer head that is read.
+const MAX_ANSWER_HEAD_BYTES: usize = 16 << 10;
+
 async fn send<I>(io: I, request: Request<Full<Bytes>>) -> Result<u16, AttemptError>
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+    // A receiver's answer head past 16 KiB is an error, not memory held.
+    let (mut sender, connection) = hyper::client::conn::http1::Builder::new()
+        .max_buf_size(MAX_ANSWER_HEAD_BYTES)
+        .handshake(TokioIo::new(io))
         .await
         .map_err(|err| AttemptError::Http(err.to_string()))?;
     tokio::spawn(async move {
@@ -197,8 +203,7 @@ where
                 .headers()
                 .get(hyper::header::LOCATION)
                 .and_then(|v| v.to_str().ok())
-                .unwrap_or("nowhere")
-                .to_owned(),
+                .map_or_else(|| "nowhere".to_owned(), botgate_model::names::shorten),
         })
     } else {
         Err(AttemptError::Status(status.as_u16()))
@@ -235,5 +240,50 @@ mod tests {
         );
         assert!(started.elapsed() < Duration::from_secs(5));
         silent.abort();
+    }
+
+    /// Answers every request on `listener` with `answer`, once per connection.
+    fn answering(listener: tokio::net::TcpListener, answer: Vec<u8>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request).await;
+                let _ = stream.write_all(&answer).await;
+            }
+        });
+    }
+
+    #[tokio::test]
+    async fn a_receivers_redirect_or_answer_head_is_kept_short() {
+        let sender = Sender::new(
+            AddressPolicy {
+                allowed: vec!["127.0.0.0/8".parse().unwrap()],
+            },
+            Duration::from_secs(5),
+        );
+        for (head_bytes, expect_redirect) in [(8_000, true), (300_000, false)] {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url =
+                Url::parse(&format!("http://{}/hook", listener.local_addr().unwrap())).unwrap();
+            let location = format!("http://elsewhere.example/{}", "x".repeat(head_bytes));
+            answering(
+                listener,
+                format!("HTTP/1.1 302 Found\r\nlocation: {location}\r\ncontent-length: 0\r\n\r\n")
+                    .into_bytes(),
+            );
+            let outcome = sender.post(&url, &[], Bytes::from_static(b"{}")).await;
+            let reason = outcome.unwrap_err();
+            assert_eq!(
+                matches!(reason, AttemptError::Redirect { .. }),
+                expect_redirect,
+                "{reason:?}"
+            );
+            assert!(
+                reason.to_string().len() < 300,
+                "{}",
+                reason.to_string().len()
+            );
+        }
     }
 }

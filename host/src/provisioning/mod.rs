@@ -478,7 +478,7 @@ impl<S: Store> Provisioner<S> {
                 Err(err) => Err(err.to_string()),
             };
             if let Err(err) = queued {
-                tracing::error!(domain = %stored.website.domain, %callback, %err, "webhook could not be queued");
+                tracing::error!(domain = %stored.website.domain, callback = %botgate_webhooks::logged(callback), %err, "webhook could not be queued");
             }
         }
     }
