@@ -262,11 +262,12 @@ impl<S: Store> Provisioner<S> {
         };
         let provisioner = self.clone();
         let names = website.host_names();
+        let setup_since = website.pending.as_ref().map(|pending| pending.since_ms);
         let (partner, parsed) = (record.partner.clone(), website.domain.clone());
         tokio::spawn(async move {
             let counted = attempt == Attempt::Renewal || failures > 0;
             let outcome = provisioner
-                .issue(&acme, &partner, &parsed, &names, counted)
+                .issue(&acme, &partner, &parsed, &names, setup_since, counted)
                 .await;
             let mut issuing = provisioner.issuing();
             match outcome {
@@ -319,7 +320,8 @@ impl<S: Store> Provisioner<S> {
 
     /// Issues (under the domain's lease) and stores the certificate: a website in
     /// `setup` goes online (or to `error` if the CA refused), an online one just gets
-    /// the new certificate. With `counted` (a renewal or a retry), the order counts in
+    /// the new certificate; a website changed meanwhile ([`changed_since`]) gets
+    /// nothing. With `counted` (a renewal or a retry), the order counts in
     /// its partner's and website's issuance limits once the lease is held, so gateways
     /// that find it held count nothing.
     async fn issue(
@@ -328,6 +330,7 @@ impl<S: Store> Provisioner<S> {
         partner: &PartnerName,
         domain: &Domain,
         names: &[String],
+        setup_since: Option<u64>,
         counted: bool,
     ) -> Result<(), IssueError> {
         let lease = format!("acme-issue:{domain}");
@@ -362,6 +365,11 @@ impl<S: Store> Provisioner<S> {
             let Some(record) = self.store.website(domain).await? else {
                 return Ok(());
             };
+            if let Some(change) = changed_since(&record, partner, names, setup_since) {
+                // Its next round issues for the website as it is now, if it still asks.
+                tracing::info!(%domain, change, issued = issued.is_ok(), "the issuance's result is not used: the website changed while it ran");
+                return Ok(());
+            }
             let mut next = record.website.clone();
             let mut callbacks = Vec::new();
             match &issued {
@@ -481,6 +489,36 @@ impl<S: Store> Provisioner<S> {
                 tracing::error!(domain = %stored.website.domain, callback = %botgate_webhooks::logged(callback), %err, "webhook could not be queued");
             }
         }
+    }
+}
+
+/// How the website `record` now differs from the one an issuance for `names` of
+/// `partner`'s was begun for (`None`: not at all), which was in a setup begun at
+/// `setup_since` or in none: the issuance's result then belongs to no website.
+fn changed_since(
+    record: &WebsiteRecord,
+    partner: &PartnerName,
+    names: &[String],
+    setup_since: Option<u64>,
+) -> Option<&'static str> {
+    let website = &record.website;
+    let (mut now_named, mut ordered) = (website.host_names(), names.to_vec());
+    now_named.sort_unstable();
+    ordered.sort_unstable();
+    if record.partner != *partner {
+        Some("another partner's website holds the domain now")
+    } else if website.settings.loadbalancer.certs_issuer != CertsIssuer::Acme {
+        Some("it takes the partner's certificate now")
+    } else if now_named != ordered {
+        Some("its host names changed")
+    } else if website
+        .pending
+        .as_ref()
+        .is_some_and(|pending| Some(pending.since_ms) != setup_since)
+    {
+        Some("its setup began again")
+    } else {
+        None
     }
 }
 

@@ -475,3 +475,131 @@ fn renewals_count_in_the_issuance_limits() -> Result<()> {
     crate::assert_error(&refused, 429, Some("settings.loadbalancer.certs_issuer"));
     Ok(())
 }
+
+/// A TCP relay to `target` that holds every connection until [`HeldRelay::release`]:
+/// a CA's validation, and so an issuance, waits on it.
+struct HeldRelay {
+    port: u16,
+    state: Arc<(std::sync::Mutex<(bool, usize)>, std::sync::Condvar)>,
+}
+
+impl HeldRelay {
+    fn start(target: SocketAddr) -> Result<HeldRelay> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let state = Arc::new((std::sync::Mutex::new((false, 0)), std::sync::Condvar::new()));
+        let shared = state.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let shared = shared.clone();
+                std::thread::spawn(move || {
+                    let (lock, changed) = &*shared;
+                    let mut held = lock.lock().unwrap();
+                    held.1 += 1;
+                    changed.notify_all();
+                    while !held.0 {
+                        held = changed.wait(held).unwrap();
+                    }
+                    drop(held);
+                    let Ok(server) = TcpStream::connect(target) else {
+                        return;
+                    };
+                    let (mut client_in, mut server_out) =
+                        (client.try_clone().unwrap(), server.try_clone().unwrap());
+                    std::thread::spawn(move || std::io::copy(&mut client_in, &mut server_out));
+                    let (mut server_in, mut client_out) = (server, client);
+                    let _ = std::io::copy(&mut server_in, &mut client_out);
+                });
+            }
+        });
+        Ok(HeldRelay { port, state })
+    }
+
+    /// Waits (up to `within`) until a connection is held.
+    fn wait_held(&self, within: Duration) -> Result<()> {
+        let (lock, changed) = &*self.state;
+        let (held, _) = changed
+            .wait_timeout_while(lock.lock().unwrap(), within, |held| held.1 == 0)
+            .unwrap();
+        ensure!(held.1 > 0, "no connection came to the relay");
+        Ok(())
+    }
+
+    fn release(&self) {
+        let (lock, changed) = &*self.state;
+        lock.lock().unwrap().0 = true;
+        changed.notify_all();
+    }
+}
+
+/// A website given a new subdomain while an ACME issuance for it runs waits for the
+/// new name's DNS: the issuance's result belongs to the website as it was, and does not
+/// end the new setup.
+#[test]
+fn an_issuance_that_ends_after_the_names_changed_changes_nothing() -> Result<()> {
+    let here = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    let dns = Dnsmasq::start(&[("race.example", here)], &[])?;
+    let local = |port| SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let (http, https) = (local(free_port()), local(free_port()));
+    let relay = HeldRelay::start(http)?;
+    let pebble = Pebble::start(relay.port, https.port(), dns.address)?;
+    let (dns_server, root) = (
+        dns.address.to_string(),
+        pebble.directory_root.display().to_string(),
+    );
+    let gateway = Gateway::start_on(
+        binary(),
+        GatewayStore::Embedded,
+        &["hoster"],
+        &[
+            "--acme-directory",
+            &pebble.directory,
+            "--acme-directory-root",
+            &root,
+            "--acme-challenge",
+            "http-01",
+            "--public-address",
+            "127.0.0.1",
+            "--dns-server",
+            &dns_server,
+            "--setup-check-ms",
+            "200",
+            ALLOW_LOOPBACK[0],
+            ALLOW_LOOPBACK[1],
+        ],
+        http,
+        https,
+    )?;
+    let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
+    create_user(&partner, "ann")?;
+    let created = post_website(
+        &partner,
+        &json!({"user_id": "ann", "domain": "race.example", "ip": ["192.0.2.10"]}),
+    )?;
+    assert_eq!(created["status"], "setup");
+    // Pebble's validation is under way (held); the partner adds a subdomain, whose
+    // name does not resolve.
+    relay.wait_held(Duration::from_secs(30))?;
+    let changed = partner.put_json("/v1.0/website/race.example", &json!({"subdomain": ["new"]}))?;
+    ensure!(changed.status == 200, "{changed:?}");
+    assert_eq!(changed.json()["status"], "setup");
+    relay.release();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let ended = |log: &str| {
+        log.contains("the issuance's result is not used")
+            || log.contains("certificate issuance finished")
+    };
+    while !ended(&gateway.log()) {
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the issuance did not end:\n{}\n{}",
+            gateway.log(),
+            pebble.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let website = partner.get("/v1.0/website/race.example")?.json();
+    assert_eq!(website["status"], "setup", "{website}");
+    assert!(website["certificate"].is_null(), "{website}");
+    Ok(())
+}
