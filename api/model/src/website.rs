@@ -323,15 +323,18 @@ impl Website {
     }
 
     /// Starts (or restarts) asynchronous work: status `setup` with `reason`, from
-    /// `now_ms`; callbacks already waiting keep waiting.
+    /// `now_ms`; callbacks already waiting keep waiting. A paused website stays paused,
+    /// the work waiting until it is asked to be online again.
     pub fn begin_setup(&mut self, now_ms: u64, reason: String) {
         let (callbacks, issue_certificate, held) = self
             .pending
             .take()
             .map(|pending| (pending.callbacks, pending.issue_certificate, pending.held))
             .unwrap_or_default();
-        self.status = Status::Setup;
-        self.status_reason = Some(reason);
+        if self.status != Status::Paused {
+            self.status = Status::Setup;
+            self.status_reason = Some(reason);
+        }
         self.pending = Some(Pending {
             since_ms: now_ms,
             callbacks,

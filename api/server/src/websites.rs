@@ -222,10 +222,11 @@ pub async fn create_website(
     check_origins(&api, &website)?;
     let wants_certificate =
         api.config.acme && website.settings.loadbalancer.certs_issuer == CertsIssuer::Acme;
-    if (api.config.dns_check || wants_certificate) && website.status != Status::Paused {
+    // A paused website's work waits until it is asked to be online.
+    if api.config.dns_check || wants_certificate {
         website.begin_setup(botgate_webhooks::now_ms(), setup_reason(&api));
     }
-    let issues = wants_certificate && website.pending.is_some();
+    let issues = wants_certificate && website.status != Status::Paused;
     if issues {
         check_issuance(&api, &partner.name, &website.domain).await?;
     }
@@ -334,8 +335,12 @@ pub async fn update_website(
             .pending
             .as_ref()
             .is_some_and(|pending| pending.issue_certificate);
-        let issues = website.status != Status::Paused && needs_certificate && !waiting;
-        if website.status != Status::Paused && (needs_dns || needs_certificate) {
+        // Work that waited while the website was paused starts when it is online again
+        // (a paused website's issuance is counted then).
+        let resumed = record.website.status == Status::Paused && website.status == Status::Setup;
+        let issues = website.status != Status::Paused
+            && ((needs_certificate && !waiting) || (resumed && waiting));
+        if needs_dns || needs_certificate || resumed {
             website.begin_setup(botgate_webhooks::now_ms(), setup_reason(&api));
         }
         if issues {

@@ -91,3 +91,42 @@ fn websites_wait_in_setup_until_their_names_resolve_to_the_gateway() -> Result<(
     assert_eq!(changed.json()["status"], "online");
     Ok(())
 }
+
+/// Names given to a paused website, or a website created paused, are checked when it
+/// is asked to be online again: it waits in `setup` for them, and a name that does
+/// not resolve here ends in `error`, not `online`.
+#[test]
+fn names_given_while_paused_wait_for_dns_when_online_again() -> Result<()> {
+    let here: IpAddr = "127.0.0.1".parse()?;
+    let dns = Dnsmasq::start(&[("calm.example", here), ("born.example", here)], &[])?;
+    let gateway = dns_checking_gateway(&dns, &["--dns-wait-seconds", "2"])?;
+    let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
+    create_user(&partner, "ann")?;
+    post_website(
+        &partner,
+        &json!({"user_id": "ann", "domain": "calm.example", "ip": ["192.0.2.10"]}),
+    )?;
+    wait_for_status(&partner, "calm.example", "online", &String::new)?;
+    let paused = partner.put_json(
+        "/v1.0/website/calm.example",
+        &json!({"subdomain": ["stray"], "status": "paused"}),
+    )?;
+    assert_eq!(paused.json()["status"], "paused", "{paused:?}");
+    let resumed = partner.put_json("/v1.0/website/calm.example", &json!({"status": "online"}))?;
+    assert_eq!(resumed.json()["status"], "setup", "{resumed:?}");
+    let failed = wait_for_status(&partner, "calm.example", "error", &String::new)?;
+    let reason = failed["status_reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("stray.calm.example"), "{reason}");
+
+    // Created paused: nothing is checked until it is asked to be online.
+    let born = post_website(
+        &partner,
+        &json!({"user_id": "ann", "domain": "born.example", "subdomain": ["nowhere"],
+                "ip": ["192.0.2.10"], "status": "paused"}),
+    )?;
+    assert_eq!(born["status"], "paused");
+    let resumed = partner.put_json("/v1.0/website/born.example", &json!({"status": "online"}))?;
+    assert_eq!(resumed.json()["status"], "setup", "{resumed:?}");
+    wait_for_status(&partner, "born.example", "error", &String::new)?;
+    Ok(())
+}
