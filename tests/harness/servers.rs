@@ -246,6 +246,16 @@ impl RedisServer {
             .unwrap_or(0)
     }
 
+    /// The bytes the server has sent to its clients since it started.
+    pub fn output_bytes(&self) -> u64 {
+        let info = format!("{:?}", self.command(&["INFO", "stats"]).unwrap());
+        info.split("total_net_output_bytes:")
+            .nth(1)
+            .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|bytes| bytes.parse().ok())
+            .unwrap_or(0)
+    }
+
     fn ping(&self) -> bool {
         matches!(self.command(&["PING"]), Ok(Resp::Simple(s)) if s == "PONG")
     }

@@ -162,8 +162,9 @@ async fn ancestors_of(store: &AnyStore, domain: Option<&Domain>) -> String {
     let Some(domain) = domain else {
         return frame_ancestors(&[]);
     };
-    let partner = match store.website(domain).await {
-        Ok(Some(record)) => store.partner(&record.partner).await,
+    // The owner alone: the rest of the record (up to hundreds of KiB) is not read.
+    let partner = match store.website_owner(domain).await {
+        Ok(Some(owner)) => store.partner(&owner.partner).await,
         Ok(None) => Ok(None),
         Err(error) => Err(error),
     };

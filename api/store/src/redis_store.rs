@@ -1200,30 +1200,43 @@ impl WebsiteStore for RedisStore {
 
     async fn website_owner(&self, domain: &Domain) -> Result<Option<WebsiteOwner>, StoreError> {
         let key = self.key(&format!("website:{domain}"));
-        let [partner, website]: [Option<String>; 2] = self
-            .run(move |c| {
+        // The owner's fields; a former release's record only has the user in the
+        // website's JSON, read then.
+        let fields = |fields: &'static [&'static str]| {
+            let key = key.clone();
+            self.run(move |c| {
                 let key = key.clone();
                 Box::pin(async move {
                     redis::cmd("HMGET")
                         .arg(&key)
-                        .arg("partner")
-                        .arg("website")
+                        .arg(fields)
                         .query_async(c)
                         .await
                 })
             })
-            .await
-            .map_err(backend)?;
-        Ok(partner
+        };
+        let mut owner: Vec<Option<String>> = fields(&["partner", "user"]).await.map_err(backend)?;
+        let user = owner.pop().flatten();
+        let Some(partner) = owner
+            .pop()
+            .flatten()
             .and_then(|partner| PartnerName::parse(&partner).ok())
-            .zip(
+        else {
+            return Ok(None);
+        };
+        let user = match user.and_then(|user| UserId::parse(&user).ok()) {
+            Some(user) => Some(user),
+            None => {
+                let website: Vec<Option<String>> = fields(&["website"]).await.map_err(backend)?;
                 website
-                    .and_then(|website| serde_json::from_str::<crate::StoredUserId>(&website).ok()),
-            )
-            .map(|(partner, website)| WebsiteOwner {
-                partner,
-                user: website.user_id,
-            }))
+                    .into_iter()
+                    .flatten()
+                    .next()
+                    .and_then(|website| serde_json::from_str::<crate::StoredUserId>(&website).ok())
+                    .map(|stored| stored.user_id)
+            }
+        };
+        Ok(user.map(|user| WebsiteOwner { partner, user }))
     }
 
     async fn update_website_within(

@@ -571,3 +571,54 @@ fn statistics_add_up_across_gateways_that_share_redis() {
     assert_eq!(count("action=grant&category=humans&limit=3"), 3);
     assert_eq!(count("category=search_engines"), 0);
 }
+
+/// The page a frame loads, which anyone may ask for, reads only who owns the website
+/// (for its partner's panel origins): not the website's record, which custom rules and
+/// certificates make up to hundreds of KiB.
+#[test]
+fn the_framed_page_reads_only_the_websites_owner() {
+    let redis = botgate_tests::servers::RedisServer::start().unwrap();
+    let gateway = Gateway::start(binary(), GatewayStore::Redis(&redis), &["hoster"], &[]).unwrap();
+    let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
+    assert_eq!(
+        partner
+            .post_form("/v1.0/user", &[("id", "ann")])
+            .unwrap()
+            .status,
+        201
+    );
+    let rules: Vec<Value> = (0..25)
+        .map(|n| {
+            json!({"action": "deny", "conditions": [
+                {"field": "path", "operator": "starts_with", "value": format!("/{n}{}", "p".repeat(1000))}]})
+        })
+        .collect();
+    let created = partner
+        .post_json(
+            "/v1.0/website",
+            &json!({"domain": "big.example", "user_id": "ann", "ip": ["192.0.2.10"],
+                    "status": "paused", "settings": {"custom_rules": rules}}),
+        )
+        .unwrap();
+    assert_eq!(created.status, 201, "{created:?}");
+    let framed = partner
+        .put_json(
+            "/v1.0/dashboard",
+            &json!({"frame_origins": ["https://panel.example"]}),
+        )
+        .unwrap();
+    assert_eq!(framed.status, 200, "{framed:?}");
+    let anyone = Client::new(&gateway.api, None);
+    let before = redis.output_bytes();
+    for _ in 0..20 {
+        let page = anyone.get("/en/website/big.example/edit").unwrap();
+        assert_eq!(page.status, 200);
+        let policy = page.header("content-security-policy").unwrap_or_default();
+        assert!(
+            policy.contains("frame-ancestors https://panel.example"),
+            "{policy}"
+        );
+    }
+    let sent = redis.output_bytes() - before;
+    assert!(sent < 20 * 2048, "{sent} bytes read for 20 pages");
+}
