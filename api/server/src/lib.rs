@@ -169,6 +169,7 @@ pub struct Api {
     pub config: ApiConfig,
     limiter: KeyLimiter,
     failed_keys: limit::FailedKeys,
+    statistics: traffic::StatisticsCache,
 }
 
 impl Api {
@@ -180,6 +181,7 @@ impl Api {
                 config.failed_keys_per_minute,
                 config.failed_keys_burst,
             ),
+            statistics: traffic::StatisticsCache::default(),
             config,
         })
     }

@@ -5,37 +5,130 @@
 use crate::Api;
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::websites::{domain, reachable};
+use crate::websites::{domain, reachable_owner};
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
-use botgate_model::Category;
-use botgate_store::{Counts, Resolution, TrafficEvent, TrafficStore};
+use botgate_model::{Category, Domain, PartnerName, UserId};
+use botgate_store::{Counts, Resolution, TrafficEvent, TrafficStore, WebsiteOwner};
 use serde::Serialize;
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use utoipa::ToSchema;
 
 /// Entries in each top list.
 const TOP: usize = 10;
+
+/// How long computed statistics are answered again, by range: a dashboard's repeated
+/// reads (or a caller's loop) cost the store one read of the buckets a period.
+const HOUR_FRESH_FOR: Duration = Duration::from_secs(2);
+const WEEK_FRESH_FOR: Duration = Duration::from_secs(60);
+/// Websites whose statistics are kept at most (all dropped when full).
+const MAX_CACHED: usize = 4096;
+/// What computing statistics may cost one partner's callers on this gateway, in hour
+/// buckets read (the ones with top lists, up to some 800 fields each: a week is 168,
+/// an hour 2): so many a second, and so many at once.
+const PARTNER_BUCKETS_PER_SECOND: u32 = 84;
+const PARTNER_BUCKETS_BURST: u32 = 5 * 168;
+
+/// Statistics computed lately, and each partner's budget for computing more.
+pub struct StatisticsCache {
+    /// By website, its owner (a domain deleted and created again is another's) and
+    /// range (`week` or not).
+    entries: Mutex<HashMap<(Domain, PartnerName, UserId, bool), Arc<Cached>>>,
+    budget: governor::DefaultKeyedRateLimiter<PartnerName>,
+}
+
+/// One website's statistics for one range: computed once by the first caller, the
+/// others waiting for it.
+struct Cached {
+    made: Instant,
+    statistics: tokio::sync::OnceCell<Statistics>,
+}
+
+impl Default for StatisticsCache {
+    fn default() -> Self {
+        let quota = governor::Quota::per_second(
+            NonZeroU32::new(PARTNER_BUCKETS_PER_SECOND).unwrap_or(NonZeroU32::MIN),
+        )
+        .allow_burst(NonZeroU32::new(PARTNER_BUCKETS_BURST).unwrap_or(NonZeroU32::MIN));
+        StatisticsCache {
+            entries: Mutex::new(HashMap::new()),
+            budget: governor::RateLimiter::keyed(quota),
+        }
+    }
+}
+
+impl StatisticsCache {
+    /// The entry for `domain`'s range (`week` or not) under `owner`, a fresh one when
+    /// the kept one is older than `fresh_for`.
+    fn entry(
+        &self,
+        domain: &Domain,
+        owner: &WebsiteOwner,
+        week: bool,
+        fresh_for: Duration,
+    ) -> Arc<Cached> {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (
+            domain.clone(),
+            owner.partner.clone(),
+            owner.user.clone(),
+            week,
+        );
+        if let Some(cached) = entries.get(&key)
+            && cached.made.elapsed() < fresh_for
+        {
+            return cached.clone();
+        }
+        if entries.len() >= MAX_CACHED {
+            entries.clear();
+            self.budget.retain_recent();
+        }
+        let cached = Arc::new(Cached {
+            made: Instant::now(),
+            statistics: tokio::sync::OnceCell::new(),
+        });
+        entries.insert(key, cached.clone());
+        cached
+    }
+
+    /// Takes `buckets` from `partner`'s budget, or says how long to wait.
+    fn spend(&self, partner: &PartnerName, buckets: u32) -> Result<(), ApiError> {
+        let buckets = NonZeroU32::new(buckets).unwrap_or(NonZeroU32::MIN);
+        match self.budget.check_key_n(partner, buckets) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(not_until)) => {
+                use governor::clock::Clock;
+                let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
+                Err(ApiError::too_many_requests(
+                    wait.as_secs_f64().ceil().max(1.0) as u64,
+                ))
+            }
+            Err(_) => Err(ApiError::too_many_requests(1)),
+        }
+    }
+}
 /// Events answered unless `limit` says otherwise.
 const DEFAULT_EVENTS: usize = 100;
 
 /// A top list's entry.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct TopEntry {
     pub value: String,
     pub count: u64,
 }
 
 /// Challenges shown and solved in the period.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Challenges {
     pub shown: u64,
     pub solved: u64,
 }
 
 /// The top lists of the period (of the whole hours it touches).
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Tops {
     pub paths: Vec<TopEntry>,
     pub user_agents: Vec<TopEntry>,
@@ -46,7 +139,7 @@ pub struct Tops {
 }
 
 /// A website's traffic over a period, counted by every gateway.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Statistics {
     /// `hour` (per minute) or `week` (seven days, per hour).
     pub range: String,
@@ -123,11 +216,10 @@ pub async fn statistics(
 ) -> Result<Json<Statistics>, ApiError> {
     let domain = domain(&name)?;
     let parameters = query(raw, &["range"])?;
-    reachable(&api, &caller, &domain).await?;
-    let range = parameters.get("range").map_or("hour", String::as_str);
-    let (resolution, step, steps) = match range {
-        "hour" => (Resolution::Minute, 60, 60),
-        "week" => (Resolution::Hour, 3600, 7 * 24),
+    let owner = reachable_owner(&api, &caller, &domain).await?;
+    let week = match parameters.get("range").map_or("hour", String::as_str) {
+        "hour" => false,
+        "week" => true,
         other => {
             return Err(ApiError::bad_request(format!(
                 "`range` is `hour` or `week`, not `{}`",
@@ -135,6 +227,33 @@ pub async fn statistics(
             ))
             .on("range"));
         }
+    };
+    let (fresh_for, buckets) = if week {
+        (WEEK_FRESH_FOR, 7 * 24)
+    } else {
+        (HOUR_FRESH_FOR, 2)
+    };
+    let cached = api.statistics.entry(&domain, &owner, week, fresh_for);
+    let statistics = cached
+        .statistics
+        .get_or_try_init(|| async {
+            api.statistics.spend(&owner.partner, buckets)?;
+            compute_statistics(&api, &domain, week).await
+        })
+        .await?;
+    Ok(Json(statistics.clone()))
+}
+
+/// A website's statistics over the last hour or the last week, read from the store.
+async fn compute_statistics(
+    api: &Arc<Api>,
+    domain: &Domain,
+    week: bool,
+) -> Result<Statistics, ApiError> {
+    let (range, resolution, step, steps) = if week {
+        ("week", Resolution::Hour, 3600, 7 * 24)
+    } else {
+        ("hour", Resolution::Minute, 60, 60)
     };
     let now = botgate_webhooks::now_ms() / 1000;
     let last = now / step;
@@ -182,7 +301,7 @@ pub async fn statistics(
         challenges.solved += bucket.0.get("ch:solved").copied().unwrap_or(0);
     }
     let first_step = last + 1 - buckets.len() as u64;
-    Ok(Json(Statistics {
+    Ok(Statistics {
         range: range.to_owned(),
         step_seconds: step,
         times: (first_step..=last).map(|n| n * step).collect(),
@@ -195,7 +314,7 @@ pub async fn statistics(
             networks: top(hours, "n:"),
             deciders: top(hours, "d:"),
         },
-    }))
+    })
 }
 
 /// A website's latest decided requests, newest first, filtered by what the gateway
@@ -216,7 +335,7 @@ pub async fn events(
 ) -> Result<Json<Events>, ApiError> {
     let domain = domain(&name)?;
     let parameters = query(raw, &["action", "category", "limit"])?;
-    reachable(&api, &caller, &domain).await?;
+    reachable_owner(&api, &caller, &domain).await?;
     let category = match parameters.get("category").filter(|c| !c.is_empty()) {
         Some(text) => Some(
             text.parse::<Category>()

@@ -199,6 +199,21 @@ pub(crate) async fn reachable(
     }
 }
 
+/// The owner of the website of `domain` if the caller reaches it (the record itself is
+/// not read); 404 otherwise, exactly as if it did not exist.
+pub(crate) async fn reachable_owner(
+    api: &Api,
+    caller: &Caller,
+    domain: &Domain,
+) -> Result<botgate_store::WebsiteOwner, ApiError> {
+    api.store
+        .website_owner(domain)
+        .await
+        .map_err(|error| ApiError::from_store(error, "domain"))?
+        .filter(|owner| caller.reaches(owner.as_owner()))
+        .ok_or_else(|| no_such_website(domain))
+}
+
 /// Creates a website under one of the partner's users.
 #[utoipa::path(post, path = "/v1.0/website", tag = "websites",
     request_body(content(

@@ -248,3 +248,52 @@ fn a_user_uploads_its_certificate_and_reads_its_details() {
         Ok(())
     });
 }
+
+/// Statistics read again and again cost the store one read of the week's buckets a
+/// minute, and a partner's callers cannot have this gateway read week after week of
+/// many websites at once: past a burst, 429 with `Retry-After`.
+#[test]
+fn statistics_are_computed_once_a_period_and_within_a_partners_budget() {
+    let redis = botgate_tests::servers::RedisServer::start().unwrap();
+    let gateway = botgate_tests::servers::Gateway::start(
+        super::binary(),
+        botgate_tests::servers::GatewayStore::Redis(&redis),
+        &["hoster", "rival"],
+        &[],
+    )
+    .unwrap();
+    let (hoster, rival) = partners(&gateway);
+    create_user(&hoster, "ann").unwrap();
+    create_user(&rival, "eve").unwrap();
+    for n in 0..8 {
+        create_website(&hoster, "ann", &format!("s{n}.example")).unwrap();
+    }
+    create_website(&rival, "eve", "rival.example").unwrap();
+    let week = |client: &botgate_tests::http::Client, domain: &str| {
+        client
+            .get(&format!("/v1.0/website/{domain}/statistics?range=week"))
+            .unwrap()
+    };
+    let reads = || redis.calls("hgetall");
+    let before = reads();
+    for _ in 0..20 {
+        let reply = week(&hoster, "s0.example");
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(reply.json()["times"].as_array().map(Vec::len), Some(168));
+    }
+    let read = reads() - before;
+    assert!(read <= 2 * 168, "{read} buckets read for 20 answers");
+    // Four more websites' weeks fit the burst; then the partner waits.
+    for n in 1..5 {
+        assert_eq!(week(&hoster, &format!("s{n}.example")).status, 200);
+    }
+    let refused = (5..8)
+        .map(|n| week(&hoster, &format!("s{n}.example")))
+        .find(|reply| reply.status != 200)
+        .expect("a sixth website's week within a second is refused");
+    assert_error(&refused, 429, None);
+    assert!(refused.header("retry-after").is_some(), "{refused:?}");
+    // What was computed is still answered; another partner has its own budget.
+    assert_eq!(week(&hoster, "s0.example").status, 200);
+    assert_eq!(week(&rival, "rival.example").status, 200);
+}
