@@ -36,9 +36,12 @@ const PARTNER_BUCKETS_BURST: u32 = 5 * 168;
 pub struct StatisticsCache {
     /// By website, its owner (a domain deleted and created again is another's) and
     /// range (`week` or not).
-    entries: Mutex<HashMap<(Domain, PartnerName, UserId, bool), Arc<Cached>>>,
+    entries: Mutex<HashMap<CacheKey, Arc<Cached>>>,
     budget: governor::DefaultKeyedRateLimiter<PartnerName>,
 }
+
+/// A website, its owner and a range (`week` or not).
+type CacheKey = (Domain, PartnerName, UserId, bool);
 
 /// One website's statistics for one range: computed once by the first caller, the
 /// others waiting for it.
