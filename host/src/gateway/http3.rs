@@ -6,6 +6,11 @@
 //!
 //! The components get TLS 1.3, ALPN `h3` and the JA4 (`q…`) that [`super::quic_hello`]
 //! took from the client's Initial packets.
+//!
+//! Admission: only QUIC version 1 (whose Initial packets the JA4 is read from); while
+//! many handshakes from unproven addresses are under way, a new client is sent a Retry
+//! (proving its address costs it a round trip and the gateway no TLS work); and the
+//! connections open at once are bounded, in all and per client address.
 
 use super::connection::{ConnectionInfo, ConnectionLimits, Live, Shutdown, canonical_address};
 use super::pages::BoxError;
@@ -17,8 +22,11 @@ use bytes::{Buf, Bytes};
 use http::Response;
 use http_body_util::BodyExt;
 use hyper::body::{Body, Frame, SizeHint};
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use tokio_util::task::TaskTracker;
 
@@ -68,6 +76,98 @@ pub fn server_config(
     Ok(config)
 }
 
+/// Handshakes from addresses not yet proven under way at once, past which a new client
+/// is sent a Retry.
+const RETRY_ABOVE_HANDSHAKES: usize = 32;
+/// QUIC connections open at once, in all and from one client address.
+const MAX_CONNECTIONS: usize = 16_384;
+const MAX_CONNECTIONS_PER_CLIENT: usize = 64;
+/// The QUIC versions served: version 1 only (RFC 9000), whose Initials give the JA4.
+const QUIC_VERSIONS: [u32; 1] = [1];
+
+/// The QUIC connections under way: handshakes from unproven addresses, and open
+/// connections in all and by client address.
+#[derive(Default)]
+struct Admission {
+    unproven_handshakes: AtomicUsize,
+    open: AtomicUsize,
+    by_client: Mutex<HashMap<IpAddr, usize>>,
+}
+
+/// A connection admitted: its place is given back when it is dropped.
+struct Admitted {
+    admission: Arc<Admission>,
+    client: IpAddr,
+    unproven: bool,
+}
+
+/// What became of a connection attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// Sent a Retry: the client proves its address first.
+    Retry,
+    /// Refused: too many connections, in all or from the client's address.
+    Full,
+}
+
+impl Admission {
+    /// Admits a connection from `client` whose address is `proven` or not.
+    fn admit(self: &Arc<Self>, client: IpAddr, proven: bool) -> Result<Admitted, Refusal> {
+        if !proven && self.unproven_handshakes.load(Ordering::Relaxed) >= RETRY_ABOVE_HANDSHAKES {
+            return Err(Refusal::Retry);
+        }
+        if self.open.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
+            return Err(Refusal::Full);
+        }
+        {
+            let mut by_client = self.by_client.lock().unwrap_or_else(|e| e.into_inner());
+            let open = by_client.entry(client).or_default();
+            if *open >= MAX_CONNECTIONS_PER_CLIENT {
+                return Err(Refusal::Full);
+            }
+            *open += 1;
+        }
+        self.open.fetch_add(1, Ordering::Relaxed);
+        if !proven {
+            self.unproven_handshakes.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(Admitted {
+            admission: self.clone(),
+            client,
+            unproven: !proven,
+        })
+    }
+}
+
+impl Admitted {
+    /// The handshake is over (the address answered).
+    fn handshake_done(&mut self) {
+        if std::mem::take(&mut self.unproven) {
+            self.admission
+                .unproven_handshakes
+                .fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.handshake_done();
+        self.admission.open.fetch_sub(1, Ordering::Relaxed);
+        let mut by_client = self
+            .admission
+            .by_client
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(open) = by_client.get_mut(&self.client) {
+            *open -= 1;
+            if *open == 0 {
+                by_client.remove(&self.client);
+            }
+        }
+    }
+}
+
 /// What HTTP/3 connections need: the handler of their requests, the limits, and the
 /// JA4 fingerprints of the clients' Initial packets.
 pub struct Http3<H> {
@@ -87,8 +187,10 @@ pub fn endpoint(
     let runtime: Arc<dyn quinn::Runtime> = Arc::new(quinn::TokioRuntime);
     let socket = runtime.wrap_udp_socket(std::net::UdpSocket::bind(address)?)?;
     let socket = super::quic_hello::FingerprintingSocket::new(socket, hellos);
+    let mut endpoint_config = quinn::EndpointConfig::default();
+    endpoint_config.supported_versions(QUIC_VERSIONS.to_vec());
     quinn::Endpoint::new_with_abstract_socket(
-        quinn::EndpointConfig::default(),
+        endpoint_config,
         Some(config),
         Arc::new(socket),
         runtime,
@@ -102,17 +204,34 @@ pub async fn serve<H: RequestHandler>(
     mut shutdown: Shutdown,
     tracker: TaskTracker,
 ) {
+    let admission = Arc::new(Admission::default());
     loop {
         let incoming = tokio::select! {
             incoming = endpoint.accept() => incoming,
             _ = shutdown.wait() => break,
         };
         let Some(incoming) = incoming else { break };
+        let peer = incoming.remote_address();
+        let client = canonical_address(peer).ip();
+        let admitted = match admission.admit(client, incoming.remote_address_validated()) {
+            Ok(admitted) => admitted,
+            Err(refusal) => {
+                tracing::debug!(%peer, ?refusal, "QUIC connection not admitted");
+                match refusal {
+                    Refusal::Retry => {
+                        if let Err(refused) = incoming.retry() {
+                            refused.into_incoming().refuse();
+                        }
+                    }
+                    Refusal::Full => incoming.refuse(),
+                }
+                continue;
+            }
+        };
         let http3 = http3.clone();
         let shutdown = shutdown.clone();
         tracker.spawn(async move {
-            let peer = incoming.remote_address();
-            if let Err(err) = connection(http3, incoming, shutdown).await {
+            if let Err(err) = connection(http3, incoming, admitted, shutdown).await {
                 let reason = Report(&err);
                 tracing::debug!(%peer, %reason, "QUIC connection closed early");
             }
@@ -125,6 +244,7 @@ pub async fn serve<H: RequestHandler>(
 async fn connection<H: RequestHandler>(
     http3: Arc<Http3<H>>,
     incoming: quinn::Incoming,
+    mut admitted: Admitted,
     mut shutdown: Shutdown,
 ) -> Result<(), QuicConnectionError> {
     let limits = &*http3.limits.load_full();
@@ -138,6 +258,7 @@ async fn connection<H: RequestHandler>(
     let quic = handshake
         .map_err(|_| QuicConnectionError::HandshakeTimeout)?
         .map_err(QuicConnectionError::Handshake)?;
+    admitted.handshake_done();
     let tls = TlsInfo {
         version: TlsVersion::Tls13,
         alpn: Alpn::H3,

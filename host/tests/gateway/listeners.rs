@@ -335,6 +335,122 @@ fn drains_a_request_in_flight(http2: bool) {
     );
 }
 
+/// Initial packets of QUIC connections from `socket` to `gateway`, each a new
+/// connection (its own connection ID) that will never answer, of QUIC `version`.
+fn quic_initials(gateway: SocketAddr, count: usize, version: u32) -> Vec<Vec<u8>> {
+    let mut tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_protocol_versions(&[&rustls::version::TLS13])
+    .unwrap()
+    .with_root_certificates(rustls::RootCertStore::empty())
+    .with_no_client_auth();
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    let mut config = quinn::ClientConfig::new(std::sync::Arc::new(crypto));
+    config.version(version);
+    let mut endpoint = quinn_proto::Endpoint::new(
+        std::sync::Arc::new(quinn::EndpointConfig::default()),
+        None,
+        true,
+        None,
+    );
+    (0..count)
+        .map(|_| {
+            let now = std::time::Instant::now();
+            let (_, mut connection) = endpoint
+                .connect(now, config.clone(), gateway, "quic.example")
+                .unwrap();
+            let mut datagram = Vec::new();
+            let sent = connection.poll_transmit(now, 1, &mut datagram).unwrap();
+            datagram.truncate(sent.size);
+            datagram
+        })
+        .collect()
+}
+
+/// The long-header packet types of the datagrams `socket` receives within `wait`
+/// (0 Initial, 3 Retry, and 4 for a version negotiation), each with its destination
+/// connection ID (the connection it answers).
+fn quic_answers(socket: &std::net::UdpSocket, wait: Duration) -> Vec<(u8, Vec<u8>)> {
+    socket
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let deadline = std::time::Instant::now() + wait;
+    let mut kinds = Vec::new();
+    let mut buffer = [0u8; 2048];
+    while std::time::Instant::now() < deadline {
+        let Ok(read) = socket.recv(&mut buffer) else {
+            continue;
+        };
+        if read >= 6 && buffer[0] & 0x80 != 0 {
+            let kind = if buffer[1..5] == [0, 0, 0, 0] {
+                4
+            } else {
+                (buffer[0] >> 4) & 0x3
+            };
+            let id_end = (6 + usize::from(buffer[5])).min(read);
+            kinds.push((kind, buffer[6..id_end].to_vec()));
+        }
+    }
+    kinds
+}
+
+/// A flood of QUIC Initials from an address that never completes a handshake (as from
+/// forged addresses) is answered with Retry packets once many handshakes are under
+/// way, so it costs no TLS work, while a real client is served; a draft version of QUIC
+/// (whose Initials give no JA4) gets a version negotiation, not a connection.
+#[test]
+fn a_flood_of_quic_initials_gets_retries_and_a_real_client_is_served() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    add_website(
+        &gateway,
+        json!({"domain": "quic.example", "ip": ["127.0.0.1"],
+               "settings": loadbalancer(&["enable_http3"])}),
+    )
+    .unwrap();
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.connect(gateway.https).unwrap();
+    for initial in quic_initials(gateway.https, 200, 1) {
+        socket.send(&initial).unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let answers = quic_answers(&socket, Duration::from_secs(2));
+    let answered = |wanted: u8| {
+        let ids: std::collections::HashSet<&[u8]> = answers
+            .iter()
+            .filter(|(kind, _)| *kind == wanted)
+            .map(|(_, id)| id.as_slice())
+            .collect();
+        ids.len()
+    };
+    let (handshakes, retries) = (answered(0), answered(3));
+    assert!(
+        handshakes <= 32 && retries >= 100,
+        "{handshakes} connections got a handshake, {retries} a retry"
+    );
+    let visit = Visit {
+        tls_name: Some("quic.example".into()),
+        http3: true,
+        ..Visit::default()
+    };
+    let page = visitor::send(gateway.https, &visit, Outgoing::get("quic.example", "/")).unwrap();
+    assert_eq!(page.status, 200, "{}", page.text());
+    assert_eq!(page.version, http::Version::HTTP_3);
+
+    let draft = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    draft.connect(gateway.https).unwrap();
+    for initial in quic_initials(gateway.https, 1, 0xff00_001d) {
+        draft.send(&initial).unwrap();
+    }
+    let kinds: Vec<u8> = quic_answers(&draft, Duration::from_secs(1))
+        .into_iter()
+        .map(|(kind, _)| kind)
+        .collect();
+    assert_eq!(kinds, vec![4]);
+}
+
 #[test]
 fn http3_serves_websites_that_enable_it_and_is_advertised_by_alt_svc() {
     let origin = origin("site");
