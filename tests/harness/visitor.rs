@@ -227,7 +227,8 @@ async fn send_async(listener: SocketAddr, visit: &Visit, request: Outgoing<'_>) 
     exchange(tls, http2, request, alpn, certificate).await
 }
 
-fn client_tls(alpn: &[u8]) -> Result<rustls::ClientConfig> {
+/// A client configuration that accepts any certificate, offering `alpn`.
+pub fn client_tls(alpn: &[u8]) -> Result<rustls::ClientConfig> {
     let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))

@@ -13,6 +13,7 @@
 //! connections open at once are bounded, in all and per client address.
 
 use super::connection::{ConnectionInfo, ConnectionLimits, Live, Shutdown, canonical_address};
+use super::http3_frames::{Guarded, Limited, LimitedBidi};
 use super::pages::BoxError;
 use super::quic_hello::ClientHellos;
 use super::service::RequestHandler;
@@ -267,7 +268,10 @@ async fn connection<H: RequestHandler>(
     let info = Arc::new(ConnectionInfo::new(client, true, true, Some(tls)));
     let mut builder = h3::server::builder();
     builder.max_field_section_size(limits.max_header_bytes as u64);
-    let setup = builder.build::<_, Bytes>(h3_quinn::Connection::new(quic));
+    // A frame other than DATA may be as long as a request head, and a little more.
+    let frame_bound = limits.max_header_bytes as u64 + 1024;
+    let setup =
+        builder.build::<_, Bytes>(Guarded::new(h3_quinn::Connection::new(quic), frame_bound));
     let mut h3 = tokio::select! {
         built = tokio::time::timeout(limits.header_read_timeout, setup) => built
             .map_err(|_| QuicConnectionError::SetupTimeout)?
@@ -318,12 +322,15 @@ async fn connection<H: RequestHandler>(
 }
 
 type Stream<S> = h3::server::RequestStream<S, Bytes>;
+/// A request stream as `h3` gives it, its frames bounded.
+type BidiStream = LimitedBidi<h3_quinn::BidiStream<Bytes>>;
+type RecvStream = Limited<h3_quinn::RecvStream>;
 
 /// One request and its response on a bidirectional stream.
 async fn exchange<H: RequestHandler>(
     handler: &H,
     request: http::Request<()>,
-    stream: Stream<h3_quinn::BidiStream<Bytes>>,
+    stream: Stream<BidiStream>,
     info: Arc<ConnectionInfo>,
     body_wait: std::time::Duration,
 ) -> Result<(), BoxError> {
@@ -353,7 +360,7 @@ async fn exchange<H: RequestHandler>(
 pub struct RequestBody {
     // The stream is used only through `&mut` (polling), so it can be shared between
     // threads as the request phases need.
-    stream: sync_wrapper::SyncWrapper<Stream<h3_quinn::RecvStream>>,
+    stream: sync_wrapper::SyncWrapper<Stream<RecvStream>>,
     ended: bool,
     /// A frame read before the request went on ([`RequestBody::start`]).
     first: Option<Result<Frame<Bytes>, BoxError>>,
@@ -367,7 +374,7 @@ impl RequestBody {
     /// framing (and may use the cache).
     async fn start(
         head: &http::request::Parts,
-        stream: Stream<h3_quinn::RecvStream>,
+        stream: Stream<RecvStream>,
         wait: std::time::Duration,
     ) -> RequestBody {
         let mut body = RequestBody {

@@ -28,6 +28,7 @@ pub mod forwarding;
 pub mod geoip;
 pub mod host_name;
 pub mod http3;
+pub mod http3_frames;
 pub mod io;
 pub mod ja4;
 pub mod limits;

@@ -451,6 +451,49 @@ fn a_flood_of_quic_initials_gets_retries_and_a_real_client_is_served() {
     assert_eq!(kinds, vec![4]);
 }
 
+/// An HTTP/3 client whose control stream sends a frame announcing half a gigabyte, then
+/// keeps sending: the gateway ends the connection when the length arrives instead of
+/// holding what follows (`h3` reads such a frame whole before decoding it).
+#[test]
+fn an_http3_frame_announcing_half_a_gigabyte_ends_the_connection() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    let https = gateway.https;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let sent = runtime.block_on(async move {
+        let tls = visitor::client_tls(b"h3").unwrap();
+        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+        let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+        endpoint.set_default_client_config(quinn::ClientConfig::new(std::sync::Arc::new(crypto)));
+        let connection = endpoint
+            .connect(https, "any.example")
+            .unwrap()
+            .await
+            .unwrap();
+        let mut control = connection.open_uni().await.unwrap();
+        // The control stream's type, an empty SETTINGS, then a reserved frame type
+        // announcing 2^29 bytes (a four-byte varint).
+        control
+            .write_all(&[0x00, 0x04, 0x00, 0x21, 0x80 | 0x20, 0, 0, 0])
+            .await
+            .unwrap();
+        let chunk = vec![0u8; 64 << 10];
+        let mut sent = 0usize;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while sent < 64 << 20 && tokio::time::Instant::now() < deadline {
+            match tokio::time::timeout(Duration::from_secs(2), control.write_all(&chunk)).await {
+                Ok(Ok(())) => sent += chunk.len(),
+                _ => break,
+            }
+        }
+        sent
+    });
+    assert!(
+        sent < 16 << 20,
+        "the gateway took {sent} bytes of one frame"
+    );
+}
+
 #[test]
 fn http3_serves_websites_that_enable_it_and_is_advertised_by_alt_svc() {
     let origin = origin("site");
