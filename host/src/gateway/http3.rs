@@ -293,13 +293,20 @@ async fn connection<H: RequestHandler>(
                 let http3 = http3.clone();
                 let info = info.clone();
                 let header_timeout = limits.header_read_timeout;
+                let idle_timeout = limits.idle_timeout;
                 requests.spawn(async move {
                     let resolved =
                         tokio::time::timeout(header_timeout, resolver.resolve_request()).await;
                     match resolved {
                         Ok(Ok((request, stream))) => {
-                            let exchanged =
-                                exchange(&http3.handler, request, stream, info, header_timeout);
+                            let exchanged = exchange(
+                                &http3.handler,
+                                request,
+                                stream,
+                                info,
+                                header_timeout,
+                                idle_timeout,
+                            );
                             if let Err(err) = exchanged.await {
                                 tracing::debug!(%err, "HTTP/3 request ended early");
                             }
@@ -326,13 +333,32 @@ type Stream<S> = h3::server::RequestStream<S, Bytes>;
 type BidiStream = LimitedBidi<h3_quinn::BidiStream<Bytes>>;
 type RecvStream = Limited<h3_quinn::RecvStream>;
 
-/// One request and its response on a bidirectional stream.
+/// Why a response was not sent whole.
+#[derive(Debug, thiserror::Error)]
+#[error("the client took no byte of the response for {0:?}")]
+struct SendStalled(std::time::Duration);
+
+/// `sending`, unless the client takes none of it for `idle`.
+async fn within<E: Into<BoxError>>(
+    idle: std::time::Duration,
+    sending: impl Future<Output = Result<(), E>>,
+) -> Result<(), BoxError> {
+    tokio::time::timeout(idle, sending)
+        .await
+        .map_err(|_| BoxError::from(SendStalled(idle)))?
+        .map_err(Into::into)
+}
+
+/// One request and its response on a bidirectional stream. A client that takes no byte
+/// of the response for `idle` has its stream reset (QUIC's idle timer alone does not
+/// end a connection whose client keeps it alive without reading).
 async fn exchange<H: RequestHandler>(
     handler: &H,
     request: http::Request<()>,
     stream: Stream<BidiStream>,
     info: Arc<ConnectionInfo>,
     body_wait: std::time::Duration,
+    idle: std::time::Duration,
 ) -> Result<(), BoxError> {
     let (mut send, receive) = stream.split();
     let (head, ()) = request.into_parts();
@@ -340,20 +366,26 @@ async fn exchange<H: RequestHandler>(
     let request = http::Request::from_parts(head, body);
     let response = handler.handle(request, &info).await;
     let (head, mut body) = response.into_parts();
-    send.send_response(Response::from_parts(head, ())).await?;
-    while let Some(frame) = body.frame().await {
-        match frame?.into_data() {
-            Ok(data) => send.send_data(data).await?,
-            Err(frame) => {
-                if let Ok(trailers) = frame.into_trailers() {
-                    send.send_trailers(trailers).await?;
-                    return Ok(());
+    let sent = async {
+        within(idle, send.send_response(Response::from_parts(head, ()))).await?;
+        while let Some(frame) = body.frame().await {
+            match frame?.into_data() {
+                Ok(data) => within(idle, send.send_data(data)).await?,
+                Err(frame) => {
+                    if let Ok(trailers) = frame.into_trailers() {
+                        within(idle, send.send_trailers(trailers)).await?;
+                        return Ok(());
+                    }
                 }
             }
         }
+        within(idle, send.finish()).await
+    };
+    let sent = sent.await;
+    if sent.is_err() {
+        send.stop_stream(h3::error::Code::H3_REQUEST_CANCELLED);
     }
-    send.finish().await?;
-    Ok(())
+    sent
 }
 
 /// The request body as it arrives on the QUIC stream.

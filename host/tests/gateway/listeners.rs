@@ -494,6 +494,61 @@ fn an_http3_frame_announcing_half_a_gigabyte_ends_the_connection() {
     );
 }
 
+/// An HTTP/3 client that keeps its connection alive but takes none of a response has
+/// its stream reset after the idle timeout, so neither the gateway's task nor the
+/// origin connection behind it is held for ever.
+#[test]
+fn an_http3_response_nobody_takes_is_reset_after_the_idle_timeout() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &["--idle-timeout", "2"]);
+    add_website(
+        &gateway,
+        json!({"domain": "quic.example", "ip": ["127.0.0.1"],
+               "settings": loadbalancer(&["enable_http3"])}),
+    )
+    .unwrap();
+    let https = gateway.https;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let received = runtime.block_on(async move {
+        let crypto =
+            quinn::crypto::rustls::QuicClientConfig::try_from(visitor::client_tls(b"h3").unwrap())
+                .unwrap();
+        let mut client = quinn::ClientConfig::new(std::sync::Arc::new(crypto));
+        let mut transport = quinn::TransportConfig::default();
+        transport.keep_alive_interval(Some(Duration::from_millis(300)));
+        client.transport_config(std::sync::Arc::new(transport));
+        let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+        endpoint.set_default_client_config(client);
+        let connection = endpoint
+            .connect(https, "quic.example")
+            .unwrap()
+            .await
+            .unwrap();
+        let (mut driver, mut sender) = h3::client::new(h3_quinn::Connection::new(connection))
+            .await
+            .unwrap();
+        tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
+        let request = http::Request::get("https://quic.example/?pad=20000000")
+            .body(())
+            .unwrap();
+        let mut stream = sender.send_request(request).await.unwrap();
+        stream.finish().await.unwrap();
+        let response = stream.recv_response().await.unwrap();
+        assert_eq!(response.status(), 200);
+        // Nothing is read for three idle timeouts; the connection stays alive.
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        let mut received = 0usize;
+        while let Ok(Some(chunk)) = stream.recv_data().await {
+            received += bytes::Buf::remaining(&chunk);
+        }
+        received
+    });
+    assert!(
+        received < 20_000_000,
+        "the whole response waited: {received} bytes"
+    );
+}
+
 #[test]
 fn http3_serves_websites_that_enable_it_and_is_advertised_by_alt_svc() {
     let origin = origin("site");
