@@ -17,6 +17,13 @@ fn facts_for(path: &str) -> RequestFacts {
     facts
 }
 
+/// As [`facts_for`], from a client in network `n` (198.51.n.0/24).
+fn facts_from(path: &str, n: u8) -> RequestFacts {
+    let mut facts = facts_for(path);
+    facts.client_ip = botgate_host::rules::facts::ip_address([198, 51, n, 7].into());
+    facts
+}
+
 fn load_hostile(config: SandboxConfig) -> std::sync::Arc<botgate_host::rules::LoadedComponent> {
     let registry = registry_with(config);
     let dir = ruleset_dir(&[("hostile", "hostile")]);
@@ -268,9 +275,9 @@ fn component_that_keeps_failing_is_switched_off_then_retried() {
         disable_for: Duration::from_millis(300),
         ..test_config()
     });
-    for _ in 0..3 {
+    for n in 0..3 {
         assert!(matches!(
-            hostile.evaluate(&facts_for("/trap")),
+            hostile.evaluate(&facts_from("/trap", n)),
             Outcome::Failed(_)
         ));
     }
@@ -341,14 +348,42 @@ fn a_mostly_failing_component_is_still_switched_off() {
         ..test_config()
     });
     // Two failures for every success: successes forgive, but not enough.
-    for _ in 0..4 {
-        hostile.evaluate(&facts_for("/trap"));
-        hostile.evaluate(&facts_for("/trap"));
+    for n in 0..4 {
+        hostile.evaluate(&facts_from("/trap", 2 * n));
+        hostile.evaluate(&facts_from("/trap", 2 * n + 1));
         if hostile.is_disabled() {
             break;
         }
         hostile.evaluate(&facts_for("/"));
     }
+    assert!(hostile.is_disabled());
+}
+
+/// One visitor's requests that make a component fail (a trap, a deadline) drop its
+/// opinion of those requests only: they never switch it off for every website, which
+/// would let that visitor's other requests through undecided.
+#[test]
+fn failures_from_one_network_never_switch_a_component_off() {
+    init_logs();
+    let hostile = load_hostile(SandboxConfig {
+        failures_before_disable: 3,
+        disable_for: Duration::from_secs(60),
+        ..test_config()
+    });
+    for host in 0..50u8 {
+        let mut facts = facts_for("/trap");
+        facts.client_ip = botgate_host::rules::facts::ip_address([203, 0, 113, host].into());
+        assert!(matches!(hostile.evaluate(&facts), Outcome::Failed(_)));
+    }
+    assert!(!hostile.is_disabled());
+    assert!(matches!(
+        hostile.evaluate(&facts_for("/")),
+        Outcome::Opinion(_)
+    ));
+    // Failures from a second and a third network as well: it is broken for everyone.
+    hostile.evaluate(&facts_from("/trap", 1));
+    assert!(!hostile.is_disabled());
+    hostile.evaluate(&facts_from("/trap", 2));
     assert!(hostile.is_disabled());
 }
 

@@ -1,7 +1,9 @@
 //! One loaded rule component: validation on load, warm instances kept per thread, bounded
 //! calls, failure accounting and the switch-off of a component that keeps failing.
 
-use super::bindings::{CONTRACT, ComponentInfo, Opinion, RequestFacts, Ruleset, RulesetPre};
+use super::bindings::{
+    CONTRACT, ComponentInfo, IpAddress, Opinion, RequestFacts, Ruleset, RulesetPre,
+};
 use super::cache::ComponentCache;
 use super::facts::smoke_facts;
 use super::sandbox::{GuestState, Sandbox};
@@ -157,9 +159,61 @@ pub struct LoadedComponent {
     refilling: AtomicBool,
     /// Failures minus successes since the last switch-off, never below zero.
     failure_score: AtomicU32,
+    /// The client networks of the latest failed calls: a component is switched off only
+    /// when its failures come from several (one visitor's crafted requests alone do not
+    /// switch it off for every website).
+    failing_networks: Mutex<FailingNetworks>,
     /// Milliseconds since [`clock_base`] until which the component is switched off.
     disabled_until_ms: AtomicU64,
     stats: ComponentStats,
+}
+
+/// Distinct client networks whose failed calls a switch-off needs.
+pub const FAILING_NETWORKS_TO_DISABLE: usize = 3;
+
+/// How long a failed call's client network counts towards a switch-off.
+const FAILING_NETWORK_COUNTS_MS: u64 = 60_000;
+
+/// A client network: IPv4 /24 or IPv6 /48.
+type Network = (u8, [u8; 6]);
+
+/// The client networks of a component's latest failed calls, each with when it last
+/// failed (milliseconds since [`clock_base`]).
+#[derive(Debug, Default)]
+struct FailingNetworks {
+    latest: [Option<(Network, u64)>; 8],
+    next: usize,
+}
+
+impl FailingNetworks {
+    /// Notes a failed call of a client at `ip` at `now`; answers how many distinct
+    /// networks failed calls came from in the last minute.
+    fn note(&mut self, ip: &IpAddress, now: u64) -> usize {
+        let network = match *ip {
+            IpAddress::Ipv4((a, b, c, _)) => (4, [a, b, c, 0, 0, 0]),
+            IpAddress::Ipv6((a, b, c, ..)) => {
+                let [a, b, c] = [a.to_be_bytes(), b.to_be_bytes(), c.to_be_bytes()];
+                (6, [a[0], a[1], b[0], b[1], c[0], c[1]])
+            }
+        };
+        match self
+            .latest
+            .iter_mut()
+            .flatten()
+            .find(|(n, _)| *n == network)
+        {
+            Some((_, when)) => *when = now,
+            None => {
+                self.latest[self.next] = Some((network, now));
+                self.next = (self.next + 1) % self.latest.len();
+            }
+        }
+        self.latest
+            .iter()
+            .flatten()
+            .filter(|(_, when)| now.saturating_sub(*when) < FAILING_NETWORK_COUNTS_MS)
+            .count()
+    }
 }
 
 fn clock_base() -> Instant {
@@ -236,6 +290,7 @@ impl LoadedComponent {
             in_service: OnceLock::new(),
             refilling: AtomicBool::new(false),
             failure_score: AtomicU32::new(0),
+            failing_networks: Mutex::new(FailingNetworks::default()),
             disabled_until_ms: AtomicU64::new(0),
             stats: ComponentStats::default(),
         };
@@ -495,7 +550,7 @@ impl LoadedComponent {
                 Err(err) => {
                     let failure = Failure::Instantiate(err.to_string());
                     self.stats.traps.fetch_add(1, Relaxed);
-                    self.record_failure(&failure);
+                    self.record_failure(&failure, facts);
                     return Outcome::Failed(failure);
                 }
             },
@@ -527,7 +582,7 @@ impl LoadedComponent {
                     Failure::Trap(_) | Failure::Instantiate(_) => &self.stats.traps,
                 };
                 counter.fetch_add(1, Relaxed);
-                self.record_failure(failure);
+                self.record_failure(failure, facts);
                 // A bad opinion leaves the instance sound; a trapped one is poisoned
                 // and dropped here.
                 if matches!(failure, Failure::BadOutput(_)) {
@@ -550,11 +605,22 @@ impl LoadedComponent {
         }
     }
 
-    fn record_failure(&self, failure: &Failure) {
+    /// Counts a failed call of `facts`; past the threshold, with failures from several
+    /// client networks, switches the component off for a while.
+    fn record_failure(&self, failure: &Failure, facts: &RequestFacts) {
         let failures = self.failure_score.fetch_add(1, Relaxed) + 1;
         tracing::debug!(component = %self.name, version = %self.version, ?failure, "rule component call failed; opinion dropped");
+        let networks = self
+            .failing_networks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .note(&facts.client_ip, now_ms());
         let limit = self.sandbox.config().failures_before_disable;
-        if failures >= limit {
+        if failures >= limit && networks >= FAILING_NETWORKS_TO_DISABLE {
+            *self
+                .failing_networks
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = FailingNetworks::default();
             let pause = self.sandbox.config().disable_for;
             self.disabled_until_ms
                 .store(now_ms() + pause.as_millis() as u64, Relaxed);

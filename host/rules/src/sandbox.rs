@@ -27,7 +27,10 @@ pub struct SandboxConfig {
     /// being kept for the thread's next call, so idle instances stay small.
     pub max_pooled_memory_bytes: usize,
     /// Failures, less one for each success in between, after which a component is
-    /// switched off.
+    /// switched off (once failures came from [`FAILING_NETWORKS_TO_DISABLE`] client
+    /// networks within a minute).
+    ///
+    /// [`FAILING_NETWORKS_TO_DISABLE`]: crate::component::FAILING_NETWORKS_TO_DISABLE
     pub failures_before_disable: u32,
     /// How long a failing component stays switched off.
     pub disable_for: Duration,
