@@ -144,14 +144,15 @@ pub trait ChallengeLedger: Send + Sync + 'static {
 }
 
 /// The CA's TLS-ALPN-01 handshakes are answered for websites' names and mounted names
-/// awaiting a certificate only, and only with ACME on.
+/// awaiting a certificate only (as the snapshot says: any other name costs no store
+/// read), and only with ACME on.
 impl listener::AlpnChallenges for Gateway {
     fn may_wait(&self, name: &str) -> bool {
         // A mounted name is never a website's, whatever the store says.
         self.acme_answers.is_some()
             && match self.host_certificates.is_reserved(name) {
                 true => self.host_certificates.awaits(name),
-                false => self.is_website(name),
+                false => self.awaits_acme_certificate(name),
             }
     }
 

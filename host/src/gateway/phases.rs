@@ -21,7 +21,7 @@ use crate::client::{BehaviourCounts, ClientFacts, PassState};
 use crate::report::Report;
 use crate::rules::{Decision, decide, decide_observed, facts};
 use botgate_model::custom_rules::RuleOutcome;
-use botgate_model::{Action, Category, Status};
+use botgate_model::{Action, Category, CertsIssuer, Status};
 use botgate_store::WebsiteRecord;
 use http::{HeaderValue, Method, Request, Response, StatusCode, Version, header};
 use http_body_util::{BodyExt, Limited};
@@ -170,8 +170,13 @@ impl RequestHandler for Gateway {
 
 impl Gateway {
     /// Whether `host` (canonical) is the name of a website, whatever its status.
-    pub(super) fn is_website(&self, host: &str) -> bool {
-        self.websites.current().by_host(host).is_some()
+    /// Whether `host` is a name of a website whose ACME certificate is due or being
+    /// issued (as this gateway's snapshot says).
+    pub(super) fn awaits_acme_certificate(&self, host: &str) -> bool {
+        self.websites
+            .current()
+            .by_host(host)
+            .is_some_and(|website| website.website.awaits_acme_certificate(unix_now() as i64))
     }
 
     async fn phases<B: RequestBody>(
@@ -217,14 +222,17 @@ impl Gateway {
         drop(index);
         let domain = website.website.domain.as_str();
         record.website = Some(website.clone());
-        // ACME HTTP-01 answers, for any website whatever its status (it may still be
-        // in `setup`), before anything else can redirect or refuse the CA. The store is
-        // asked only for a website whose issuance is due or under way (as every
-        // gateway's snapshot says): a name that is no website's got its 404 above, and
-        // another website's challenge path costs no store read either.
+        // ACME HTTP-01 answers, for any website taking its certificate from ACME
+        // whatever its status (it may still be in `setup`), before anything else can
+        // redirect or refuse the CA. The store is asked only for a website whose
+        // issuance is due or under way (as every gateway's snapshot says): a name that
+        // is no website's got its 404 above, and another website's challenge path costs
+        // no store read either. A website with the partner's own certificate gets its
+        // challenge paths from its origin (its owner may validate there).
         if let Some(token) = acme_token
             && matches!(*request.method(), Method::GET | Method::HEAD)
             && self.acme_answers.is_some()
+            && website.website.settings.loadbalancer.certs_issuer == CertsIssuer::Acme
         {
             record.action = Outcome::AcmeChallenge;
             let awaited = website.website.awaits_acme_certificate(unix_now() as i64);

@@ -275,21 +275,32 @@ fn certificate_issuances_are_limited_per_website_and_per_partner() {
 #[test]
 fn challenge_answers_are_looked_up_only_for_websites_awaiting_a_certificate() -> Result<()> {
     // An answer planted in the store under a token is served for a website whose
-    // issuance is under way, and never looked up for one whose certificate is its own.
+    // issuance is under way, and never looked up for one whose certificate is its own:
+    // its challenge paths reach its origin (its owner may validate there), and a
+    // TLS-ALPN-01 handshake for it is an ordinary one.
     let redis = botgate_tests::servers::RedisServer::start()?;
+    let origin =
+        botgate_tests::origin::Origin::start("own-validation", Ipv4Addr::LOCALHOST.into(), 0)?;
+    let port = origin.address.port().to_string();
     let gateway = Gateway::start(
         crate::binary(),
         GatewayStore::Redis(&redis),
         &["hoster"],
-        &["--acme-directory", "https://127.0.0.1:9/directory"],
+        &[
+            "--acme-directory",
+            "https://127.0.0.1:9/directory",
+            "--origin-http-port",
+            &port,
+        ],
     )?;
     let hoster = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
     create_user(&hoster, "ann")?;
     let (cert, key) = self_signed(&["custom.example"])?;
     post_website(
         &hoster,
-        &json!({"user_id": "ann", "domain": "custom.example", "ip": ["192.0.2.10"],
-                "certificate": {"public": cert, "private": key}}),
+        &json!({"user_id": "ann", "domain": "custom.example", "ip": ["127.0.0.1"],
+                "certificate": {"public": cert, "private": key},
+                "settings": {"loadbalancer": {"certs_issuer": "custom", "bot_protection": false}}}),
     )?;
     post_website(
         &hoster,
@@ -328,12 +339,44 @@ fn challenge_answers_are_looked_up_only_for_websites_awaiting_a_certificate() ->
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    let reads = || redis.calls("get");
+    let before = reads();
     let (status, answer) = fetch("custom.example")?;
     ensure!(
-        status == 404,
-        "looked up for a website not awaiting one: {answer}"
+        status == 200 && answer.contains("own-validation"),
+        "not the origin's answer: {answer}"
+    );
+    // An ordinary handshake: no protocol in common, refused without a look-up.
+    for _ in 0..5 {
+        let refused = acme_only_handshake(gateway.https, "custom.example").unwrap_err();
+        ensure!(
+            refused.to_string().contains("NoApplicationProtocol"),
+            "{refused}"
+        );
+    }
+    ensure!(
+        reads() == before,
+        "the store was asked for a website not awaiting one"
     );
     Ok(())
+}
+
+/// A handshake for `name` offering only `acme-tls/1`, as a CA does; the leaf it got.
+fn acme_only_handshake(https: SocketAddr, name: &str) -> Result<Vec<u8>> {
+    let mut config = botgate_tests::visitor::client_tls(b"acme-tls/1")?;
+    config.alpn_protocols = vec![b"acme-tls/1".to_vec()];
+    let mut connection =
+        rustls::ClientConnection::new(Arc::new(config), ServerName::try_from(name.to_owned())?)?;
+    let mut tcp = TcpStream::connect_timeout(&https, Duration::from_secs(5))?;
+    tcp.set_read_timeout(Some(Duration::from_secs(10)))?;
+    while connection.is_handshaking() {
+        connection.complete_io(&mut tcp)?;
+    }
+    let leaf = connection
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .context("no certificate presented")?;
+    Ok(leaf.as_ref().to_vec())
 }
 
 /// The API's own host name gets its certificate from ACME (both challenge types): two
