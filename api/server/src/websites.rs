@@ -130,13 +130,20 @@ fn check_origins(api: &Api, website: &Website) -> Result<(), ApiError> {
 /// over either limit. Counted only once the change is written ([`record_issuance`]), so
 /// a refused or failed request costs nobody an issuance; concurrent requests may pass
 /// the check together and go over by as many.
-async fn check_issuance(api: &Api, partner: &PartnerName, domain: &Domain) -> Result<(), ApiError> {
+/// Refuses (429) a change that would start an issuance past a limit: the partner's, the
+/// website's, and with `by_user` that user's own key's.
+async fn check_issuance(
+    api: &Api,
+    partner: &PartnerName,
+    domain: &Domain,
+    by_user: Option<&UserId>,
+) -> Result<(), ApiError> {
     let now = botgate_webhooks::now_ms();
     let field = "settings.loadbalancer.certs_issuer";
     let full = api
         .config
         .issuance
-        .full_window(api.store.as_ref(), partner, domain, now)
+        .full_window(api.store.as_ref(), partner, domain, by_user, now)
         .await
         .map_err(|e| ApiError::from_store(e, field))?;
     match full {
@@ -157,13 +164,18 @@ async fn check_issuance(api: &Api, partner: &PartnerName, domain: &Domain) -> Re
 }
 
 /// Counts one certificate issuance, written already, in both windows.
-async fn record_issuance(api: &Api, partner: &PartnerName, domain: &Domain) {
+async fn record_issuance(
+    api: &Api,
+    partner: &PartnerName,
+    domain: &Domain,
+    by_user: Option<&UserId>,
+) {
     let now = botgate_webhooks::now_ms();
     // Checked before the change was written; what it passes now is past.
     let counted = api
         .config
         .issuance
-        .take(api.store.as_ref(), partner, domain, now)
+        .take(api.store.as_ref(), partner, domain, by_user, now)
         .await;
     if let Err(err) = counted {
         tracing::warn!(error = %Report(&err), %domain, "cannot count a certificate issuance");
@@ -243,7 +255,7 @@ pub async fn create_website(
     }
     let issues = wants_certificate && website.status != Status::Paused;
     if issues {
-        check_issuance(&api, &partner.name, &website.domain).await?;
+        check_issuance(&api, &partner.name, &website.domain, None).await?;
     }
     if let Some(pending) = &mut website.pending {
         pending.issue_certificate |= wants_certificate;
@@ -272,7 +284,7 @@ pub async fn create_website(
             e => ApiError::from_store(e, "domain"),
         })?;
     if issues {
-        record_issuance(&api, &partner.name, &record.website.domain).await;
+        record_issuance(&api, &partner.name, &record.website.domain, None).await;
     }
     let view = record.website.view();
     // Nothing pending: the change has finished, and the webhook goes now.
@@ -324,6 +336,11 @@ pub async fn update_website(
         ))
         .on(field));
     }
+    // A user's own key counts its issuances in its own window besides its partner's.
+    let by_user = match &caller {
+        Caller::User(user) => Some(&user.id),
+        Caller::Partner(_) => None,
+    };
     for _ in 0..UPDATE_ATTEMPTS {
         let record = reachable(&api, &caller, &domain).await?;
         let mut website = record.website.clone();
@@ -359,7 +376,7 @@ pub async fn update_website(
             website.begin_setup(botgate_webhooks::now_ms(), setup_reason(&api));
         }
         if issues {
-            check_issuance(&api, &record.partner, &website.domain).await?;
+            check_issuance(&api, &record.partner, &website.domain, by_user).await?;
         }
         // A website held in `setup`, asked to be online with its work done, is online.
         let released = website.settle();
@@ -392,7 +409,7 @@ pub async fn update_website(
             match written.await {
                 Ok(updated) => {
                     if issues {
-                        record_issuance(&api, &updated.partner, &domain).await;
+                        record_issuance(&api, &updated.partner, &domain, by_user).await;
                     }
                     updated
                 }

@@ -344,7 +344,10 @@ impl<S: Store> Provisioner<S> {
         }
         if counted {
             let limits = &self.config.issuance;
-            let refused = match limits.take(self.store.as_ref(), partner, domain, now).await {
+            let refused = match limits
+                .take(self.store.as_ref(), partner, domain, None, now)
+                .await
+            {
                 Ok(None) => None,
                 Ok(Some(window)) => Some(IssueError::Limited {
                     until_ms: window.ends_ms,

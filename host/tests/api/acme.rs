@@ -646,3 +646,62 @@ fn an_issuance_that_ends_after_the_names_changed_changes_nothing() -> Result<()>
     assert!(website["certificate"].is_null(), "{website}");
     Ok(())
 }
+
+/// One website owner's own key cannot spend its partner's issuances for every other
+/// owner: a user key starts at most so many an hour (the partner's key is not bound
+/// by it, nor another user's).
+#[test]
+fn a_user_key_starts_at_most_its_own_share_of_issuances() -> Result<()> {
+    let gateway = Gateway::start(
+        binary(),
+        GatewayStore::Embedded,
+        &["hoster"],
+        &[
+            "--acme-directory",
+            "https://127.0.0.1:9/directory",
+            "--acme-orders-per-user-key-per-hour",
+            "3",
+        ],
+    )?;
+    let hoster = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
+    let ann = hoster.with_key(&create_user(&hoster, "ann")?);
+    let ben = hoster.with_key(&create_user(&hoster, "ben")?);
+    let custom = |user: &str, domain: &str| -> Result<()> {
+        let (public, private) = self_signed(&[domain])?;
+        let created = hoster.post_json(
+            "/v1.0/website",
+            &json!({"user_id": user, "domain": domain, "ip": ["192.0.2.10"],
+                    "certificate": {"public": public, "private": private},
+                    "settings": {"loadbalancer": {"certs_issuer": "custom"}}}),
+        )?;
+        ensure!(created.status == 201, "{created:?}");
+        Ok(())
+    };
+    for n in 0..5 {
+        custom("ann", &format!("ann{n}.example"))?;
+    }
+    custom("ben", "ben.example")?;
+    let to_acme = |client: &Client, domain: &str| {
+        client.put_json(
+            &format!("/v1.0/website/{domain}"),
+            &json!({"settings": {"loadbalancer": {"certs_issuer": "acme"}}}),
+        )
+    };
+    for n in 0..3 {
+        let switched = to_acme(&ann, &format!("ann{n}.example"))?;
+        ensure!(switched.status == 200, "{switched:?}");
+    }
+    let refused = to_acme(&ann, "ann3.example")?;
+    crate::assert_error(&refused, 429, Some("settings.loadbalancer.certs_issuer"));
+    let message = refused.json()["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    ensure!(message.contains("3 per user key per hour"), "{message}");
+    // Another owner, and the partner itself, go on.
+    let switched = to_acme(&ben, "ben.example")?;
+    ensure!(switched.status == 200, "{switched:?}");
+    let switched = to_acme(&hoster, "ann4.example")?;
+    ensure!(switched.status == 200, "{switched:?}");
+    Ok(())
+}

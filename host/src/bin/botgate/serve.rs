@@ -216,6 +216,14 @@ struct ProvisioningArgs {
         default_value = "50"
     )]
     acme_orders_per_partner_per_hour: u64,
+    /// The most certificate issuances one user's own key (or its dashboard) may start
+    /// in an hour, within its partner's; the API answers 429 past it.
+    #[arg(
+        long,
+        env = "BOTGATE_ACME_ORDERS_PER_USER_KEY_PER_HOUR",
+        default_value = "10"
+    )]
+    acme_orders_per_user_key_per_hour: u64,
 }
 
 impl ProvisioningArgs {
@@ -710,6 +718,7 @@ impl ServeArgs {
                 issuance: IssuanceLimits {
                     per_website_per_day: self.provisioning.acme_orders_per_website_per_day,
                     per_partner_per_hour: self.provisioning.acme_orders_per_partner_per_hour,
+                    per_user_key_per_hour: self.provisioning.acme_orders_per_user_key_per_hour,
                 },
                 dashboard_url: self.dashboard_url().unwrap_or_default(),
                 ..ApiConfig::default()
@@ -723,6 +732,7 @@ impl ServeArgs {
                 issuance: IssuanceLimits {
                     per_website_per_day: self.provisioning.acme_orders_per_website_per_day,
                     per_partner_per_hour: self.provisioning.acme_orders_per_partner_per_hour,
+                    per_user_key_per_hour: self.provisioning.acme_orders_per_user_key_per_hour,
                 },
             },
             acme: self.provisioning.acme(),
