@@ -354,6 +354,36 @@ impl Pattern {
 /// again, compile it once.
 static COMPILED: LazyLock<Mutex<HashMap<Box<str>, Arc<Matcher>>>> = LazyLock::new(Default::default);
 
+thread_local! {
+    static MAY_COMPILE: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+    static COMPILED_HERE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static COMPILE_WANTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// What [`compiling`] saw of a parse's patterns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PatternsCompiled {
+    /// Patterns compiled (not found compiled): some milliseconds each.
+    pub new: u64,
+    /// A new pattern was refused because compiling was not allowed.
+    pub refused: bool,
+}
+
+/// Runs `parse` (synchronous: on this thread) letting it compile patterns not compiled
+/// before only if `may_compile`; a pattern it may not compile is refused as invalid.
+pub fn compiling<T>(may_compile: bool, parse: impl FnOnce() -> T) -> (T, PatternsCompiled) {
+    let compiled_before = COMPILED_HERE.get();
+    let allowed_before = MAY_COMPILE.replace(may_compile);
+    let wanted_before = COMPILE_WANTED.replace(false);
+    let parsed = parse();
+    MAY_COMPILE.set(allowed_before);
+    let compiled = PatternsCompiled {
+        new: COMPILED_HERE.get() - compiled_before,
+        refused: COMPILE_WANTED.replace(wanted_before),
+    };
+    (parsed, compiled)
+}
+
 fn cached(text: &str) -> Option<Arc<Matcher>> {
     let cache = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
     cache.get(text).cloned()
@@ -1000,10 +1030,21 @@ fn pattern(text: &str, field: &str, reading: Reading) -> Result<Pattern, Invalid
             let known = cached(text).filter(|known| matches!(**known, Matcher::Dfa(_)));
             let compiled = match known {
                 Some(known) => known,
-                None => remember(
-                    text,
-                    Matcher::Dfa(Box::new(compile_dfa(text).map_err(refused)?)),
-                ),
+                None => {
+                    if !MAY_COMPILE.get() {
+                        COMPILE_WANTED.set(true);
+                        return Err(Invalid::unacceptable(
+                            field,
+                            "too many new patterns were compiled for this partner lately; \
+                             retry in a moment",
+                        ));
+                    }
+                    COMPILED_HERE.set(COMPILED_HERE.get() + 1);
+                    remember(
+                        text,
+                        Matcher::Dfa(Box::new(compile_dfa(text).map_err(refused)?)),
+                    )
+                }
             };
             let _ = matcher.set(compiled);
         }

@@ -170,6 +170,8 @@ pub struct Api {
     limiter: KeyLimiter,
     failed_keys: limit::FailedKeys,
     statistics: traffic::StatisticsCache,
+    /// Custom rules' new patterns each partner's callers may have compiled.
+    patterns: limit::PatternBudget,
 }
 
 impl Api {
@@ -182,6 +184,7 @@ impl Api {
                 config.failed_keys_burst,
             ),
             statistics: traffic::StatisticsCache::default(),
+            patterns: limit::PatternBudget::default(),
             config,
         })
     }

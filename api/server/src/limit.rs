@@ -230,3 +230,57 @@ mod tests {
             .unwrap();
     }
 }
+
+/// What compiling custom rules' new patterns (a few milliseconds each, on the threads
+/// that serve visitors too) may cost one partner's callers on this gateway: [`BURST`]
+/// at once, then one a second. While the partner owes, a request that needs a new
+/// pattern is refused (429); patterns compiled before cost nothing.
+///
+/// [`BURST`]: PatternBudget::BURST
+#[derive(Default)]
+pub struct PatternBudget {
+    /// Each partner's patterns in hand (negative: owed), and when they were counted.
+    balances: std::sync::Mutex<std::collections::HashMap<String, (f64, std::time::Instant)>>,
+}
+
+impl PatternBudget {
+    pub const BURST: f64 = 100.0;
+    pub const PER_SECOND: f64 = 1.0;
+
+    /// Runs `parse` for `partner`, counting the patterns it compiled.
+    pub fn spend<T>(&self, partner: &str, parse: impl FnOnce() -> T) -> Result<T, ApiError> {
+        let balance = self.settle(partner, 0);
+        let (parsed, compiled) = botgate_model::custom_rules::compiling(balance >= 0.0, parse);
+        if compiled.refused {
+            let wait = (-balance / Self::PER_SECOND).ceil().max(1.0) as u64;
+            return Err(ApiError {
+                retry_after: Some(wait),
+                ..ApiError::new(
+                    axum::http::StatusCode::TOO_MANY_REQUESTS,
+                    "too many new custom-rule patterns were compiled for this partner's \
+                     websites lately (patterns used before cost nothing); retry after the \
+                     time in `Retry-After`",
+                )
+                .on("settings.custom_rules")
+            });
+        }
+        if compiled.new > 0 {
+            self.settle(partner, compiled.new);
+        }
+        Ok(parsed)
+    }
+
+    /// Refills `partner`'s balance, takes `spent`; the balance.
+    fn settle(&self, partner: &str, spent: u64) -> f64 {
+        // One entry a partner that called (partners are the operator's: few).
+        let mut balances = self.balances.lock().unwrap_or_else(|e| e.into_inner());
+        let now = std::time::Instant::now();
+        let (balance, counted) = balances
+            .entry(partner.to_owned())
+            .or_insert((Self::BURST, now));
+        let refill = now.duration_since(*counted).as_secs_f64() * Self::PER_SECOND;
+        *balance = (*balance + refill).min(Self::BURST) - spent as f64;
+        *counted = now;
+        *balance
+    }
+}

@@ -243,7 +243,9 @@ pub async fn create_website(
         input,
         callback_url,
     } = payload.parse::<WebsiteBody>()?.into_request()?;
-    let mut website = Website::create(input)?;
+    let mut website = api
+        .patterns
+        .spend(partner.name.as_str(), || Website::create(input))??;
     check_reserved(&api, &website)?;
     check_rulesets(&api, None, &website).await?;
     check_origins(&api, &website)?;
@@ -344,7 +346,9 @@ pub async fn update_website(
     for _ in 0..UPDATE_ATTEMPTS {
         let record = reachable(&api, &caller, &domain).await?;
         let mut website = record.website.clone();
-        website.apply(request.input.clone())?;
+        api.patterns.spend(record.partner.as_str(), || {
+            website.apply(request.input.clone())
+        })??;
         check_rulesets(&api, Some(&record.website), &website).await?;
         if request.input.ip.is_some() || request.input.ipv6.is_some() {
             check_origins(&api, &website)?;

@@ -197,3 +197,46 @@ fn a_partner_cannot_take_another_partners_host_names() {
         Ok(())
     });
 }
+
+/// Compiling custom rules' new patterns costs milliseconds each on the threads that
+/// serve visitors: one partner's callers have a budget of them (a burst, then one a
+/// second; 429 past it), another partner has its own, and patterns already compiled
+/// cost nothing.
+#[test]
+fn new_custom_rule_patterns_are_compiled_within_a_partners_budget() {
+    super::on_both_backends(&[], |gateway| {
+        let (hoster, rival) = super::partners(gateway);
+        super::create_user(&hoster, "ann")?;
+        super::create_user(&rival, "eve")?;
+        super::create_website(&hoster, "ann", "rules.example")?;
+        super::create_website(&rival, "eve", "rival.example")?;
+        let rules = |round: usize| {
+            let rules: Vec<serde_json::Value> = (0..20)
+                .map(|n| {
+                    json!({"action": "deny", "conditions": [{"field": "user_agent",
+                        "operator": "matches",
+                        "value": format!("^bot-{round}-{n}-[a-z]+$")}]})
+                })
+                .collect();
+            json!({"settings": {"custom_rules": rules}})
+        };
+        let mut refused = None;
+        for round in 0..8 {
+            let reply = hoster.put_json("/v1.0/website/rules.example", &rules(round))?;
+            if reply.status != 200 {
+                refused = Some((round, reply));
+                break;
+            }
+        }
+        let (round, reply) = refused.expect("a partner compiling 160 new patterns at once");
+        assert!((5..=6).contains(&round), "refused at round {round}");
+        super::assert_error(&reply, 429, Some("settings.custom_rules"));
+        assert!(reply.header("retry-after").is_some(), "{reply:?}");
+        // Rules already compiled cost nothing; another partner has its own budget.
+        let again = hoster.put_json("/v1.0/website/rules.example", &rules(0))?;
+        assert_eq!(again.status, 200, "{again:?}");
+        let other = rival.put_json("/v1.0/website/rival.example", &rules(100))?;
+        assert_eq!(other.status, 200, "{other:?}");
+        Ok(())
+    });
+}
