@@ -37,6 +37,32 @@ pub fn handshake_record_len(header: &[u8]) -> Option<usize> {
     (len <= MAX_RECORD_LEN).then_some(RECORD_HEADER_LEN + len)
 }
 
+/// How many bytes of the handshake message that starts `handshake` (a record's
+/// payload, or several put together) are still to come; `None` when it is no
+/// ClientHello.
+pub fn missing_hello_bytes(handshake: &[u8]) -> Option<usize> {
+    const CLIENT_HELLO: u8 = 1;
+    if handshake.first().is_some_and(|&kind| kind != CLIENT_HELLO) {
+        return None;
+    }
+    // Its header (type and length) first, if even that was cut.
+    let Some(header) = handshake.get(..4) else {
+        return Some(4 - handshake.len());
+    };
+    let len = 4 + usize::from_be_bytes([0, 0, 0, 0, 0, header[1], header[2], header[3]]);
+    Some(len.saturating_sub(handshake.len()))
+}
+
+/// `handshake` bytes (at most [`MAX_RECORD_LEN`]) in one TLS handshake record.
+pub fn as_one_record(handshake: &[u8]) -> Vec<u8> {
+    let len = u16::try_from(handshake.len()).unwrap_or(u16::MAX);
+    let mut record = Vec::with_capacity(RECORD_HEADER_LEN + handshake.len());
+    record.extend_from_slice(&[0x16, 0x03, 0x01]);
+    record.extend_from_slice(&len.to_be_bytes());
+    record.extend_from_slice(&handshake[..usize::from(len)]);
+    record
+}
+
 /// The JA4 fingerprint of the ClientHello in the TLS record `record`, or `None` when
 /// the record holds no complete ClientHello.
 pub fn from_record(record: &[u8]) -> Option<String> {

@@ -549,6 +549,52 @@ fn an_http3_response_nobody_takes_is_reset_after_the_idle_timeout() {
     );
 }
 
+/// A client that splits its ClientHello over several TLS records (each of 64 bytes) is
+/// fingerprinted all the same: a tool cannot go without a JA4, which the components'
+/// TLS checks need, by fragmenting its handshake.
+#[test]
+fn a_client_hello_split_over_records_is_fingerprinted() {
+    use std::io::{Read, Write};
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    add_website(
+        &gateway,
+        json!({"domain": "split.example", "ip": ["127.0.0.1"], "settings": loadbalancer(&[])}),
+    )
+    .unwrap();
+    for (target, fragment) in [("/whole-hello", None), ("/split-hello", Some(64))] {
+        let mut config = visitor::client_tls(b"http/1.1").unwrap();
+        config.max_fragment_size = fragment;
+        let name = rustls::pki_types::ServerName::try_from("split.example").unwrap();
+        let mut tls = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+        let mut tcp = TcpStream::connect(gateway.https).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut stream = rustls::Stream::new(&mut tls, &mut tcp);
+        write!(
+            stream,
+            "GET {target} HTTP/1.1\r\nhost: split.example\r\nconnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+    let ja4 = |target: &str| {
+        let line = access_line(&gateway, target);
+        line.split("ja4=\"")
+            .nth(1)
+            .unwrap_or("-")
+            .split('"')
+            .next()
+            .unwrap_or("-")
+            .to_owned()
+    };
+    let (whole, split) = (ja4("/whole-hello"), ja4("/split-hello"));
+    assert!(whole.starts_with("t13d"), "{whole}");
+    assert_eq!(split, whole, "the same client, its hello split or not");
+}
+
 #[test]
 fn http3_serves_websites_that_enable_it_and_is_advertised_by_alt_svc() {
     let origin = origin("site");

@@ -240,25 +240,57 @@ async fn answer_tls_alpn01(
 /// The ALPN protocol of ACME's TLS-ALPN-01 challenge (RFC 8737).
 const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
 
-/// Reads the first TLS record (the ClientHello) and its JA4 fingerprint.
+/// Reads the TLS records that carry the ClientHello, and its JA4 fingerprint. A browser
+/// sends it in one record; a client that splits it over several (which leaves the first
+/// record without a whole ClientHello) is fingerprinted from them together, up to
+/// [`ja4::MAX_RECORD_LEN`] of handshake bytes.
 async fn read_client_hello<S: AsyncRead + Unpin>(
     stream: &mut S,
 ) -> Result<(Vec<u8>, Option<String>), ConnectionError> {
-    let mut record = vec![0u8; ja4::RECORD_HEADER_LEN];
+    let mut records = vec![0u8; ja4::RECORD_HEADER_LEN];
     stream
-        .read_exact(&mut record)
+        .read_exact(&mut records)
         .await
         .map_err(ConnectionError::ClientHelloRead)?;
-    let Some(len) = ja4::handshake_record_len(&record) else {
+    let Some(len) = ja4::handshake_record_len(&records) else {
         return Err(ConnectionError::NotTls);
     };
-    record.resize(len, 0);
+    records.resize(len, 0);
     stream
-        .read_exact(&mut record[ja4::RECORD_HEADER_LEN..])
+        .read_exact(&mut records[ja4::RECORD_HEADER_LEN..])
         .await
         .map_err(ConnectionError::ClientHelloRead)?;
-    let fingerprint = ja4::from_record(&record);
-    Ok((record, fingerprint))
+    let mut handshake = match ja4::missing_hello_bytes(&records[ja4::RECORD_HEADER_LEN..]) {
+        Some(0) | None => {
+            let fingerprint = ja4::from_record(&records);
+            return Ok((records, fingerprint));
+        }
+        Some(_) => records[ja4::RECORD_HEADER_LEN..].to_vec(),
+    };
+    // The rest of the ClientHello, record by record.
+    while let Some(missing) = ja4::missing_hello_bytes(&handshake).filter(|&m| m > 0) {
+        if handshake.len() + missing > ja4::MAX_RECORD_LEN {
+            return Ok((records, None));
+        }
+        let start = records.len();
+        records.resize(start + ja4::RECORD_HEADER_LEN, 0);
+        stream
+            .read_exact(&mut records[start..])
+            .await
+            .map_err(ConnectionError::ClientHelloRead)?;
+        // Not a handshake record: rustls reads the rest of it and refuses it.
+        let Some(len) = ja4::handshake_record_len(&records[start..]) else {
+            return Ok((records, None));
+        };
+        records.resize(start + len, 0);
+        stream
+            .read_exact(&mut records[start + ja4::RECORD_HEADER_LEN..])
+            .await
+            .map_err(ConnectionError::ClientHelloRead)?;
+        handshake.extend_from_slice(&records[start + ja4::RECORD_HEADER_LEN..]);
+    }
+    let fingerprint = ja4::from_record(&ja4::as_one_record(&handshake));
+    Ok((records, fingerprint))
 }
 
 /// Serves HTTP on an established connection until it ends, idles out or drains:
