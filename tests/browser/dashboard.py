@@ -9,6 +9,7 @@ Rust test starts the gateway and the partner's panel, and judges what is printed
     dashboard.py statistics PANEL_URL SCREENSHOT
     dashboard.py events PANEL_URL SCREENSHOT
     dashboard.py drawn PANEL_URL SCREENSHOT
+    dashboard.py reused PANEL_URL OTHER_PANEL_URL
     dashboard.py screenshot PAGE_URL SCREENSHOT
 """
 
@@ -184,6 +185,22 @@ def drawn(page, panel, screenshot):
     return {"frame_url": frame.url, "text": frame.locator("#app").inner_text()}
 
 
+def reused(page, panel, other):
+    """The dashboard framed by `panel` (with the key), then in the same tab by a page of
+    another origin of the same site, without the key: what that second frame shows."""
+    page.goto(panel)
+    dashboard_frame(page)
+    page.goto(other)
+    page.wait_for_selector("iframe")
+    page.frame_locator("iframe").locator("#app section, #app .summary, #app table").first.wait_for(timeout=30000)
+    frame = next(f for f in page.frames if f != page.main_frame)
+    problem = frame.locator(".problem h2")
+    return {
+        "problem": problem.inner_text() if problem.count() else None,
+        "rules_shown": frame.locator("#app form, #app .summary").count() > 0,
+    }
+
+
 def screenshot(page, url, path):
     page.goto(url)
     page.locator("#app section, #app .summary, #app table").first.wait_for(timeout=30000)
@@ -205,6 +222,7 @@ def main():
                 "statistics": statistics,
                 "events": events,
                 "drawn": drawn,
+                "reused": reused,
                 "screenshot": screenshot,
             }[command](page, *arguments)
         finally:

@@ -67,6 +67,22 @@ function showProblem(kind) {
   );
 }
 
+// Where this page runs: the origin of the document framing it (another page of the
+// same site may share this storage). A session is taken up again only there.
+function placeOfSession() {
+  let framer = "";
+  if (window !== window.top) {
+    try {
+      framer = location.ancestorOrigins && location.ancestorOrigins.length
+        ? location.ancestorOrigins[0]
+        : new URL(document.referrer).origin;
+    } catch {
+      framer = "?";
+    }
+  }
+  return framer;
+}
+
 async function openSession() {
   const address = new URL(location.href);
   const key = address.searchParams.get("api-key");
@@ -89,14 +105,15 @@ async function openSession() {
     if (!answer.ok) throw new Problem("key");
     token = (await answer.json()).token;
     try {
-      sessionStorage.setItem(SESSION, token);
+      sessionStorage.setItem(SESSION, JSON.stringify({ token, place: placeOfSession() }));
     } catch {
       // Storage may be off; the token stays in memory for this page.
     }
     return;
   }
   try {
-    token = sessionStorage.getItem(SESSION);
+    const stored = JSON.parse(sessionStorage.getItem(SESSION) || "null");
+    token = stored && stored.place === placeOfSession() ? stored.token : null;
   } catch {
     token = null;
   }

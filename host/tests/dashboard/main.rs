@@ -94,10 +94,16 @@ impl Panel {
                 } else {
                     "credentialless "
                 };
+                // A panel made without a key frames the dashboard without one.
+                let query = if key.is_empty() {
+                    String::new()
+                } else {
+                    format!("?api-key={key}")
+                };
                 let html = format!(
                     "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Hoster panel</title></head>\
                      <body><h1>Hoster panel</h1><iframe {attribute}\
-                     src=\"{dashboard}/{lang}/website/{domain}/{page}?api-key={key}\" width=\"1150\" \
+                     src=\"{dashboard}/{lang}/website/{domain}/{page}{query}\" width=\"1150\" \
                      height=\"2200\" title=\"Website protection\"></iframe></body></html>"
                 );
                 let _ = write!(
@@ -621,4 +627,44 @@ fn the_framed_page_reads_only_the_websites_owner() {
     }
     let sent = redis.output_bytes() - before;
     assert!(sent < 20 * 2048, "{sent} bytes read for 20 pages");
+}
+
+/// A session opened in a frame is taken up again only under the page that framed it:
+/// another page of the same site (a customer's page under a wildcard panel origin)
+/// that frames the dashboard without a key in the same tab gets no session, though the
+/// browser shares the frame's storage between them.
+#[test]
+fn a_session_is_not_taken_up_by_another_page_of_the_same_site() {
+    let gateway = Gateway::start(binary(), GatewayStore::Embedded, &["hoster"], &[]).unwrap();
+    let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
+    let created = partner.post_form("/v1.0/user", &[("id", "ann")]).unwrap();
+    let key = created.json()["api_key"].as_str().unwrap().to_owned();
+    let website = partner
+        .post_json(
+            "/v1.0/website",
+            &json!({"domain": "shop.example", "user_id": "ann", "ip": ["192.0.2.10"],
+                    "status": "paused"}),
+        )
+        .unwrap();
+    assert_eq!(website.status, 201, "{website:?}");
+    let panel = Panel::start(&gateway.api, "shop.example", &key).unwrap();
+    let lure = Panel::start(&gateway.api, "shop.example", "").unwrap();
+    let framed = partner
+        .put_json(
+            "/v1.0/dashboard",
+            &json!({"frame_origins": [panel.origin(), lure.origin()]}),
+        )
+        .unwrap();
+    assert_eq!(framed.status, 200, "{framed:?}");
+    let seen = browser(&[
+        "reused",
+        &panel.plain_url("en", "edit"),
+        &lure.plain_url("en", "edit"),
+    ])
+    .unwrap();
+    assert_eq!(
+        seen["problem"], "The dashboard needs to be opened from your control panel",
+        "{seen}"
+    );
+    assert_eq!(seen["rules_shown"], false, "{seen}");
 }
