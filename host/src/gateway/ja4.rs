@@ -26,6 +26,8 @@ pub enum Transport {
 /// from (a TLS record's payload is at most 16 KiB, plus slack for padding).
 pub const RECORD_HEADER_LEN: usize = 5;
 pub const MAX_RECORD_LEN: usize = 16 * 1024 + 256;
+/// The longest ClientHello read over several records: the longest rustls takes.
+pub const MAX_HELLO_LEN: usize = 64 * 1024;
 
 /// The length of the whole first record when `header` (5 bytes) starts a TLS
 /// handshake record, else `None`.
@@ -53,14 +55,11 @@ pub fn missing_hello_bytes(handshake: &[u8]) -> Option<usize> {
     Some(len.saturating_sub(handshake.len()))
 }
 
-/// `handshake` bytes (at most [`MAX_RECORD_LEN`]) in one TLS handshake record.
-pub fn as_one_record(handshake: &[u8]) -> Vec<u8> {
-    let len = u16::try_from(handshake.len()).unwrap_or(u16::MAX);
-    let mut record = Vec::with_capacity(RECORD_HEADER_LEN + handshake.len());
-    record.extend_from_slice(&[0x16, 0x03, 0x01]);
-    record.extend_from_slice(&len.to_be_bytes());
-    record.extend_from_slice(&handshake[..usize::from(len)]);
-    record
+/// The JA4 fingerprint of the ClientHello that starts `handshake`: handshake messages
+/// without their records' headers (the payloads of several records put together).
+pub fn from_handshake(handshake: &[u8]) -> Option<String> {
+    let (_, message) = tls_parser::parse_tls_message_handshake(handshake).ok()?;
+    from_message(&message, Transport::Tcp)
 }
 
 /// The JA4 fingerprint of the ClientHello in the TLS record `record`, or `None` when
@@ -291,6 +290,21 @@ mod tests {
     fn odd_alpn_values_use_hex() {
         assert_eq!(alpn_chars(Some(b"\xab\xcd")), "ad");
         assert_eq!(alpn_chars(Some(b"http/1.1")), "h1");
+    }
+
+    #[test]
+    fn a_hello_longer_than_a_record_is_fingerprinted_from_its_handshake_bytes() {
+        let padded = record(&[0x1301], &[(0x0015, vec![0; 40_000])]);
+        let handshake = &padded[RECORD_HEADER_LEN..];
+        assert_eq!(missing_hello_bytes(&handshake[..3]), Some(1));
+        assert_eq!(
+            missing_hello_bytes(&handshake[..1000]),
+            Some(handshake.len() - 1000)
+        );
+        assert_eq!(missing_hello_bytes(handshake), Some(0));
+        assert_eq!(missing_hello_bytes(&[2, 0, 0, 4]), None);
+        let ja4 = from_handshake(handshake).unwrap();
+        assert!(ja4.starts_with("t12i0101"), "{ja4}");
     }
 
     #[test]

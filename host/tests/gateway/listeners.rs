@@ -595,6 +595,33 @@ fn a_client_hello_split_over_records_is_fingerprinted() {
     assert_eq!(split, whole, "the same client, its hello split or not");
 }
 
+/// A ClientHello "continued" by records that carry nothing is not waited for: the
+/// gateway stops reading at the first empty record and refuses the handshake, instead
+/// of taking record after record until the handshake's deadline.
+#[test]
+fn empty_records_after_a_cut_client_hello_are_refused_at_once() {
+    use std::io::Write;
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    let mut tcp = TcpStream::connect(gateway.https).unwrap();
+    // A handshake record holding only the header of a 100-byte ClientHello.
+    tcp.write_all(&[0x16, 0x03, 0x01, 0x00, 0x04, 0x01, 0x00, 0x00, 0x64])
+        .unwrap();
+    let empty = [0x16, 0x03, 0x01, 0x00, 0x00].repeat(20_000);
+    let mut sent = 0usize;
+    let started = std::time::Instant::now();
+    while sent < 64 << 20 && started.elapsed() < Duration::from_secs(8) {
+        match tcp.write_all(&empty) {
+            Ok(()) => sent += empty.len(),
+            Err(_) => break,
+        }
+    }
+    assert!(
+        sent < 8 << 20,
+        "the gateway took {sent} bytes of empty records"
+    );
+}
+
 #[test]
 fn http3_serves_websites_that_enable_it_and_is_advertised_by_alt_svc() {
     let origin = origin("site");

@@ -240,10 +240,15 @@ async fn answer_tls_alpn01(
 /// The ALPN protocol of ACME's TLS-ALPN-01 challenge (RFC 8737).
 const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
 
+/// Records a ClientHello may be split over, besides its first.
+const MAX_HELLO_RECORDS: usize = 256;
+
 /// Reads the TLS records that carry the ClientHello, and its JA4 fingerprint. A browser
 /// sends it in one record; a client that splits it over several (which leaves the first
-/// record without a whole ClientHello) is fingerprinted from them together, up to
-/// [`ja4::MAX_RECORD_LEN`] of handshake bytes.
+/// record without a whole ClientHello) is fingerprinted from them together, up to the
+/// largest ClientHello rustls takes ([`ja4::MAX_HELLO_LEN`]). Reading stops (without a
+/// fingerprint; rustls judges the rest) at a record that carries nothing or is no
+/// handshake record.
 async fn read_client_hello<S: AsyncRead + Unpin>(
     stream: &mut S,
 ) -> Result<(Vec<u8>, Option<String>), ConnectionError> {
@@ -260,16 +265,20 @@ async fn read_client_hello<S: AsyncRead + Unpin>(
         .read_exact(&mut records[ja4::RECORD_HEADER_LEN..])
         .await
         .map_err(ConnectionError::ClientHelloRead)?;
-    let mut handshake = match ja4::missing_hello_bytes(&records[ja4::RECORD_HEADER_LEN..]) {
-        Some(0) | None => {
+    let first = &records[ja4::RECORD_HEADER_LEN..];
+    match ja4::missing_hello_bytes(first) {
+        Some(missing) if missing > 0 && !first.is_empty() => {}
+        _ => {
             let fingerprint = ja4::from_record(&records);
             return Ok((records, fingerprint));
         }
-        Some(_) => records[ja4::RECORD_HEADER_LEN..].to_vec(),
-    };
-    // The rest of the ClientHello, record by record.
+    }
+    // The rest of the ClientHello, record by record (at most so many).
+    let mut handshake = first.to_vec();
+    let mut more = 0;
     while let Some(missing) = ja4::missing_hello_bytes(&handshake).filter(|&m| m > 0) {
-        if handshake.len() + missing > ja4::MAX_RECORD_LEN {
+        more += 1;
+        if handshake.len() + missing > ja4::MAX_HELLO_LEN || more > MAX_HELLO_RECORDS {
             return Ok((records, None));
         }
         let start = records.len();
@@ -278,8 +287,9 @@ async fn read_client_hello<S: AsyncRead + Unpin>(
             .read_exact(&mut records[start..])
             .await
             .map_err(ConnectionError::ClientHelloRead)?;
-        // Not a handshake record: rustls reads the rest of it and refuses it.
-        let Some(len) = ja4::handshake_record_len(&records[start..]) else {
+        let Some(len) = ja4::handshake_record_len(&records[start..])
+            .filter(|&len| len > ja4::RECORD_HEADER_LEN)
+        else {
             return Ok((records, None));
         };
         records.resize(start + len, 0);
@@ -289,7 +299,7 @@ async fn read_client_hello<S: AsyncRead + Unpin>(
             .map_err(ConnectionError::ClientHelloRead)?;
         handshake.extend_from_slice(&records[start + ja4::RECORD_HEADER_LEN..]);
     }
-    let fingerprint = ja4::from_record(&ja4::as_one_record(&handshake));
+    let fingerprint = ja4::from_handshake(&handshake);
     Ok((records, fingerprint))
 }
 
