@@ -65,8 +65,12 @@ pub fn server_config(
     let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(QuicError::Tls)?;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     let mut transport = quinn::TransportConfig::default();
+    // What a connection's client may have sent that the gateway has not read yet: per
+    // stream, and in all (quinn's own default lets each stream hold 1.25 MB).
     transport
         .max_concurrent_bidi_streams(256u32.into())
+        .stream_receive_window(STREAM_RECEIVE_WINDOW.into())
+        .receive_window(CONNECTION_RECEIVE_WINDOW.into())
         .max_idle_timeout(Some(
             limits
                 .idle_timeout
@@ -83,6 +87,13 @@ const RETRY_ABOVE_HANDSHAKES: usize = 32;
 /// QUIC connections open at once, in all and from one client address.
 const MAX_CONNECTIONS: usize = 16_384;
 const MAX_CONNECTIONS_PER_CLIENT: usize = 64;
+/// Bytes a client may send ahead on one stream, and on a connection in all.
+const STREAM_RECEIVE_WINDOW: u32 = 256 << 10;
+const CONNECTION_RECEIVE_WINDOW: u32 = 4 << 20;
+/// The most of a response body handed to `h3` at once: the idle deadline of a send is
+/// for this much (a cached answer is one piece of up to 8 MiB).
+const SEND_PIECE: usize = 64 << 10;
+
 /// The QUIC versions served: version 1 only (RFC 9000), whose Initials give the JA4.
 const QUIC_VERSIONS: [u32; 1] = [1];
 
@@ -370,7 +381,12 @@ async fn exchange<H: RequestHandler>(
         within(idle, send.send_response(Response::from_parts(head, ()))).await?;
         while let Some(frame) = body.frame().await {
             match frame?.into_data() {
-                Ok(data) => within(idle, send.send_data(data)).await?,
+                Ok(mut data) => {
+                    while data.len() > SEND_PIECE {
+                        within(idle, send.send_data(data.split_to(SEND_PIECE))).await?;
+                    }
+                    within(idle, send.send_data(data)).await?;
+                }
                 Err(frame) => {
                     if let Ok(trailers) = frame.into_trailers() {
                         within(idle, send.send_trailers(trailers)).await?;

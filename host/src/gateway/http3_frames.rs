@@ -16,7 +16,7 @@ const DATA: u64 = 0x0;
 const CONTROL_STREAM: u64 = 0x0;
 
 /// Why a stream was cut.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, Copy, thiserror::Error)]
 #[error("an HTTP/3 frame of type {kind:#x} says it is {length} bytes long, more than {bound}")]
 pub struct FrameTooLong {
     pub kind: u64,
@@ -62,6 +62,8 @@ enum State {
     },
     /// Bytes of the current frame still to come.
     Payload(u64),
+    /// A frame was too long: the stream reads no further.
+    TooLong(FrameTooLong),
 }
 
 /// Reads the frame headers of one stream as its bytes pass.
@@ -94,6 +96,7 @@ impl FrameHeaders {
         while let Some((&first, rest)) = bytes.split_first() {
             match &mut self.state {
                 State::Passing => return Ok(()),
+                State::TooLong(too_long) => return Err(*too_long),
                 State::Payload(missing) => {
                     let skipped = (*missing).min(bytes.len() as u64);
                     *missing -= skipped;
@@ -123,11 +126,13 @@ impl FrameHeaders {
                 State::FrameLength { kind, length } => {
                     if let Some(length) = length.push(first) {
                         if *kind != DATA && length > self.bound {
-                            return Err(FrameTooLong {
+                            let too_long = FrameTooLong {
                                 kind: *kind,
                                 length,
                                 bound: self.bound,
-                            });
+                            };
+                            self.state = State::TooLong(too_long);
+                            return Err(too_long);
                         }
                         self.state = if length == 0 {
                             State::FrameType(VarInt::default())
@@ -382,6 +387,7 @@ mod tests {
             frames.read(&[0; 10]).unwrap();
             let refused = frames.read(&header(kind, 1 << 30)).unwrap_err();
             assert_eq!((refused.kind, refused.length), (kind, 1 << 30));
+            assert!(frames.read(&[0; 8]).is_err(), "the stream reads no further");
         }
     }
 
