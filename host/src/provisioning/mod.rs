@@ -206,6 +206,9 @@ impl<S: Store> Provisioner<S> {
                 && matches!(website.status, Status::Online | Status::Paused)
                 && website.settings.loadbalancer.certs_issuer == CertsIssuer::Acme
                 && website.certificate.is_some()
+                // A paused website's new names wait for their DNS check (when it is
+                // asked to be online again): no renewal orders them before.
+                && website.pending.is_none()
                 && website.certificate_due(now_s)
             {
                 renewals.push(record.clone());

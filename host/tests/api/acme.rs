@@ -476,14 +476,22 @@ fn expiring(names: &[&str]) -> Result<(String, String)> {
 
 /// Renewals count in the issuance limits as the API's issuances do, a paused website's
 /// too: a partner cannot have the gateway place orders past them (with the CA account
-/// every partner shares) by holding websites whose certificates are due.
+/// every partner shares) by holding websites whose certificates are due. A paused
+/// website given a new name is not renewed: the name waits for its DNS check.
 #[test]
 fn renewals_count_in_the_issuance_limits() -> Result<()> {
-    let gateway = Gateway::start(
+    // Websites with due certificates, made while ACME is off; then ACME is turned on.
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("botgate.toml");
+    std::fs::write(&file, "no-acme = true\n")?;
+    let config = file.display().to_string();
+    let mut gateway = Gateway::start(
         binary(),
         GatewayStore::Embedded,
         &["hoster"],
         &[
+            "--config",
+            &config,
             "--acme-directory",
             "https://127.0.0.1:9/directory",
             "--acme-orders-per-partner-per-hour",
@@ -494,8 +502,12 @@ fn renewals_count_in_the_issuance_limits() -> Result<()> {
     )?;
     let hoster = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
     create_user(&hoster, "ann")?;
-    for domain in ["due1.example", "due2.example"] {
-        let (cert, key) = expiring(&[domain])?;
+    for domain in ["due1.example", "due2.example", "renamed.example"] {
+        // The third's is not due until a name it lacks is added.
+        let (cert, key) = match domain {
+            "renamed.example" => self_signed(&[domain])?,
+            _ => expiring(&[domain])?,
+        };
         let created = hoster.post_json(
             "/v1.0/website",
             &json!({"user_id": "ann", "domain": domain, "ip": ["192.0.2.10"],
@@ -503,13 +515,29 @@ fn renewals_count_in_the_issuance_limits() -> Result<()> {
                     "settings": {"loadbalancer": {"certs_issuer": "acme"}}}),
         )?;
         ensure!(created.status == 201, "{created:?}");
+        assert_eq!(created.json()["status"], "paused");
     }
+    std::fs::write(&file, "")?;
+    gateway.restart()?;
+    let renamed = hoster.put_json(
+        "/v1.0/website/renamed.example",
+        &json!({"subdomain": ["new"]}),
+    )?;
+    ensure!(renamed.status == 200, "{renamed:?}");
+    assert_eq!(renamed.json()["status"], "paused");
     // One renewal is counted (and fails: nobody answers there); the other waits.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while !gateway.log().contains("the partner's limit is reached") {
         ensure!(std::time::Instant::now() < deadline, "{}", gateway.log());
         std::thread::sleep(Duration::from_millis(100));
     }
+    std::thread::sleep(Duration::from_millis(500));
+    let log = gateway.log();
+    ensure!(
+        !log.lines().any(|l| l.contains("renamed.example")
+            && (l.contains("issuing a certificate") || l.contains("limit is reached"))),
+        "a paused website's unchecked name was ordered:\n{log}"
+    );
     // The partner's hour is spent: a change that would start an issuance is refused.
     let refused = hoster.post_json(
         "/v1.0/website",
