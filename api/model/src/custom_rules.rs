@@ -372,15 +372,28 @@ pub struct PatternsCompiled {
 /// Runs `parse` (synchronous: on this thread) letting it compile patterns not compiled
 /// before only if `may_compile`; a pattern it may not compile is refused as invalid.
 pub fn compiling<T>(may_compile: bool, parse: impl FnOnce() -> T) -> (T, PatternsCompiled) {
+    /// Puts the thread's settings back however `parse` ends (a panic included).
+    struct Restore {
+        may_compile: bool,
+        wanted: bool,
+    }
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            MAY_COMPILE.set(self.may_compile);
+            COMPILE_WANTED.set(self.wanted);
+        }
+    }
     let compiled_before = COMPILED_HERE.get();
-    let allowed_before = MAY_COMPILE.replace(may_compile);
-    let wanted_before = COMPILE_WANTED.replace(false);
+    let restore = Restore {
+        may_compile: MAY_COMPILE.replace(may_compile),
+        wanted: COMPILE_WANTED.replace(false),
+    };
     let parsed = parse();
-    MAY_COMPILE.set(allowed_before);
     let compiled = PatternsCompiled {
         new: COMPILED_HERE.get() - compiled_before,
-        refused: COMPILE_WANTED.replace(wanted_before),
+        refused: COMPILE_WANTED.get(),
     };
+    drop(restore);
     (parsed, compiled)
 }
 

@@ -247,10 +247,14 @@ impl PatternBudget {
     pub const BURST: f64 = 100.0;
     pub const PER_SECOND: f64 = 1.0;
 
-    /// Runs `parse` for `partner`, counting the patterns it compiled.
+    /// Runs `parse` for `partner`, counting the patterns it compiled: as many as a
+    /// website may have are set aside first (so requests at once cannot all pass with
+    /// the same balance), and what it did not compile is given back.
     pub fn spend<T>(&self, partner: &str, parse: impl FnOnce() -> T) -> Result<T, ApiError> {
-        let balance = self.settle(partner, 0);
+        const SET_ASIDE: f64 = botgate_model::custom_rules::MAX_PATTERNS as f64;
+        let balance = self.settle(partner, SET_ASIDE) + SET_ASIDE;
         let (parsed, compiled) = botgate_model::custom_rules::compiling(balance >= 0.0, parse);
+        self.settle(partner, compiled.new as f64 - SET_ASIDE);
         if compiled.refused {
             let wait = (-balance / Self::PER_SECOND).ceil().max(1.0) as u64;
             return Err(ApiError {
@@ -264,14 +268,11 @@ impl PatternBudget {
                 .on("settings.custom_rules")
             });
         }
-        if compiled.new > 0 {
-            self.settle(partner, compiled.new);
-        }
         Ok(parsed)
     }
 
-    /// Refills `partner`'s balance, takes `spent`; the balance.
-    fn settle(&self, partner: &str, spent: u64) -> f64 {
+    /// Refills `partner`'s balance, takes `spent` (gives back a negative); the balance.
+    fn settle(&self, partner: &str, spent: f64) -> f64 {
         // One entry a partner that called (partners are the operator's: few).
         let mut balances = self.balances.lock().unwrap_or_else(|e| e.into_inner());
         let now = std::time::Instant::now();
@@ -279,7 +280,7 @@ impl PatternBudget {
             .entry(partner.to_owned())
             .or_insert((Self::BURST, now));
         let refill = now.duration_since(*counted).as_secs_f64() * Self::PER_SECOND;
-        *balance = (*balance + refill).min(Self::BURST) - spent as f64;
+        *balance = (*balance + refill).min(Self::BURST) - spent;
         *counted = now;
         *balance
     }
