@@ -178,17 +178,35 @@ const FAILING_NETWORK_COUNTS_MS: u64 = 60_000;
 type Network = (u8, [u8; 6]);
 
 /// The client networks of a component's latest failed calls, each with when it last
-/// failed (milliseconds since [`clock_base`]).
+/// failed (milliseconds since [`clock_base`]) and how often in the window.
 #[derive(Debug, Default)]
 struct FailingNetworks {
-    latest: [Option<(Network, u64)>; 8],
+    latest: [Option<(Network, u64, u32)>; 8],
     next: usize,
 }
 
+/// What the failed calls of the last minute came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Spread {
+    /// Distinct client networks.
+    networks: usize,
+    /// Failures from networks other than the one that failed most.
+    from_others: u32,
+}
+
+impl Spread {
+    /// Whether failures this spread say the component is broken for everyone, not one
+    /// visitor's crafted requests: several networks, and `limit` failures (less one)
+    /// besides the most failing network's.
+    fn broad(&self, limit: u32) -> bool {
+        self.networks >= FAILING_NETWORKS_TO_DISABLE && self.from_others + 1 >= limit
+    }
+}
+
 impl FailingNetworks {
-    /// Notes a failed call of a client at `ip` at `now`; answers how many distinct
-    /// networks failed calls came from in the last minute.
-    fn note(&mut self, ip: &IpAddress, now: u64) -> usize {
+    /// Notes a failed call of a client at `ip` at `now`; answers how the failures of the
+    /// last minute are spread.
+    fn note(&mut self, ip: &IpAddress, now: u64) -> Spread {
         let network = match *ip {
             IpAddress::Ipv4((a, b, c, _)) => (4, [a, b, c, 0, 0, 0]),
             IpAddress::Ipv6((a, b, c, ..)) => {
@@ -196,23 +214,30 @@ impl FailingNetworks {
                 (6, [a[0], a[1], b[0], b[1], c[0], c[1]])
             }
         };
-        match self
-            .latest
-            .iter_mut()
-            .flatten()
-            .find(|(n, _)| *n == network)
-        {
-            Some((_, when)) => *when = now,
+        let recent = |when: u64| now.saturating_sub(when) < FAILING_NETWORK_COUNTS_MS;
+        match self.latest.iter_mut().flatten().find(|(n, ..)| *n == network) {
+            Some((_, when, count)) => {
+                *count = if recent(*when) { count.saturating_add(1) } else { 1 };
+                *when = now;
+            }
             None => {
-                self.latest[self.next] = Some((network, now));
+                self.latest[self.next] = Some((network, now, 1));
                 self.next = (self.next + 1) % self.latest.len();
             }
         }
-        self.latest
+        let counts = self
+            .latest
             .iter()
             .flatten()
-            .filter(|(_, when)| now.saturating_sub(*when) < FAILING_NETWORK_COUNTS_MS)
-            .count()
+            .filter(|(_, when, _)| recent(*when))
+            .map(|(.., count)| *count);
+        let (networks, total, most) = counts.fold((0, 0u32, 0u32), |(n, total, most), c| {
+            (n + 1, total.saturating_add(c), most.max(c))
+        });
+        Spread {
+            networks,
+            from_others: total - most,
+        }
     }
 }
 
@@ -605,18 +630,23 @@ impl LoadedComponent {
         }
     }
 
-    /// Counts a failed call of `facts`; past the threshold, with failures from several
-    /// client networks, switches the component off for a while.
+    /// Counts a failed call of `facts`; past the threshold, with failures spread over
+    /// several client networks ([`Spread::broad`]), switches the component off.
     fn record_failure(&self, failure: &Failure, facts: &RequestFacts) {
         let failures = self.failure_score.fetch_add(1, Relaxed) + 1;
         tracing::debug!(component = %self.name, version = %self.version, ?failure, "rule component call failed; opinion dropped");
-        let networks = self
+        let spread = self
             .failing_networks
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .note(&facts.client_ip, now_ms());
         let limit = self.sandbox.config().failures_before_disable;
-        if failures >= limit && networks >= FAILING_NETWORKS_TO_DISABLE {
+        // One network's flood keeps the score at most twice the limit, so that the
+        // successes after it still forgive.
+        if failures > 2 * limit {
+            self.failure_score.store(2 * limit, Relaxed);
+        }
+        if failures >= limit && spread.broad(limit) {
             *self
                 .failing_networks
                 .lock()
