@@ -113,7 +113,9 @@ async function openSession() {
   }
   try {
     const stored = JSON.parse(sessionStorage.getItem(SESSION) || "null");
-    token = stored && stored.place === placeOfSession() ? stored.token : null;
+    // A place that cannot be told ("?") is no place to take a session up again.
+    const place = placeOfSession();
+    token = stored && place !== "?" && stored.place === place ? stored.token : null;
   } catch {
     token = null;
   }

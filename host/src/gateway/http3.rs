@@ -209,6 +209,18 @@ pub fn endpoint(
     )
 }
 
+/// The client's network its connections are counted under: an IPv4 address, or an
+/// IPv6 /64 (one subscriber's).
+fn client_network(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(bits.into())
+        }
+    }
+}
+
 /// Accepts QUIC connections on `endpoint` until shutdown, each on `tracker`.
 pub async fn serve<H: RequestHandler>(
     http3: Arc<Http3<H>>,
@@ -224,7 +236,7 @@ pub async fn serve<H: RequestHandler>(
         };
         let Some(incoming) = incoming else { break };
         let peer = incoming.remote_address();
-        let client = canonical_address(peer).ip();
+        let client = client_network(canonical_address(peer).ip());
         let admitted = match admission.admit(client, incoming.remote_address_validated()) {
             Ok(admitted) => admitted,
             Err(refusal) => {

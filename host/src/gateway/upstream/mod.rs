@@ -204,8 +204,12 @@ impl Origins {
     }
 
     /// Replaces the origin policy for every later origin request: pooled connections
-    /// made under the former one are not taken again (they expire idle).
+    /// made under the former one are not taken again (they expire idle). The same
+    /// policy again (a reload that changed something else) changes nothing.
     pub fn set_policy(&self, policy: OriginPolicy) {
+        if *self.policy.load_full() == policy {
+            return;
+        }
         self.policy.store(Arc::new(policy));
         self.policy_changes.fetch_add(1, Ordering::Release);
     }
@@ -634,6 +638,18 @@ mod tests {
             firsts.contains(&at_a) && firsts.contains(&at_b),
             "{firsts:?}"
         );
+    }
+
+    #[test]
+    fn only_a_changed_policy_retires_the_pooled_connections() {
+        let origins = origins();
+        let changes = || origins.policy_changes.load(Ordering::Acquire);
+        origins.set_policy(OriginPolicy::clone(&origins.policy()));
+        assert_eq!(changes(), 0, "a reload that left the policy as it was");
+        let mut narrower = OriginPolicy::clone(&origins.policy());
+        narrower.deny.push("127.0.0.1/32".parse().unwrap());
+        origins.set_policy(narrower);
+        assert_eq!(changes(), 1);
     }
 
     #[tokio::test]
