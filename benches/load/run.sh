@@ -14,7 +14,9 @@
 # the same ECDSA P-256 certificate and TLS 1.3: (as, cs) HTTPS keep-alive; (an, cn) a
 # new TLS connection, handshake included, for every request (wrk with `Connection:
 # close`); (a2, c2) HTTP/2 (h2load, 10 streams at once per connection); and (bs, b2)
-# botgate with protection off, as (b), over HTTPS keep-alive and HTTP/2.
+# botgate with protection off, as (b), over HTTPS keep-alive and HTTP/2. Each of them
+# also with one thread or worker when named (as1, cs1, an1, cn1, a21, c21, bs1, b21),
+# compared as over plain HTTP: each product at its faster count, and at one per core.
 # Three reference proxies can run beside them (FRONTENDS="... r h x"), the floor under
 # botgate's proxy core (benches/load/reference): (r) tokio + httparse and nothing else,
 # (h) hyper's server and client with botgate's timeouts and nothing else, (x) as (h) with
@@ -26,7 +28,8 @@
 #   ROUNDS=5 DURATION=20 benches/load/run.sh
 #   PROFILE=1 benches/load/run.sh             # also `perf record` botgate in round 1
 #   FRONTENDS="a c" benches/load/run.sh       # only some front ends (a a1 b b1 c c1 d
-#                                             # as cs an cn a2 c2 bs b2 r h x)
+#                                             # as cs an cn a2 c2 bs b2, each of these
+#                                             # with 1 appended: one thread, r h x)
 #   HOLD=1 benches/load/run.sh                # set up, print the wrk commands, and wait
 #                                             # (for perf, strace, ...) until Ctrl-C
 #   AB="OLD NEW" benches/load/run.sh          # compare two botgate binaries (below)
@@ -95,7 +98,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_port() { for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; echo "nothing listens on $1" >&2; return 1; }
 
 origin_port=$(free_port); proxy_port=$(free_port); proxy1_port=$(free_port); modsec_port=$(free_port)
-tls_port=$(free_port)
+tls_port=$(free_port); tls1_port=$(free_port)
 http_port=$(free_port); https_port=$(free_port); api_port=$(free_port); admin_port=$(free_port)
 
 head -c 1024 /dev/zero | tr '\0' 'x' | sed '1s/^/<!doctype html><title>bench<\/title>/' | head -c 1024 > "$work/site/index.html"
@@ -135,8 +138,12 @@ nginx_conf proxy1 1 "" "" "listen 127.0.0.1:$proxy1_port; $proxy_location"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
     -keyout "$work/tls.key" -out "$work/tls.pem" -subj /CN=bench.example \
     -addext "subjectAltName=DNS:bench.example,DNS:protected.example,DNS:open.example" 2>/dev/null
-nginx_conf proxytls 2 "" "" "listen 127.0.0.1:$tls_port ssl http2; ssl_protocols TLSv1.3;
+for workers in 2 1; do
+    name=proxytls port=$tls_port
+    ((workers == 2)) || { name=proxytls1 port=$tls1_port; }
+    nginx_conf "$name" "$workers" "" "" "listen 127.0.0.1:$port ssl http2; ssl_protocols TLSv1.3;
         ssl_certificate $work/tls.pem; ssl_certificate_key $work/tls.key; $proxy_location"
+done
 
 # ModSecurity: Debian's recommended configuration with the engine on, then the CRS as
 # owasp-crs.load lists it (libmodsecurity3 has no IncludeOptional).
@@ -193,12 +200,15 @@ declare -A target=(
     [as]="$https_port protected.example" [cs]="$tls_port bench.example"
     [an]="$https_port protected.example" [cn]="$tls_port bench.example"
     [a2]="$https_port protected.example" [c2]="$tls_port bench.example"
-    [bs]="$https_port open.example" [b2]="$https_port open.example")
+    [bs]="$https_port open.example" [b2]="$https_port open.example"
+    [cs1]="$tls1_port bench.example" [cn1]="$tls1_port bench.example" [c21]="$tls1_port bench.example")
 declare -A front_pid=([a]=$botgate_pid [b]=$botgate_pid [c]=$proxy_pid [c1]=$proxy1_pid [d]=$modsec_pid
     [as]=$botgate_pid [an]=$botgate_pid [a2]=$botgate_pid [bs]=$botgate_pid [b2]=$botgate_pid
-    [cs]=$proxytls_pid [cn]=$proxytls_pid [c2]=$proxytls_pid)
+    [cs]=$proxytls_pid [cn]=$proxytls_pid [c2]=$proxytls_pid
+    [cs1]=$proxytls1_pid [cn1]=$proxytls1_pid [c21]=$proxytls1_pid)
 # How each front end is loaded: plain HTTP/1.1 unless named here.
-declare -A mode=([as]=https [cs]=https [an]=handshake [cn]=handshake [a2]=h2 [c2]=h2 [bs]=https [b2]=h2)
+declare -A mode=([as]=https [cs]=https [an]=handshake [cn]=handshake [a2]=h2 [c2]=h2 [bs]=https [b2]=h2
+    [as1]=https [cs1]=https [an1]=handshake [cn1]=handshake [a21]=h2 [c21]=h2 [bs1]=https [b21]=h2)
 # The address wrk or h2load is given for front end $1 (port $2, host $3).
 url_of() {
     case ${mode[$1]:-http} in
@@ -242,16 +252,19 @@ components_failed() {
 # a copy of the store (the same challenge secret, so the same pass holds).
 if [[ -z ${AB:-} && ${TRAIN:-} != 1 ]]; then
     cp -a "$work/data" "$work/data1"
-    http1_port=$(free_port); admin1_port=$(free_port)
+    http1_port=$(free_port); https1_port=$(free_port); admin1_port=$(free_port)
     "$botgate" serve --data-dir "$work/data1" --rulesets-dir "$work/rulesets" --threads 1 \
-        --http-listen "127.0.0.1:$http1_port" --https-listen "127.0.0.1:$(free_port)" \
+        --http-listen "127.0.0.1:$http1_port" --https-listen "127.0.0.1:$https1_port" \
         --api-listen "127.0.0.1:$(free_port)" --admin-listen "127.0.0.1:$admin1_port" \
-        --origin-http-port "$origin_port" > "$work/botgate1.log" 2>&1 &
+        --origin-http-port "$origin_port" --fallback-cert "$work/tls.pem" --fallback-key "$work/tls.key" \
+        > "$work/botgate1.log" 2>&1 &
     botgate1_pid=$!
     pids+=($botgate1_pid)
     for _ in $(seq 200); do curl -sf "http://127.0.0.1:$admin1_port/health" >/dev/null && break; sleep 0.1; done
     target[a1]="$http1_port protected.example"; target[b1]="$http1_port open.example"
-    front_pid[a1]=$botgate1_pid; front_pid[b1]=$botgate1_pid
+    for run in as1 an1 a21; do target[$run]="$https1_port protected.example"; done
+    for run in bs1 b21; do target[$run]="$https1_port open.example"; done
+    for run in a1 b1 as1 an1 a21 bs1 b21; do front_pid[$run]=$botgate1_pid; done
 fi
 cores=$(nproc)
 # The reference proxies, one thread per core as botgate (benches/load/reference).
@@ -275,6 +288,13 @@ declare -A label=(
     [cn]="(cn) nginx proxy_pass, a TLS handshake per request"
     [a2]="(a2) botgate, full protection, HTTP/2" [c2]="(c2) nginx proxy_pass, HTTP/2"
     [bs]="(bs) botgate, protection off, HTTPS keep-alive" [b2]="(b2) botgate, protection off, HTTP/2"
+    [as1]="(as) botgate, full protection, HTTPS keep-alive, 1 thread"
+    [cs1]="(cs) nginx proxy_pass, HTTPS keep-alive, 1 worker"
+    [an1]="(an) botgate, full protection, a TLS handshake per request, 1 thread"
+    [cn1]="(cn) nginx proxy_pass, a TLS handshake per request, 1 worker"
+    [a21]="(a2) botgate, full protection, HTTP/2, 1 thread" [c21]="(c2) nginx proxy_pass, HTTP/2, 1 worker"
+    [bs1]="(bs) botgate, protection off, HTTPS keep-alive, 1 thread"
+    [b21]="(b2) botgate, protection off, HTTP/2, 1 thread"
     [r]="(r) reference: tokio + httparse only, $cores threads"
     [h]="(h) reference: hyper + botgate's timeouts only, $cores threads"
     [x]="(x) reference: hyper server, origin driven inline, $cores threads")
@@ -562,23 +582,36 @@ for run in $FRONTENDS; do
         "$p99_text" "${cpu[$run]}" "${user_cpu[$run]}" "${origin_cpu[$run]}" "${wrk_cpu[$run]}"
 done
 echo
-# Over TLS: botgate, full protection, against nginx proxy_pass, each pair side by side.
-# Then with protection off (no target: it shows how much of a gap is the protection).
+# The faster (requests/s) of front ends $1 and $2, of those measured.
+faster() {
+    [[ -n ${rps[$2]:-} ]] || { echo "$1"; return; }
+    [[ -n ${rps[$1]:-} ]] || { echo "$2"; return; }
+    if awk -v x="${rps[$1]}" -v y="${rps[$2]}" 'BEGIN { exit !(x >= y) }'; then echo "$1"; else echo "$2"; fi
+}
+# Over TLS: botgate, full protection, against nginx proxy_pass, each at its faster thread
+# or worker count (as over plain HTTP, below), and at one per core each. Then with
+# protection off (no target: it shows how much of a gap is the protection).
 for pair in "as cs HTTPS keep-alive" "an cn a TLS handshake per request" "a2 c2 HTTP/2" \
     "bs cs HTTPS keep-alive" "b2 c2 HTTP/2"; do
     read -r mine theirs what <<<"$pair"
-    [[ -n ${rps[$mine]:-} && -n ${rps[$theirs]:-} ]] || continue
+    m=$(faster "$mine" "${mine}1"); t=$(faster "$theirs" "${theirs}1")
+    [[ -n ${rps[$m]:-} && -n ${rps[$t]:-} ]] || continue
     if [[ $mine == b* ]]; then how="protection off" target=""; else how="full protection" target=" (target ≥ 1.0×)"; fi
-    awk -v a="${rps[$mine]}" -v c="${rps[$theirs]}" -v w="$what" -v h="$how" -v t="$target" \
-        'BEGIN { printf "%s: botgate (%s) / nginx throughput %.2f×%s\n", w, h, a/c, t }'
+    per_core=""
+    if [[ $m != "$mine" || $t != "$theirs" ]] && [[ -n ${rps[$mine]:-} && -n ${rps[$theirs]:-} ]]; then
+        per_core=$(awk -v a="${rps[$mine]}" -v c="${rps[$theirs]}" 'BEGIN { printf "; one thread per core each: %.2f×", a/c }')
+    fi
+    count() { [[ $1 == *1 ]] && echo "1 $2" || echo "$(nproc) $2s"; }
+    awk -v a="${rps[$m]}" -v c="${rps[$t]}" -v w="$what" -v h="$how" -v t="$target" -v p="$per_core" \
+        -v cm="$(count "$m" thread)" -v ct="$(count "$t" worker)" \
+        'BEGIN { printf "%s: botgate (%s, %s) / nginx (%s) throughput %.2f×%s%s\n", w, h, cm, ct, a/c, t, p }'
 done
 # A run where a component failed ends in failure, after its table.
 finish() { [[ -z $unsound ]] || { echo "not full protection: see the WARNING above" >&2; exit 1; }; exit 0; }
 [[ " $FRONTENDS " == *" a a1 b b1 c c1 d "* ]] || finish
 # The targets compare each product at its faster thread count on this machine, and
 # also at one thread per core each.
-best() { if awk -v x="${rps[$1]}" -v y="${rps[$2]}" 'BEGIN { exit !(x >= y) }'; then echo "$1"; else echo "$2"; fi; }
-a=$(best a a1); c=$(best c c1); b=${a/a/b}
+a=$(faster a a1); c=$(faster c c1); b=${a/a/b}
 awk -v a="${rps[$a]}" -v c="${rps[$c]}" -v d="${rps[d]}" -v pa="${p99[$a]}" -v pb="${p99[$b]}" \
     -v la="${label[$a]}" -v lc="${label[$c]}" -v a2="${rps[a]}" -v c2="${rps[c]}" \
     -v ca="${cpu[$a]}" -v cb="${cpu[$b]}" -v cc="${cpu[$c]}" 'BEGIN {
