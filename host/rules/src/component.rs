@@ -215,9 +215,18 @@ impl FailingNetworks {
             }
         };
         let recent = |when: u64| now.saturating_sub(when) < FAILING_NETWORK_COUNTS_MS;
-        match self.latest.iter_mut().flatten().find(|(n, ..)| *n == network) {
+        match self
+            .latest
+            .iter_mut()
+            .flatten()
+            .find(|(n, ..)| *n == network)
+        {
             Some((_, when, count)) => {
-                *count = if recent(*when) { count.saturating_add(1) } else { 1 };
+                *count = if recent(*when) {
+                    count.saturating_add(1)
+                } else {
+                    1
+                };
                 *when = now;
             }
             None => {
