@@ -39,10 +39,7 @@ impl KeyLimiter {
     /// Takes one request from `bucket`, and with `users_of` one from that partner's
     /// users' bucket, or says how long to wait.
     pub fn check(&self, bucket: &str, users_of: Option<&str>) -> Result<(), ApiError> {
-        let refused = |not_until: governor::NotUntil<_>| {
-            let wait = not_until.wait_time_from(self.clock.now());
-            ApiError::too_many_requests(wait.as_secs_f64().ceil() as u64)
-        };
+        let refused = |not_until| refused(&self.clock, not_until);
         for limiter in [&self.limiter, &self.users_of_partner] {
             if limiter.len() > MAX_BUCKETS {
                 limiter.retain_recent();
@@ -58,6 +55,15 @@ impl KeyLimiter {
         }
         Ok(())
     }
+}
+
+/// The 429 for a request a limiter refused until `not_until`.
+pub(crate) fn refused(
+    clock: &DefaultClock,
+    not_until: governor::NotUntil<<DefaultClock as Clock>::Instant>,
+) -> ApiError {
+    let wait = not_until.wait_time_from(clock.now());
+    ApiError::too_many_requests(wait.as_secs_f64().ceil() as u64)
 }
 
 /// Failed key look-ups per client address (an IPv4 address, or an IPv6 /64): past a

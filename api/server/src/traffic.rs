@@ -37,7 +37,9 @@ pub struct StatisticsCache {
     /// By website, its owner (a domain deleted and created again is another's) and
     /// range (`week` or not).
     entries: Mutex<HashMap<CacheKey, Arc<Cached>>>,
+    /// One bucket a partner (partners are the operator's: few).
     budget: governor::DefaultKeyedRateLimiter<PartnerName>,
+    clock: governor::clock::DefaultClock,
 }
 
 /// A website, its owner and a range (`week` or not).
@@ -59,6 +61,7 @@ impl Default for StatisticsCache {
         StatisticsCache {
             entries: Mutex::new(HashMap::new()),
             budget: governor::RateLimiter::keyed(quota),
+            clock: governor::clock::DefaultClock::default(),
         }
     }
 }
@@ -87,7 +90,6 @@ impl StatisticsCache {
         }
         if entries.len() >= MAX_CACHED {
             entries.clear();
-            self.budget.retain_recent();
         }
         let cached = Arc::new(Cached {
             made: Instant::now(),
@@ -102,13 +104,8 @@ impl StatisticsCache {
         let buckets = NonZeroU32::new(buckets).unwrap_or(NonZeroU32::MIN);
         match self.budget.check_key_n(partner, buckets) {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(not_until)) => {
-                use governor::clock::Clock;
-                let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
-                Err(ApiError::too_many_requests(
-                    wait.as_secs_f64().ceil().max(1.0) as u64,
-                ))
-            }
+            Ok(Err(not_until)) => Err(crate::limit::refused(&self.clock, not_until)),
+            // More than the burst: never (a week is within it).
             Err(_) => Err(ApiError::too_many_requests(1)),
         }
     }

@@ -127,11 +127,10 @@ fn check_origins(api: &Api, website: &Website) -> Result<(), ApiError> {
 }
 
 /// Refuses (429, naming the limit) a change that would start a certificate issuance
-/// over either limit. Counted only once the change is written ([`record_issuance`]), so
-/// a refused or failed request costs nobody an issuance; concurrent requests may pass
-/// the check together and go over by as many.
-/// Refuses (429) a change that would start an issuance past a limit: the partner's, the
-/// website's, and with `by_user` that user's own key's.
+/// over a limit: the partner's, the website's, and with `by_user` that user's own
+/// key's. Counted only once the change is written ([`record_issuance`]), so a refused
+/// or failed request costs nobody an issuance; concurrent requests may pass the check
+/// together and go over by as many.
 async fn check_issuance(
     api: &Api,
     partner: &PartnerName,
@@ -163,7 +162,7 @@ async fn check_issuance(
     }
 }
 
-/// Counts one certificate issuance, written already, in both windows.
+/// Counts one certificate issuance, written already, in its windows.
 async fn record_issuance(
     api: &Api,
     partner: &PartnerName,

@@ -644,11 +644,11 @@ impl LoadedComponent {
     fn record_failure(&self, failure: &Failure, facts: &RequestFacts) {
         let failures = self.failure_score.fetch_add(1, Relaxed) + 1;
         tracing::debug!(component = %self.name, version = %self.version, ?failure, "rule component call failed; opinion dropped");
-        let spread = self
+        let mut networks = self
             .failing_networks
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .note(&facts.client_ip, now_ms());
+            .unwrap_or_else(PoisonError::into_inner);
+        let spread = networks.note(&facts.client_ip, now_ms());
         let limit = self.sandbox.config().failures_before_disable;
         // One network's flood keeps the score at most twice the limit, so that the
         // successes after it still forgive.
@@ -656,10 +656,8 @@ impl LoadedComponent {
             self.failure_score.store(2 * limit, Relaxed);
         }
         if failures >= limit && spread.broad(limit) {
-            *self
-                .failing_networks
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = FailingNetworks::default();
+            *networks = FailingNetworks::default();
+            drop(networks);
             let pause = self.sandbox.config().disable_for;
             self.disabled_until_ms
                 .store(now_ms() + pause.as_millis() as u64, Relaxed);

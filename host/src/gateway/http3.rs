@@ -13,7 +13,7 @@
 //! connections open at once are bounded, in all and per client address.
 
 use super::connection::{ConnectionInfo, ConnectionLimits, Live, Shutdown, canonical_address};
-use super::http3_frames::{Guarded, Limited, LimitedBidi};
+use super::http3_frames::{Guarded, Limited};
 use super::pages::BoxError;
 use super::quic_hello::ClientHellos;
 use super::service::RequestHandler;
@@ -209,18 +209,6 @@ pub fn endpoint(
     )
 }
 
-/// The client's network its connections are counted under: an IPv4 address, or an
-/// IPv6 /64 (one subscriber's).
-fn client_network(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(_) => ip,
-        IpAddr::V6(v6) => {
-            let bits = u128::from(v6) & !((1u128 << 64) - 1);
-            IpAddr::V6(bits.into())
-        }
-    }
-}
-
 /// Accepts QUIC connections on `endpoint` until shutdown, each on `tracker`.
 pub async fn serve<H: RequestHandler>(
     http3: Arc<Http3<H>>,
@@ -236,7 +224,7 @@ pub async fn serve<H: RequestHandler>(
         };
         let Some(incoming) = incoming else { break };
         let peer = incoming.remote_address();
-        let client = client_network(canonical_address(peer).ip());
+        let client = super::limits::client_network(canonical_address(peer).ip());
         let admitted = match admission.admit(client, incoming.remote_address_validated()) {
             Ok(admitted) => admitted,
             Err(refusal) => {
@@ -353,7 +341,7 @@ async fn connection<H: RequestHandler>(
 
 type Stream<S> = h3::server::RequestStream<S, Bytes>;
 /// A request stream as `h3` gives it, its frames bounded.
-type BidiStream = LimitedBidi<h3_quinn::BidiStream<Bytes>>;
+type BidiStream = Limited<h3_quinn::BidiStream<Bytes>>;
 type RecvStream = Limited<h3_quinn::RecvStream>;
 
 /// Why a response was not sent whole.

@@ -148,37 +148,32 @@ impl FrameHeaders {
     }
 }
 
-/// A stream's receiving side whose frame headers are read as they pass.
-pub struct Limited<R> {
-    inner: R,
+/// A stream (receiving, or both ways) whose received frame headers are read as they
+/// pass; what it sends passes untouched.
+pub struct Limited<S> {
+    inner: S,
     frames: FrameHeaders,
-}
-
-/// `polled`, the stream's next bytes, read by `frames`: an error that ends the
-/// connection once a frame is too long.
-fn checked(
-    frames: &mut FrameHeaders,
-    polled: Poll<Result<Option<Bytes>, StreamErrorIncoming>>,
-) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
-    if let Poll::Ready(Ok(Some(bytes))) = &polled
-        && let Err(too_long) = frames.read(bytes)
-    {
-        tracing::debug!(reason = %too_long, "HTTP/3 connection closed");
-        return Poll::Ready(Err(StreamErrorIncoming::ConnectionErrorIncoming {
-            connection_error: ConnectionErrorIncoming::InternalError(too_long.to_string()),
-        }));
-    }
-    polled
 }
 
 impl<R: quic::RecvStream<Buf = Bytes>> quic::RecvStream for Limited<R> {
     type Buf = Bytes;
 
+    /// The stream's next bytes; an error that ends the connection once a frame is too
+    /// long.
     fn poll_data(
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
-        checked(&mut self.frames, self.inner.poll_data(cx))
+        let polled = self.inner.poll_data(cx);
+        if let Poll::Ready(Ok(Some(bytes))) = &polled
+            && let Err(too_long) = self.frames.read(bytes)
+        {
+            tracing::debug!(reason = %too_long, "HTTP/3 connection closed");
+            return Poll::Ready(Err(StreamErrorIncoming::ConnectionErrorIncoming {
+                connection_error: ConnectionErrorIncoming::InternalError(too_long.to_string()),
+            }));
+        }
+        polled
     }
 
     fn stop_sending(&mut self, error_code: u64) {
@@ -190,13 +185,7 @@ impl<R: quic::RecvStream<Buf = Bytes>> quic::RecvStream for Limited<R> {
     }
 }
 
-/// A bidirectional stream whose receiving side is [`Limited`].
-pub struct LimitedBidi<S> {
-    inner: S,
-    frames: FrameHeaders,
-}
-
-impl<B: Buf, S: quic::SendStream<B>> quic::SendStream<B> for LimitedBidi<S> {
+impl<B: Buf, S: quic::SendStream<B>> quic::SendStream<B> for Limited<S> {
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
         self.inner.poll_ready(cx)
     }
@@ -218,31 +207,11 @@ impl<B: Buf, S: quic::SendStream<B>> quic::SendStream<B> for LimitedBidi<S> {
     }
 }
 
-impl<S: quic::RecvStream<Buf = Bytes>> quic::RecvStream for LimitedBidi<S> {
-    type Buf = Bytes;
-
-    fn poll_data(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
-        checked(&mut self.frames, self.inner.poll_data(cx))
-    }
-
-    fn stop_sending(&mut self, error_code: u64) {
-        self.inner.stop_sending(error_code);
-    }
-
-    fn recv_id(&self) -> StreamId {
-        self.inner.recv_id()
-    }
-}
-
-impl<B, S> quic::BidiStream<B> for LimitedBidi<S>
+impl<B, S> quic::BidiStream<B> for Limited<S>
 where
     B: Buf,
-    S: quic::BidiStream<B>,
+    S: quic::BidiStream<B> + quic::RecvStream<Buf = Bytes>,
     S::RecvStream: quic::RecvStream<Buf = Bytes>,
-    S: quic::RecvStream<Buf = Bytes>,
 {
     type SendStream = S::SendStream;
     type RecvStream = Limited<S::RecvStream>;
@@ -269,6 +238,14 @@ impl<C> Guarded<C> {
     pub fn new(inner: C, bound: u64) -> Guarded<C> {
         Guarded { inner, bound }
     }
+
+    /// A request stream (frames from its first byte).
+    fn request<S>(&self, inner: S) -> Limited<S> {
+        Limited {
+            inner,
+            frames: FrameHeaders::request(self.bound),
+        }
+    }
 }
 
 impl<B, C> quic::OpenStreams<B> for Guarded<C>
@@ -278,17 +255,15 @@ where
     C::BidiStream: quic::BidiStream<B> + quic::RecvStream<Buf = Bytes>,
 {
     type SendStream = C::SendStream;
-    type BidiStream = LimitedBidi<C::BidiStream>;
+    type BidiStream = Limited<C::BidiStream>;
 
     fn poll_open_bidi(
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Result<Self::BidiStream, StreamErrorIncoming>> {
-        let bound = self.bound;
-        self.inner.poll_open_bidi(cx).map_ok(|inner| LimitedBidi {
-            inner,
-            frames: FrameHeaders::request(bound),
-        })
+        self.inner
+            .poll_open_bidi(cx)
+            .map_ok(|inner| self.request(inner))
     }
 
     fn poll_open_send(
@@ -329,11 +304,9 @@ where
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Result<Self::BidiStream, ConnectionErrorIncoming>> {
-        let bound = self.bound;
-        self.inner.poll_accept_bidi(cx).map_ok(|inner| LimitedBidi {
-            inner,
-            frames: FrameHeaders::request(bound),
-        })
+        self.inner
+            .poll_accept_bidi(cx)
+            .map_ok(|inner| self.request(inner))
     }
 
     fn opener(&self) -> Self::OpenStreams {

@@ -60,6 +60,44 @@ fn handshake_offering(
     Ok(leaf.as_ref().to_vec())
 }
 
+/// A gateway on `http` and `https` getting its certificates from `pebble` with
+/// `challenge`, its websites' names checked against `dns` (127.0.0.1 is its address).
+fn pebble_gateway(
+    pebble: &Pebble,
+    dns: &Dnsmasq,
+    challenge: &str,
+    http: SocketAddr,
+    https: SocketAddr,
+) -> Result<Gateway> {
+    let (dns_server, root) = (
+        dns.address.to_string(),
+        pebble.directory_root.display().to_string(),
+    );
+    Gateway::start_on(
+        binary(),
+        GatewayStore::Embedded,
+        &["hoster"],
+        &[
+            "--acme-directory",
+            &pebble.directory,
+            "--acme-directory-root",
+            &root,
+            "--acme-challenge",
+            challenge,
+            "--public-address",
+            "127.0.0.1",
+            "--dns-server",
+            &dns_server,
+            "--setup-check-ms",
+            "200",
+            ALLOW_LOOPBACK[0],
+            ALLOW_LOOPBACK[1],
+        ],
+        http,
+        https,
+    )
+}
+
 #[test]
 fn certificates_are_issued_through_http01_and_tls_alpn01() -> Result<()> {
     for challenge in ["http-01", "tls-alpn-01"] {
@@ -76,33 +114,7 @@ fn certificates_are_issued_through_http01_and_tls_alpn01() -> Result<()> {
         let (http, https) = (local(free_port()), local(free_port()));
         let pebble = Pebble::start(http.port(), https.port(), dns.address)?;
         let receiver = Receiver::start(0)?;
-        let (dns_server, root) = (
-            dns.address.to_string(),
-            pebble.directory_root.display().to_string(),
-        );
-        let gateway = Gateway::start_on(
-            binary(),
-            GatewayStore::Embedded,
-            &["hoster"],
-            &[
-                "--acme-directory",
-                &pebble.directory,
-                "--acme-directory-root",
-                &root,
-                "--acme-challenge",
-                challenge,
-                "--public-address",
-                "127.0.0.1",
-                "--dns-server",
-                &dns_server,
-                "--setup-check-ms",
-                "200",
-                ALLOW_LOOPBACK[0],
-                ALLOW_LOOPBACK[1],
-            ],
-            http,
-            https,
-        )?;
+        let gateway = pebble_gateway(&pebble, &dns, challenge, http, https)?;
         let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
         create_user(&partner, "ann")?;
         let created = post_website(
@@ -614,33 +626,7 @@ fn an_issuance_that_ends_after_the_names_changed_changes_nothing() -> Result<()>
     let (http, https) = (local(free_port()), local(free_port()));
     let relay = HeldRelay::start(http)?;
     let pebble = Pebble::start(relay.port, https.port(), dns.address)?;
-    let (dns_server, root) = (
-        dns.address.to_string(),
-        pebble.directory_root.display().to_string(),
-    );
-    let gateway = Gateway::start_on(
-        binary(),
-        GatewayStore::Embedded,
-        &["hoster"],
-        &[
-            "--acme-directory",
-            &pebble.directory,
-            "--acme-directory-root",
-            &root,
-            "--acme-challenge",
-            "http-01",
-            "--public-address",
-            "127.0.0.1",
-            "--dns-server",
-            &dns_server,
-            "--setup-check-ms",
-            "200",
-            ALLOW_LOOPBACK[0],
-            ALLOW_LOOPBACK[1],
-        ],
-        http,
-        https,
-    )?;
+    let gateway = pebble_gateway(&pebble, &dns, "http-01", http, https)?;
     let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
     create_user(&partner, "ann")?;
     let created = post_website(

@@ -138,6 +138,17 @@ impl Drop for Panel {
     }
 }
 
+/// Makes the partner's user `ann` and her `website` (its fields but `user_id`); her
+/// key.
+fn ann_with_website(partner: &Client, mut website: Value) -> String {
+    let created = partner.post_form("/v1.0/user", &[("id", "ann")]).unwrap();
+    assert_eq!(created.status, 201, "{created:?}");
+    website["user_id"] = json!("ann");
+    let made = partner.post_json("/v1.0/website", &website).unwrap();
+    assert_eq!(made.status, 201, "{made:?}");
+    created.json()["api_key"].as_str().unwrap().to_owned()
+}
+
 /// A visitor with a current browser's headers: the status it gets from `shop.example`.
 fn visit(gateway: &Gateway) -> Result<u16> {
     let answer = send(
@@ -170,16 +181,11 @@ fn a_partner_panel_frames_the_editor_and_a_rule_changed_there_changes_what_visit
     // An operator's own rule component (the template), which the website enables.
     gateway.load_guest("template").unwrap();
     let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
-    let created = partner.post_form("/v1.0/user", &[("id", "ann")]).unwrap();
-    let key = created.json()["api_key"].as_str().unwrap().to_owned();
-    let website = partner
-        .post_json(
-            "/v1.0/website",
-            &json!({"domain": "shop.example", "user_id": "ann", "ip": ["127.0.0.1"],
-                    "settings": {"rulesets": {"template": true}}}),
-        )
-        .unwrap();
-    assert_eq!(website.status, 201, "{website:?}");
+    let key = ann_with_website(
+        &partner,
+        json!({"domain": "shop.example", "ip": ["127.0.0.1"],
+               "settings": {"rulesets": {"template": true}}}),
+    );
     // The data plane learns of the website from the change feed, just after the API.
     wait_until(
         Duration::from_secs(10),
@@ -472,16 +478,11 @@ fn statistics_add_up_across_gateways_that_share_redis() {
     let two =
         Gateway::start_protecting(binary(), GatewayStore::Redis(&redis), &[], &arguments).unwrap();
     let partner = Client::new(&one.api, Some(&one.partner_keys[0]));
-    let created = partner.post_form("/v1.0/user", &[("id", "ann")]).unwrap();
-    let key = created.json()["api_key"].as_str().unwrap().to_owned();
-    let website = partner
-        .post_json(
-            "/v1.0/website",
-            &json!({"domain": "shop.example", "user_id": "ann", "ip": ["127.0.0.1"],
-                    "settings": {"rulesets": {"template": true}}}),
-        )
-        .unwrap();
-    assert_eq!(website.status, 201, "{website:?}");
+    let key = ann_with_website(
+        &partner,
+        json!({"domain": "shop.example", "ip": ["127.0.0.1"],
+               "settings": {"rulesets": {"template": true}}}),
+    );
     // Both gateways know the website (the change feed), then each gets visitors.
     for gateway in [&one, &two] {
         wait_until(
@@ -586,27 +587,17 @@ fn the_framed_page_reads_only_the_websites_owner() {
     let redis = botgate_tests::servers::RedisServer::start().unwrap();
     let gateway = Gateway::start(binary(), GatewayStore::Redis(&redis), &["hoster"], &[]).unwrap();
     let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
-    assert_eq!(
-        partner
-            .post_form("/v1.0/user", &[("id", "ann")])
-            .unwrap()
-            .status,
-        201
-    );
     let rules: Vec<Value> = (0..25)
         .map(|n| {
             json!({"action": "deny", "conditions": [
                 {"field": "path", "operator": "starts_with", "value": format!("/{n}{}", "p".repeat(1000))}]})
         })
         .collect();
-    let created = partner
-        .post_json(
-            "/v1.0/website",
-            &json!({"domain": "big.example", "user_id": "ann", "ip": ["192.0.2.10"],
-                    "status": "paused", "settings": {"custom_rules": rules}}),
-        )
-        .unwrap();
-    assert_eq!(created.status, 201, "{created:?}");
+    ann_with_website(
+        &partner,
+        json!({"domain": "big.example", "ip": ["192.0.2.10"], "status": "paused",
+               "settings": {"custom_rules": rules}}),
+    );
     let framed = partner
         .put_json(
             "/v1.0/dashboard",
@@ -637,16 +628,10 @@ fn the_framed_page_reads_only_the_websites_owner() {
 fn a_session_is_not_taken_up_by_another_page_of_the_same_site() {
     let gateway = Gateway::start(binary(), GatewayStore::Embedded, &["hoster"], &[]).unwrap();
     let partner = Client::new(&gateway.api, Some(&gateway.partner_keys[0]));
-    let created = partner.post_form("/v1.0/user", &[("id", "ann")]).unwrap();
-    let key = created.json()["api_key"].as_str().unwrap().to_owned();
-    let website = partner
-        .post_json(
-            "/v1.0/website",
-            &json!({"domain": "shop.example", "user_id": "ann", "ip": ["192.0.2.10"],
-                    "status": "paused"}),
-        )
-        .unwrap();
-    assert_eq!(website.status, 201, "{website:?}");
+    let key = ann_with_website(
+        &partner,
+        json!({"domain": "shop.example", "ip": ["192.0.2.10"], "status": "paused"}),
+    );
     let panel = Panel::start(&gateway.api, "shop.example", &key).unwrap();
     let lure = Panel::start(&gateway.api, "shop.example", "").unwrap();
     let framed = partner

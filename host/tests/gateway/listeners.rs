@@ -451,6 +451,24 @@ fn a_flood_of_quic_initials_gets_retries_and_a_real_client_is_served() {
     assert_eq!(kinds, vec![4]);
 }
 
+/// A QUIC connection (ALPN `h3`, any certificate) to `https` for `name`, sending a
+/// PING every `keep_alive` if given.
+async fn quic_connection(
+    https: SocketAddr,
+    name: &str,
+    keep_alive: Option<Duration>,
+) -> quinn::Connection {
+    let tls = visitor::client_tls(b"h3").unwrap();
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    let mut client = quinn::ClientConfig::new(std::sync::Arc::new(crypto));
+    let mut transport = quinn::TransportConfig::default();
+    transport.keep_alive_interval(keep_alive);
+    client.transport_config(std::sync::Arc::new(transport));
+    let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    endpoint.set_default_client_config(client);
+    endpoint.connect(https, name).unwrap().await.unwrap()
+}
+
 /// An HTTP/3 client whose control stream sends a frame announcing half a gigabyte, then
 /// keeps sending: the gateway ends the connection when the length arrives instead of
 /// holding what follows (`h3` reads such a frame whole before decoding it).
@@ -461,15 +479,7 @@ fn an_http3_frame_announcing_half_a_gigabyte_ends_the_connection() {
     let https = gateway.https;
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let sent = runtime.block_on(async move {
-        let tls = visitor::client_tls(b"h3").unwrap();
-        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
-        let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-        endpoint.set_default_client_config(quinn::ClientConfig::new(std::sync::Arc::new(crypto)));
-        let connection = endpoint
-            .connect(https, "any.example")
-            .unwrap()
-            .await
-            .unwrap();
+        let connection = quic_connection(https, "any.example", None).await;
         let mut control = connection.open_uni().await.unwrap();
         // The control stream's type, an empty SETTINGS, then a reserved frame type
         // announcing 2^29 bytes (a four-byte varint).
@@ -510,20 +520,8 @@ fn an_http3_response_nobody_takes_is_reset_after_the_idle_timeout() {
     let https = gateway.https;
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let received = runtime.block_on(async move {
-        let crypto =
-            quinn::crypto::rustls::QuicClientConfig::try_from(visitor::client_tls(b"h3").unwrap())
-                .unwrap();
-        let mut client = quinn::ClientConfig::new(std::sync::Arc::new(crypto));
-        let mut transport = quinn::TransportConfig::default();
-        transport.keep_alive_interval(Some(Duration::from_millis(300)));
-        client.transport_config(std::sync::Arc::new(transport));
-        let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-        endpoint.set_default_client_config(client);
-        let connection = endpoint
-            .connect(https, "quic.example")
-            .unwrap()
-            .await
-            .unwrap();
+        let keep_alive = Some(Duration::from_millis(300));
+        let connection = quic_connection(https, "quic.example", keep_alive).await;
         let (mut driver, mut sender) = h3::client::new(h3_quinn::Connection::new(connection))
             .await
             .unwrap();
