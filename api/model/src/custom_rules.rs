@@ -349,10 +349,60 @@ impl Pattern {
     }
 }
 
-/// The gateway's compiled patterns by their text (at most [`COMPILED_PATTERNS`],
-/// emptied when full): a partner's websites sharing a pattern, or a website written
-/// again, compile it once.
-static COMPILED: LazyLock<Mutex<HashMap<Box<str>, Arc<Matcher>>>> = LazyLock::new(Default::default);
+/// The gateway's compiled patterns by their text: a partner's websites sharing a
+/// pattern, or a website written again, compile it once.
+static COMPILED: LazyLock<Mutex<CompiledPatterns>> =
+    LazyLock::new(|| Mutex::new(CompiledPatterns::new(COMPILED_PATTERNS)));
+
+/// Compiled patterns by their text, at most `capacity`. When full, the one used
+/// longest ago that no website holds goes (else the one used longest ago): one
+/// partner's stream of new patterns never takes another's in use.
+struct CompiledPatterns {
+    by_text: HashMap<Box<str>, CompiledPattern>,
+    /// Counts uses; each entry keeps the count of its last.
+    uses: u64,
+    capacity: usize,
+}
+
+struct CompiledPattern {
+    matcher: Arc<Matcher>,
+    used: u64,
+}
+
+impl CompiledPatterns {
+    fn new(capacity: usize) -> Self {
+        CompiledPatterns {
+            by_text: HashMap::new(),
+            uses: 0,
+            capacity: capacity.max(1),
+        }
+    }
+
+    fn get(&mut self, text: &str) -> Option<Arc<Matcher>> {
+        self.uses += 1;
+        let entry = self.by_text.get_mut(text)?;
+        entry.used = self.uses;
+        Some(entry.matcher.clone())
+    }
+
+    fn insert(&mut self, text: &str, matcher: Arc<Matcher>) {
+        if self.by_text.len() >= self.capacity && !self.by_text.contains_key(text) {
+            // Held elsewhere: by a website's rules (or a caller about to be).
+            let evicted = self
+                .by_text
+                .iter()
+                .min_by_key(|(_, entry)| (Arc::strong_count(&entry.matcher) > 1, entry.used))
+                .map(|(text, _)| text.clone());
+            if let Some(evicted) = evicted {
+                self.by_text.remove(&evicted);
+            }
+        }
+        self.uses += 1;
+        let used = self.uses;
+        self.by_text
+            .insert(text.into(), CompiledPattern { matcher, used });
+    }
+}
 
 thread_local! {
     static MAY_COMPILE: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
@@ -398,17 +448,14 @@ pub fn compiling<T>(may_compile: bool, parse: impl FnOnce() -> T) -> (T, Pattern
 }
 
 fn cached(text: &str) -> Option<Arc<Matcher>> {
-    let cache = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
-    cache.get(text).cloned()
+    let mut cache = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+    cache.get(text)
 }
 
 fn remember(text: &str, matcher: Matcher) -> Arc<Matcher> {
     let matcher = Arc::new(matcher);
     let mut cache = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
-    if cache.len() >= COMPILED_PATTERNS {
-        cache.clear();
-    }
-    cache.insert(text.into(), matcher.clone());
+    cache.insert(text, matcher.clone());
     matcher
 }
 
@@ -1124,6 +1171,32 @@ impl Test {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_full_pattern_cache_keeps_what_websites_hold_and_what_is_used() {
+        let mut cache = CompiledPatterns::new(4);
+        let held = Arc::new(Matcher::Nothing);
+        cache.insert("held", held.clone());
+        cache.insert("used", Arc::new(Matcher::Nothing));
+        for churn in 0..10 {
+            cache.get("used");
+            cache.insert(&format!("new{churn}"), Arc::new(Matcher::Nothing));
+        }
+        assert_eq!(cache.by_text.len(), 4);
+        assert!(Arc::ptr_eq(&cache.get("held").unwrap(), &held));
+        assert!(cache.get("used").is_some());
+        assert!(cache.get("new7").is_none(), "the older new ones went");
+        assert!(cache.get("new8").is_some() && cache.get("new9").is_some());
+
+        // Every entry held: still no more than the capacity.
+        let mut cache = CompiledPatterns::new(2);
+        let all: Vec<_> = (0..3).map(|_| Arc::new(Matcher::Nothing)).collect();
+        for (n, matcher) in all.iter().enumerate() {
+            cache.insert(&format!("p{n}"), matcher.clone());
+        }
+        assert_eq!(cache.by_text.len(), 2);
+        assert!(cache.get("p0").is_none() && cache.get("p2").is_some());
+    }
 
     #[derive(Default)]
     struct Request {
