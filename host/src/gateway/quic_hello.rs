@@ -4,16 +4,18 @@
 //! is about to accept. Done in a wrapper around quinn's UDP socket, so quinn itself is
 //! untouched; a datagram that is not a client's v1 Initial costs one byte's look.
 
+use super::connection::canonical_address;
 use super::ja4::{self, Transport};
 use quinn::{AsyncUdpSocket, UdpPoller, udp::RecvMeta};
 use ring::aead::{self, quic::HeaderProtectionKey};
 use ring::hkdf;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{self, IoSliceMut};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 /// RFC 9001 §5.2: the salt of QUIC v1's Initial secrets.
 const INITIAL_SALT: [u8; 20] = [
@@ -25,6 +27,12 @@ const MAX_HELLO: usize = 16 * 1024;
 /// Handshakes whose hello is being put together or waits for quinn, at most (with
 /// `MAX_HELLO`, this bounds the memory at 16 MiB).
 const MAX_CLIENTS: usize = 1024;
+/// Of them, from one client (an IPv4 address, an IPv6 /64), so that one client's flood
+/// of Initials never pushes out another's hello: twice the connections a client may
+/// have under way, as a handshake sent a Retry leaves its first Initial's entry too.
+const MAX_PER_CLIENT: usize = 128;
+/// How long a hello waits for its connection: past any handshake's deadline.
+const MAX_AGE: Duration = Duration::from_secs(30);
 /// The smallest datagram carrying a client's Initial (RFC 9000 §14.1); quinn drops
 /// smaller ones, and so does this, before any cryptography.
 const MIN_INITIAL_DATAGRAM: usize = 1200;
@@ -40,18 +48,123 @@ pub struct ClientHellos {
 
 #[derive(Debug, Default)]
 struct Hellos {
-    /// CRYPTO bytes by offset, per handshake still sending its hello.
-    partial: HashMap<Handshake, BTreeMap<u64, Vec<u8>>>,
-    /// Finished fingerprints waiting for their connection.
-    done: HashMap<Handshake, String>,
-    /// Handshakes in the order they were first seen, for evicting the oldest.
-    order: VecDeque<Handshake>,
+    entries: HashMap<Handshake, Entry>,
+    /// Handshakes in the order they were first seen, for letting the oldest go (an
+    /// entry taken meanwhile, or seen again later, is left alone).
+    order: VecDeque<(Handshake, Instant)>,
+    /// Entries by client.
+    per_client: HashMap<IpAddr, usize>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    seen: Instant,
+    hello: Progress,
+}
+
+#[derive(Debug)]
+enum Progress {
+    /// CRYPTO bytes by offset, while the hello is being sent.
+    Pieces(BTreeMap<u64, Vec<u8>>),
+    /// The fingerprint, waiting for its connection.
+    Done(String),
+}
+
+fn client_of(address: SocketAddr) -> IpAddr {
+    super::limits::client_network(canonical_address(address).ip())
 }
 
 impl Hellos {
-    fn forget(&mut self, handshake: &Handshake) {
-        self.partial.remove(handshake);
-        self.done.remove(handshake);
+    fn remove(&mut self, handshake: &Handshake) -> Option<Entry> {
+        let entry = self.entries.remove(handshake)?;
+        let client = client_of(handshake.0);
+        if let Some(held) = self.per_client.get_mut(&client) {
+            *held -= 1;
+            if *held == 0 {
+                self.per_client.remove(&client);
+            }
+        }
+        Some(entry)
+    }
+
+    /// Lets the oldest entry go.
+    fn pop_oldest(&mut self) {
+        if let Some((handshake, seen)) = self.order.pop_front()
+            && self
+                .entries
+                .get(&handshake)
+                .is_some_and(|entry| entry.seen == seen)
+        {
+            self.remove(&handshake);
+        }
+    }
+
+    /// Adds the CRYPTO frames of `handshake`'s Initial, seen at `now`.
+    fn record(&mut self, handshake: Handshake, crypto: Vec<(u64, &[u8])>, now: Instant) {
+        while self
+            .order
+            .front()
+            .is_some_and(|(_, seen)| now.saturating_duration_since(*seen) > MAX_AGE)
+        {
+            self.pop_oldest();
+        }
+        if !self.entries.contains_key(&handshake) {
+            let client = client_of(handshake.0);
+            if self
+                .per_client
+                .get(&client)
+                .is_some_and(|held| *held >= MAX_PER_CLIENT)
+            {
+                return;
+            }
+            // Spoofed Initials must not grow this without bound: the oldest go.
+            while self.entries.len() >= MAX_CLIENTS {
+                self.pop_oldest();
+            }
+            *self.per_client.entry(client).or_default() += 1;
+            self.order.push_back((handshake.clone(), now));
+            self.entries.insert(
+                handshake.clone(),
+                Entry {
+                    seen: now,
+                    hello: Progress::Pieces(BTreeMap::new()),
+                },
+            );
+        }
+        let Some(Entry {
+            hello: Progress::Pieces(pieces),
+            ..
+        }) = self.entries.get_mut(&handshake)
+        else {
+            return;
+        };
+        let mut held: usize = pieces.values().map(Vec::len).sum();
+        for (offset, data) in crypto {
+            let fits = usize::try_from(offset)
+                .ok()
+                .and_then(|o| o.checked_add(data.len()))
+                .is_some_and(|end| end <= MAX_HELLO);
+            if fits && held + data.len() <= MAX_HELLO {
+                held += data.len();
+                pieces.insert(offset, data.to_vec());
+            }
+        }
+        match contiguous_hello(pieces) {
+            Hello::Complete(hello) => match fingerprint(&hello) {
+                Some(fingerprint) => {
+                    if let Some(entry) = self.entries.get_mut(&handshake) {
+                        entry.hello = Progress::Done(fingerprint);
+                    }
+                }
+                None => {
+                    self.remove(&handshake);
+                }
+            },
+            Hello::TooLong => {
+                self.remove(&handshake);
+            }
+            Hello::Incomplete => {}
+        }
     }
 }
 
@@ -60,10 +173,10 @@ impl ClientHellos {
     /// connection takes it, after its handshake, so the whole hello has arrived).
     pub fn take(&self, address: SocketAddr, original_cid: &[u8]) -> Option<String> {
         let mut state = self.state.lock().ok()?;
-        let handshake = (address, original_cid.to_vec());
-        let fingerprint = state.done.remove(&handshake);
-        state.forget(&handshake);
-        fingerprint
+        match state.remove(&(address, original_cid.to_vec()))?.hello {
+            Progress::Done(fingerprint) => Some(fingerprint),
+            Progress::Pieces(_) => None,
+        }
     }
 
     /// Looks at one datagram from `from`.
@@ -83,45 +196,8 @@ impl ClientHellos {
         if crypto.is_empty() {
             return;
         }
-        let Ok(mut state) = self.state.lock() else {
-            return;
-        };
-        let handshake = (from, dcid);
-        if state.done.contains_key(&handshake) {
-            return;
-        }
-        if !state.partial.contains_key(&handshake) {
-            // Spoofed Initials must not grow this without bound: the oldest go.
-            while state.order.len() >= MAX_CLIENTS {
-                if let Some(oldest) = state.order.pop_front() {
-                    state.forget(&oldest);
-                }
-            }
-            state.order.push_back(handshake.clone());
-        }
-        let pieces = state.partial.entry(handshake.clone()).or_default();
-        let mut held: usize = pieces.values().map(Vec::len).sum();
-        for (offset, data) in crypto {
-            let fits = usize::try_from(offset)
-                .ok()
-                .and_then(|o| o.checked_add(data.len()))
-                .is_some_and(|end| end <= MAX_HELLO);
-            if fits && held + data.len() <= MAX_HELLO {
-                held += data.len();
-                pieces.insert(offset, data.to_vec());
-            }
-        }
-        match contiguous_hello(pieces) {
-            Hello::Complete(hello) => {
-                state.partial.remove(&handshake);
-                if let Some(fingerprint) = fingerprint(&hello) {
-                    state.done.insert(handshake, fingerprint);
-                }
-            }
-            Hello::TooLong => {
-                state.partial.remove(&handshake);
-            }
-            Hello::Incomplete => {}
+        if let Ok(mut state) = self.state.lock() {
+            state.record((from, dcid), crypto, Instant::now());
         }
     }
 }
@@ -398,6 +474,80 @@ mod tests {
         let mut huge = BTreeMap::new();
         huge.insert(0, vec![1u8, 0xff, 0xff, 0xff]);
         assert_eq!(contiguous_hello(&huge), Hello::TooLong);
+    }
+
+    /// The first bytes of a ClientHello of 64 bytes: an entry still being sent.
+    const HELLO_START: &[u8] = &[1, 0, 0, 60, 3, 3];
+
+    fn handshake(client: &str, id: u8) -> Handshake {
+        (client.parse().unwrap(), vec![id; 8])
+    }
+
+    fn held_by(hellos: &Hellos, client: &str) -> usize {
+        let ip = client_of(client.parse().unwrap());
+        hellos
+            .entries
+            .keys()
+            .filter(|(address, _)| client_of(*address) == ip)
+            .count()
+    }
+
+    #[test]
+    fn one_clients_flood_of_initials_leaves_other_clients_hellos() {
+        let mut hellos = Hellos::default();
+        let now = Instant::now();
+        hellos.record(handshake("192.0.2.1:443", 0), vec![(0, HELLO_START)], now);
+        hellos.record(
+            handshake("[2001:db8::1]:443", 0),
+            vec![(0, HELLO_START)],
+            now,
+        );
+        for n in 0..2 * MAX_CLIENTS {
+            let from = format!("198.51.100.7:{}", 1024 + n);
+            let flood = (from.parse().unwrap(), (n as u64).to_be_bytes().to_vec());
+            hellos.record(flood, vec![(0, HELLO_START)], now);
+            // The same /64, another address.
+            let from = format!("[2001:db8::{:x}]:443", n + 2);
+            let flood = (from.parse().unwrap(), (n as u64).to_be_bytes().to_vec());
+            hellos.record(flood, vec![(0, HELLO_START)], now);
+        }
+        assert_eq!(held_by(&hellos, "198.51.100.7:1"), MAX_PER_CLIENT);
+        assert_eq!(held_by(&hellos, "[2001:db8::1]:1"), MAX_PER_CLIENT);
+        assert!(hellos.entries.contains_key(&handshake("192.0.2.1:443", 0)));
+        assert!(
+            hellos
+                .entries
+                .contains_key(&handshake("[2001:db8::1]:443", 0))
+        );
+
+        // Many clients at once: still no more than MAX_CLIENTS, the oldest gone.
+        for n in 0..2 * MAX_CLIENTS {
+            let from = format!("10.0.{}.{}:443", n / 256, n % 256);
+            hellos.record(handshake(&from, 1), vec![(0, HELLO_START)], now);
+        }
+        assert_eq!(hellos.entries.len(), MAX_CLIENTS);
+        assert_eq!(hellos.per_client.values().sum::<usize>(), MAX_CLIENTS);
+        assert!(!hellos.entries.contains_key(&handshake("192.0.2.1:443", 0)));
+    }
+
+    #[test]
+    fn a_hello_nobody_took_goes_after_its_time() {
+        let mut hellos = Hellos::default();
+        let start = Instant::now();
+        let left = handshake("192.0.2.1:443", 1);
+        let again = handshake("192.0.2.2:443", 2);
+        hellos.record(left.clone(), vec![(0, HELLO_START)], start);
+        hellos.record(again.clone(), vec![(0, HELLO_START)], start);
+        // Taken, then seen again later: its first sighting's turn leaves it.
+        hellos.remove(&again);
+        let later = start + MAX_AGE / 2;
+        hellos.record(again.clone(), vec![(0, HELLO_START)], later);
+        let past = start + MAX_AGE + Duration::from_secs(1);
+        hellos.record(handshake("192.0.2.3:443", 3), vec![(0, HELLO_START)], past);
+        assert!(!hellos.entries.contains_key(&left));
+        assert!(hellos.entries.contains_key(&again));
+        assert_eq!(held_by(&hellos, "192.0.2.1:1"), 0);
+        assert!(!hellos.per_client.contains_key(&client_of(left.0)));
     }
 
     #[test]

@@ -396,20 +396,27 @@ fn quic_answers(socket: &std::net::UdpSocket, wait: Duration) -> Vec<(u8, Vec<u8
     kinds
 }
 
-/// A flood of QUIC Initials from an address that never completes a handshake (as from
-/// forged addresses) is answered with Retry packets once many handshakes are under
-/// way, so it costs no TLS work, while a real client is served; a draft version of QUIC
-/// (whose Initials give no JA4) gets a version negotiation, not a connection.
-#[test]
-fn a_flood_of_quic_initials_gets_retries_and_a_real_client_is_served() {
+/// A gateway (with `extra` options) whose website `quic.example` enables HTTP/3, and
+/// its origin.
+fn http3_gateway(extra: &[&str]) -> (Origin, Gateway) {
     let origin = origin("site");
-    let gateway = gateway(origin.address.port(), &[]);
+    let gateway = gateway(origin.address.port(), extra);
     add_website(
         &gateway,
         json!({"domain": "quic.example", "ip": ["127.0.0.1"],
                "settings": loadbalancer(&["enable_http3"])}),
     )
     .unwrap();
+    (origin, gateway)
+}
+
+/// A flood of QUIC Initials from an address that never completes a handshake (as from
+/// forged addresses) is answered with Retry packets once many handshakes are under
+/// way, so it costs no TLS work, while a real client is served; a draft version of QUIC
+/// (whose Initials give no JA4) gets a version negotiation, not a connection.
+#[test]
+fn a_flood_of_quic_initials_gets_retries_and_a_real_client_is_served() {
+    let (_origin, gateway) = http3_gateway(&[]);
     let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     socket.connect(gateway.https).unwrap();
     for initial in quic_initials(gateway.https, 200, 1) {
@@ -469,6 +476,152 @@ async fn quic_connection(
     endpoint.connect(https, name).unwrap().await.unwrap()
 }
 
+/// A GET of `target` at `name` over a new HTTP/3 connection to `https` (see
+/// [`quic_connection`]): the response's head, its stream, and the connection's handle.
+async fn h3_get(
+    https: SocketAddr,
+    name: &str,
+    target: &str,
+    keep_alive: Option<Duration>,
+) -> (
+    http::Response<()>,
+    h3::client::RequestStream<h3_quinn::BidiStream<bytes::Bytes>, bytes::Bytes>,
+    h3::client::SendRequest<h3_quinn::OpenStreams, bytes::Bytes>,
+) {
+    let connection = quic_connection(https, name, keep_alive).await;
+    let (mut driver, mut sender) = h3::client::new(h3_quinn::Connection::new(connection))
+        .await
+        .unwrap();
+    tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
+    let request = http::Request::get(format!("https://{name}{target}"))
+        .body(())
+        .unwrap();
+    let mut stream = sender.send_request(request).await.unwrap();
+    stream.finish().await.unwrap();
+    let response = stream.recv_response().await.unwrap();
+    (response, stream, sender)
+}
+
+/// A UDP relay in front of `gateway` that passes a QUIC client's datagrams until the
+/// gateway first answers, then holds the client's until released: its handshake waits
+/// on the gateway's side with the hello in hand.
+struct QuicHandshakeHold {
+    address: SocketAddr,
+    answered: std::sync::mpsc::Receiver<()>,
+    release: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl QuicHandshakeHold {
+    fn start(gateway: SocketAddr) -> QuicHandshakeHold {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{Arc, Mutex};
+        let front = Arc::new(std::net::UdpSocket::bind("127.0.0.1:0").unwrap());
+        let back = Arc::new(std::net::UdpSocket::bind("127.0.0.1:0").unwrap());
+        back.connect(gateway).unwrap();
+        for socket in [&front, &back] {
+            socket
+                .set_read_timeout(Some(Duration::from_millis(50)))
+                .unwrap();
+        }
+        let client = Arc::new(Mutex::new(None::<SocketAddr>));
+        let (answered_tx, answered) = std::sync::mpsc::channel();
+        let release = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let gateway_answered = Arc::new(AtomicBool::new(false));
+        let address = front.local_addr().unwrap();
+        {
+            let (front, back, client, stop) =
+                (front.clone(), back.clone(), client.clone(), stop.clone());
+            let (release, gateway_answered) = (release.clone(), gateway_answered.clone());
+            std::thread::spawn(move || {
+                let mut held: Vec<Vec<u8>> = Vec::new();
+                let mut buffer = [0u8; 2048];
+                while !stop.load(Ordering::Relaxed) {
+                    if release.load(Ordering::Relaxed) {
+                        for datagram in held.drain(..) {
+                            let _ = back.send(&datagram);
+                        }
+                    }
+                    let Ok((read, from)) = front.recv_from(&mut buffer) else {
+                        continue;
+                    };
+                    *client.lock().unwrap() = Some(from);
+                    if gateway_answered.load(Ordering::Relaxed) && !release.load(Ordering::Relaxed)
+                    {
+                        held.push(buffer[..read].to_vec());
+                    } else {
+                        let _ = back.send(&buffer[..read]);
+                    }
+                }
+            });
+        }
+        let running = stop.clone();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 2048];
+            while !running.load(Ordering::Relaxed) {
+                let Ok(read) = back.recv(&mut buffer) else {
+                    continue;
+                };
+                if !gateway_answered.swap(true, Ordering::Relaxed) {
+                    let _ = answered_tx.send(());
+                }
+                if let Some(client) = *client.lock().unwrap() {
+                    let _ = front.send_to(&buffer[..read], client);
+                }
+            }
+        });
+        QuicHandshakeHold {
+            address,
+            answered,
+            release,
+            stop,
+        }
+    }
+}
+
+impl Drop for QuicHandshakeHold {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// One client's flood of QUIC Initials (two thousand handshakes, each with its hello)
+/// does not push out another client's hello while that client's handshake is under way:
+/// the client, whose handshake is held back until the flood is over, gets its JA4.
+#[test]
+fn a_flood_of_quic_initials_from_one_client_leaves_another_clients_ja4() {
+    let (_origin, gateway) = http3_gateway(&[]);
+    let flood = quic_initials(gateway.https, 2048, 1);
+    let hold = QuicHandshakeHold::start(gateway.https);
+    let https = hold.address;
+    let client = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async move {
+            let (response, ..) = h3_get(https, "quic.example", "/after-the-flood", None).await;
+            response.status()
+        })
+    });
+    hold.answered
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the gateway answered the client's Initial");
+    let attacker = std::net::UdpSocket::bind("127.0.0.2:0").unwrap();
+    attacker.connect(gateway.https).unwrap();
+    for (n, initial) in flood.iter().enumerate() {
+        attacker.send(initial).unwrap();
+        if n % 16 == 15 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    hold.release
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(client.join().unwrap(), 200);
+    let line = access_line(&gateway, "/after-the-flood");
+    let ja4 = line.split("ja4=\"").nth(1).unwrap_or_default();
+    assert!(ja4.starts_with("q13d"), "{line}");
+}
+
 /// An HTTP/3 client whose control stream sends a frame announcing half a gigabyte, then
 /// keeps sending: the gateway ends the connection when the length arrives instead of
 /// holding what follows (`h3` reads such a frame whole before decoding it).
@@ -509,29 +662,13 @@ fn an_http3_frame_announcing_half_a_gigabyte_ends_the_connection() {
 /// origin connection behind it is held for ever.
 #[test]
 fn an_http3_response_nobody_takes_is_reset_after_the_idle_timeout() {
-    let origin = origin("site");
-    let gateway = gateway(origin.address.port(), &["--idle-timeout", "2"]);
-    add_website(
-        &gateway,
-        json!({"domain": "quic.example", "ip": ["127.0.0.1"],
-               "settings": loadbalancer(&["enable_http3"])}),
-    )
-    .unwrap();
+    let (_origin, gateway) = http3_gateway(&["--idle-timeout", "2"]);
     let https = gateway.https;
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let received = runtime.block_on(async move {
         let keep_alive = Some(Duration::from_millis(300));
-        let connection = quic_connection(https, "quic.example", keep_alive).await;
-        let (mut driver, mut sender) = h3::client::new(h3_quinn::Connection::new(connection))
-            .await
-            .unwrap();
-        tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
-        let request = http::Request::get("https://quic.example/?pad=20000000")
-            .body(())
-            .unwrap();
-        let mut stream = sender.send_request(request).await.unwrap();
-        stream.finish().await.unwrap();
-        let response = stream.recv_response().await.unwrap();
+        let (response, mut stream, _connection) =
+            h3_get(https, "quic.example", "/?pad=20000000", keep_alive).await;
         assert_eq!(response.status(), 200);
         // Nothing is read for three idle timeouts; the connection stays alive.
         tokio::time::sleep(Duration::from_secs(6)).await;
