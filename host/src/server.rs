@@ -468,7 +468,7 @@ impl Server {
         // gateway runs; on Redis only `botgate reload` needs it, and SIGHUP does as well.
         let operator_token = match &config.operator_token_file {
             None => None,
-            Some(path) => match write_operator_token(path) {
+            Some(path) => match write_operator_token(path, addresses.admin) {
                 Ok(token) => Some(token),
                 Err(source) if matches!(config.store, StoreConfig::Redis(_)) => {
                     tracing::warn!(path = %path.display(), error = %source, "no operator token: `botgate reload` cannot reach this gateway (SIGHUP can)");
@@ -912,8 +912,13 @@ async fn challenge_secret(store: &impl Store) -> Result<Vec<u8>, ServeError> {
     Ok(stored.into_bytes())
 }
 
-/// A new operator token, written to `path` for this user only.
-fn write_operator_token(path: &std::path::Path) -> std::io::Result<String> {
+/// A new operator token, written to `path` for this user only, with the address of the
+/// admin listener that takes it on the next line (the commands go there, not to an
+/// address they were told).
+fn write_operator_token(
+    path: &std::path::Path,
+    admin: std::net::SocketAddr,
+) -> std::io::Result<String> {
     use std::io::Write;
     let mut random = [0u8; 32];
     getrandom::fill(&mut random).map_err(std::io::Error::other)?;
@@ -926,6 +931,15 @@ fn write_operator_token(path: &std::path::Path) -> std::io::Result<String> {
     options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)?.write_all(token.as_bytes())?;
+    let mut admin = admin;
+    if admin.ip().is_unspecified() {
+        admin.set_ip(match admin {
+            std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    options
+        .open(path)?
+        .write_all(format!("{token}\nhttp://{admin}\n").as_bytes())?;
     Ok(token)
 }

@@ -129,6 +129,10 @@ fn config_check_names_the_key_and_the_line_of_what_is_wrong() {
             "--api-cert and --api-key go together",
         ),
         (
+            "redis-url = \"redis://127.0.0.1:1\"\nredis-sentinel = [\"127.0.0.1:2\"]\n",
+            "both --redis-url and --redis-sentinel name a store",
+        ),
+        (
             "fallback-key = \"/tmp/key.pem\"\n",
             "--fallback-cert and --fallback-key go together",
         ),
@@ -152,7 +156,8 @@ fn config_show_gives_the_effective_configuration_with_secrets_redacted() {
     let file = config_file(
         &dir,
         "api-rate = 7\napi-burst = 70\nredis-url = \"redis://:hunter2@10.0.0.5:16379/0\"\n\
-         redis-password = \"hunter2\"\ntrusted-proxy = [\"10.0.0.0/8\"]\n",
+         redis-password = \"hunter2\"\ntrusted-proxy = [\"10.0.0.0/8\"]\n\
+         crawler-networks = [\"mybot=https://u:hunter2@lists.example/n.json?a=1&token=hunter2\"]\n",
     );
     let output = Command::new(env!("CARGO_BIN_EXE_botgate"))
         .args(["config", "show", &file])
@@ -169,6 +174,10 @@ fn config_show_gives_the_effective_configuration_with_secrets_redacted() {
         format!("redis-password = \"<redacted>\" # {file}"),
         format!("redis-url = \"redis://:redacted@10.0.0.5:16379/0\" # {file}"),
         format!("trusted-proxy = [\"10.0.0.0/8\"] # {file}"),
+        format!(
+            "crawler-networks = [\"mybot=https://u:redacted@lists.example/n.json?a=1&token=redacted\"] \
+             # {file}"
+        ),
         "http-listen = \"127.0.0.1:8180\" # default".to_owned(),
         "no-acme = false # default".to_owned(),
     ] {

@@ -155,17 +155,102 @@ fn the_commands_read_the_configuration_file_of_the_gateway() {
         ),
     )
     .unwrap();
+    let run = |args: &[&str]| {
+        Command::new(binary())
+            .args(args)
+            .env("BOTGATE_CONFIG", &file)
+            .current_dir(dir.path())
+            .env_remove("RUST_BACKTRACE")
+            .output()
+            .unwrap()
+    };
+    assert_eq!(printed(&run(&["partner", "list"])), "hoster");
+    let listed = printed(&run(&["ruleset", "list"]));
+    assert!(
+        listed.starts_with("no rule set pushed\nthis gateway runs:"),
+        "{listed}"
+    );
+    assert!(
+        !dir.path().join("data").exists(),
+        "no store was made where the file does not point"
+    );
+}
+
+/// A listener that answers every request `200 {}` and keeps what it was sent.
+fn impostor() -> (SocketAddr, std::sync::Arc<std::sync::Mutex<String>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let kept = heard.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            use std::io::{Read, Write};
+            let _ = stream.set_read_timeout(Some(Duration::from_millis(300)));
+            let mut buffer = [0u8; 4096];
+            let read = stream.read(&mut buffer).unwrap_or(0);
+            kept.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buffer[..read]));
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                  content-length: 2\r\nconnection: close\r\n\r\n{}",
+            );
+        }
+    });
+    (address, heard)
+}
+
+/// The commands send the operator token only to the admin listener of the gateway that
+/// wrote it: to the address in the token file, not to `--admin-url`, and only once the
+/// listener proved it holds the token (a process that took the port of a gateway no
+/// longer running hears no token).
+#[test]
+fn the_commands_send_the_operator_token_only_to_the_gateway_that_holds_it() {
+    let gateway = Gateway::start(binary(), GatewayStore::Embedded, &["hoster"], &[]).unwrap();
+    let token_file = gateway.data_dir().join("operator.token");
+    let written = std::fs::read_to_string(&token_file).unwrap();
+    let token = written.lines().next().unwrap().to_owned();
+    assert_eq!(
+        written.lines().nth(1),
+        Some(format!("http://{}", gateway.admin).as_str())
+    );
+    let (elsewhere, heard) = impostor();
     let output = Command::new(binary())
-        .args(["partner", "list"])
-        .env("BOTGATE_CONFIG", &file)
-        .current_dir(dir.path())
+        .args(["partner", "list", "--data-dir"])
+        .arg(gateway.data_dir())
+        .args(["--admin-url", &format!("http://{elsewhere}")])
         .env_remove("RUST_BACKTRACE")
         .output()
         .unwrap();
     assert_eq!(printed(&output), "hoster");
     assert!(
-        !dir.path().join("data").exists(),
-        "no store was made where the file does not point"
+        heard.lock().unwrap().is_empty(),
+        "{}",
+        heard.lock().unwrap()
+    );
+
+    // A token file naming a listener that cannot prove it holds the token.
+    let dir = tempfile::tempdir().unwrap();
+    let (squatter, heard) = impostor();
+    std::fs::write(
+        dir.path().join("operator.token"),
+        format!("{token}\nhttp://{squatter}\n"),
+    )
+    .unwrap();
+    let output = Command::new(binary())
+        .args(["partner", "list", "--data-dir"])
+        .arg(dir.path())
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .unwrap();
+    assert_eq!(printed(&output), "", "the store of that directory, empty");
+    let heard = heard.lock().unwrap();
+    assert!(heard.contains("/operator/proof?challenge="), "{heard}");
+    assert!(!heard.contains(&token), "{heard}");
+    assert!(
+        !heard.to_ascii_lowercase().contains("authorization"),
+        "{heard}"
     );
 }
 
@@ -503,7 +588,7 @@ fn a_metrics_listener_serves_health_and_metrics_and_no_operator_commands() {
     )
     .unwrap();
     let token = std::fs::read_to_string(gateway.data_dir().join("operator.token")).unwrap();
-    let token = token.trim();
+    let token = token.lines().next().unwrap();
     let admin = Client::new(&format!("http://{}", gateway.admin), Some(token));
     let network = Client::new(&format!("http://{metrics}"), Some(token));
     assert_eq!(admin.get("/operator/partners").unwrap().status, 200);

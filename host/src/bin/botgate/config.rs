@@ -191,7 +191,7 @@ fn option<'a>(serve: &'a Command, key: &str) -> Option<&'a Arg> {
 }
 
 /// The commands that read the configuration file.
-pub const READERS: [&str; 4] = ["serve", "partner", "status", "reload"];
+pub const READERS: [&str; 5] = ["serve", "partner", "status", "reload", "ruleset"];
 
 /// The file a command of [`READERS`] reads: `--config FILE` on the command line (after
 /// the command), else `BOTGATE_CONFIG`, else [`DEFAULT_PATH`] when it exists.
@@ -220,15 +220,75 @@ fn secret(arg: &Arg) -> bool {
     arg.is_hide_env_values_set()
 }
 
-/// `url` with the password of its user information replaced.
-fn redact_url(value: &str) -> String {
-    match url::Url::parse(value) {
-        Ok(mut url) if url.password().is_some() => {
-            let _ = url.set_password(Some("redacted"));
-            url.to_string()
-        }
-        _ => value.to_owned(),
+/// `value` of `arg` as it may be shown: a secret option's redacted whole, a password
+/// in a URL (its user information or a query parameter such as `pass`) replaced, also
+/// in a `NAME=URL` value.
+fn shown(arg: &Arg, value: &str) -> String {
+    if secret(arg) {
+        return "<redacted>".to_owned();
     }
+    match value.split_once('=') {
+        Some((name, url)) if !name.contains([':', '/', '?']) => {
+            format!("{name}={}", redact_url(url))
+        }
+        _ => redact_url(value),
+    }
+}
+
+/// `url` with the password of its user information, and the values of its query's
+/// password-like parameters, replaced.
+fn redact_url(value: &str) -> String {
+    let Ok(mut url) = url::Url::parse(value) else {
+        return value.to_owned();
+    };
+    let secret_parameter = |name: &str| {
+        let name = name.to_ascii_lowercase();
+        ["pass", "password", "token", "secret", "key"]
+            .iter()
+            .any(|word| name == *word || name.ends_with(&format!("_{word}")))
+    };
+    let redacted_query = url
+        .query_pairs()
+        .any(|(name, _)| secret_parameter(&name))
+        .then(|| {
+            let pairs: Vec<(String, String)> = url
+                .query_pairs()
+                .map(|(name, value)| match secret_parameter(&name) {
+                    true => (name.into_owned(), "redacted".to_owned()),
+                    false => (name.into_owned(), value.into_owned()),
+                })
+                .collect();
+            pairs
+        });
+    if url.password().is_none() && redacted_query.is_none() {
+        return value.to_owned();
+    }
+    if url.password().is_some() {
+        let _ = url.set_password(Some("redacted"));
+    }
+    if let Some(pairs) = redacted_query {
+        url.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    url.to_string()
+}
+
+/// `values` (by option name, as [`effective`] gives them) as they may be logged.
+pub fn redacted(
+    values: &std::collections::BTreeMap<String, Vec<String>>,
+) -> std::collections::BTreeMap<String, Vec<String>> {
+    use clap::CommandFactory;
+    let cli = crate::Cli::command();
+    let serve = cli.find_subcommand("serve").expect("the serve command");
+    values
+        .iter()
+        .map(|(key, values)| {
+            let values = match option(serve, key) {
+                Some(arg) => values.iter().map(|value| shown(arg, value)).collect(),
+                None => values.clone(),
+            };
+            (key.clone(), values)
+        })
+        .collect()
 }
 
 /// The effective configuration of `serve` as TOML: every option, its value (secrets
@@ -247,13 +307,7 @@ pub fn show(serve: &Command, matches: &ArgMatches, file: Option<&ConfigFile>) ->
             continue;
         };
         let values: Vec<String> = values
-            .map(|value| {
-                let value = value.to_string_lossy();
-                match secret(arg) {
-                    true => "<redacted>".to_owned(),
-                    false => redact_url(&value),
-                }
-            })
+            .map(|value| shown(arg, &value.to_string_lossy()))
             .collect();
         let source = match matches.value_source(id) {
             Some(ValueSource::CommandLine) => "command line".to_owned(),
@@ -300,4 +354,32 @@ pub fn effective(
             ))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_left_out_of_the_logged_options() {
+        let values = [
+            ("redis-password", "hunter2"),
+            (
+                "redis-url",
+                "redis+unix:///run/redis.sock?db=0&pass=hunter2",
+            ),
+            (
+                "crawler-networks",
+                "mybot=https://:hunter2@lists.example/n.json",
+            ),
+            ("api-rate", "20"),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), vec![value.to_owned()]))
+        .collect();
+        let logged = format!("{:?}", redacted(&values));
+        assert!(!logged.contains("hunter2"), "{logged}");
+        assert!(logged.contains("pass=redacted"), "{logged}");
+        assert!(logged.contains("\"20\""), "{logged}");
+    }
 }

@@ -52,8 +52,9 @@ pub struct Target {
     config: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub(crate) store: StoreArgs,
-    /// The admin listener of a gateway running on the embedded store (its token is
-    /// read from the data directory).
+    /// The admin listener of a gateway running on the embedded store, when the operator
+    /// token it wrote into the data directory names none (it names its own); the token
+    /// is sent only once the listener proved it holds it.
     #[arg(
         long,
         env = "BOTGATE_ADMIN_URL",
@@ -126,20 +127,62 @@ impl Target {
     /// The admin listener, when a gateway that wrote its token there answers at it;
     /// the store otherwise.
     pub(crate) async fn via(&self) -> Result<Via> {
-        if self.store.redis_url.is_none() && self.store.redis_sentinels.is_empty() {
-            let path = self.store.data_dir.join(OPERATOR_TOKEN_FILE);
-            if let Ok(token) = std::fs::read_to_string(&path) {
-                let url = self.admin_url.trim_end_matches('/').to_owned();
-                if agent().get(format!("{url}/health")).call().is_ok() {
-                    return Ok(Via::Admin {
-                        url,
-                        token: token.trim().to_owned(),
-                    });
-                }
-            }
+        self.store.check()?;
+        if self.store.redis_url.is_none()
+            && self.store.redis_sentinels.is_empty()
+            && let Ok(Some((url, token))) = self.operator_gateway()
+        {
+            return Ok(Via::Admin { url, token });
         }
         Ok(Via::Store(self.store.open().await?))
     }
+
+    /// The admin listener and token of the gateway that wrote the operator token into
+    /// the data directory, if it still answers there: the address the file gives (else
+    /// `--admin-url`), and only after the listener proved it holds the token, which is
+    /// never sent before.
+    fn operator_gateway(&self) -> Result<Option<(String, String)>> {
+        let path = self.store.data_dir.join(OPERATOR_TOKEN_FILE);
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "reading the operator token {} (a running `botgate serve` writes it into \
+                 its data directory: give --data-dir, or send the serve process SIGHUP, \
+                 `systemctl reload botgate`)",
+                path.display()
+            )
+        })?;
+        let mut lines = text.lines().map(str::trim);
+        let token = lines.next().unwrap_or_default().to_owned();
+        let url = lines
+            .next()
+            .filter(|url| !url.is_empty())
+            .unwrap_or(&self.admin_url)
+            .trim_end_matches('/')
+            .to_owned();
+        Ok(holds_token(&url, &token).then_some((url, token)))
+    }
+}
+
+/// Whether the admin listener at `url` proves it holds `token` (an HMAC of a fresh
+/// challenge under it).
+fn holds_token(url: &str, token: &str) -> bool {
+    let mut random = [0u8; 16];
+    if token.is_empty() || getrandom::fill(&mut random).is_err() {
+        return false;
+    }
+    let challenge: String = random.iter().map(|byte| format!("{byte:02x}")).collect();
+    let answer = agent()
+        .get(format!("{url}/operator/proof"))
+        .query("challenge", &challenge)
+        .call();
+    let Ok(mut answer) = answer else {
+        return false;
+    };
+    let text = answer.body_mut().read_to_string().unwrap_or_default();
+    let body: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    answer.status().is_success()
+        && body["proof"].as_str()
+            == Some(botgate_host::gateway::admin::operator_proof(token, &challenge).as_str())
 }
 
 pub fn run(command: PartnerCommand) -> Result<()> {
@@ -212,21 +255,14 @@ async fn act(target: &Target, name: &str, action: &str) -> Result<Option<String>
 /// `botgate reload`: asks the gateway answering at the admin URL to read its
 /// configuration again.
 pub fn reload(target: Target) -> Result<()> {
-    let path = target.store.data_dir.join(OPERATOR_TOKEN_FILE);
-    let token = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "reading the operator token {} (a running `botgate serve` writes it into its \
-             data directory: give --data-dir, or send the serve process SIGHUP, \
-             `systemctl reload botgate`)",
-            path.display()
-        )
-    })?;
-    let url = target.admin_url.trim_end_matches('/').to_owned();
-    agent()
-        .get(format!("{url}/health"))
-        .call()
-        .with_context(|| format!("no gateway answers at {url} (--admin-url)"))?;
-    operator_call(&url, token.trim(), "/operator/reload", true)?;
+    let Some((url, token)) = target.operator_gateway()? else {
+        bail!(
+            "no gateway holding the operator token of {} answers at the address it gives \
+             (or --admin-url)",
+            target.store.data_dir.display()
+        );
+    };
+    operator_call(&url, &token, "/operator/reload", true)?;
     eprintln!("the gateway at {url} reads its configuration again; its log says what changed");
     Ok(())
 }

@@ -645,6 +645,7 @@ impl ServeArgs {
             }
         }
         crate::log_level::filter(self.log_level.as_deref()).map_err(anyhow::Error::msg)?;
+        self.store.check()?;
         if self.no_api_listener && self.api_hosts.is_empty() {
             anyhow::bail!("--no-api-listener without --api-host leaves the API unreachable");
         }
@@ -824,7 +825,7 @@ async fn reload(server: &server::Server, running: &mut Running) {
         tracing::warn!(options = ?restart, "changed, but not applied until a restart");
     }
     tracing::info!(changed = ?live, "configuration reloaded");
-    tracing::debug!(options = ?values, "the options in force");
+    tracing::debug!(options = ?crate::config::redacted(&values), "the options in force");
     // What needs a restart keeps its running value, so the next reload names it again.
     for (key, value) in values {
         if !restart.contains(&key) {

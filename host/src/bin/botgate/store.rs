@@ -58,8 +58,21 @@ impl StoreArgs {
         })
     }
 
+    /// That the options name one store: a `redis-url` from the configuration file
+    /// under a `--redis-sentinel` given otherwise would win silently.
+    pub fn check(&self) -> Result<()> {
+        if self.redis_url.is_some() && !self.redis_sentinels.is_empty() {
+            anyhow::bail!(
+                "both --redis-url and --redis-sentinel name a store (one may come from the \
+                 configuration file or the environment): give one"
+            );
+        }
+        Ok(())
+    }
+
     /// Opens the configured store.
     pub async fn open(&self) -> Result<AnyStore> {
+        self.check()?;
         let config = self.config();
         AnyStore::open(&config)
             .await

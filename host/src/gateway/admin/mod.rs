@@ -87,7 +87,7 @@ struct Admin {
 }
 
 /// `/metrics` (OpenMetrics text), `/health` (JSON), and the operator's routes:
-/// `GET /operator/status`, `GET /operator/partners`, `POST
+/// `GET /operator/proof` (without the token), `GET /operator/status`, `GET /operator/partners`, `POST
 /// /operator/partners/{name}/{create|rotate|revoke}`, `POST /operator/reload`, and the
 /// rule sets' (`rulesets.rs`).
 pub fn router(gateway: Arc<Gateway>, health: HealthConfig, operator: OperatorAccess) -> Router {
@@ -96,6 +96,7 @@ pub fn router(gateway: Arc<Gateway>, health: HealthConfig, operator: OperatorAcc
         .route("/operator/status", get(status))
         .route("/operator/partners", get(partners))
         .route("/operator/reload", post(reload))
+        .route("/operator/proof", get(proof))
         .route("/operator/partners/{name}/{action}", post(partner_action))
         .merge(rulesets::routes())
         .with_state(Arc::new(Admin {
@@ -285,6 +286,45 @@ impl axum::extract::FromRequestParts<Arc<Admin>> for Operator {
         }
         Ok(Operator)
     }
+}
+
+/// `GET /operator/proof?challenge=HEX`: that this gateway holds the operator token,
+/// without the token: the challenge's HMAC-SHA256 under it, which the command checks
+/// before it sends the token (so a process that took the admin port of a gateway
+/// no longer running learns nothing).
+async fn proof(
+    State(admin): State<Arc<Admin>>,
+    axum::extract::Query(query): axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    let Some(token) = &admin.operator.token else {
+        return refused(
+            StatusCode::NOT_FOUND,
+            "this gateway takes no operator commands (no operator token)",
+        );
+    };
+    match query.get("challenge") {
+        Some(challenge) if (16..=128).contains(&challenge.len()) => {
+            axum::Json(serde_json::json!({ "proof": operator_proof(token, challenge) }))
+                .into_response()
+        }
+        _ => refused(
+            StatusCode::BAD_REQUEST,
+            "`challenge` (16 to 128 characters) is missing",
+        ),
+    }
+}
+
+/// The proof of holding `token` for `challenge`: HMAC-SHA256, in hex.
+pub fn operator_proof(token: &str, challenge: &str) -> String {
+    use hmac::Mac;
+    let mut mac = hmac::Hmac::<Sha256>::new_from_slice(token.as_bytes())
+        .expect("HMAC takes a key of any length");
+    mac.update(challenge.as_bytes());
+    mac.finalize()
+        .into_bytes()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 fn operator_error(error: OperatorError) -> Response {
