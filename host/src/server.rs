@@ -183,6 +183,8 @@ pub struct Server {
     limits: Live<ConnectionLimits>,
     trusted_proxies: Live<Vec<ipnet::IpNet>>,
     api_hosts: ApiHosts<AnyStore>,
+    /// The API's origin policy, the gateway's own.
+    api_origins: botgate_api::LiveOriginPolicy,
     mounts: Mounts,
     /// Reloads asked for through the admin listener.
     reload_requests: Arc<tokio::sync::Notify>,
@@ -378,7 +380,8 @@ impl Server {
         policy
             .listeners
             .extend(config.api_listen.into_iter().chain(addresses.api));
-        config.api.origins = policy.clone();
+        config.api.origins.set(policy.clone());
+        let api_origins = config.api.origins.clone();
         config.api.dns_check = !config.provisioning.public_addresses.is_empty();
         config.api.acme = config.acme.is_some();
         config.gateway.http3_port = match config.http3 {
@@ -670,6 +673,7 @@ impl Server {
             limits: live_limits,
             trusted_proxies,
             api_hosts: api_host_names,
+            api_origins,
             mounts,
             reload_requests,
         })
@@ -738,7 +742,8 @@ impl Server {
         let mut policy = OriginPolicy::clone(&gateway.origins.policy());
         policy.allow = settings.origin_allow;
         policy.deny = settings.origin_deny;
-        gateway.origins.set_policy(policy);
+        gateway.origins.set_policy(policy.clone());
+        self.api_origins.set(policy);
         gateway.challenges.set_config(settings.challenge);
         gateway.ddos.set_config(settings.ddos);
         gateway.config.access_log.replace(&settings.access_log);

@@ -56,8 +56,8 @@ pub struct ApiConfig {
     /// Whether websites with `certs_issuer: acme` get certificates (and wait in `setup`
     /// for them).
     pub acme: bool,
-    /// Which addresses a website's `ip` may name.
-    pub origins: OriginPolicy,
+    /// Which addresses a website's `ip` may name (a reload changes it).
+    pub origins: LiveOriginPolicy,
     /// How many users and websites one partner may hold.
     pub quotas: PartnerQuotas,
     /// How many certificate issuances (ACME orders) the API starts.
@@ -126,6 +126,22 @@ impl ReservedHosts {
     }
 }
 
+/// The origin policy in force, shared with whoever changes it (a reload).
+#[derive(Debug, Clone, Default)]
+pub struct LiveOriginPolicy(std::sync::Arc<std::sync::RwLock<std::sync::Arc<OriginPolicy>>>);
+
+impl LiveOriginPolicy {
+    /// `policy` from now on.
+    pub fn set(&self, policy: OriginPolicy) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = std::sync::Arc::new(policy);
+    }
+
+    /// The policy in force.
+    pub fn get(&self) -> std::sync::Arc<OriginPolicy> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
 /// The most users and websites one partner may hold: each takes memory on every
 /// gateway (the website index) and room in the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,7 +167,7 @@ impl Default for ApiConfig {
             rate_burst: NonZeroU32::new(100).unwrap_or(NonZeroU32::MIN),
             dns_check: false,
             acme: false,
-            origins: OriginPolicy::default(),
+            origins: LiveOriginPolicy::default(),
             quotas: PartnerQuotas::default(),
             issuance: IssuanceLimits::default(),
             failed_keys_per_minute: NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN),

@@ -116,8 +116,9 @@ fn check_reserved(api: &Api, website: &Website) -> Result<(), ApiError> {
 
 /// Refuses a website whose origins the gateway's origin policy does not allow.
 fn check_origins(api: &Api, website: &Website) -> Result<(), ApiError> {
+    let policy = api.config.origins.get();
     for ip in &website.ip {
-        if let Err(refusal) = api.config.origins.check(*ip) {
+        if let Err(refusal) = policy.check(*ip) {
             return Err(
                 ApiError::unprocessable(format!("`{ip}` cannot be an origin: {refusal}")).on("ip"),
             );

@@ -600,6 +600,47 @@ fn a_metrics_listener_serves_health_and_metrics_and_no_operator_commands() {
         .unwrap();
     assert_eq!(created.status, 404);
     assert_eq!(network.get("/metrics").unwrap().status, 200);
+    // A page whose name was pointed at this machine (DNS rebinding) gets nothing from the
+    // loopback admin listener; the metrics listener is scraped by any name.
+    let status_for = |listener: SocketAddr, host: &str, path: &str| {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(listener).unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        answer.split(' ').nth(1).unwrap_or_default().to_owned()
+    };
+    let admin_port = gateway.admin.port();
+    for path in [
+        "/metrics",
+        "/health",
+        "/operator/proof?challenge=0123456789abcdef",
+    ] {
+        assert_eq!(
+            status_for(
+                gateway.admin,
+                &format!("rebound.example:{admin_port}"),
+                path
+            ),
+            "421"
+        );
+        assert_eq!(status_for(gateway.admin, "a b", path), "421");
+    }
+    for host in [
+        format!("localhost:{admin_port}"),
+        format!("127.0.0.1:{admin_port}"),
+    ] {
+        assert_eq!(
+            status_for(gateway.admin, &host, "/metrics"),
+            "200",
+            "{host}"
+        );
+    }
+    assert_eq!(status_for(metrics, "gateway-1.internal", "/metrics"), "200");
 
     // Both say which domains the gateway lists, with their statuses, as one digest.
     let digest = |client: &Client| {

@@ -151,7 +151,7 @@ fn a_narrower_policy_holds_for_websites_written_before_it() -> Result<()> {
 }
 
 /// A reload that narrows the policy holds for the next request at once, even on an
-/// origin connection kept alive from before it.
+/// origin connection kept alive from before it, and for the API's next website.
 #[test]
 fn a_reload_that_narrows_the_policy_leaves_no_pooled_connection_in_use() -> Result<()> {
     let origin = origin("narrowed");
@@ -186,6 +186,10 @@ fn a_reload_that_narrows_the_policy_leaves_no_pooled_connection_in_use() -> Resu
         served,
         "no request reached the refused origin"
     );
+    let update = json!({"ip": ["127.0.0.1", "192.0.2.10"]});
+    let refused = partner(&gateway).put_json("/v1.0/website/site.example", &update)?;
+    assert_eq!(refused.status, 422, "{}", refused.text);
+    assert!(refused.text.contains("`127.0.0.1` cannot be an origin"));
     Ok(())
 }
 

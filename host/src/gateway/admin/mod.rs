@@ -87,9 +87,10 @@ struct Admin {
 }
 
 /// `/metrics` (OpenMetrics text), `/health` (JSON), and the operator's routes:
-/// `GET /operator/proof` (without the token), `GET /operator/status`, `GET /operator/partners`, `POST
-/// /operator/partners/{name}/{create|rotate|revoke}`, `POST /operator/reload`, and the
-/// rule sets' (`rulesets.rs`).
+/// `GET /operator/proof` (without the token), `GET /operator/status`, `GET
+/// /operator/partners`, `POST /operator/partners/{name}/{create|rotate|revoke}`, `POST
+/// /operator/reload`, and the rule sets' (`rulesets.rs`); each for a `Host` that is an
+/// address or `localhost` only ([`reached_by_address`]).
 pub fn router(gateway: Arc<Gateway>, health: HealthConfig, operator: OperatorAccess) -> Router {
     let monitoring = Arc::new(Monitoring::new(gateway, health));
     Router::new()
@@ -104,6 +105,32 @@ pub fn router(gateway: Arc<Gateway>, health: HealthConfig, operator: OperatorAcc
             operator,
         }))
         .merge(monitoring_routes(monitoring))
+        .layer(axum::middleware::from_fn(reached_by_address))
+}
+
+/// Refuses (421) a request whose `Host` names anything but an address or `localhost`:
+/// this listener is on loopback, and a web page whose name was pointed at this machine
+/// (DNS rebinding) sends its own name. Metrics listeners, scraped by name over a private
+/// network, take any.
+async fn reached_by_address(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let by_address = request.headers().get(header::HOST).is_none_or(|host| {
+        let host = host.to_str().ok();
+        host.and_then(|host| host.parse::<axum::http::uri::Authority>().ok())
+            .is_some_and(|host| {
+                let name = host.host().trim_start_matches('[').trim_end_matches(']');
+                name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok()
+            })
+    });
+    match by_address {
+        true => next.run(request).await,
+        false => refused(
+            StatusCode::MISDIRECTED_REQUEST,
+            "the admin listener answers requests for its address or `localhost` only",
+        ),
+    }
 }
 
 /// `/metrics` and `/health` alone, for listeners other machines reach.
