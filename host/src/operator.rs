@@ -41,19 +41,19 @@ pub async fn create_partner<S: AccountStore>(
     partner: &str,
 ) -> Result<String, OperatorError> {
     let partner = name(partner)?;
-    if store.partner(&partner).await?.is_some() {
-        return Err(OperatorError::Exists(partner.as_str().to_owned()));
-    }
     let key = new_partner_key()?;
-    store
-        .put_partner(&PartnerRecord {
-            name: partner,
+    let created = store
+        .create_partner(&PartnerRecord {
+            name: partner.clone(),
             key_sha256: key_digest(&key),
             webhook_secret: new_webhook_secret()?,
             frame_origins: Vec::new(),
         })
-        .await?;
-    Ok(key)
+        .await;
+    match created {
+        Err(StoreError::Conflict(_)) => Err(OperatorError::Exists(partner.as_str().to_owned())),
+        created => Ok(created.map(|()| key)?),
+    }
 }
 
 /// Gives `partner` a new key, shown once; the old one stops working at once.

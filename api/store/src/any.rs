@@ -88,6 +88,10 @@ impl AccountStore for AnyStore {
         delegate!(self.put_partner(partner))
     }
 
+    async fn create_partner(&self, partner: &PartnerRecord) -> Result<(), StoreError> {
+        delegate!(self.create_partner(partner))
+    }
+
     async fn update_partner(
         &self,
         name: &PartnerName,

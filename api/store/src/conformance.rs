@@ -1647,6 +1647,25 @@ async fn partners<S: Store>(store: &S) {
         Some(rotated.clone())
     );
     store.put_partner(&acme).await.unwrap();
+    // Created only where there is none: the first creation's key stays.
+    let first = partner("gamma-hosting");
+    store.create_partner(&first).await.unwrap();
+    let second = PartnerRecord {
+        key_sha256: "b".repeat(64),
+        ..first.clone()
+    };
+    assert!(matches!(
+        store.create_partner(&second).await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(
+        store.partner(&first.name).await.unwrap(),
+        Some(first.clone())
+    );
+    assert_eq!(
+        store.partner_by_key(&second.key_sha256).await.unwrap(),
+        None
+    );
     // The operator's list: every partner once, in name order, with its current key.
     store.put_partner(&partner("beta-hosting")).await.unwrap();
     let listed = store.partners().await.unwrap();

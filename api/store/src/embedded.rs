@@ -249,6 +249,38 @@ fn prefix_end(prefix: &str) -> String {
 }
 
 impl EmbeddedStore {
+    /// Adds a partner, or replaces one unless `only_new`.
+    async fn write_partner(
+        &self,
+        partner: &PartnerRecord,
+        only_new: bool,
+    ) -> Result<(), StoreError> {
+        let partner = partner.clone();
+        self.write(move |txn| {
+            let name = partner.name.as_str();
+            let mut partners = txn.open_table(PARTNERS).map_err(backend)?;
+            let mut keys = txn.open_table(PARTNER_KEYS).map_err(backend)?;
+            if let Some(old) = get_json::<PartnerRecord>(&partners, name)? {
+                if only_new {
+                    return Err(StoreError::Conflict(format!("partner {name}")));
+                }
+                keys.remove(old.key_sha256.as_str()).map_err(backend)?;
+            }
+            partners
+                .insert(name, encode(&partner).as_slice())
+                .map_err(backend)?;
+            keys.insert(partner.key_sha256.as_str(), name)
+                .map_err(backend)?;
+            Ok((
+                (),
+                vec![Changed::Partner {
+                    name: partner.name.clone(),
+                }],
+            ))
+        })
+        .await
+    }
+
     /// Opens (or creates) the store file `botgate.redb` in `data_dir`.
     pub fn open(data_dir: &Path) -> Result<EmbeddedStore, StoreError> {
         std::fs::create_dir_all(data_dir).map_err(|err| {
@@ -900,27 +932,11 @@ fn remove_website(txn: &redb::WriteTransaction, record: &WebsiteRecord) -> Resul
 
 impl AccountStore for EmbeddedStore {
     async fn put_partner(&self, partner: &PartnerRecord) -> Result<(), StoreError> {
-        let partner = partner.clone();
-        self.write(move |txn| {
-            let name = partner.name.as_str();
-            let mut partners = txn.open_table(PARTNERS).map_err(backend)?;
-            let mut keys = txn.open_table(PARTNER_KEYS).map_err(backend)?;
-            if let Some(old) = get_json::<PartnerRecord>(&partners, name)? {
-                keys.remove(old.key_sha256.as_str()).map_err(backend)?;
-            }
-            partners
-                .insert(name, encode(&partner).as_slice())
-                .map_err(backend)?;
-            keys.insert(partner.key_sha256.as_str(), name)
-                .map_err(backend)?;
-            Ok((
-                (),
-                vec![Changed::Partner {
-                    name: partner.name.clone(),
-                }],
-            ))
-        })
-        .await
+        self.write_partner(partner, false).await
+    }
+
+    async fn create_partner(&self, partner: &PartnerRecord) -> Result<(), StoreError> {
+        self.write_partner(partner, true).await
     }
 
     async fn update_partner(

@@ -468,6 +468,13 @@ pub trait AccountStore: Send + Sync + 'static {
         partner: &PartnerRecord,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
+    /// Adds a partner; [`StoreError::Conflict`] when one of that name exists (two
+    /// creations at once: one wins, the other's key is never shown as working).
+    fn create_partner(
+        &self,
+        partner: &PartnerRecord,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
     /// Changes one field of the partner `name` as it is stored now; the record after
     /// the change, or [`StoreError::NotFound`].
     fn update_partner(

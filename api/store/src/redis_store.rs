@@ -862,26 +862,11 @@ fn changed(what: &Changed) -> String {
 
 impl AccountStore for RedisStore {
     async fn put_partner(&self, partner: &PartnerRecord) -> Result<(), StoreError> {
-        const LUA: &str = include_str!("lua/put_partner.lua");
-        let name = partner.name.as_str();
-        let _: i64 = self
-            .write_script(
-                LUA,
-                vec![
-                    self.key(&format!("partner:{name}")),
-                    self.key(&format!("partner-key:{}", partner.key_sha256)),
-                ],
-                vec![
-                    json(partner),
-                    name.to_owned(),
-                    changed(&Changed::Partner {
-                        name: partner.name.clone(),
-                    }),
-                    self.key("partner-key:"),
-                ],
-            )
-            .await?;
-        Ok(())
+        self.write_partner(partner, false).await
+    }
+
+    async fn create_partner(&self, partner: &PartnerRecord) -> Result<(), StoreError> {
+        self.write_partner(partner, true).await
     }
 
     async fn update_partner(
@@ -1619,6 +1604,35 @@ impl SharedState for RedisStore {
 }
 
 impl RedisStore {
+    /// Adds a partner, or replaces one unless `only_new`.
+    async fn write_partner(
+        &self,
+        partner: &PartnerRecord,
+        only_new: bool,
+    ) -> Result<(), StoreError> {
+        const LUA: &str = include_str!("lua/put_partner.lua");
+        let name = partner.name.as_str();
+        let _: i64 = self
+            .write_script(
+                LUA,
+                vec![
+                    self.key(&format!("partner:{name}")),
+                    self.key(&format!("partner-key:{}", partner.key_sha256)),
+                ],
+                vec![
+                    json(partner),
+                    name.to_owned(),
+                    changed(&Changed::Partner {
+                        name: partner.name.clone(),
+                    }),
+                    self.key("partner-key:"),
+                    if only_new { "new" } else { "any" }.to_owned(),
+                ],
+            )
+            .await?;
+        Ok(())
+    }
+
     fn traffic_key(&self, domain: &Domain, resolution: Resolution, number: u64) -> String {
         self.key(&format!(
             "traffic:{domain}:{}:{number}",
