@@ -585,6 +585,37 @@ fn connected_replicas(cluster: &LoopbackCluster, server: usize) -> Option<String
     info_field(&reply, "connected_slaves").ok()
 }
 
+/// `cluster render` leaves what it writes (the Redis password and the provider's token
+/// among it) to the operator alone until `install.sh` gives each file its owner, group
+/// and mode on the server.
+#[test]
+fn rendered_files_are_the_operators_alone_until_installed() {
+    use std::os::unix::fs::PermissionsExt;
+    fn walk(path: &Path, seen: &mut Vec<(PathBuf, u32)>) {
+        for entry in std::fs::read_dir(path).unwrap() {
+            let path = entry.unwrap().path();
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            seen.push((path.clone(), mode));
+            if path.is_dir() {
+                walk(&path, seen);
+            }
+        }
+    }
+    let cluster = LoopbackCluster::new(3).unwrap();
+    let out = cluster.render(1).unwrap();
+    let mut seen = vec![(
+        out.clone(),
+        std::fs::metadata(&out).unwrap().permissions().mode() & 0o777,
+    )];
+    walk(&out, &mut seen);
+    assert!(seen.len() > 10, "{seen:?}");
+    for (path, mode) in &seen {
+        if path != &out.join("install.sh") {
+            assert_eq!(mode & 0o077, 0, "{} is {mode:o}", path.display());
+        }
+    }
+}
+
 #[test]
 fn rendered_files_run_with_redis_sentinel_and_haproxy() {
     let cluster = LoopbackCluster::new(3).unwrap();

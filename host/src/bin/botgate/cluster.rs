@@ -7,7 +7,7 @@ use botgate_host::cluster::{Description, render::install_script};
 use botgate_store::{AnyStore, RedisConfig, StoreConfig, WebsiteStore};
 use clap::Subcommand;
 use std::net::SocketAddr;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -156,13 +156,18 @@ fn render(path: &Path, server: &str, out: &Path) -> Result<()> {
              is down there is no failover (3 or more servers are recommended)"
         );
     }
+    // Here, on the operator's machine, every file is the operator's alone (secrets
+    // among them); `install.sh` gives each its owner, group and mode on the server.
     for file in &files {
         let target = out.join(file.path.strip_prefix("/").unwrap_or(&file.path));
         if let Some(folder) = target.parent() {
-            std::fs::create_dir_all(folder)
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(folder)
                 .with_context(|| format!("creating {}", folder.display()))?;
         }
-        write_file(&target, &file.contents, file.mode)?;
+        write_file(&target, &file.contents, file.mode & 0o700)?;
     }
     let config = files
         .iter()
