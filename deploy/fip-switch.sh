@@ -10,12 +10,15 @@
 # every sentinel calls it, and each call first reads where the floating IP points, so
 # only the first call that finds it elsewhere moves it (the others log that nothing is
 # to do).
-# It acts only while <to-ip> is still the master the local Sentinel knows, so a late
-# call from an earlier failover never moves the IP back.
+# It acts only while <to-ip> is still the master the local Sentinel knows (asked again
+# before every attempt to assign, with the store's password from
+# `sentinel_password_file`), so a late call from an earlier failover never moves the IP
+# back.
 #
 # Settings: $FIP_SWITCH_CONFIG, else /etc/botgate/fip-switch.conf (rendered by
 # `botgate cluster render`): `key=value` lines (provider, api, floating_ip,
-# floating_ip_id, token_file, log_file, sentinel_port; url, body and method for
+# floating_ip_id, token_file, log_file, sentinel_port, sentinel_password_file; url,
+# body and method for
 # `generic`, with read_url and read_field, a JSON pointer, to read its assignment
 # first) and one `instance <private-ip> <instance-id>` line per server.
 #
@@ -47,6 +50,7 @@ master_name=$1 role=$2 state=$3 from_ip=$4 to_ip=$6 to_port=$7
 
 # Settings.
 provider= api= floating_ip= floating_ip_id= token_file= url= body= method=POST
+sentinel_password_file=
 read_url_template= read_field=
 sentinel_port=26379 deadline_seconds=50
 instances=
@@ -71,6 +75,7 @@ ${line#instance }"
         token_file) token_file=$value ;;
         log_file) log_file=$value ;;
         sentinel_port) sentinel_port=$value ;;
+        sentinel_password_file) sentinel_password_file=$value ;;
         deadline_seconds) deadline_seconds=$value ;;
         url) url=$value ;;
         body) body=$value ;;
@@ -117,14 +122,35 @@ for tool in curl jq; do
     command -v $tool >/dev/null 2>&1 || { log "$tool is missing (apt-get install $tool)"; exit 2; }
 done
 
-# Still the master? A late call from an earlier failover must not move the IP back.
-if command -v redis-cli >/dev/null 2>&1; then
-    current=$(redis-cli -h 127.0.0.1 -p "$sentinel_port" --raw SENTINEL get-master-addr-by-name "$master_name" 2>/dev/null | head -n 1)
-    if [ -n "$current" ] && [ "$current" != "$to_ip" ]; then
-        log "the local Sentinel's master is now $current, not $to_ip: nothing to do"
-        exit 0
-    fi
+sentinel_password=
+if [ -n "$sentinel_password_file" ] &&
+    { ! sentinel_password=$(head -n 1 "$sentinel_password_file" 2>/dev/null) || [ -z "$sentinel_password" ]; }; then
+    log "cannot read the store's password from '$sentinel_password_file'"
+    exit 2
 fi
+# redis-cli takes it from its environment, never from a command line `ps` shows.
+[ -n "$sentinel_password" ] && export REDISCLI_AUTH="$sentinel_password"
+
+# Still the master? A late call from an earlier failover must not move the IP back.
+# Asked before every attempt to assign. The Sentinel that calls this script is the
+# one asked; when none answers at all the call goes on, but an answer that is no
+# address (a refused password, an error) stops it until Sentinel calls again.
+still_master() {
+    command -v redis-cli >/dev/null 2>&1 || return 0
+    current=$(timeout 5 redis-cli -h 127.0.0.1 -p "$sentinel_port" \
+        --raw SENTINEL get-master-addr-by-name "$master_name" 2>/dev/null | head -n 1)
+    case $current in
+    '') return 0 ;;
+    *[!0-9A-Fa-f.:]*)
+        log "the local Sentinel did not say which node is the master: $current"
+        exit 1
+        ;;
+    "$to_ip") return 0 ;;
+    esac
+    log "the local Sentinel's master is now $current, not $to_ip: nothing to do"
+    exit 0
+}
+still_master
 
 # A JSON value for the instance id: a number as a number (no leading zero), anything
 # else as a string.
@@ -134,7 +160,8 @@ case $instance in
 esac
 
 # One call to the provider: sets $status and $response; returns 0 on 2xx, 1 on a
-# transient failure (network, 429, 5xx), 2 on a permanent one.
+# transient failure (network, 429, 5xx, and 409 and 423 of a resource busy with another
+# action), 2 on a permanent one.
 call() {
     call_method=$1 call_url=$2 call_body=${3:-}
     # No call outlives the deadline.
@@ -166,15 +193,22 @@ call() {
     fi
     case $status in
     2??) return 0 ;;
-    429 | 5?? | 000) return 1 ;;
+    409 | 423 | 429 | 5?? | 000) return 1 ;;
     *) return 2 ;;
     esac
 }
 
-# Calls until done, a permanent error or the deadline; exits on failure.
+# Calls until done, a permanent error or the deadline; exits on failure. With `assign`
+# first, asks the local Sentinel before each attempt.
 call_until_done() {
+    assigning=no
+    if [ "$1" = assign ]; then
+        assigning=yes
+        shift
+    fi
     wait_for=1
     while :; do
+        [ $assigning = yes ] && still_master
         call "$@"
         result=$?
         [ $result -eq 0 ] && return 0
@@ -232,10 +266,10 @@ if [ -n "$read_url" ]; then
         exit 0
     fi
     log "the floating IP $floating_ip points to '${now:-nothing}'; assigning it to instance $instance ($to_ip)"
-    call_until_done "$method" "$assign_url" "$assign_body"
+    call_until_done assign "$method" "$assign_url" "$assign_body"
 else
     log "assigning the floating IP $floating_ip to instance $instance ($to_ip)"
-    call_until_done "$method" "$assign_url" "$assign_body"
+    call_until_done assign "$method" "$assign_url" "$assign_body"
 fi
 log "assigned: HTTP $status: $response"
 exit 0

@@ -15,8 +15,10 @@ use std::sync::{Arc, Mutex};
 struct State {
     /// The instance the floating IP points to.
     assigned: Option<String>,
-    /// Calls still to answer with 503.
+    /// Calls still to answer with `busy_status`.
     unavailable: u32,
+    /// What those calls are answered with (503 unless told).
+    busy_status: Option<u16>,
     /// Answer every call with this status instead (a permanent refusal).
     refuse: Option<u16>,
 }
@@ -73,7 +75,15 @@ impl FakeProvider {
 
     /// Answers the next `calls` calls with 503.
     pub fn unavailable_for(&self, calls: u32) {
-        self.lock().unavailable = calls;
+        self.busy_for(503, calls);
+    }
+
+    /// Answers the next `calls` calls with `status` (Hetzner's 423 while another action
+    /// holds the floating IP, say).
+    pub fn busy_for(&self, status: u16, calls: u32) {
+        let mut state = self.lock();
+        state.unavailable = calls;
+        state.busy_status = Some(status);
     }
 
     /// Answers every later call with `status`.
@@ -147,7 +157,10 @@ fn answer(state: &mut State, bearer: &str, request: &Received) -> Response<Full<
     }
     if state.unavailable > 0 {
         state.unavailable -= 1;
-        return json(503, json!({"error": "unavailable"}));
+        return json(
+            state.busy_status.unwrap_or(503),
+            json!({"error": "unavailable"}),
+        );
     }
     let path = request.path.as_str();
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();

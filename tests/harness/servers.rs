@@ -367,9 +367,11 @@ fn read_resp(reader: &mut impl std::io::BufRead) -> Result<Resp> {
 }
 
 /// A `redis-sentinel` watching one master as `mymaster`, with quorum 1 and short
-/// timeouts (1 s down-after, 5 s failover timeout) so tests fail over quickly.
+/// timeouts (1 s down-after, 5 s failover timeout) so tests fail over quickly; it takes
+/// commands with the master's password only, as a cluster's sentinels do.
 pub struct Sentinel {
     pub port: u16,
+    pub password: String,
     guard: ServerGuard,
 }
 
@@ -382,7 +384,7 @@ impl Sentinel {
         std::fs::write(
             &config,
             format!(
-                "port {port}\nbind 127.0.0.1\nprotected-mode no\ndir {dir}\nlogfile {log}\n\
+                "port {port}\nbind 127.0.0.1\nrequirepass {password}\ndir {dir}\nlogfile {log}\n\
                  sentinel monitor mymaster 127.0.0.1 {master} 1\n\
                  sentinel auth-pass mymaster {password}\n\
                  sentinel down-after-milliseconds mymaster 1000\n\
@@ -403,6 +405,7 @@ impl Sentinel {
             .context("starting redis-sentinel (Debian package redis-sentinel; scripts/test.sh installs it)")?;
         let sentinel = Sentinel {
             port,
+            password: master.password.clone(),
             guard: ServerGuard {
                 name: "redis-sentinel",
                 child,
@@ -424,7 +427,7 @@ impl Sentinel {
     }
 
     pub fn command(&self, args: &[&str]) -> Result<Resp> {
-        resp_command(self.port, None, args)
+        resp_command(self.port, Some(&self.password), args)
     }
 
     /// Has the sentinel fail `mymaster` over, and waits until `replica` is the master.
@@ -558,6 +561,8 @@ impl GatewayStore<'_> {
                 "--redis-sentinel".to_owned(),
                 format!("127.0.0.1:{port}"),
                 "--redis-password".to_owned(),
+                password.to_string(),
+                "--redis-sentinel-password".to_owned(),
                 password.to_string(),
             ]),
         }

@@ -308,10 +308,13 @@ async fn a_store_that_asks_the_sentinels_follows_the_master_without_haproxy() {
         sentinel,
         proxy,
     } = Pair::start();
-    let config = RedisConfig {
+    let mut config = RedisConfig {
         password: Some(replica.password.clone()),
         ..RedisConfig::sentinels(vec![format!("127.0.0.1:{}", sentinel.port)], "mymaster")
     };
+    if let Some(sentinels) = &mut config.sentinel {
+        sentinels.password = Some(sentinel.password.clone());
+    }
     assert!(config.location().contains("`mymaster`"));
     let store = Arc::new(RedisStore::connect(config).await.unwrap());
     let follower = Follower::start(store.clone(), Duration::from_millis(250))

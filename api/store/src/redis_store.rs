@@ -73,12 +73,24 @@ pub struct RedisConfig {
 }
 
 /// Where the sentinels are, and the name they know the master by.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct SentinelConfig {
     /// `host:port` of each sentinel.
     pub addresses: Vec<String>,
     /// The monitored master's name (`mymaster` in a rendered cluster).
     pub master: String,
+    /// The sentinels' own password (their `requirepass`), if they have one.
+    pub password: Option<String>,
+}
+
+impl std::fmt::Debug for SentinelConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SentinelConfig")
+            .field("addresses", &self.addresses)
+            .field("master", &self.master)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 impl RedisConfig {
@@ -100,6 +112,7 @@ impl RedisConfig {
             sentinel: Some(SentinelConfig {
                 addresses,
                 master: master.into(),
+                password: None,
             }),
             ..RedisConfig::new(String::new())
         }
@@ -396,6 +409,9 @@ impl Master {
         .map_err(address)?;
         if let Some(password) = &config.password {
             builder = builder.set_client_to_redis_password(password);
+        }
+        if let Some(password) = &sentinel.password {
+            builder = builder.set_client_to_sentinel_password(password);
         }
         Ok(Master::Sentinels(Mutex::new(
             builder.build().map_err(address)?,

@@ -696,13 +696,13 @@ impl Nodes {
                 }),
                 quorum: command(
                     sentinel,
-                    None,
+                    password,
                     timeout,
                     redis::cmd("SENTINEL").arg("ckquorum").arg("mymaster"),
                 ),
                 master_address: command::<Vec<String>>(
                     sentinel,
-                    None,
+                    password,
                     timeout,
                     redis::cmd("SENTINEL")
                         .arg("get-master-addr-by-name")

@@ -19,6 +19,8 @@ pub enum FileKind {
     FailoverScript,
     FailoverSettings,
     ProviderToken,
+    /// The store's password, for the failover script's questions to its sentinel.
+    StorePassword,
     GatewayConfig,
     SystemdUnit,
     SystemdDropIn,
@@ -123,6 +125,14 @@ pub fn render(
             "redis",
             0o640,
             format!("{}\n", secrets.provider_token),
+        ),
+        file(
+            FileKind::StorePassword,
+            config.join("store-password"),
+            "root",
+            "redis",
+            0o640,
+            format!("{}\n", secrets.redis_password),
         ),
         file(
             FileKind::GatewayConfig,
@@ -264,9 +274,11 @@ fn sentinel_conf(d: &Description, secrets: &Secrets, server: &Server) -> String 
         "# Sentinel rewrites this file as it learns the cluster: install it once.\n\
          port {port}\n\
          # Reached by the other sentinels on the private network, and locally; never on\n\
-         # the public address (Sentinel has no password of its own).\n\
+         # the public address. It takes commands with the store's password only, and\n\
+         # gives it to the other sentinels.\n\
          bind {bind}\n\
-         protected-mode no\n\
+         requirepass {password}\n\
+         sentinel sentinel-pass {password}\n\
          sentinel announce-ip {private}\n\
          daemonize no\n\
          supervised systemd\n\
@@ -381,6 +393,11 @@ fn failover_settings(d: &Description, server: &Server) -> String {
     let token = d.paths.botgate_config.join("provider-token");
     let _ = writeln!(conf, "floating_ip={}", d.floating_ip);
     let _ = writeln!(conf, "sentinel_port={}", d.ports.sentinel);
+    let _ = writeln!(
+        conf,
+        "sentinel_password_file={}",
+        d.paths.botgate_config.join("store-password").display()
+    );
     let _ = writeln!(conf, "token_file={}", token.display());
     let _ = writeln!(
         conf,

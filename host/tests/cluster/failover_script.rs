@@ -107,6 +107,16 @@ fn an_unknown_master_and_provider_errors_end_with_their_status() {
     assert_eq!(provider.assigned().as_deref(), Some("1002"));
     assert!(log_of(&retried).contains("HTTP 503"));
 
+    // So is a floating IP another action holds (Hetzner's 423, a 409 elsewhere).
+    for status in [423, 409] {
+        provider.assign("1001");
+        provider.busy_for(status, 1);
+        let busy = call(&cluster, "leader", "failover", &gw2);
+        assert_eq!(busy.status.code(), Some(0), "{}", log_of(&busy));
+        assert!(log_of(&busy).contains(&format!("HTTP {status}")));
+        assert_eq!(provider.assigned().as_deref(), Some("1002"));
+    }
+
     // A refusal is permanent: status 2, the answer logged.
     provider.refuse_with(403);
     let gw3 = cluster.private_ip(3).to_string();
@@ -197,21 +207,29 @@ fn a_call_for_a_master_the_local_sentinel_no_longer_names_does_nothing() {
     use botgate_tests::servers::{RedisServer, Sentinel};
     let provider = FakeProvider::start(TOKEN, Some("1001")).unwrap();
     let cluster = rendered(&provider, HETZNER);
-    // A real Sentinel on loopback whose master `mymaster` is 127.0.0.1; the settings
-    // point the script at it and map 127.0.0.1 to instance 1009.
+    // A real Sentinel on loopback whose master `mymaster` is 127.0.0.1, which takes
+    // commands with its password only; the settings point the script at it and at its
+    // password, and map 127.0.0.1 to instance 1009.
     let master = RedisServer::start().unwrap();
     let sentinel = Sentinel::start(&master).unwrap();
     let installed = cluster.file(1, "etc/botgate/fip-switch.conf");
+    let dir = tempfile::tempdir().unwrap();
+    let password = dir.path().join("store-password");
+    std::fs::write(&password, format!("{}\n", sentinel.password)).unwrap();
     let settings: String = std::fs::read_to_string(&installed)
         .unwrap()
         .lines()
-        .map(|line| match line.strip_prefix("sentinel_port=") {
-            Some(_) => format!("sentinel_port={}\n", sentinel.port),
-            None => format!("{line}\n"),
+        .map(|line| {
+            if line.starts_with("sentinel_port=") {
+                format!("sentinel_port={}\n", sentinel.port)
+            } else if line.starts_with("sentinel_password_file=") {
+                format!("sentinel_password_file={}\n", password.display())
+            } else {
+                format!("{line}\n")
+            }
         })
         .chain(["instance 127.0.0.1 1009\n".to_owned()])
         .collect();
-    let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("fip-switch.conf");
     std::fs::write(&config, settings).unwrap();
     let run = |to_ip: &str| {
@@ -237,6 +255,19 @@ fn a_call_for_a_master_the_local_sentinel_no_longer_names_does_nothing() {
         log_of(&late)
     );
     assert!(provider.calls().is_empty(), "{:?}", provider.calls());
+
+    // A password the Sentinel refuses: no answer to go by, so nothing moves until
+    // Sentinel calls again.
+    std::fs::write(&password, "not-the-password\n").unwrap();
+    let refused = run("127.0.0.1");
+    assert_eq!(refused.status.code(), Some(1), "{}", log_of(&refused));
+    assert!(
+        log_of(&refused).contains("did not say which node is the master"),
+        "{}",
+        log_of(&refused)
+    );
+    assert!(provider.calls().is_empty(), "{:?}", provider.calls());
+    std::fs::write(&password, format!("{}\n", sentinel.password)).unwrap();
     let current = run("127.0.0.1");
     assert_eq!(current.status.code(), Some(0), "{}", log_of(&current));
     assert_eq!(provider.assigned().as_deref(), Some("1009"));

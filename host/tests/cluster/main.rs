@@ -376,7 +376,7 @@ impl LoopbackCluster {
     fn sentinel(&self, server: usize, args: &[&str]) -> Result<Resp> {
         resp_at(
             SocketAddr::new(self.private_ip(server), self.ports.sentinel),
-            None,
+            Some(&self.password),
             args,
         )
     }
@@ -663,6 +663,19 @@ fn rendered_files_run_with_redis_sentinel_and_haproxy() {
 
     // The coordinators: three sentinels that find each other and can reach the quorum.
     let _sentinels = cluster.start_sentinels().unwrap();
+    // Without the store's password a sentinel takes no command (one on the private
+    // network could otherwise change the quorum, or fail the store over at will).
+    let sentinel = SocketAddr::new(cluster.private_ip(1), cluster.ports.sentinel);
+    for command in [
+        &["SENTINEL", "SET", "mymaster", "quorum", "9"][..],
+        &["SENTINEL", "FAILOVER", "mymaster"][..],
+    ] {
+        let refused = resp_at(sentinel, None, command);
+        assert!(
+            matches!(&refused, Ok(Resp::Error(e)) if e.starts_with("NOAUTH")),
+            "{refused:?}"
+        );
+    }
 
     // The TCP proxy: the store port reaches the master only.
     let haproxy = cluster.start_haproxy(2).unwrap();

@@ -85,12 +85,12 @@ pids="$pids $!"
 redis-sentinel "$sentinel_conf" >/dev/null 2>&1 &
 pids="$pids $!"
 wait_for 6379 "$password"
-wait_for 26379
+wait_for 26379 "$password"
 ip addr add "$private_ip/32" dev lo
 ip addr add "$public_ip/32" dev lo
 for address in "$private_ip" 127.0.0.1 ::1 "$public_ip"; do
     echo "redis-server $address: $(ping "$address" 6379 "$password")"
-    echo "redis-sentinel $address: $(ping "$address" 26379)"
+    echo "redis-sentinel $address: $(ping "$address" 26379 "$password")"
 done
 "#;
 
@@ -153,7 +153,7 @@ fn the_store_node_and_sentinel_bind_as_rendered_once_the_sysctl_is_applied() {
             logs()
         );
     }
-    // Never on the public address; Sentinel, with no password, not on ::1 either.
+    // Never on the public address; Sentinel not on ::1 either.
     for refused in [
         format!("redis-server {public}: "),
         format!("redis-sentinel {public}: "),

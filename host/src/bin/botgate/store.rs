@@ -32,6 +32,10 @@ pub struct StoreArgs {
     /// The name the sentinels know the master by.
     #[arg(long, env = "BOTGATE_REDIS_MASTER", default_value = "mymaster")]
     pub redis_master: String,
+    /// The sentinels' own password (their `requirepass`; in a rendered cluster, the
+    /// store's password).
+    #[arg(long, env = "BOTGATE_REDIS_SENTINEL_PASSWORD", hide_env_values = true)]
+    pub redis_sentinel_password: Option<String>,
     /// The Redis password (`requirepass`).
     #[arg(long, env = "BOTGATE_REDIS_PASSWORD", hide_env_values = true)]
     pub redis_password: Option<String>,
@@ -47,7 +51,12 @@ impl StoreArgs {
             (None, true) => return StoreConfig::Embedded(self.data_dir.clone()),
             (Some(url), _) => RedisConfig::new(url.clone()),
             (None, false) => {
-                RedisConfig::sentinels(self.redis_sentinels.clone(), self.redis_master.clone())
+                let mut config =
+                    RedisConfig::sentinels(self.redis_sentinels.clone(), self.redis_master.clone());
+                if let Some(sentinel) = &mut config.sentinel {
+                    sentinel.password = self.redis_sentinel_password.clone();
+                }
+                config
             }
         };
         StoreConfig::Redis(RedisConfig {
