@@ -280,6 +280,43 @@ impl Default for Paths {
     }
 }
 
+impl Paths {
+    /// Each path absolute, of letters, digits and `/._-` only: they go unquoted into
+    /// `install.sh`, systemd units (where `%` and spaces mean something) and the
+    /// services' files.
+    fn check(&self) -> Result<(), String> {
+        let all = [
+            ("redis-data", &self.redis_data),
+            ("redis-logs", &self.redis_logs),
+            ("redis-run", &self.redis_run),
+            ("sentinel-run", &self.sentinel_run),
+            ("redis-config", &self.redis_config),
+            ("haproxy-config", &self.haproxy_config),
+            ("botgate-config", &self.botgate_config),
+            ("botgate-data", &self.botgate_data),
+            ("botgate-logs", &self.botgate_logs),
+            ("botgate-cache", &self.botgate_cache),
+            ("botgate-binary", &self.botgate_binary),
+            ("failover-script", &self.failover_script),
+            ("systemd", &self.systemd),
+            ("sysctl", &self.sysctl),
+        ];
+        for (key, path) in all {
+            let text = path.to_string_lossy();
+            let safe = text
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"/._-".contains(&b));
+            if !path.is_absolute() || !safe {
+                return Err(format!(
+                    "[paths] {key} `{text}` must be an absolute path of letters, digits, \
+                     `/`, `.`, `_` and `-`"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The secrets a description's files hold, read and checked.
 #[derive(Clone)]
 pub struct Secrets {
@@ -416,6 +453,8 @@ impl Description {
         if self.haproxy_maxconn == 0 {
             return Err("haproxy-maxconn must be above 0".into());
         }
+        self.check_provider_values()?;
+        self.paths.check()?;
         if let Provider::Generic {
             url,
             body,
@@ -452,6 +491,66 @@ impl Description {
             if !matches!(method.as_str(), "POST" | "PUT" | "PATCH") {
                 return Err(format!(
                     "[provider] method `{method}` must be POST, PUT or PATCH"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The provider's values go into the failover script's settings, one a line: none
+    /// may hold a control character (a line break would add a setting), and its API is
+    /// reached over HTTPS (the token goes with every call), or HTTP on this machine.
+    fn check_provider_values(&self) -> Result<(), String> {
+        let (api, mut values): (Option<&String>, Vec<(&str, &String)>) = match &self.provider {
+            Provider::Hetzner {
+                floating_ip_id,
+                api,
+                ..
+            } => (
+                Some(api),
+                vec![("floating-ip-id", floating_ip_id), ("api", api)],
+            ),
+            Provider::Digitalocean { api, .. } => (Some(api), vec![("api", api)]),
+            Provider::Vultr {
+                reserved_ip_id,
+                api,
+                ..
+            } => (
+                Some(api),
+                vec![("reserved-ip-id", reserved_ip_id), ("api", api)],
+            ),
+            Provider::Generic {
+                url, body, method, ..
+            } => (None, vec![("url", url), ("body", body), ("method", method)]),
+        };
+        if let Provider::Generic {
+            assignment_url,
+            assignment_field,
+            ..
+        } = &self.provider
+        {
+            values.extend(assignment_url.iter().map(|value| ("assignment-url", value)));
+            values.extend(
+                assignment_field
+                    .iter()
+                    .map(|value| ("assignment-field", value)),
+            );
+        }
+        for (key, value) in values {
+            if value.chars().any(char::is_control) {
+                return Err(format!(
+                    "[provider] {key} must be one line without control characters"
+                ));
+            }
+        }
+        if let Some(api) = api {
+            let local = ["http://127.", "http://localhost", "http://[::1]"]
+                .iter()
+                .any(|prefix| api.starts_with(prefix));
+            if !api.starts_with("https://") && !local {
+                return Err(format!(
+                    "[provider] api `{api}` must be an https address (its token goes with \
+                     every call); http only on this machine"
                 ));
             }
         }
@@ -600,6 +699,43 @@ api-host = ["api.example.net"]
             "kind = \"generic\"\ntoken-file = \"t\"\nurl = \"https://x/{instance_id}\"\nbody = \"a\\nb\"",
         );
         assert!(parse(&generic).unwrap_err().contains("one line"));
+    }
+
+    /// Values that go into the failover script's settings, `install.sh` and the units
+    /// unquoted cannot add a line or a word there, and the provider's token never goes
+    /// out over plain HTTP.
+    #[test]
+    fn provider_values_and_paths_cannot_add_settings_or_send_the_token_in_clear() {
+        let smuggled = parse(&THREE.replace(
+            "floating-ip-id = \"4711\"",
+            "floating-ip-id = \"4711\\ntoken_file=/tmp/mine\"",
+        ))
+        .unwrap_err();
+        assert!(
+            smuggled.contains("floating-ip-id must be one line"),
+            "{smuggled}"
+        );
+        let clear = parse(&THREE.replace(
+            "floating-ip-id = \"4711\"",
+            "floating-ip-id = \"4711\"\napi = \"http://api.hetzner.cloud\"",
+        ))
+        .unwrap_err();
+        assert!(clear.contains("must be an https address"), "{clear}");
+        let local = THREE.replace(
+            "floating-ip-id = \"4711\"",
+            "floating-ip-id = \"4711\"\napi = \"http://127.0.0.1:9\"",
+        );
+        assert!(parse(&local).is_ok());
+        for path in [
+            "/var/lib/my redis",
+            "var/lib/redis",
+            "/var/lib/redis%i",
+            "/x;rm",
+        ] {
+            let refused =
+                parse(&format!("{THREE}\n[paths]\nredis-data = \"{path}\"\n")).unwrap_err();
+            assert!(refused.contains("[paths] redis-data"), "{path}: {refused}");
+        }
     }
 
     #[test]
