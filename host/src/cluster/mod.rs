@@ -332,10 +332,12 @@ impl std::fmt::Debug for Secrets {
 
 /// The `serve` options a rendered configuration sets itself: a description's
 /// `[gateway]` table may not set them.
-pub const CLUSTER_OPTIONS: [&str; 10] = [
+pub const CLUSTER_OPTIONS: [&str; 12] = [
     "config",
     "redis-url",
     "redis-password",
+    "redis-wait-replicas",
+    "rulesets-dir",
     "http-listen",
     "https-listen",
     "admin-listen",
@@ -686,11 +688,17 @@ api-host = ["api.example.net"]
         assert!(twice.contains("same private IP 10.0.0.12"), "{twice}");
         let owned = parse(&THREE.replace("203.0.113.13", "203.0.113.100")).unwrap_err();
         assert!(owned.contains("floating IP"), "{owned}");
-        let store = parse(&format!("{THREE}redis-url = \"redis://x\"\n")).unwrap_err();
-        assert!(
-            store.contains("`redis-url` is set by the cluster"),
-            "{store}"
-        );
+        for (key, value) in [
+            ("redis-url", "\"redis://x\""),
+            ("redis-wait-replicas", "0"),
+            ("rulesets-dir", "\"/tmp/mine\""),
+        ] {
+            let store = parse(&format!("{THREE}{key} = {value}\n")).unwrap_err();
+            assert!(
+                store.contains(&format!("`{key}` is set by the cluster")),
+                "{store}"
+            );
+        }
         let provider =
             parse(&THREE.replace("kind = \"hetzner\"", "kind = \"acme-cloud\"")).unwrap_err();
         assert!(provider.contains("acme-cloud"), "{provider}");
