@@ -271,5 +271,28 @@ else
     log "assigning the floating IP $floating_ip to instance $instance ($to_ip)"
     call_until_done assign "$method" "$assign_url" "$assign_body"
 fi
-log "assigned: HTTP $status: $response"
+assigned_with="HTTP $status: $response"
+# Hetzner carries an assignment out as an action: it is done when the action succeeds.
+if [ "$provider" = hetzner ]; then
+    action=$(printf '%s' "$response" | jq -r '.action.id // empty' 2>/dev/null)
+    while [ -n "$action" ]; do
+        case $(printf '%s' "$response" | jq -r '.action.status // empty' 2>/dev/null) in
+        success)
+            log "the provider's action $action succeeded"
+            break
+            ;;
+        error)
+            log "the provider's action $action failed: $(printf '%s' "$response" | jq -c '.action.error' 2>/dev/null)"
+            exit 1
+            ;;
+        esac
+        if [ $(($(date +%s) + 1)) -ge "$deadline" ]; then
+            log "the provider's action $action has not finished: giving up for now (Sentinel calls again)"
+            exit 1
+        fi
+        sleep 1
+        call_until_done GET "$api/v1/floating_ips/actions/$action"
+    done
+fi
+log "assigned: $assigned_with"
 exit 0

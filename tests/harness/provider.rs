@@ -21,6 +21,11 @@ struct State {
     busy_status: Option<u16>,
     /// Answer every call with this status instead (a permanent refusal).
     refuse: Option<u16>,
+    /// Hetzner's assignments under way: the action's id, the instance, and whether it
+    /// was looked at (it succeeds at the second look).
+    actions: Vec<(u64, String, bool)>,
+    /// Hetzner's actions end in `error`, the assignment unchanged.
+    actions_fail: bool,
 }
 
 /// A running fake provider; stops when dropped.
@@ -84,6 +89,11 @@ impl FakeProvider {
         let mut state = self.lock();
         state.unavailable = calls;
         state.busy_status = Some(status);
+    }
+
+    /// Lets every later Hetzner action end in `error`.
+    pub fn fail_actions(&self) {
+        self.lock().actions_fail = true;
     }
 
     /// Answers every later call with `status`.
@@ -171,14 +181,46 @@ fn answer(state: &mut State, bearer: &str, request: &Received) -> Response<Full<
             200,
             json!({"floating_ip": {"server": id_value(&state.assigned)}}),
         ),
+        // Hetzner assigns in an action, which runs until a look at it finds it done.
         ["v1", "floating_ips", _, "actions", "assign"] if post => {
             match body_id(request, "server") {
                 Some(id) => {
-                    state.assigned = Some(id);
-                    json(201, json!({"action": {"command": "assign_floating_ip"}}))
+                    let action = 7000 + state.actions.len() as u64;
+                    state.actions.push((action, id, false));
+                    json(
+                        201,
+                        json!({"action": {"id": action, "command": "assign_floating_ip",
+                                          "status": "running"}}),
+                    )
                 }
                 None => json(422, json!({"error": "server missing"})),
             }
+        }
+        ["v1", "floating_ips", "actions", action] if get => {
+            let fail = state.actions_fail;
+            let found = state
+                .actions
+                .iter_mut()
+                .find(|(id, ..)| id.to_string() == *action);
+            let (status, done_with) = match found {
+                None => return json(404, json!({"error": "no such action"})),
+                Some((_, _, looked)) if !*looked => {
+                    *looked = true;
+                    ("running", None)
+                }
+                Some(_) if fail => ("error", None),
+                Some((_, instance, _)) => ("success", Some(instance.clone())),
+            };
+            if let Some(instance) = done_with {
+                state.assigned = Some(instance);
+            }
+            let error = (status == "error")
+                .then(|| json!({"code": "floating_ip_assign_failed", "message": "failed"}));
+            json(
+                200,
+                json!({"action": {"id": action.parse::<u64>().unwrap_or(0), "status": status,
+                                  "error": error}}),
+            )
         }
         ["v2", "reserved_ips", _] if get => {
             let droplet = state

@@ -126,6 +126,30 @@ fn an_unknown_master_and_provider_errors_end_with_their_status() {
     assert_eq!(provider.assigned().as_deref(), Some("1002"));
 }
 
+/// Hetzner carries an assignment out as an action: the script waits for its end, and
+/// an action that fails is no assignment (status 1: Sentinel calls again).
+#[test]
+fn a_hetzner_assignment_counts_once_its_action_succeeded() {
+    let provider = FakeProvider::start(TOKEN, Some("1001")).unwrap();
+    let cluster = rendered(&provider, HETZNER);
+    let gw2 = cluster.private_ip(2).to_string();
+    provider.fail_actions();
+    let failed = call(&cluster, "leader", "failover", &gw2);
+    assert_eq!(failed.status.code(), Some(1), "{}", log_of(&failed));
+    assert!(
+        log_of(&failed).contains("the provider's action 7000 failed"),
+        "{}",
+        log_of(&failed)
+    );
+    assert_eq!(provider.assigned().as_deref(), Some("1001"));
+    let polls = provider
+        .calls()
+        .into_iter()
+        .filter(|call| call.path == "/v1/floating_ips/actions/7000")
+        .count();
+    assert_eq!(polls, 2, "{:?}", provider.calls());
+}
+
 #[test]
 fn each_provider_gets_its_own_request() {
     for (keys, path, body) in [
