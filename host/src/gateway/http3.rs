@@ -263,6 +263,7 @@ async fn connection<H: RequestHandler>(
     let peer = incoming.remote_address();
     let client = canonical_address(peer);
     let original_cid = incoming.orig_dst_cid();
+    http3.hellos.keep_for(limits.header_read_timeout);
     let handshake = tokio::time::timeout(limits.header_read_timeout, incoming).await;
     // Taken after the handshake, when the whole ClientHello has arrived, whatever
     // happened to it.

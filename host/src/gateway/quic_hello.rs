@@ -27,12 +27,14 @@ const MAX_HELLO: usize = 16 * 1024;
 /// Handshakes whose hello is being put together or waits for quinn, at most (with
 /// `MAX_HELLO`, this bounds the memory at 16 MiB).
 const MAX_CLIENTS: usize = 1024;
-/// Of them, from one client (an IPv4 address, an IPv6 /64), so that one client's flood
-/// of Initials never pushes out another's hello: twice the connections a client may
-/// have under way, as a handshake sent a Retry leaves its first Initial's entry too.
+/// Of them, from one client (an IPv4 address, an IPv6 /64): twice the connections a
+/// client may have under way, as a handshake sent a Retry leaves its first Initial's
+/// entry too. A client past it loses its own oldest, and when all are taken the client
+/// holding most loses its oldest: one client's flood never pushes out another's hello.
 const MAX_PER_CLIENT: usize = 128;
-/// How long a hello waits for its connection: past any handshake's deadline.
-const MAX_AGE: Duration = Duration::from_secs(30);
+/// How long a hello waits for its connection at least (longer when the handshake's
+/// deadline is: [`ClientHellos::keep_for`]).
+const MIN_AGE: Duration = Duration::from_secs(30);
 /// The smallest datagram carrying a client's Initial (RFC 9000 §14.1); quinn drops
 /// smaller ones, and so does this, before any cryptography.
 const MIN_INITIAL_DATAGRAM: usize = 1200;
@@ -44,6 +46,8 @@ type Handshake = (SocketAddr, Vec<u8>);
 #[derive(Debug, Default)]
 pub struct ClientHellos {
     state: Mutex<Hellos>,
+    /// Seconds a hello waits for its connection beyond [`MIN_AGE`].
+    longer: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -87,6 +91,23 @@ impl Hellos {
         Some(entry)
     }
 
+    /// Where in `order` the oldest entry of a client `wanted` names is.
+    fn oldest_of(&self, wanted: impl Fn(IpAddr) -> bool) -> Option<usize> {
+        self.order.iter().position(|(handshake, seen)| {
+            self.entries
+                .get(handshake)
+                .is_some_and(|entry| entry.seen == *seen)
+                && wanted(client_of(handshake.0))
+        })
+    }
+
+    /// Lets the entry at `index` of `order` go.
+    fn remove_at(&mut self, index: usize) {
+        if let Some((handshake, _)) = self.order.remove(index) {
+            self.remove(&handshake);
+        }
+    }
+
     /// Lets the oldest entry go.
     fn pop_oldest(&mut self) {
         if let Some((handshake, seen)) = self.order.pop_front()
@@ -99,12 +120,19 @@ impl Hellos {
         }
     }
 
-    /// Adds the CRYPTO frames of `handshake`'s Initial, seen at `now`.
-    fn record(&mut self, handshake: Handshake, crypto: Vec<(u64, &[u8])>, now: Instant) {
+    /// Adds the CRYPTO frames of `handshake`'s Initial, seen at `now`; hellos older
+    /// than `max_age` go.
+    fn record(
+        &mut self,
+        handshake: Handshake,
+        crypto: Vec<(u64, &[u8])>,
+        now: Instant,
+        max_age: Duration,
+    ) {
         while self
             .order
             .front()
-            .is_some_and(|(_, seen)| now.saturating_duration_since(*seen) > MAX_AGE)
+            .is_some_and(|(_, seen)| now.saturating_duration_since(*seen) > max_age)
         {
             self.pop_oldest();
         }
@@ -114,15 +142,33 @@ impl Hellos {
                 .per_client
                 .get(&client)
                 .is_some_and(|held| *held >= MAX_PER_CLIENT)
+                && let Some(index) = self.oldest_of(|other| other == client)
             {
-                return;
+                self.remove_at(index);
             }
-            // Spoofed Initials must not grow this without bound: the oldest go.
+            // Spoofed Initials must not grow this without bound: the client holding
+            // most loses its oldest.
             while self.entries.len() >= MAX_CLIENTS {
-                self.pop_oldest();
+                let most = self.per_client.values().copied().max().unwrap_or(0);
+                let per_client = &self.per_client;
+                match self.oldest_of(|other| per_client.get(&other) == Some(&most)) {
+                    Some(index) => self.remove_at(index),
+                    None => self.pop_oldest(),
+                }
             }
             *self.per_client.entry(client).or_default() += 1;
             self.order.push_back((handshake.clone(), now));
+            // Entries taken or let go leave their place in `order`: dropped here, so
+            // that it stays near the entries' number.
+            if self.order.len() > 2 * MAX_CLIENTS {
+                let entries = &self.entries;
+                self.order.retain(|(handshake, seen)| {
+                    entries
+                        .get(handshake)
+                        .is_some_and(|entry| entry.seen == *seen)
+                });
+                self.order.shrink_to(2 * MAX_CLIENTS);
+            }
             self.entries.insert(
                 handshake.clone(),
                 Entry {
@@ -196,9 +242,18 @@ impl ClientHellos {
         if crypto.is_empty() {
             return;
         }
+        let longer = self.longer.load(std::sync::atomic::Ordering::Relaxed);
+        let max_age = MIN_AGE.max(Duration::from_secs(longer));
         if let Ok(mut state) = self.state.lock() {
-            state.record((from, dcid), crypto, Instant::now());
+            state.record((from, dcid), crypto, Instant::now(), max_age);
         }
+    }
+
+    /// Keeps hellos at least a second longer than `handshake_deadline`.
+    pub fn keep_for(&self, handshake_deadline: Duration) {
+        let seconds = handshake_deadline.as_secs().saturating_add(2);
+        self.longer
+            .store(seconds, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -492,42 +547,84 @@ mod tests {
             .count()
     }
 
+    fn record(hellos: &mut Hellos, handshake: Handshake, now: Instant) {
+        hellos.record(handshake, vec![(0, HELLO_START)], now, MIN_AGE);
+    }
+
     #[test]
     fn one_clients_flood_of_initials_leaves_other_clients_hellos() {
         let mut hellos = Hellos::default();
         let now = Instant::now();
-        hellos.record(handshake("192.0.2.1:443", 0), vec![(0, HELLO_START)], now);
-        hellos.record(
-            handshake("[2001:db8::1]:443", 0),
-            vec![(0, HELLO_START)],
-            now,
-        );
+        record(&mut hellos, handshake("192.0.2.1:443", 0), now);
+        record(&mut hellos, handshake("[2001:db8::1]:443", 0), now);
+        let flood = |n: usize, ipv6: bool| -> Handshake {
+            let from = match ipv6 {
+                // The same /64, another address.
+                true => format!("[2001:db8::{:x}]:443", n + 2),
+                false => format!("198.51.100.7:{}", 1024 + n),
+            };
+            (from.parse().unwrap(), (n as u64).to_be_bytes().to_vec())
+        };
         for n in 0..2 * MAX_CLIENTS {
-            let from = format!("198.51.100.7:{}", 1024 + n);
-            let flood = (from.parse().unwrap(), (n as u64).to_be_bytes().to_vec());
-            hellos.record(flood, vec![(0, HELLO_START)], now);
-            // The same /64, another address.
-            let from = format!("[2001:db8::{:x}]:443", n + 2);
-            let flood = (from.parse().unwrap(), (n as u64).to_be_bytes().to_vec());
-            hellos.record(flood, vec![(0, HELLO_START)], now);
+            record(&mut hellos, flood(n, false), now);
+            record(&mut hellos, flood(n, true), now);
         }
         assert_eq!(held_by(&hellos, "198.51.100.7:1"), MAX_PER_CLIENT);
         assert_eq!(held_by(&hellos, "[2001:db8::1]:1"), MAX_PER_CLIENT);
         assert!(hellos.entries.contains_key(&handshake("192.0.2.1:443", 0)));
+        // Past its share a client loses its own oldest: its newest are kept.
+        assert!(!hellos.entries.contains_key(&flood(0, false)));
         assert!(
             hellos
                 .entries
-                .contains_key(&handshake("[2001:db8::1]:443", 0))
+                .contains_key(&flood(2 * MAX_CLIENTS - 1, false))
         );
 
-        // Many clients at once: still no more than MAX_CLIENTS, the oldest gone.
-        for n in 0..2 * MAX_CLIENTS {
+        // Many clients at once: those holding most lose theirs first.
+        for n in 0..900 {
             let from = format!("10.0.{}.{}:443", n / 256, n % 256);
-            hellos.record(handshake(&from, 1), vec![(0, HELLO_START)], now);
+            record(&mut hellos, handshake(&from, 1), now);
+        }
+        assert_eq!(hellos.entries.len(), MAX_CLIENTS);
+        assert!(hellos.entries.contains_key(&handshake("192.0.2.1:443", 0)));
+        assert!(hellos.entries.contains_key(&handshake("10.0.0.0:443", 1)));
+        assert!(held_by(&hellos, "198.51.100.7:1") < MAX_PER_CLIENT / 2);
+        for n in 900..3 * MAX_CLIENTS {
+            let from = format!("10.0.{}.{}:443", n / 256, n % 256);
+            record(&mut hellos, handshake(&from, 1), now);
         }
         assert_eq!(hellos.entries.len(), MAX_CLIENTS);
         assert_eq!(hellos.per_client.values().sum::<usize>(), MAX_CLIENTS);
-        assert!(!hellos.entries.contains_key(&handshake("192.0.2.1:443", 0)));
+        assert!(hellos.order.len() <= 2 * MAX_CLIENTS);
+    }
+
+    #[test]
+    fn hellos_taken_or_refused_leave_no_trace() {
+        let mut hellos = Hellos::default();
+        let now = Instant::now();
+        for n in 0..20 * MAX_CLIENTS {
+            // Not a ClientHello: let go as soon as it is seen.
+            let handshake = (
+                "192.0.2.1:443".parse().unwrap(),
+                (n as u64).to_be_bytes().to_vec(),
+            );
+            hellos.record(
+                handshake.clone(),
+                vec![(0, &[2, 0, 0, 4, 0, 0, 0, 0])],
+                now,
+                MIN_AGE,
+            );
+            assert!(!hellos.entries.contains_key(&handshake));
+            // Taken by its connection.
+            record(&mut hellos, handshake.clone(), now);
+            hellos.remove(&handshake);
+        }
+        assert!(hellos.entries.is_empty() && hellos.per_client.is_empty());
+        assert!(
+            hellos.order.len() <= 2 * MAX_CLIENTS + 1,
+            "{}",
+            hellos.order.len()
+        );
     }
 
     #[test]
@@ -536,18 +633,24 @@ mod tests {
         let start = Instant::now();
         let left = handshake("192.0.2.1:443", 1);
         let again = handshake("192.0.2.2:443", 2);
-        hellos.record(left.clone(), vec![(0, HELLO_START)], start);
-        hellos.record(again.clone(), vec![(0, HELLO_START)], start);
+        record(&mut hellos, left.clone(), start);
+        record(&mut hellos, again.clone(), start);
         // Taken, then seen again later: its first sighting's turn leaves it.
         hellos.remove(&again);
-        let later = start + MAX_AGE / 2;
-        hellos.record(again.clone(), vec![(0, HELLO_START)], later);
-        let past = start + MAX_AGE + Duration::from_secs(1);
-        hellos.record(handshake("192.0.2.3:443", 3), vec![(0, HELLO_START)], past);
+        let later = start + MIN_AGE / 2;
+        record(&mut hellos, again.clone(), later);
+        let past = start + MIN_AGE + Duration::from_secs(1);
+        record(&mut hellos, handshake("192.0.2.3:443", 3), past);
         assert!(!hellos.entries.contains_key(&left));
         assert!(hellos.entries.contains_key(&again));
         assert_eq!(held_by(&hellos, "192.0.2.1:1"), 0);
         assert!(!hellos.per_client.contains_key(&client_of(left.0)));
+
+        // A longer handshake deadline keeps them longer.
+        let hellos = ClientHellos::default();
+        hellos.keep_for(Duration::from_secs(120));
+        let longer = hellos.longer.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(Duration::from_secs(longer) > Duration::from_secs(120));
     }
 
     #[test]
