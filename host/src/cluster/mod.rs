@@ -545,14 +545,21 @@ impl Description {
                 ));
             }
         }
-        if let Some(api) = api {
-            let local = ["http://127.", "http://localhost", "http://[::1]"]
-                .iter()
-                .any(|prefix| api.starts_with(prefix));
-            if !api.starts_with("https://") && !local {
+        let addresses = match &self.provider {
+            Provider::Generic {
+                url,
+                assignment_url,
+                ..
+            } => std::iter::once(("url", url))
+                .chain(assignment_url.iter().map(|read| ("assignment-url", read)))
+                .collect(),
+            _ => api.map(|api| vec![("api", api)]).unwrap_or_default(),
+        };
+        for (key, address) in addresses {
+            if !sent_safely(address) {
                 return Err(format!(
-                    "[provider] api `{api}` must be an https address (its token goes with \
-                     every call); http only on this machine"
+                    "[provider] {key} `{address}` must be an https address (the token goes \
+                     with every call); http only on this machine"
                 ));
             }
         }
@@ -570,6 +577,22 @@ impl Description {
     /// The store's initial master.
     pub fn initial_master(&self) -> &Server {
         &self.servers[0]
+    }
+}
+
+/// Whether a provider's `address` keeps its token from others: https, or http to this
+/// machine (`localhost`, a loopback address). Placeholders (`{floating_ip}`) are
+/// allowed in the path.
+fn sent_safely(address: &str) -> bool {
+    let Ok(url) = url::Url::parse(&address.replace(['{', '}'], "")) else {
+        return false;
+    };
+    match (url.scheme(), url.host()) {
+        ("https", Some(_)) => true,
+        ("http", Some(url::Host::Domain(name))) => name.eq_ignore_ascii_case("localhost"),
+        ("http", Some(url::Host::Ipv4(ip))) => ip.is_loopback(),
+        ("http", Some(url::Host::Ipv6(ip))) => ip.is_loopback(),
+        _ => false,
     }
 }
 
@@ -729,11 +752,39 @@ api-host = ["api.example.net"]
         ))
         .unwrap_err();
         assert!(clear.contains("must be an https address"), "{clear}");
-        let local = THREE.replace(
-            "floating-ip-id = \"4711\"",
-            "floating-ip-id = \"4711\"\napi = \"http://127.0.0.1:9\"",
+        for looks_local in [
+            "http://localhost@evil.example/",
+            "http://localhost.evil.example",
+            "http://127.evil.example",
+        ] {
+            let refused = parse(&THREE.replace(
+                "floating-ip-id = \"4711\"",
+                &format!("floating-ip-id = \"4711\"\napi = \"{looks_local}\""),
+            ))
+            .unwrap_err();
+            assert!(
+                refused.contains("https address"),
+                "{looks_local}: {refused}"
+            );
+        }
+        for local in [
+            "http://127.0.0.1:9",
+            "http://localhost:8080",
+            "http://[::1]:9",
+        ] {
+            let local = THREE.replace(
+                "floating-ip-id = \"4711\"",
+                &format!("floating-ip-id = \"4711\"\napi = \"{local}\""),
+            );
+            assert!(parse(&local).is_ok(), "{local}");
+        }
+        let generic = THREE.replace(
+            "kind = \"hetzner\"\ntoken-file = \"provider-token\"\nfloating-ip-id = \"4711\"",
+            "kind = \"generic\"\ntoken-file = \"t\"\n\
+             url = \"http://api.example/ips/{floating_ip}/{instance_id}\"\nbody = \"{}\"",
         );
-        assert!(parse(&local).is_ok());
+        assert!(parse(&generic).unwrap_err().contains("[provider] url"));
+        assert!(parse(&generic.replace("http://", "https://")).is_ok());
         for path in [
             "/var/lib/my redis",
             "var/lib/redis",

@@ -191,6 +191,22 @@ fn each_provider_gets_its_own_request() {
                 .map(String::as_str),
             Some(format!("Bearer {}", provider.token()).as_str())
         );
+        // A 409: another action under way at the providers known to say so (retried),
+        // anything at a generic API (which may mean it is so already).
+        provider.assign("1001");
+        provider.busy_for(409, 1);
+        let busy = call(
+            &cluster,
+            "leader",
+            "failover",
+            &cluster.private_ip(3).to_string(),
+        );
+        let generic = keys.contains("generic");
+        assert_eq!(
+            busy.status.code(),
+            Some(if generic { 2 } else { 0 }),
+            "{keys}"
+        );
     }
 }
 
