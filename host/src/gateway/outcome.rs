@@ -27,7 +27,8 @@ pub enum Outcome {
     Loop,
     /// HTTP/3 for a website without it (421).
     Misdirected,
-    /// A request the gateway could not read as one (400, 408).
+    /// A request the gateway could not read as one (400, 408), or whose target or
+    /// headers are more than a protected website's components read (414, 431).
     BadRequest,
     /// A host name no website answers for (404).
     UnknownHost,

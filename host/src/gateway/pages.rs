@@ -121,6 +121,27 @@ pub fn path_refused(refusal: botgate_normalise::PathRefusal) -> Response<Body> {
 
 /// The request came back to the gateway that forwarded it (508, RFC 5842): a
 /// website's origin leads to the gateway itself.
+/// 414: a request target longer than the rule components read, on a protected website.
+pub fn target_too_long(most: usize) -> Response<Body> {
+    page(
+        StatusCode::URI_TOO_LONG,
+        "Address too long",
+        &format!(
+            "The address is longer than this website's protection reads ({} KiB).",
+            most / 1024
+        ),
+    )
+}
+
+/// 431: more header lines or bytes than a protected website's components read.
+pub fn headers_too_large() -> Response<Body> {
+    page(
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        "Headers too large",
+        "The request carries more headers than this website's protection reads.",
+    )
+}
+
 pub fn loop_detected() -> Response<Body> {
     page(
         StatusCode::LOOP_DETECTED,

@@ -309,6 +309,27 @@ impl Gateway {
 
         // Phase 4: the decision.
         if !paused && (lb.bot_protection || under_attack) {
+            // The components read the target and the headers up to bounds: more would
+            // reach the origin unread (a payload after 16 KiB of filler, a `Cookie`
+            // after eight headers of 2 KiB).
+            if lb.bot_protection && !lb.monitoring_mode {
+                let uri = request.uri();
+                let target_len = uri
+                    .path_and_query()
+                    .map_or(0, |target| target.as_str().len());
+                if target_len > facts::MAX_TARGET_BYTES {
+                    record.action = Outcome::BadRequest;
+                    return pages::target_too_long(facts::MAX_TARGET_BYTES);
+                }
+                let lengths = request
+                    .headers()
+                    .iter()
+                    .map(|(name, value)| (name.as_str().len(), value.len()));
+                if !facts::headers_fit(host.len(), lengths) {
+                    record.action = Outcome::BadRequest;
+                    return pages::headers_too_large();
+                }
+            }
             let pass = self.pass_of(&sent_cookies, &website, client);
             let mut action = Action::Grant;
             if lb.bot_protection {

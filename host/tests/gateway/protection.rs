@@ -214,6 +214,76 @@ fn the_website_policy_decides_the_action() {
     );
 }
 
+/// An attack placed past what the rule components read (after 16 KiB of filler in the
+/// address, or behind eight headers of 2 KiB) is never left to what the components make
+/// of the part they read: a protected website answers 414 or 431 before they run. (Its
+/// policy grants what merely looks odd, as one would for a client holding a pass.)
+/// Requests within the bounds, and websites in monitoring mode, are served as before.
+#[test]
+fn an_attack_past_what_the_components_read_does_not_reach_the_origin() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    for (host, switches) in [
+        ("guarded.example", &["bot_protection"][..]),
+        (
+            "watched.example",
+            &["bot_protection", "monitoring_mode"][..],
+        ),
+    ] {
+        let mut settings = loadbalancer(switches);
+        settings["rules"] = json!({"suspicious_behaviour": "grant"});
+        add_website(
+            &gateway,
+            json!({"domain": host, "ip": ["127.0.0.1"], "settings": settings}),
+        )
+        .unwrap();
+    }
+    let names: Vec<String> = (0..8).map(|n| format!("x-filler-{n}")).collect();
+    let filler = "f".repeat(2048);
+    let padded = |host: &'static str| {
+        let mut request = Outgoing::get(host, "/padded").browser();
+        for name in &names {
+            request = request.header(name, &filler);
+        }
+        request.header(
+            "referer",
+            "https://x.example/?id=1' union select password from users--",
+        )
+    };
+    // The same attack where the components read it is denied.
+    let seen = Outgoing::get("guarded.example", "/seen").browser().header(
+        "referer",
+        "https://x.example/?id=1' union select password from users--",
+    );
+    assert_eq!(send(gateway.http, seen).unwrap().status, 403);
+    let before = origin.requests();
+    let padded_answer = send(gateway.http, padded("guarded.example")).unwrap();
+    assert_eq!(padded_answer.status, 431, "{}", padded_answer.text());
+    let long_target = format!(
+        "/search?q={}&id=1%27%20union%20select%20password--",
+        "a".repeat(16 * 1024)
+    );
+    let long = send(
+        gateway.http,
+        Outgoing::get("guarded.example", &long_target).browser(),
+    );
+    assert_eq!(long.unwrap().status, 414);
+    assert_eq!(origin.requests(), before, "nothing reached the origin");
+
+    let within = format!("/search?q={}", "a".repeat(8 * 1024));
+    let served = send(
+        gateway.http,
+        Outgoing::get("guarded.example", &within).browser(),
+    );
+    assert_eq!(served.unwrap().status, 200);
+    for request in [
+        Outgoing::get("watched.example", &long_target).browser(),
+        padded("watched.example"),
+    ] {
+        assert_eq!(send(gateway.http, request).unwrap().status, 200);
+    }
+}
+
 #[test]
 fn monitoring_mode_records_the_would_be_action_and_lets_traffic_through() {
     let origin = origin("site");
