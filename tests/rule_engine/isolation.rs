@@ -224,6 +224,33 @@ fn a_component_made_to_fail_closed_refuses_the_requests_it_fails_on() {
     );
 }
 
+/// A component made to fail closed is never switched off by the breaker: off, it would
+/// refuse every request it judges (for an always-on one, all traffic) on the strength
+/// of a few failing requests; each failing call refuses only its own.
+#[test]
+fn a_component_made_to_fail_closed_is_not_switched_off_by_failures() {
+    init_logs();
+    let registry = registry_with(SandboxConfig {
+        failures_before_disable: 3,
+        disable_for: Duration::from_secs(60),
+        ..lenient()
+    });
+    let dir = ruleset_dir(&[("classifier", "classifier"), ("hostile", "hostile")]);
+    registry.sync(&DirectorySource::new(dir.path()));
+    registry.set_fail_closed(["hostile".to_owned()].into());
+    let set = registry.snapshot();
+    let grant_all = Category::ALL
+        .into_iter()
+        .fold(Policy::default(), |p, c| p.with(c, Action::Grant));
+    for n in 0..8 {
+        let failed = decide(&set, &facts_from("/trap", n), &["hostile"], &grant_all);
+        assert_eq!(failed.reason, "hostile.failed");
+    }
+    let behaved = decide(&set, &facts_for("/"), &["hostile"], &grant_all);
+    assert_eq!(behaved.reason, "hostile.everything");
+    assert_eq!(behaved.action, Action::Grant);
+}
+
 /// A name made to fail closed with no component loaded (a pushed version refused and no
 /// file) refuses the requests it would judge: a critical component that cannot judge
 /// never lets them through unjudged.

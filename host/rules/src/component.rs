@@ -557,8 +557,19 @@ impl LoadedComponent {
     /// never fails the caller. Failures are counted, and a component that keeps
     /// failing is switched off for a while.
     pub fn evaluate(&self, facts: &RequestFacts) -> Outcome {
+        self.evaluate_unless_closed(facts, || false)
+    }
+
+    /// [`evaluate`](Self::evaluate) for a component that may fail closed (asked only
+    /// when it would be switched off): one that does is never switched off, since off
+    /// it would refuse every request it judges; each failed call refuses its own.
+    pub fn evaluate_unless_closed(
+        &self,
+        facts: &RequestFacts,
+        fails_closed: impl Fn() -> bool,
+    ) -> Outcome {
         let until = self.disabled_until_ms.load(Relaxed);
-        if until != 0 && now_ms() < until {
+        if until != 0 && now_ms() < until && !fails_closed() {
             self.stats.skipped_disabled.fetch_add(1, Relaxed);
             return Outcome::Disabled;
         }
@@ -584,7 +595,7 @@ impl LoadedComponent {
                 Err(err) => {
                     let failure = Failure::Instantiate(err.to_string());
                     self.stats.traps.fetch_add(1, Relaxed);
-                    self.record_failure(&failure, facts);
+                    self.record_failure(&failure, facts, &fails_closed);
                     return Outcome::Failed(failure);
                 }
             },
@@ -616,7 +627,7 @@ impl LoadedComponent {
                     Failure::Trap(_) | Failure::Instantiate(_) => &self.stats.traps,
                 };
                 counter.fetch_add(1, Relaxed);
-                self.record_failure(failure, facts);
+                self.record_failure(failure, facts, &fails_closed);
                 // A bad opinion leaves the instance sound; a trapped one is poisoned
                 // and dropped here.
                 if matches!(failure, Failure::BadOutput(_)) {
@@ -640,8 +651,14 @@ impl LoadedComponent {
     }
 
     /// Counts a failed call of `facts`; past the threshold, with failures spread over
-    /// several client networks ([`Spread::broad`]), switches the component off.
-    fn record_failure(&self, failure: &Failure, facts: &RequestFacts) {
+    /// several client networks ([`Spread::broad`]), switches the component off unless
+    /// it `fails_closed`.
+    fn record_failure(
+        &self,
+        failure: &Failure,
+        facts: &RequestFacts,
+        fails_closed: &impl Fn() -> bool,
+    ) {
         let failures = self.failure_score.fetch_add(1, Relaxed) + 1;
         tracing::debug!(component = %self.name, version = %self.version, ?failure, "rule component call failed; opinion dropped");
         let mut networks = self
@@ -655,7 +672,7 @@ impl LoadedComponent {
         if failures > 2 * limit {
             self.failure_score.store(2 * limit, Relaxed);
         }
-        if failures >= limit && spread.broad(limit) {
+        if failures >= limit && spread.broad(limit) && !fails_closed() {
             *networks = FailingNetworks::default();
             drop(networks);
             let pause = self.sandbox.config().disable_for;

@@ -221,7 +221,8 @@ pub fn decide(
         };
         let name = component.name();
         if ALWAYS_ON.contains(&name) || enabled.contains(&name) {
-            merge.offer(component, component.evaluate(facts));
+            let outcome = component.evaluate_unless_closed(facts, || set.fails_closed(name));
+            merge.offer(component, outcome);
         }
     }
     merge.require_loaded(enabled);
@@ -255,7 +256,7 @@ pub fn decide_observed<'set>(
             continue;
         };
         let outcome = if in_scope.contains(slot) {
-            component.evaluate(facts)
+            component.evaluate_unless_closed(facts, || set.fails_closed(name))
         } else {
             Outcome::OutOfScope
         };
