@@ -58,6 +58,11 @@ pub enum LoadError {
     BadInfo { field: &'static str, why: String },
     #[error("fails on the smoke request: {0}")]
     Smoke(String),
+    #[error(
+        "holds {memory} bytes after the smoke request, more than an instance may keep \
+         between calls ({most})"
+    )]
+    TooLarge { memory: usize, most: usize },
 }
 
 /// The result of one call.
@@ -343,9 +348,12 @@ impl LoadedComponent {
         ) {
             Outcome::Failed(f) => return Err(LoadError::Smoke(f.to_string())),
             _ => {
+                // Kept, it would be dropped after every call, and every request would
+                // wait for a new instance.
                 let memory = instance.store.data().limiter.memory_bytes;
-                if memory > loaded.sandbox.config().max_pooled_memory_bytes {
-                    tracing::warn!(component = %loaded.name, memory_bytes = memory, "a warm instance holds more memory than instances may keep between calls: every call will make a new one");
+                let most = loaded.sandbox.config().max_pooled_memory_bytes;
+                if memory > most {
+                    return Err(LoadError::TooLarge { memory, most });
                 }
                 loaded
                     .warm
@@ -757,7 +765,9 @@ fn classify(store: &Store<GuestState>, err: &wasmtime::Error) -> Failure {
     } else if err.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
         Failure::Deadline
     } else {
-        Failure::Trap(format!("{err:#}"))
+        // Short: backtraces are off (`Sandbox::new`), and a guest's message is cut.
+        let text = format!("{err:#}");
+        Failure::Trap(crate::facts::truncate(&text, 512).to_owned())
     }
 }
 

@@ -45,15 +45,14 @@ pub fn truncate(s: &str, max: usize) -> &str {
 pub const MAX_HEADER_VALUE_BYTES: usize = 2 * 1024;
 
 /// Whether headers (each a name's and a value's length) and the host line fit the
-/// bounds of [`join_headers`] with no line left out (values past
-/// [`MAX_HEADER_VALUE_BYTES`] counted cut).
+/// byte bound of [`join_headers`], values past [`MAX_HEADER_VALUE_BYTES`] counted cut
+/// (past the line bound, the essential headers and payload excerpts are still read).
 pub fn headers_fit(host: usize, headers: impl IntoIterator<Item = (usize, usize)>) -> bool {
-    let (mut lines, mut bytes) = (1usize, "host: ".len() + host);
+    let mut bytes = "host: ".len() + host;
     for (name, value) in headers {
-        lines += 1;
         bytes += 1 + name + 2 + value.min(MAX_HEADER_VALUE_BYTES);
     }
-    lines <= MAX_HEADER_LINES && bytes <= MAX_HEADER_BYTES
+    bytes <= MAX_HEADER_BYTES
 }
 
 /// Most payload excerpts added past the bounds ([`payload_excerpts`]).

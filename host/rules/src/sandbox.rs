@@ -79,7 +79,10 @@ impl Sandbox {
         let mut wasm = Config::new();
         wasm.wasm_component_model(true)
             .epoch_interruption(true)
-            .cranelift_opt_level(wasmtime::OptLevel::Speed);
+            .cranelift_opt_level(wasmtime::OptLevel::Speed)
+            // A trap's stack walk and its frames' names (the guest's) would be paid
+            // for by every request that makes one trap.
+            .wasm_backtrace_max_frames(None);
         // `BOTGATE_PERF_MAP=1`: components' compiled functions are named in
         // /tmp/perf-<pid>.map, so `perf record` / `perf report` show where a rule set
         // spends its time.
@@ -183,12 +186,16 @@ pub struct GuestState {
     pub(crate) limiter: GuestLimiter,
 }
 
+/// What one table element is counted as against the memory cap (wasmtime keeps a
+/// pointer-sized reference per element, with its lazy-initialisation bit).
+const TABLE_ELEMENT_BYTES: usize = 8;
+
 /// Caps the linear memory of a store (all its memories together) and its tables, and
 /// remembers that the cap was hit so that the failure is reported as memory exhaustion
 /// rather than a generic trap.
 pub(crate) struct GuestLimiter {
     max_memory_bytes: usize,
-    /// Bytes of linear memory the store holds now.
+    /// Bytes of linear memory (and of tables) the store holds now.
     pub(crate) memory_bytes: usize,
     pub(crate) memory_cap_hit: bool,
 }
@@ -209,13 +216,24 @@ impl ResourceLimiter for GuestLimiter {
         Ok(true)
     }
 
+    /// Tables take memory too (a reference, or more, per element): counted against
+    /// the same cap.
     fn table_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(desired <= 100_000)
+        let growth = desired
+            .saturating_sub(current)
+            .saturating_mul(TABLE_ELEMENT_BYTES);
+        let total = self.memory_bytes.saturating_add(growth);
+        if desired > 100_000 || total > self.max_memory_bytes {
+            self.memory_cap_hit = true;
+            return Ok(false);
+        }
+        self.memory_bytes = total;
+        Ok(true)
     }
 
     fn instances(&self) -> usize {
@@ -234,6 +252,23 @@ impl ResourceLimiter for GuestLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tables_count_against_the_memory_cap() {
+        let mut limiter = GuestLimiter {
+            max_memory_bytes: 1 << 20,
+            memory_bytes: 0,
+            memory_cap_hit: false,
+        };
+        assert!(limiter.table_growing(0, 100_000, None).unwrap());
+        assert_eq!(limiter.memory_bytes, 100_000 * TABLE_ELEMENT_BYTES);
+        // A second table of as many elements passes the cap: refused.
+        assert!(!limiter.table_growing(0, 100_000, None).unwrap());
+        assert!(limiter.memory_cap_hit);
+        // Memory and tables share the cap.
+        assert!(!limiter.memory_growing(0, 512 << 10, None).unwrap());
+        assert!(limiter.memory_growing(0, 64 << 10, None).unwrap());
+    }
 
     #[test]
     fn the_epoch_tick_is_a_quarter_of_the_call_deadline_within_bounds() {
