@@ -224,6 +224,26 @@ fn a_component_made_to_fail_closed_refuses_the_requests_it_fails_on() {
     );
 }
 
+/// A component whose warm instance holds more memory than instances may keep between
+/// calls is refused when it loads: kept, it would be dropped after every call and every
+/// request would wait for a new instance.
+#[test]
+fn a_component_too_large_to_keep_between_calls_is_refused() {
+    init_logs();
+    let registry = registry_with(SandboxConfig {
+        max_pooled_memory_bytes: 4096,
+        ..test_config()
+    });
+    let dir = ruleset_dir(&[("classifier", "classifier")]);
+    let report = registry.sync(&DirectorySource::new(dir.path()));
+    let refused = format!("{:?}", report.refused);
+    assert!(
+        refused.contains("more than an instance may keep"),
+        "{refused}"
+    );
+    assert!(registry.snapshot().get_with_slot("classifier").is_none());
+}
+
 /// A component made to fail closed is never switched off by the breaker: off, it would
 /// refuse every request it judges (for an always-on one, all traffic) on the strength
 /// of a few failing requests; each failing call refuses only its own.
