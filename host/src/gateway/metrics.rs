@@ -114,6 +114,7 @@ fn latency_bounds() -> Box<[f64]> {
 pub struct RequestMetrics {
     per_thread: ThreadLocal<Mutex<ThreadTable>>,
     bounds: Box<[f64]>,
+    reasons: Mutex<ReasonAdmission>,
 }
 
 /// Requests by website, category and action, added up over the threads.
@@ -128,10 +129,35 @@ type DecisionTotals = BTreeMap<(String, String, &'static str), u64>;
 /// Decision counts by action.
 type CountsByAction = Vec<(&'static str, u64)>;
 
-/// The most (decider, reason) pairs one thread counts apart; the rest count as reason
-/// `other`, one more pair per decider (reason ids come from components: the series stay
-/// bounded whatever they send).
+/// The most (decider, reason) pairs the gateway counts apart, and of them one decider's;
+/// the rest count as reason `other`, one more pair per decider (reason ids come from
+/// components: the series stay bounded whatever they send, and one component's stream
+/// of ids leaves room for the others').
 pub const MAX_REASONS: usize = 512;
+pub const MAX_REASONS_PER_DECIDER: usize = 256;
+
+/// The (decider, reason) pairs counted apart, gateway-wide ([`MAX_REASONS`]).
+#[derive(Default)]
+struct ReasonAdmission {
+    pairs: std::collections::HashSet<(Box<str>, Box<str>)>,
+    per_decider: HashMap<Box<str>, usize>,
+}
+
+impl ReasonAdmission {
+    /// Whether `reason` of `decider` is counted apart (it was before, or there is room).
+    fn admit(&mut self, decider: &str, reason: &str) -> bool {
+        if self.pairs.contains(&(decider.into(), reason.into())) {
+            return true;
+        }
+        let held = self.per_decider.get(decider).copied().unwrap_or(0);
+        if self.pairs.len() >= MAX_REASONS || held >= MAX_REASONS_PER_DECIDER {
+            return false;
+        }
+        self.pairs.insert((decider.into(), reason.into()));
+        *self.per_decider.entry(decider.into()).or_default() += 1;
+        true
+    }
+}
 
 /// One thread's counts.
 #[derive(Default)]
@@ -143,8 +169,6 @@ struct ThreadTable {
     latency: Vec<(&'static str, LatencyCounts)>,
     /// Decisions by decider, then by reason and action.
     decisions: HashMap<Box<str>, ReasonCounts, foldhash::fast::RandomState>,
-    /// The (decider, reason) pairs in `decisions`.
-    reasons: usize,
 }
 
 /// One decider's counts by reason. (foldhash: reason ids come from the components, and
@@ -181,6 +205,7 @@ impl RequestMetrics {
     fn new() -> RequestMetrics {
         RequestMetrics {
             per_thread: ThreadLocal::new(),
+            reasons: Mutex::default(),
             bounds: latency_bounds(),
         }
     }
@@ -232,7 +257,7 @@ impl RequestMetrics {
         counts.sum += seconds;
         counts.count += 1;
         if let Some((decider, reason)) = decision {
-            table.count_decision(decider, reason, action);
+            table.count_decision(decider, reason, action, &self.reasons);
         }
     }
 
@@ -271,7 +296,13 @@ impl RequestMetrics {
 }
 
 impl ThreadTable {
-    fn count_decision(&mut self, decider: &str, reason: &str, action: &'static str) {
+    fn count_decision(
+        &mut self,
+        decider: &str,
+        reason: &str,
+        action: &'static str,
+        admission: &Mutex<ReasonAdmission>,
+    ) {
         let reason = if reason.is_empty() { "none" } else { reason };
         let reasons = match self.decisions.get_mut(decider) {
             Some(reasons) => reasons,
@@ -279,15 +310,13 @@ impl ThreadTable {
         };
         let actions = match reasons.get_mut(reason) {
             Some(actions) => actions,
+            // This thread's first of the pair: asked gateway-wide (rarely).
             None => {
-                let reason = if self.reasons < MAX_REASONS {
-                    reason
-                } else {
-                    "other"
-                };
-                if !reasons.contains_key(reason) {
-                    self.reasons += 1;
-                }
+                let admitted = admission
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .admit(decider, reason);
+                let reason = if admitted { reason } else { "other" };
                 reasons.entry(reason.into()).or_default()
             }
         };
@@ -555,33 +584,47 @@ mod tests {
     #[test]
     fn decision_reasons_past_the_bound_count_as_other() {
         let requests = Arc::new(RequestMetrics::new());
-        for i in 0..MAX_REASONS + 10 {
-            let reason = format!("hostile.{i}");
+        let record = |requests: &RequestMetrics, decider: &str, reason: &str| {
             requests.record(
                 "a.example",
                 "humans",
                 "grant",
                 Duration::ZERO,
-                Some(("hostile", &reason)),
-            );
+                Some((decider, reason)),
+            )
+        };
+        // One component's stream of ids takes its share only.
+        for i in 0..MAX_REASONS + 10 {
+            record(&requests, "hostile", &format!("hostile.{i}"));
         }
-        // A reason already counted keeps its own series.
-        requests.record(
-            "a.example",
-            "humans",
-            "grant",
-            Duration::ZERO,
-            Some(("hostile", "hostile.0")),
-        );
+        // A reason already counted keeps its own series; another component's have room.
+        record(&requests, "hostile", "hostile.0");
+        for i in 0..MAX_REASONS {
+            record(&requests, "crs", &format!("crs.{i}"));
+        }
+        // Another thread counts the same pairs, and no new ones past the bound.
+        let shared = requests.clone();
+        std::thread::spawn(move || {
+            record(&shared, "hostile", "hostile.0");
+            record(&shared, "crs", &format!("crs.{}", MAX_REASONS - 1));
+        })
+        .join()
+        .unwrap();
         let text = encoded(&requests);
-        let series = text
-            .lines()
-            .filter(|l| l.starts_with("botgate_decisions_total{"))
-            .count();
-        assert_eq!(series, MAX_REASONS + 1, "{text}");
+        let series = |decider: &str| {
+            let prefix = format!("botgate_decisions_total{{decider=\"{decider}\"");
+            text.lines().filter(|l| l.starts_with(&prefix)).count()
+        };
+        assert_eq!(series("hostile"), MAX_REASONS_PER_DECIDER + 1, "{text}");
+        assert_eq!(
+            series("crs"),
+            MAX_REASONS - MAX_REASONS_PER_DECIDER + 1,
+            "{text}"
+        );
         for line in [
-            "botgate_decisions_total{decider=\"hostile\",reason=\"other\",action=\"grant\"} 10",
-            "botgate_decisions_total{decider=\"hostile\",reason=\"hostile.0\",action=\"grant\"} 2",
+            "botgate_decisions_total{decider=\"hostile\",reason=\"other\",action=\"grant\"} 266",
+            "botgate_decisions_total{decider=\"hostile\",reason=\"hostile.0\",action=\"grant\"} 3",
+            "botgate_decisions_total{decider=\"crs\",reason=\"other\",action=\"grant\"} 257",
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
         }
