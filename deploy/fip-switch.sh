@@ -160,8 +160,8 @@ case $instance in
 esac
 
 # One call to the provider: sets $status and $response; returns 0 on 2xx, 1 on a
-# transient failure (network, 429, 5xx, and Hetzner's, DigitalOcean's and Vultr's 409
-# and 423 of a floating IP busy with another action), 2 on a permanent one.
+# transient failure (network, 423, 429, 5xx, and Hetzner's, DigitalOcean's and
+# Vultr's 409 of a floating IP busy with another action), 2 on a permanent one.
 call() {
     call_method=$1 call_url=$2 call_body=${3:-}
     # No call outlives the deadline.
@@ -193,10 +193,10 @@ call() {
     fi
     case $status in
     2??) return 0 ;;
-    429 | 5?? | 000) return 1 ;;
+    423 | 429 | 5?? | 000) return 1 ;;
     # Busy with another action, at the providers known to say so; a generic API's
     # 409 may mean "already so", which no retry changes.
-    409 | 423) [ "$provider" = generic ] && return 2 || return 1 ;;
+    409) [ "$provider" = generic ] && return 2 || return 1 ;;
     *) return 2 ;;
     esac
 }

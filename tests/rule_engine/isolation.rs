@@ -257,15 +257,23 @@ fn a_component_made_to_fail_closed_is_not_switched_off_by_failures() {
     });
     let dir = ruleset_dir(&[("classifier", "classifier"), ("hostile", "hostile")]);
     registry.sync(&DirectorySource::new(dir.path()));
-    registry.set_fail_closed(["hostile".to_owned()].into());
     let set = registry.snapshot();
+    let hostile = set.get_with_slot("hostile").unwrap().1;
     let grant_all = Category::ALL
         .into_iter()
         .fold(Policy::default(), |p, c| p.with(c, Action::Grant));
+    // Open, it is switched off by failures from many networks...
+    for n in 0..8 {
+        decide(&set, &facts_from("/trap", n), &["hostile"], &grant_all);
+    }
+    assert!(hostile.is_disabled());
+    // ...and made to fail closed, it is on again and never switched off.
+    registry.set_fail_closed(["hostile".to_owned()].into());
     for n in 0..8 {
         let failed = decide(&set, &facts_from("/trap", n), &["hostile"], &grant_all);
         assert_eq!(failed.reason, "hostile.failed");
     }
+    assert!(!hostile.is_disabled());
     let behaved = decide(&set, &facts_for("/"), &["hostile"], &grant_all);
     assert_eq!(behaved.reason, "hostile.everything");
     assert_eq!(behaved.action, Action::Grant);

@@ -577,9 +577,13 @@ impl LoadedComponent {
         fails_closed: impl Fn() -> bool,
     ) -> Outcome {
         let until = self.disabled_until_ms.load(Relaxed);
-        if until != 0 && now_ms() < until && !fails_closed() {
-            self.stats.skipped_disabled.fetch_add(1, Relaxed);
-            return Outcome::Disabled;
+        if until != 0 && now_ms() < until {
+            if !fails_closed() {
+                self.stats.skipped_disabled.fetch_add(1, Relaxed);
+                return Outcome::Disabled;
+            }
+            // Switched off before it was made to fail closed: on again.
+            self.disabled_until_ms.store(0, Relaxed);
         }
         let local = self.local.get_or_default();
         let pooled = local.take().or_else(|| {

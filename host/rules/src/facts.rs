@@ -44,15 +44,34 @@ pub fn truncate(s: &str, max: usize) -> &str {
 /// Most bytes of one header value; longer values are cut.
 pub const MAX_HEADER_VALUE_BYTES: usize = 2 * 1024;
 
-/// Whether headers (each a name's and a value's length) and the host line fit the
-/// byte bound of [`join_headers`], values past [`MAX_HEADER_VALUE_BYTES`] counted cut
-/// (past the line bound, the essential headers and payload excerpts are still read).
-pub fn headers_fit(host: usize, headers: impl IntoIterator<Item = (usize, usize)>) -> bool {
-    let mut bytes = "host: ".len() + host;
-    for (name, value) in headers {
-        bytes += 1 + name + 2 + value.min(MAX_HEADER_VALUE_BYTES);
+/// Whether headers and the host line fit the byte bound of [`join_headers`] as it
+/// writes them: incoming `host` headers left out, values past
+/// [`MAX_HEADER_VALUE_BYTES`] counted cut, and a value that is not UTF-8 counted as
+/// its lossy reading (each invalid byte three). Past the line bound the essential
+/// headers and payload excerpts are still read.
+pub fn headers_fit<'a, I>(host: &str, headers: impl Fn() -> I) -> bool
+where
+    I: Iterator<Item = (&'a str, &'a [u8])>,
+{
+    let fixed = "host: ".len() + host.len();
+    let lines = || headers().filter(|(name, _)| !name.eq_ignore_ascii_case("host"));
+    // At most three bytes written per byte read: most requests are decided here.
+    let most: usize = lines()
+        .map(|(name, value)| 3 + name.len() + 3 * value.len().min(MAX_HEADER_VALUE_BYTES))
+        .sum();
+    if fixed + most <= MAX_HEADER_BYTES {
+        return true;
     }
-    bytes <= MAX_HEADER_BYTES
+    let written: usize = lines()
+        .map(|(name, value)| {
+            let read = match std::str::from_utf8(value) {
+                Ok(text) => text.len(),
+                Err(_) => String::from_utf8_lossy(value).len(),
+            };
+            3 + name.len() + read.min(MAX_HEADER_VALUE_BYTES)
+        })
+        .sum();
+    fixed + written <= MAX_HEADER_BYTES
 }
 
 /// Most payload excerpts added past the bounds ([`payload_excerpts`]).

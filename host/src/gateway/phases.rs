@@ -321,11 +321,13 @@ impl Gateway {
                     record.action = Outcome::BadRequest;
                     return pages::target_too_long(facts::MAX_TARGET_BYTES);
                 }
-                let lengths = request
-                    .headers()
-                    .iter()
-                    .map(|(name, value)| (name.as_str().len(), value.len()));
-                if !facts::headers_fit(host.len(), lengths) {
+                let headers = || {
+                    request
+                        .headers()
+                        .iter()
+                        .map(|(name, value)| (name.as_str(), value.as_bytes()))
+                };
+                if !facts::headers_fit(&host, headers) {
                     record.action = Outcome::BadRequest;
                     return pages::headers_too_large();
                 }

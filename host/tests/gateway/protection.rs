@@ -270,6 +270,21 @@ fn an_attack_past_what_the_components_read_does_not_reach_the_origin() {
     assert_eq!(long.unwrap().status, 414);
     assert_eq!(origin.requests(), before, "nothing reached the origin");
 
+    // Bytes that are not UTF-8 are read as three each: 700 of them fill 2 KiB.
+    let mut raw = b"GET /raw HTTP/1.1\r\nhost: guarded.example\r\nconnection: close\r\n".to_vec();
+    for n in 0..8 {
+        raw.extend_from_slice(format!("x-filler-{n}: ").as_bytes());
+        raw.extend_from_slice(&[0xff; 700]);
+        raw.extend_from_slice(b"\r\n");
+    }
+    raw.extend_from_slice(b"referer: https://x.example/?id=1' union select password--\r\n\r\n");
+    let mut stream = std::net::TcpStream::connect(gateway.http).unwrap();
+    std::io::Write::write_all(&mut stream, &raw).unwrap();
+    let mut answer = String::new();
+    let _ = std::io::Read::read_to_string(&mut stream, &mut answer);
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+    assert_eq!(origin.requests(), before, "nothing reached the origin");
+
     let within = format!("/search?q={}", "a".repeat(8 * 1024));
     let served = send(
         gateway.http,
