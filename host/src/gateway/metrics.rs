@@ -139,23 +139,31 @@ pub const MAX_REASONS_PER_DECIDER: usize = 256;
 /// The (decider, reason) pairs counted apart, gateway-wide ([`MAX_REASONS`]).
 #[derive(Default)]
 struct ReasonAdmission {
-    pairs: std::collections::HashSet<(Box<str>, Box<str>)>,
-    per_decider: HashMap<Box<str>, usize>,
+    by_decider: HashMap<Box<str>, std::collections::HashSet<Box<str>>>,
+    pairs: usize,
 }
 
 impl ReasonAdmission {
     /// Whether `reason` of `decider` is counted apart (it was before, or there is room).
     fn admit(&mut self, decider: &str, reason: &str) -> bool {
-        if self.pairs.contains(&(decider.into(), reason.into())) {
+        let admitted = self.by_decider.get(decider);
+        if admitted.is_some_and(|reasons| reasons.contains(reason)) {
             return true;
         }
-        let held = self.per_decider.get(decider).copied().unwrap_or(0);
-        if self.pairs.len() >= MAX_REASONS || held >= MAX_REASONS_PER_DECIDER {
+        if self.pairs >= MAX_REASONS
+            || admitted.is_some_and(|reasons| reasons.len() >= MAX_REASONS_PER_DECIDER)
+        {
             return false;
         }
-        self.pairs.insert((decider.into(), reason.into()));
-        *self.per_decider.entry(decider.into()).or_default() += 1;
-        true
+        self.pairs += 1;
+        match self.by_decider.get_mut(decider) {
+            Some(reasons) => reasons.insert(reason.into()),
+            None => self
+                .by_decider
+                .entry(decider.into())
+                .or_default()
+                .insert(reason.into()),
+        }
     }
 }
 
