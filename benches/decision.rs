@@ -1,6 +1,7 @@
 //! Criterion benchmarks of the rule engine: the full decision (the classifier, the Core
 //! Rule Set and all nine CMS rule sets) over a realistic request mix, with and without
-//! the Core Rule Set, one component call, and the hot swap.
+//! the Core Rule Set, and on the largest requests the components read; one component
+//! call, and the hot swap.
 //!
 //! Run: `cargo bench -p botgate-benches --bench decision`.
 
@@ -99,6 +100,23 @@ fn decision(c: &mut Criterion) {
     for request in &mix {
         group.bench_function(request.label, |b| {
             b.iter(|| black_box(decide(&set, &request.facts, &KNOWN_RULESETS, &policy)))
+        });
+    }
+    group.finish();
+
+    // The largest requests the components read, each time with values not seen before
+    // (remembered verdicts answer nothing): the worst case a call must fit in its deadline.
+    let maximal: Vec<Vec<_>> = (0..32).map(botgate_tests::mix::maximal_requests).collect();
+    let mut group = c.benchmark_group("decision at the bounds");
+    group.sample_size(20);
+    for (shape, request) in maximal[0].iter().enumerate() {
+        let mut salt = 0usize;
+        group.bench_function(request.label, |b| {
+            b.iter(|| {
+                let facts = &maximal[salt % maximal.len()][shape].facts;
+                salt += 1;
+                black_box(decide(&set, facts, &KNOWN_RULESETS, &policy))
+            })
         });
     }
     group.finish();

@@ -154,3 +154,77 @@ pub fn realistic_mix() -> Vec<MixRequest> {
         })
         .collect()
 }
+
+/// Requests at the bounds of what rule components read, each value made distinct by
+/// `salt` (so no remembered verdict answers them): the most arguments and cookies `crs`
+/// reads, with values that pass its byte prefilters; the longest target (one value of
+/// 16 KiB, as markup and as one long argument name); many header lines. The worst
+/// cases a component's call must fit in its deadline.
+pub fn maximal_requests(salt: u32) -> Vec<MixRequest> {
+    let browser = |target: String, extra: Vec<(String, String)>| {
+        let mut headers: Vec<(String, String)> = vec![
+            ("user-agent".into(), CHROME.into()),
+            ("accept".into(), "text/html,*/*;q=0.8".into()),
+            ("accept-language".into(), "en-GB,en;q=0.9".into()),
+        ];
+        headers.extend(extra);
+        crate::facts(
+            "GET",
+            &target,
+            &headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_str()))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let arguments = |value: &dyn Fn(usize) -> String| {
+        let pairs: Vec<String> = (0..255).map(|i| format!("a{i}={}", value(i))).collect();
+        format!("/index.php?{}", pairs.join("&"))
+    };
+    let cookies: Vec<(String, String)> = (0..250)
+        .collect::<Vec<usize>>()
+        .chunks(125)
+        .map(|chunk| {
+            let pairs: Vec<String> = chunk.iter().map(|i| format!("c{i}=v'{i}s{salt}")).collect();
+            ("cookie".to_owned(), pairs.join("; "))
+        })
+        .collect();
+    let lines: Vec<(String, String)> = (0..56)
+        .map(|i| {
+            (
+                format!("x-h{i}"),
+                format!("v{i}s{salt} a'b(c) <d> 1=1 -- /*e*/"),
+            )
+        })
+        .collect();
+    let mut many = cookies;
+    many.extend(lines.clone());
+    vec![
+        MixRequest {
+            label: "255 arguments, values through the prefilters",
+            facts: browser(
+                arguments(&|i| format!("{i}s{salt}x%27a%20b(c)%3D1--%20or%20y")),
+                Vec::new(),
+            ),
+        },
+        MixRequest {
+            label: "255 arguments, 250 cookies, 56 more header lines",
+            facts: browser(arguments(&|i| format!("{i}s{salt}'")), many),
+        },
+        MixRequest {
+            label: "16 KiB of markup in one argument",
+            facts: browser(
+                format!("/?q={salt}{}", "%3Cscript%3E".repeat(1360)),
+                Vec::new(),
+            ),
+        },
+        MixRequest {
+            label: "16 KiB argument name",
+            facts: browser(format!("/?{salt}{}", "a/".repeat(8180)), Vec::new()),
+        },
+        MixRequest {
+            label: "60 header lines",
+            facts: browser(format!("/?s={salt}"), lines),
+        },
+    ]
+}

@@ -3,19 +3,23 @@
 //! gives the expected category and action.
 
 use botgate_host::rules::RulesetSet;
+use botgate_host::rules::SandboxConfig;
 use botgate_host::rules::{
     Decision, DirectorySource, LoadedComponent, Outcome, RequestFacts, decide, decide_observed,
 };
 use botgate_model::{Action, Category, KNOWN_RULESETS, Policy};
-use botgate_tests::mix::realistic_mix;
-use botgate_tests::{facts, init_logs, registry, repo_root, shipped, shipped_dir};
+use botgate_tests::mix::{maximal_requests, realistic_mix};
+use botgate_tests::{facts, init_logs, registry, registry_with, repo_root, shipped, shipped_dir};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Every shipped component, loaded and validated.
 fn loaded_shipped() -> Arc<RulesetSet> {
+    loaded_shipped_with(registry())
+}
+
+fn loaded_shipped_with(registry: Arc<botgate_host::rules::Registry>) -> Arc<RulesetSet> {
     init_logs();
-    let registry = registry();
     let dir = shipped_dir();
     let report = registry.sync(&DirectorySource::new(dir.path()));
     assert!(report.refused.is_empty(), "{report:?}");
@@ -455,22 +459,30 @@ fn crs_stays_one_bounded_instance_under_a_flood_of_new_requests() {
     assert_eq!(crs.stats().failures(), 0);
 }
 
-/// One request of thousands of new values, as many as the host passes (a query of
-/// distinct arguments, a block of distinct cookies): `crs` inspects it without failing
-/// and keeps its instance (what it works out per value is not kept for the request).
+/// One request of a thousand new values, as many as `crs` reads (distinct arguments
+/// filling the target, distinct cookies): `crs` inspects it without failing and keeps
+/// its instance (what it works out per value is not kept for the request).
 #[test]
-fn crs_inspects_a_request_of_thousands_of_new_values_within_its_memory() {
+fn crs_inspects_a_request_of_a_thousand_new_values_within_its_memory() {
     let set = loaded_shipped();
     let (crs, created) = warm_crs(&set);
     for round in 0..3 {
-        let query: Vec<String> = (0..3_000).map(|i| format!("k{round}{i}={i}")).collect();
-        let cookies: Vec<String> = (0..1_500).map(|i| format!("c{round}{i}=v")).collect();
+        let query: Vec<String> = (0..255)
+            .map(|i| format!("k{round}x{i}={i}{}", "v".repeat(50)))
+            .collect();
+        let cookies: Vec<String> = (0..255).map(|i| format!("c{round}x{i}=v")).collect();
         let target = format!("/?{}", query.join("&"));
-        let cookie = cookies.join("; ");
-        let request = facts("GET", &target, &[("cookie", cookie.as_str())]);
+        let (first, second) = cookies.split_at(128);
+        let (first, second) = (first.join("; "), second.join("; "));
+        let request = facts(
+            "GET",
+            &target,
+            &[("cookie", first.as_str()), ("cookie", second.as_str())],
+        );
+        assert!(!request.truncated, "within the host's bounds");
         let outcome = crs.evaluate(&request);
         assert!(
-            !matches!(outcome, Outcome::Failed(_)),
+            matches!(outcome, Outcome::Abstain),
             "round {round}: {outcome:?}"
         );
     }
@@ -603,4 +615,92 @@ fn components_load_with_a_warm_instance_for_every_thread() {
     let bytes = std::fs::read(shipped_dir().path().join("crs.wasm")).unwrap();
     let checked = registry.check("crs", &bytes, "checked").unwrap();
     assert_eq!(checked.stats().instances_created.load(Relaxed), 1);
+}
+
+/// A request with more arguments or cookies than `crs` reads is an attack at once,
+/// under the gateway's own deadlines: read, thousands of values took `crs` past its
+/// deadline, and the attack after them reached the origin without its opinion.
+#[test]
+fn crs_judges_requests_past_its_bounds_without_reading_them() {
+    let set = loaded_shipped_with(registry_with(SandboxConfig::default()));
+    let policy = Policy::default();
+    let browser = [
+        (
+            "user-agent",
+            "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0",
+        ),
+        ("accept", "text/html,*/*;q=0.8"),
+    ];
+    // Java deserialisation: crs's alone among the components. 2 000 distinct arguments
+    // fill 14 KB of the target; 256 cookies, 1.8 KB of the one merged `Cookie` field.
+    let payload = "x=java.lang.Runtime.getRuntime().exec";
+    let filler: Vec<String> = (0..2000).map(|i| format!("a{i:x}=1")).collect();
+    let target = format!("/search?{}&{payload}", filler.join("&"));
+    let cookies: Vec<String> = (0..256).map(|i| format!("c{i:x}=1")).collect();
+    let cookie = format!("{}; {payload}", cookies.join("; "));
+    let mut with_cookies: Vec<(&str, &str)> = browser.to_vec();
+    with_cookies.push(("cookie", &cookie));
+    for (request, reason) in [
+        (facts("GET", &target, &browser), "crs.too-many-arguments"),
+        (
+            facts(
+                "GET",
+                "/?x=java.lang.Runtime.getRuntime().exec",
+                &with_cookies,
+            ),
+            "crs.too-many-cookies",
+        ),
+    ] {
+        assert!(!request.truncated, "{reason}: within the host's bounds");
+        let decision = decide(&set, &request, &KNOWN_RULESETS, &policy);
+        assert_eq!(
+            (decision.category, decision.action),
+            (Category::SecurityIssues, Action::Deny),
+            "{decision:?}"
+        );
+        assert_eq!(decision.reason.as_str(), reason, "{decision:?}");
+    }
+}
+
+/// The largest requests the gateway passes on (its bounds on the target, header bytes
+/// and lines; `crs`'s on arguments and cookies), with values made to pass the rules'
+/// prefilters: every component judges them without a trap or its memory cap (the
+/// deadline here is the tests' long one: `decision at the bounds` in the decision
+/// benchmark measures the time), `crs` reads them all, and the one attack among them is
+/// found.
+#[test]
+fn every_component_judges_requests_at_the_bounds() {
+    let set = loaded_shipped();
+    let policy = Policy::default();
+    let mut attacks = 0;
+    for salt in 0..3 {
+        for request in maximal_requests(salt) {
+            assert!(
+                request.facts.target.len() <= botgate_host::rules::facts::MAX_TARGET_BYTES
+                    && request.facts.headers.len() <= botgate_host::rules::facts::MAX_HEADER_BYTES
+                    && !request.facts.truncated,
+                "{}: within the bounds",
+                request.label
+            );
+            let mut failures = Vec::new();
+            decide_observed(
+                &set,
+                &request.facts,
+                &KNOWN_RULESETS,
+                &policy,
+                |component, outcome| match outcome {
+                    Outcome::Failed(failure) => {
+                        failures.push(format!("{}: {failure}", component.name()))
+                    }
+                    Outcome::Opinion(o) if o.reason.starts_with("crs.too-many") => {
+                        failures.push(format!("crs did not read it: {}", o.reason))
+                    }
+                    Outcome::Opinion(o) if o.reason.starts_with("crs.941") => attacks += 1,
+                    _ => {}
+                },
+            );
+            assert!(failures.is_empty(), "{}: {failures:?}", request.label);
+        }
+    }
+    assert_eq!(attacks, 3, "the markup is cross-site scripting, every time");
 }

@@ -21,7 +21,9 @@ impl Ruleset for CoreRuleSet {
     }
 
     /// `security_issues` when the request's anomaly score reaches CRS's threshold, named
-    /// by the rule of the highest severity (`crs.942100-sqli`); no opinion otherwise.
+    /// by the rule of the highest severity (`crs.942100-sqli`), or when it has more
+    /// arguments or cookies than are read (`crs.too-many-arguments`,
+    /// `crs.too-many-cookies`); no opinion otherwise.
     fn evaluate(req: &Request<'_>) -> Option<Opinion> {
         let facts = req.facts();
         let protocol = match facts.version {
@@ -42,6 +44,13 @@ impl Ruleset for CoreRuleSet {
             headers: req.headers(),
             header_block: &facts.headers,
         });
+        if let Some(limit) = inspection.over {
+            return opinion(
+                Category::SecurityIssues,
+                95,
+                &format!("crs.{}", limit.name()),
+            );
+        }
         let (rule, family) = inspection
             .leading_rule()
             .filter(|_| inspection.is_attack())?;
@@ -85,6 +94,67 @@ mod tests {
                 .browser()
                 .header("user-agent", "() { :; }; /bin/bash -c id"),
             Some(SecurityIssues),
+        );
+    }
+
+    fn reason(req: RequestBuilder) -> Option<String> {
+        evaluate::<CoreRuleSet>(&req).map(|o| o.reason)
+    }
+
+    /// `n` arguments (`a0=0&a1=1…`), then `last`.
+    fn arguments(n: usize, last: &str) -> String {
+        let mut query: Vec<String> = (0..n).map(|i| format!("a{i}={i}")).collect();
+        query.push(last.to_owned());
+        format!("/search?{}", query.join("&"))
+    }
+
+    #[test]
+    fn arguments_past_the_bound_are_an_attack_unread() {
+        assert_eq!(reason(get(&arguments(254, "q=shoes")).browser()), None);
+        assert_eq!(
+            reason(get(&arguments(254, "id=1%20union%20select%201,2--")).browser()),
+            Some("crs.942100-sqli".into()),
+            "the last argument within the bound is read"
+        );
+        assert_eq!(
+            reason(get(&arguments(255, "q=shoes")).browser()),
+            Some("crs.too-many-arguments".into())
+        );
+        // Empty pairs are no arguments, as the rules read them.
+        let sparse = format!("{}&&&&", arguments(254, "q=shoes"));
+        assert_eq!(reason(get(&sparse).browser()), None);
+    }
+
+    #[test]
+    fn cookies_past_the_bound_are_an_attack_unread() {
+        let cookies = |from: usize, n: usize| {
+            (from..from + n)
+                .map(|i| format!("c{i}={i}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let within = get("/")
+            .browser()
+            .header("cookie", &cookies(0, 200))
+            .header("cookie", &cookies(200, 55));
+        assert_eq!(reason(within.clone()), None);
+        assert_eq!(
+            reason(
+                within
+                    .clone()
+                    .header("cookie", "s=<script>alert(1)</script>")
+            ),
+            Some("crs.too-many-cookies".into()),
+            "a 256th cookie over three headers"
+        );
+        assert_eq!(
+            reason(
+                get("/")
+                    .browser()
+                    .header("cookie", &cookies(0, 254))
+                    .header("cookie", "s=<script>alert(1)</script>")
+            ),
+            Some("crs.941100-xss".into())
         );
     }
 }

@@ -34,6 +34,35 @@ pub use generated::SKIPPED;
 /// The inbound anomaly score from which a request is an attack (CRS's default).
 pub const THRESHOLD: u32 = 5;
 
+/// Most query arguments a request may have: CRS's own example for rule 920380
+/// (`tx.max_num_args`). Every value costs every rule that reads it, so past this a
+/// request is an attack without its values being read, as ModSecurity's
+/// `SecArgumentsLimit` refuses one: read, thousands would take longer than the
+/// gateway's deadline for a call, and a call past it gives no opinion.
+pub const MAX_ARGUMENTS: usize = 255;
+/// Most cookies a request may have, for the same reason (browsers keep at most 180 a
+/// site).
+pub const MAX_COOKIES: usize = 255;
+
+/// A bound a request went past, so its values were not read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// More than [`MAX_ARGUMENTS`] query arguments.
+    Arguments,
+    /// More than [`MAX_COOKIES`] cookies.
+    Cookies,
+}
+
+impl Limit {
+    /// The limit's name in reason ids.
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::Arguments => "too-many-arguments",
+            Limit::Cookies => "too-many-cookies",
+        }
+    }
+}
+
 /// The attack family of a rule, by its rule file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
@@ -142,12 +171,14 @@ pub struct Inspection {
     pub score: u32,
     /// The matching rules, in the rule files' order, with their families.
     pub matched: Vec<(u32, Family)>,
+    /// The bound the request went past; its values were not read.
+    pub over: Option<Limit>,
 }
 
 impl Inspection {
-    /// Whether the score reaches [`THRESHOLD`].
+    /// Whether the score reaches [`THRESHOLD`], or the request went past a bound.
     pub fn is_attack(&self) -> bool {
-        self.score >= THRESHOLD
+        self.score >= THRESHOLD || self.over.is_some()
     }
 
     /// The rule that names the attack: the first matching rule of the highest score.
@@ -176,6 +207,14 @@ pub fn inspect(parts: &Parts<'_>) -> Inspection {
         return Inspection {
             score: 0,
             matched: Vec::new(),
+            over: None,
+        };
+    }
+    if let Some(limit) = variables::over_limit(parts) {
+        return Inspection {
+            score: 0,
+            matched: Vec::new(),
+            over: Some(limit),
         };
     }
     let line = Key::Line(parts.method, parts.target, parts.protocol);
@@ -207,6 +246,7 @@ pub fn inspect(parts: &Parts<'_>) -> Inspection {
     let mut inspection = Inspection {
         score: 0,
         matched: Vec::new(),
+        over: None,
     };
     let mut best_score = 0;
     // The fired rules in the rule files' order; a chained one only when the rest of its

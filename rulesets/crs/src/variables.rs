@@ -201,6 +201,28 @@ impl<'a> Values<'a> {
     }
 }
 
+/// The bound `parts` goes past, if any: arguments and cookies counted as
+/// [`Values::new`] reads them, without reading them.
+pub(crate) fn over_limit(parts: &Parts<'_>) -> Option<crate::Limit> {
+    let query = parts.target.split_once('?').map_or("", |(_, query)| query);
+    let arguments = query.split('&').filter(|p| !p.is_empty()).count();
+    if arguments > crate::MAX_ARGUMENTS {
+        return Some(crate::Limit::Arguments);
+    }
+    let cookies: usize = parts
+        .headers
+        .iter()
+        .filter(|(name, _)| *name == "cookie")
+        .map(|(_, value)| {
+            value
+                .split(';')
+                .filter(|c| !c.trim_start().is_empty())
+                .count()
+        })
+        .sum();
+    (cookies > crate::MAX_COOKIES).then_some(crate::Limit::Cookies)
+}
+
 /// The kind of value `target` reads, and the name when it reads one header; `None`
 /// for the targets that read another condition's matches.
 fn read_by(target: Target) -> Option<(Kind, Option<&'static str>)> {
