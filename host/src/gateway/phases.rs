@@ -311,7 +311,7 @@ impl Gateway {
         if !paused && (lb.bot_protection || under_attack) {
             // The components read the target and the headers up to bounds: more would
             // reach the origin unread (a payload after 16 KiB of filler, a `Cookie`
-            // after eight headers of 2 KiB).
+            // after two headers of 8 KiB, the end of a value past 8 KiB).
             if lb.bot_protection && !lb.monitoring_mode {
                 let uri = request.uri();
                 let target_len = uri

@@ -214,6 +214,49 @@ fn the_website_policy_decides_the_action() {
     );
 }
 
+/// A payload at the end of a long header value is read: a cookie after 2 KiB of
+/// another (before, values were cut at 2 KiB for the components while the origin got
+/// them whole), a referer's end. A protected website reads values whole to 8 KiB and
+/// answers a longer one 431; a browser's long cookies are served.
+#[test]
+fn a_payload_at_the_end_of_a_long_header_value_is_read() {
+    let origin = origin("site");
+    let gateway = gateway(origin.address.port(), &[]);
+    let mut settings = loadbalancer(&["bot_protection"]);
+    settings["rules"] = json!({"suspicious_behaviour": "grant"});
+    add_website(
+        &gateway,
+        json!({"domain": "cookies.example", "ip": ["127.0.0.1"], "settings": settings}),
+    )
+    .unwrap();
+    let sqli = "id=1' union select password from users--";
+    let before = origin.requests();
+    for (name, value) in [
+        ("cookie", format!("pad={}; {sqli}", "x".repeat(2040))),
+        ("cookie", format!("pad={}; {sqli}", "x".repeat(7000))),
+        (
+            "referer",
+            format!("https://x.example/?p={}&{sqli}", "x".repeat(4000)),
+        ),
+    ] {
+        let request = Outgoing::get("cookies.example", "/")
+            .browser()
+            .header(name, &value);
+        let answer = send(gateway.http, request).unwrap();
+        assert_eq!(answer.status, 403, "{name} of {} bytes", value.len());
+    }
+    let past = Outgoing::get("cookies.example", "/")
+        .browser()
+        .header("cookie", format!("pad={}; {sqli}", "x".repeat(8200)));
+    assert_eq!(send(gateway.http, past).unwrap().status, 431);
+    assert_eq!(origin.requests(), before, "nothing reached the origin");
+    let long_session = format!("session={}; theme=dark", "a1B2".repeat(1500));
+    let browser = Outgoing::get("cookies.example", "/")
+        .browser()
+        .header("cookie", &long_session);
+    assert_eq!(send(gateway.http, browser).unwrap().status, 200);
+}
+
 /// An attack placed past what the rule components read (after 16 KiB of filler in the
 /// address, or behind eight headers of 2 KiB) is never left to what the components make
 /// of the part they read: a protected website answers 414 or 431 before they run. (Its

@@ -512,7 +512,7 @@ const MEMO_SLOTS: usize = 64;
 
 /// The scans of recently seen user agents, one per slot by hash (direct-mapped), kept
 /// by the instance between calls: real traffic repeats a few hundred user agents, and
-/// the scan is the classifier's largest cost. At most 64 user agents of at most 2 KiB
+/// the scan is the classifier's largest cost. At most 64 user agents of at most 8 KiB
 /// each (the host's bound on a header value) are kept.
 struct Memo {
     slots: [Option<(Box<str>, UaScan)>; MEMO_SLOTS],

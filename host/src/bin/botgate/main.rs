@@ -33,8 +33,9 @@ struct Cli {
     /// ~/.cache/botgate].
     #[arg(long, global = true, env = "BOTGATE_CACHE_DIR")]
     cache_dir: Option<PathBuf>,
-    /// The longest one rule component may run on one request, in milliseconds; past
-    /// it the component's opinion is dropped (fail-open).
+    /// The longest one rule component may run on one request, in milliseconds, and as
+    /// long again for every 8 KiB of its target and headers; past it the component's
+    /// opinion is dropped (fail-open).
     #[arg(
         long,
         global = true,
