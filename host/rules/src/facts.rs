@@ -24,8 +24,10 @@ pub struct RequestParts<'a, H> {
 
 /// Most bytes of the request target (`path?query`) passed to components.
 pub const MAX_TARGET_BYTES: usize = 16 * 1024;
-/// Most header lines passed to components.
-pub const MAX_HEADER_LINES: usize = 64;
+/// Most header lines passed to components (the host line among them): more than the
+/// listener's default `--max-headers` takes, so on a protected website only a request
+/// it answers 431 has more.
+pub const MAX_HEADER_LINES: usize = 128;
 /// Most bytes of the joined header string passed to components.
 pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 
@@ -45,11 +47,11 @@ pub fn truncate(s: &str, max: usize) -> &str {
 /// nginx takes by default: a browser's cookies and a bearer token are read whole.
 pub const MAX_HEADER_VALUE_BYTES: usize = 8 * 1024;
 
-/// Whether [`join_headers`] writes headers and the host line whole: every value within
+/// Whether [`join_headers`] writes headers and the host line whole, every line of
+/// them: at most [`MAX_HEADER_LINES`] lines, every value within
 /// [`MAX_HEADER_VALUE_BYTES`] and all within [`MAX_HEADER_BYTES`], incoming `host`
 /// headers left out, a value that is not UTF-8 counted as its lossy reading (each
-/// invalid byte three). Past the line bound the essential headers and payload excerpts
-/// are still read.
+/// invalid byte three).
 pub fn headers_fit<'a, I>(host: &str, headers: impl Fn() -> I) -> bool
 where
     I: Iterator<Item = (&'a str, &'a [u8])>,
@@ -57,12 +59,13 @@ where
     let fixed = "host: ".len() + host.len();
     let lines = || headers().filter(|(name, _)| !name.eq_ignore_ascii_case("host"));
     // At most three bytes written per byte read: most requests are decided here.
-    let (most, longest) = lines().fold((0, 0), |(sum, longest), (name, value)| {
-        (
-            sum + 3 + name.len() + 3 * value.len(),
-            longest.max(value.len()),
-        )
+    let (count, most, longest) = lines().fold((1, 0, 0), |(count, sum, longest), (name, value)| {
+        let sum = sum + 3 + name.len() + 3 * value.len();
+        (count + 1, sum, longest.max(value.len()))
     });
+    if count > MAX_HEADER_LINES {
+        return false;
+    }
     if fixed + most <= MAX_HEADER_BYTES && 3 * longest <= MAX_HEADER_VALUE_BYTES {
         return true;
     }
@@ -512,7 +515,7 @@ mod tests {
         // Behind padding in one value, straddling the cut, and in the 78th header.
         let padded = format!("{}{payload}", "a".repeat(MAX_HEADER_VALUE_BYTES + 1000));
         let straddling = format!("{}{payload}", "a".repeat(MAX_HEADER_VALUE_BYTES - 1));
-        let mut many: Vec<(String, String)> = (0..77)
+        let mut many: Vec<(String, String)> = (0..MAX_HEADER_LINES + 13)
             .map(|i| (format!("x-filler-{i}"), "1".to_owned()))
             .collect();
         many.push(("x-late".into(), payload.into()));
@@ -526,8 +529,8 @@ mod tests {
             assert!(cut);
             assert!(joined.contains(&format!(": {payload}")), "{joined}");
         }
-        let (joined, _) = join((0..70).map(|i| {
-            if i < 69 {
+        let (joined, _) = join((0..MAX_HEADER_LINES + 6).map(|i| {
+            if i < MAX_HEADER_LINES + 5 {
                 ("x-filler", &b"1"[..])
             } else {
                 ("x-shell", &b" () { :; }; /bin/id"[..])
@@ -557,7 +560,7 @@ mod tests {
         );
         let (joined, _) = join([("x-decoys", decoys.as_bytes())]);
         assert!(joined.contains(&format!("x-decoys: {payload}")), "{joined}");
-        let mut late: Vec<(String, String)> = (0..70)
+        let mut late: Vec<(String, String)> = (0..MAX_HEADER_LINES + 6)
             .map(|i| (format!("x-filler-{i}"), "${placeholder}".to_owned()))
             .collect();
         late.push(("x-late".into(), payload.into()));
@@ -572,7 +575,7 @@ mod tests {
     fn long_benign_headers_add_no_excerpt_and_excerpts_are_bounded() {
         let cookie = format!("session={}", "b".repeat(4096));
         let mut headers: Vec<(String, String)> = vec![("cookie".into(), cookie)];
-        headers.extend((0..100).map(|i| (format!("x-ordinary-{i}"), format!("value {i}"))));
+        headers.extend((0..200).map(|i| (format!("x-ordinary-{i}"), format!("value {i}"))));
         let (joined, cut) = join(headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())));
         assert!(cut);
         assert_eq!(joined.lines().count(), MAX_HEADER_LINES);
@@ -605,6 +608,14 @@ mod tests {
             vec![("x-a", vec![b'a'; 8000]), ("x-b", vec![b'b'; 8000])],
             vec![("x-a", vec![b'a'; 8190]), ("x-b", vec![b'b'; 8190])],
             vec![("host", vec![b'h'; 20_000]), ("x-a", vec![b'a'; 100])],
+            vec![("x-f", vec![b'1']); MAX_HEADER_LINES - 1],
+            vec![("x-f", vec![b'1']); MAX_HEADER_LINES],
+            // Past the line bound an essential header is still written, but not all.
+            [
+                vec![("x-f", vec![b'1']); MAX_HEADER_LINES - 1],
+                vec![("referer", vec![b'r']); 2],
+            ]
+            .concat(),
         ];
         for headers in cases {
             let fits = headers_fit("www.example.com", || {
@@ -641,7 +652,7 @@ mod tests {
 
     #[test]
     fn filler_headers_cannot_hide_the_user_agent() {
-        let filler: Vec<(String, Vec<u8>)> = (0..100)
+        let filler: Vec<(String, Vec<u8>)> = (0..200)
             .map(|i| (format!("x-filler-{i}"), b"v".to_vec()))
             .chain([("User-Agent".to_owned(), b"sqlmap/1.8".to_vec())])
             .chain((0..5).map(|_| ("user-agent".to_owned(), b"again".to_vec())))

@@ -172,14 +172,14 @@ impl Sandbox {
 
     /// The deadline of one `evaluate` call on `facts`: `call_deadline`, and as much again
     /// for every [`DEADLINE_BYTES`] of target and headers, since the rules' work grows
-    /// with what they read (the largest request the gateway hands over, five times
-    /// it). A deadline the largest requests outgrow would drop their opinions: an
+    /// with what they read (the largest request the gateway hands over, about five
+    /// times it). A deadline the largest requests outgrow would drop their opinions: an
     /// attack dressed as one would pass unjudged.
     pub fn call_deadline_for(&self, facts: &RequestFacts) -> Duration {
         let bytes = facts.target.len() + facts.headers.len();
-        // Both are bounded by the host (16 KiB each): no overflow.
         let units = u32::try_from(DEADLINE_BYTES + bytes).unwrap_or(u32::MAX);
-        self.config.call_deadline * units / DEADLINE_BYTES as u32
+        // Saturating: an operator's "no deadline" (a huge one) never overflows.
+        self.config.call_deadline.saturating_mul(units) / DEADLINE_BYTES as u32
     }
 
     /// Arms the deadline of the next call on `store`.

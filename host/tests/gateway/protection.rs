@@ -245,6 +245,20 @@ fn a_payload_at_the_end_of_a_long_header_value_is_read() {
         let answer = send(gateway.http, request).unwrap();
         assert_eq!(answer.status, 403, "{name} of {} bytes", value.len());
     }
+    // A second Referer behind 63 other lines (past the components' former 64).
+    let names: Vec<String> = (0..63).map(|n| format!("x-filler-{n}")).collect();
+    let mut late = Outgoing::get("cookies.example", "/").browser();
+    for name in &names {
+        late = late.header(name, "1");
+    }
+    let late = late
+        .header("referer", "https://a.example/")
+        .header("referer", format!("https://a.example/?{sqli}"));
+    assert_eq!(
+        send(gateway.http, late).unwrap().status,
+        403,
+        "a late referer"
+    );
     let past = Outgoing::get("cookies.example", "/")
         .browser()
         .header("cookie", format!("pad={}; {sqli}", "x".repeat(8200)));
@@ -313,7 +327,8 @@ fn an_attack_past_what_the_components_read_does_not_reach_the_origin() {
     assert_eq!(long.unwrap().status, 414);
     assert_eq!(origin.requests(), before, "nothing reached the origin");
 
-    // Bytes that are not UTF-8 are read as three each: 700 of them fill 2 KiB.
+    // Bytes that are not UTF-8 are read as three each: eight headers of 700 of them
+    // fill the 16 KiB.
     let mut raw = b"GET /raw HTTP/1.1\r\nhost: guarded.example\r\nconnection: close\r\n".to_vec();
     for n in 0..8 {
         raw.extend_from_slice(format!("x-filler-{n}: ").as_bytes());
