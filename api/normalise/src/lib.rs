@@ -196,14 +196,28 @@ pub const METHOD_MARKER: &str = "method:";
 /// `Request::header` answers.
 ///
 /// `name` holds no `:` and no white space (a header name), so a line is `name`'s when it
-/// starts with `name`, blanks aside, then `:`: `name` is searched for in the whole block
-/// at once, and only the lines it occurs in are looked at.
+/// starts with `name`, blanks aside, then `:`: the first line is read first, then `name`
+/// is searched for in the whole block at once, and only the lines it occurs in are
+/// looked at.
 pub fn header<'a>(headers: &'a str, name: &str) -> Option<&'a str> {
     debug_assert!(
         !name.bytes().any(|b| b == b':' || b.is_ascii_whitespace()),
         "{name:?} is not a header name"
     );
     let bytes = headers.as_bytes();
+    // The value of the line whose name ends at `after`, if a colon follows it.
+    let value_after = |after: usize| {
+        let end = memchr::memchr(b'\n', &bytes[after..]).map_or(bytes.len(), |n| after + n);
+        let value = headers[after..end].trim_ascii_start().strip_prefix(':')?;
+        Some(value.trim_ascii())
+    };
+    // The first line first, without a searcher (building one costs more than reading a
+    // line): the host's own line, and the usual question of one line.
+    if bytes.starts_with(name.as_bytes())
+        && let Some(value) = value_after(name.len())
+    {
+        return Some(value);
+    }
     let finder = memchr::memmem::Finder::new(name);
     let is_blank = |b: u8| b != b'\n' && b.is_ascii_whitespace();
     let mut from = 0;
@@ -214,10 +228,8 @@ pub fn header<'a>(headers: &'a str, name: &str) -> Option<&'a str> {
         if line_start.is_some_and(|i| bytes[i] != b'\n') {
             continue;
         }
-        let after = at + name.len();
-        let end = memchr::memchr(b'\n', &bytes[after..]).map_or(bytes.len(), |n| after + n);
-        if let Some(value) = headers[after..end].trim_ascii_start().strip_prefix(':') {
-            return Some(value.trim_ascii());
+        if let Some(value) = value_after(at + name.len()) {
+            return Some(value);
         }
     }
     None

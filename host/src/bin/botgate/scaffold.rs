@@ -66,6 +66,13 @@ percent-encoding = "2"
 botgate-normalise = { path = "../normalise" }
 memchr = { version = "2", default-features = false, features = ["std"] }
 aho-corasick = { version = "1.1", default-features = false, features = ["std"] }
+
+[target.'cfg(target_family = "wasm")'.dependencies]
+talc = { version = "5.1", default-features = false, optional = true }
+
+[features]
+default = ["allocator"]
+allocator = ["dep:talc"]
 "#;
 
 const NORMALISE_MANIFEST: &str = r#"[package]
