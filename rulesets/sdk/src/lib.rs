@@ -38,19 +38,10 @@ pub mod bindings {
     });
 }
 
-/// The allocator of every component built with the SDK (feature `allocator`, on by
-/// default). Each call allocates the request's strings (the host's `cabi_realloc`),
-/// frees them, and allocates the opinion's reason, which the host frees after reading
-/// it: talc does that in fewer instructions than the standard library's dlmalloc
-/// (benches/README.md). Components are single-threaded, as talc's WebAssembly
-/// allocator requires.
-#[cfg(all(
-    feature = "allocator",
-    target_family = "wasm",
-    not(target_feature = "atomics")
-))]
-#[global_allocator]
-static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+/// The allocator [`export_ruleset!`] installs (talc's, for single-threaded WebAssembly).
+#[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
+#[doc(hidden)]
+pub use talc::wasm as __allocator;
 
 pub use bindings::botgate::ruleset::types::{
     AlpnProtocol, Behaviour, Category, ChallengePass, ComponentInfo as Info, CrawlerVerification,
@@ -172,12 +163,24 @@ macro_rules! info {
     };
 }
 
-/// Exports a [`Ruleset`] implementation as the component's `rules` interface.
+/// Exports a [`Ruleset`] implementation as the component's `rules` interface, and makes
+/// talc the component's allocator: each call allocates the request's strings (the
+/// host's `cabi_realloc`), frees them and allocates the opinion's reason, and talc does
+/// that in fewer instructions than the standard library's dlmalloc (benches/README.md).
+/// A component with a `#[global_allocator]` of its own exports with
+/// `export_ruleset!(MyCms, own_allocator)`.
 ///
 /// The shim exists only when compiling for `wasm32`; natively the crate is plain Rust.
 #[macro_export]
 macro_rules! export_ruleset {
     ($ty:ty) => {
+        $crate::export_ruleset!($ty, own_allocator);
+        #[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
+        #[global_allocator]
+        static __BOTGATE_ALLOCATOR: $crate::__allocator::WasmDynamicTalc =
+            $crate::__allocator::new_wasm_dynamic_allocator();
+    };
+    ($ty:ty, own_allocator) => {
         #[cfg(target_arch = "wasm32")]
         const _: () = {
             struct BotgateExport;

@@ -68,11 +68,7 @@ memchr = { version = "2", default-features = false, features = ["std"] }
 aho-corasick = { version = "1.1", default-features = false, features = ["std"] }
 
 [target.'cfg(target_family = "wasm")'.dependencies]
-talc = { version = "5.1", default-features = false, optional = true }
-
-[features]
-default = ["allocator"]
-allocator = ["dep:talc"]
+talc = { version = "5.1", default-features = false }
 "#;
 
 const NORMALISE_MANIFEST: &str = r#"[package]
@@ -187,18 +183,22 @@ fn write(dir: &Path, path: &str, content: &str) -> Result<()> {
 mod tests {
     use super::*;
 
-    /// The names under `[dependencies]` in `manifest`, sorted.
-    fn dependencies(manifest: &str) -> Vec<&str> {
-        let mut names: Vec<&str> = manifest
-            .split("[dependencies]")
-            .nth(1)
-            .unwrap_or("")
-            .lines()
-            .take_while(|line| !line.starts_with('['))
-            .filter_map(|line| line.split(['=', '.']).next())
-            .map(str::trim)
-            .filter(|name| !name.is_empty() && !name.starts_with('#'))
-            .collect();
+    /// The names in every dependency table of `manifest` (`[dependencies]`, a target's
+    /// and the features), each with its table, sorted.
+    fn dependencies(manifest: &str) -> Vec<(&str, &str)> {
+        let mut table = "";
+        let mut names = Vec::new();
+        for line in manifest.lines().map(str::trim) {
+            if line.starts_with('[') {
+                table = line;
+                continue;
+            }
+            let listed = table.ends_with("dependencies]") || table == "[features]";
+            let name = line.split(['=', '.']).next().map_or("", str::trim);
+            if listed && !name.is_empty() && !name.starts_with('#') {
+                names.push((table, name));
+            }
+        }
         names.sort_unstable();
         names
     }
