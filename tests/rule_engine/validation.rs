@@ -169,3 +169,18 @@ fn scope_that_can_never_match_is_refused() {
         other => panic!("expected BadInfo on the scope, got {other}"),
     }
 }
+
+#[test]
+fn a_component_with_its_own_allocator_is_served_by_it() {
+    // `export_ruleset!(_, own_allocator)` installs no allocator beside the component's.
+    let component = registry()
+        .check("own_allocator", &guest_bytes("own_allocator"), "test")
+        .expect("a component with its own allocator loads");
+    let outcome = component.evaluate(&botgate_tests::facts("GET", "/", &[]));
+    match outcome {
+        botgate_host::rules::Outcome::Opinion(opinion) => {
+            assert_eq!(opinion.reason, "own-allocator.counted")
+        }
+        other => panic!("expected its opinion, got {other:?}"),
+    }
+}
