@@ -9,8 +9,10 @@
 
 #![forbid(unsafe_code)]
 
+use memchr::memmem;
 use percent_encoding::percent_decode_str;
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 /// The most markers a scope may hold.
 pub const MAX_SCOPE_MARKERS: usize = 64;
@@ -200,6 +202,25 @@ pub const METHOD_MARKER: &str = "method:";
 /// is searched for in the whole block at once, and only the lines it occurs in are
 /// looked at.
 pub fn header<'a>(headers: &'a str, name: &str) -> Option<&'a str> {
+    first_value(headers, name, || memmem::Finder::new(name))
+}
+
+/// The first `user-agent` value in the host's header block: [`header`] with a searcher
+/// built once (the host's scope check and rule sets ask it on every request).
+pub fn user_agent(headers: &str) -> Option<&str> {
+    static FINDER: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(USER_AGENT));
+    const USER_AGENT: &str = "user-agent";
+    first_value(headers, USER_AGENT, || FINDER.as_ref())
+}
+
+/// [`header`]'s search, with the searcher for `name` made only when the first line
+/// is not `name`'s.
+fn first_value<'a, 'n>(
+    headers: &'a str,
+    name: &str,
+    finder: impl FnOnce() -> memmem::Finder<'n>,
+) -> Option<&'a str> {
     debug_assert!(
         !name.bytes().any(|b| b == b':' || b.is_ascii_whitespace()),
         "{name:?} is not a header name"
@@ -218,7 +239,7 @@ pub fn header<'a>(headers: &'a str, name: &str) -> Option<&'a str> {
     {
         return Some(value);
     }
-    let finder = memchr::memmem::Finder::new(name);
+    let finder = finder();
     let is_blank = |b: u8| b != b'\n' && b.is_ascii_whitespace();
     let mut from = 0;
     while let Some(found) = bytes.get(from..).and_then(|rest| finder.find(rest)) {
@@ -550,6 +571,11 @@ mod tests {
                     "{block:?} {name}"
                 );
             }
+            assert_eq!(
+                user_agent(block),
+                by_colon(block, "user-agent"),
+                "{block:?}"
+            );
         }
     }
 

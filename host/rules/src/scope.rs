@@ -244,7 +244,7 @@ impl ScopeIndex {
             markers.scan(&botgate_normalise::query(query), &mut found, &mut parts);
         }
         if let Some(markers) = &self.user_agent
-            && let Some(ua) = botgate_normalise::header(headers, "user-agent")
+            && let Some(ua) = botgate_normalise::user_agent(headers)
         {
             self.scan_user_agent(markers, ua, &mut found, &mut parts);
         }

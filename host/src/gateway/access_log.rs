@@ -192,10 +192,7 @@ fn push_padded_micros(out: &mut String, micros: u32) {
 /// `key` and `value` in quotes, escaped as `Debug` escapes a string.
 fn quoted(out: &mut String, key: &str, value: &str) {
     out.push_str(key);
-    if value
-        .bytes()
-        .all(|b| (b.is_ascii_graphic() && b != b'"' && b != b'\\') || b == b' ')
-    {
+    if is_plain(value.as_bytes(), true) {
         out.push('"');
         out.push_str(value);
         out.push('"');
@@ -206,16 +203,40 @@ fn quoted(out: &mut String, key: &str, value: &str) {
 
 /// `key` and `value` bare, or quoted when the value would not read back as one word.
 fn bare(out: &mut String, key: &str, value: &str) {
-    let plain = !value.is_empty()
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\');
-    if plain {
+    if !value.is_empty() && is_plain(value.as_bytes(), false) {
         out.push_str(key);
         out.push_str(value);
     } else {
         quoted(out, key, value);
     }
+}
+
+/// Whether every byte of `text` is printable ASCII other than `"` and `\` (and a
+/// space, where `space` allows it): what needs no escaping. Eight bytes a step.
+fn is_plain(text: &[u8], space: bool) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    // Whether some byte of `x` is zero, or below `n` (n <= 128): exact as a whole.
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS != 0;
+    let has_below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x & HIGHS != 0;
+    let lowest = if space { b' ' } else { b'!' };
+    let mut chunks = text.chunks_exact(8);
+    for chunk in &mut chunks {
+        let x = u64::from_ne_bytes(chunk.try_into().expect("eight bytes"));
+        // Above `~`: the high bit, or 0x7f (which adding 1 carries into the high bit).
+        let above = (x | x.wrapping_add(ONES)) & HIGHS != 0;
+        if above
+            || has_below(x, lowest)
+            || has_zero(x ^ (ONES * u64::from(b'"')))
+            || has_zero(x ^ (ONES * u64::from(b'\\')))
+        {
+            return false;
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .all(|&b| (b.is_ascii_graphic() && b != b'"' && b != b'\\') || (space && b == b' '))
 }
 
 /// `YYYY-MM-DDTHH:MM:SS` in UTC of `seconds` since the Unix epoch.
@@ -274,6 +295,44 @@ mod tests {
         let (mut out, mut second, mut text) = (String::new(), u64::MAX, String::new());
         format_line(&mut out, &mut second, &mut text, now, entry);
         out
+    }
+
+    #[test]
+    fn plain_text_is_told_apart_eight_bytes_at_a_time_as_byte_by_byte() {
+        let byte_by_byte = |text: &[u8], space: bool| {
+            text.iter()
+                .all(|&b| (b.is_ascii_graphic() && b != b'"' && b != b'\\') || (space && b == b' '))
+        };
+        // Every byte value at every place of a block of two words and a tail, among
+        // plain neighbours of either extreme (`!` and `~`), so carries and borrows
+        // between bytes are exercised.
+        for space in [false, true] {
+            for filler in [b'!', b'~', b'a'] {
+                for len in [1, 7, 8, 9, 16, 19] {
+                    for at in 0..len {
+                        for b in 0..=255u8 {
+                            let mut text = vec![filler; len];
+                            text[at] = b;
+                            assert_eq!(
+                                is_plain(&text, space),
+                                byte_by_byte(&text, space),
+                                "{text:?} space={space}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // Pairs of awkward bytes side by side.
+        let awkward = [0x00, 0x1f, b' ', b'!', b'"', b'\\', b'~', 0x7f, 0x80, 0xff];
+        for &x in &awkward {
+            for &y in &awkward {
+                let text = [b'a', b'b', x, y, b'c', b'd', b'e', b'f', x, y];
+                for space in [false, true] {
+                    assert_eq!(is_plain(&text, space), byte_by_byte(&text, space));
+                }
+            }
+        }
     }
 
     #[test]

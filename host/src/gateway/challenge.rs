@@ -37,6 +37,7 @@ use http::header::COOKIE;
 use http::{HeaderMap, HeaderValue};
 use sha2::{Digest, Sha256};
 use std::net::IpAddr;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 /// The path the challenge form posts to, on every website.
@@ -671,9 +672,10 @@ pub fn take_pass_cookies(headers: &mut HeaderMap) -> Vec<HeaderValue> {
     let Some(first) = fields.next() else {
         return Vec::new();
     };
-    if fields.next().is_none()
-        && memchr::memmem::find(first.as_bytes(), PASS_COOKIE.as_bytes()).is_none()
-    {
+    // Both pass cookies' names start with PASS_COOKIE; the searcher is built once.
+    static PASS_NAME: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(PASS_COOKIE));
+    if fields.next().is_none() && PASS_NAME.find(first.as_bytes()).is_none() {
         return Vec::new();
     }
     let sent: Vec<HeaderValue> = headers.get_all(COOKIE).iter().cloned().collect();

@@ -170,9 +170,11 @@ impl<'a> Request<'a> {
         self.header(name).is_some()
     }
 
-    /// The `user-agent` header, empty when none was sent.
+    /// The `user-agent` header, empty when none was sent (found without splitting the
+    /// other lines).
     pub fn user_agent(&self) -> &'a str {
-        self.header("user-agent").unwrap_or("")
+        let headers: &'a str = &self.facts.headers;
+        botgate_normalise::user_agent(headers).unwrap_or("")
     }
 
     /// Whether the user agent contains `needle`, ignoring ASCII case.
