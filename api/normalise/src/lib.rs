@@ -208,9 +208,9 @@ pub fn header<'a>(headers: &'a str, name: &str) -> Option<&'a str> {
 /// The first `user-agent` value in the host's header block: [`header`] with a searcher
 /// built once (the host's scope check and rule sets ask it on every request).
 pub fn user_agent(headers: &str) -> Option<&str> {
+    const USER_AGENT: &str = "user-agent";
     static FINDER: LazyLock<memmem::Finder<'static>> =
         LazyLock::new(|| memmem::Finder::new(USER_AGENT));
-    const USER_AGENT: &str = "user-agent";
     first_value(headers, USER_AGENT, || FINDER.as_ref())
 }
 

@@ -90,9 +90,7 @@ pub fn in_scope(scope: &[&str], req: &Request<'_>) -> bool {
         .iter()
         .any(|m| m.contains(botgate_normalise::USER_AGENT_MARKER));
     let user_agent = if needs_ua {
-        botgate_normalise::user_agent(&req.facts().headers)
-            .unwrap_or("")
-            .to_ascii_lowercase()
+        req.user_agent().to_ascii_lowercase()
     } else {
         String::new()
     };
