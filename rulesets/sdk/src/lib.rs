@@ -21,6 +21,7 @@
 //! botgate_ruleset_sdk::export_ruleset!(MyCms);
 //! ```
 
+pub mod allocator;
 pub mod request;
 pub mod signals;
 pub mod testing;
@@ -38,10 +39,19 @@ pub mod bindings {
     });
 }
 
-/// The allocator [`export_ruleset!`] installs (talc's, for single-threaded WebAssembly).
+/// The allocator [`export_ruleset!`] installs: freed small blocks kept by size class
+/// ([`allocator::Cached`]) over talc's allocator for single-threaded WebAssembly.
 #[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
 #[doc(hidden)]
-pub use talc::wasm as __allocator;
+pub mod __allocator {
+    /// The type of the installed allocator.
+    pub type Installed = crate::allocator::Cached<talc::wasm::WasmDynamicTalc>;
+
+    /// The installed allocator, with nothing allocated yet.
+    pub const fn new() -> Installed {
+        crate::allocator::Cached::new(talc::wasm::new_wasm_dynamic_allocator())
+    }
+}
 
 pub use bindings::botgate::ruleset::types::{
     AlpnProtocol, Behaviour, Category, ChallengePass, ComponentInfo as Info, CrawlerVerification,
@@ -161,10 +171,12 @@ macro_rules! info {
     };
 }
 
-/// Exports a [`Ruleset`] implementation as the component's `rules` interface, and makes
-/// talc the component's allocator: each call allocates the request's strings (the
-/// host's `cabi_realloc`), frees them and allocates the opinion's reason, and talc does
-/// that in fewer instructions than the standard library's dlmalloc (benches/README.md).
+/// Exports a [`Ruleset`] implementation as the component's `rules` interface, and
+/// installs the component's allocator: each call allocates the request's strings (the
+/// host's `cabi_realloc`), frees them and allocates the opinion's reason, which talc
+/// does in fewer instructions than the standard library's dlmalloc, and a block freed
+/// by one call serves the next call's request of its size class without reaching talc
+/// ([`allocator::Cached`]; benches/README.md).
 /// A component with a `#[global_allocator]` of its own exports with
 /// `export_ruleset!(MyCms, own_allocator)`.
 ///
@@ -175,8 +187,7 @@ macro_rules! export_ruleset {
         $crate::export_ruleset!($ty, own_allocator);
         #[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
         #[global_allocator]
-        static __BOTGATE_ALLOCATOR: $crate::__allocator::WasmDynamicTalc =
-            $crate::__allocator::new_wasm_dynamic_allocator();
+        static __BOTGATE_ALLOCATOR: $crate::__allocator::Installed = $crate::__allocator::new();
     };
     ($ty:ty, own_allocator) => {
         #[cfg(target_arch = "wasm32")]

@@ -66,7 +66,8 @@ impl<'a> Request<'a> {
         // Only the first line is read: a component that asks for nothing else never
         // pays for splitting the whole block.
         let headers: &'a str = &self.facts.headers;
-        let first = headers.split('\n').next().unwrap_or("");
+        let first =
+            memchr::memchr(b'\n', headers.as_bytes()).map_or(headers, |end| &headers[..end]);
         botgate_normalise::header(first, "host").unwrap_or("")
     }
 
