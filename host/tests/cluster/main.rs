@@ -492,10 +492,15 @@ impl LoopbackCluster {
 
     /// Waits until every connection through HAProxy's store port reaches the node
     /// whose run id is `node`.
+    /// Whether HAProxy's store port reaches `node` five times in a row.
+    fn routes_to(&self, node: &str) -> bool {
+        (0..5).all(|_| self.through_proxy().ok().as_deref() == Some(node))
+    }
+
     fn wait_routed_to(&self, node: &str, haproxy: &ServerGuard) -> Result<()> {
         wait_until(
             Duration::from_secs(15),
-            || (0..5).all(|_| self.through_proxy().ok().as_deref() == Some(node)),
+            || self.routes_to(node),
             || {
                 format!(
                     "haproxy never routed to {node} alone; log:\n{}",

@@ -53,6 +53,34 @@ impl<A: GlobalAlloc> Cached<A> {
             }),
         }
     }
+
+    /// Takes a kept block of `class` off its list (null when none is kept).
+    fn pop(&self, class: usize) -> *mut u8 {
+        // SAFETY: one thread, and the borrow ends before any call out.
+        let lists = unsafe { &mut *self.lists.get() };
+        let head = lists.heads[class];
+        if !head.is_null() {
+            // SAFETY: a kept block starts with the next kept block's address.
+            lists.heads[class] = unsafe { head.cast::<*mut u8>().read() };
+            lists.counts[class] -= 1;
+            lists.bytes -= block_layout(class).size();
+        }
+        head
+    }
+
+    /// Gives every kept block back to the allocator below.
+    fn release(&self) {
+        for class in 0..CLASSES {
+            loop {
+                let block = self.pop(class);
+                if block.is_null() {
+                    break;
+                }
+                // SAFETY: a kept block is the allocator below's, of its class's layout.
+                unsafe { self.inner.dealloc(block, block_layout(class)) };
+            }
+        }
+    }
 }
 
 /// The class of blocks that serves `layout`, if it is small enough to keep.
@@ -70,31 +98,6 @@ fn block_layout(class: usize) -> Layout {
     unsafe { Layout::from_size_align_unchecked((class + 1) * GRANULE, GRANULE) }
 }
 
-impl<A: GlobalAlloc> Cached<A> {
-    /// Gives every kept block back to the allocator below.
-    fn release(&self) {
-        for class in 0..CLASSES {
-            loop {
-                let block = {
-                    // SAFETY: one thread, and the borrow ends before any call out.
-                    let lists = unsafe { &mut *self.lists.get() };
-                    let head = lists.heads[class];
-                    if head.is_null() {
-                        break;
-                    }
-                    // SAFETY: a kept block starts with the next kept block's address.
-                    lists.heads[class] = unsafe { head.cast::<*mut u8>().read() };
-                    lists.counts[class] -= 1;
-                    lists.bytes -= block_layout(class).size();
-                    head
-                };
-                // SAFETY: a kept block is the allocator below's, of its class's layout.
-                unsafe { self.inner.dealloc(block, block_layout(class)) };
-            }
-        }
-    }
-}
-
 /// A global allocator is never dropped; another cache gives back what it kept.
 impl<A: GlobalAlloc> Drop for Cached<A> {
     fn drop(&mut self) {
@@ -110,17 +113,9 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Cached<A> {
         let Some(class) = class_of(layout) else {
             return unsafe { self.inner.alloc(layout) };
         };
-        {
-            // SAFETY: one thread, and the borrow ends before any call out.
-            let lists = unsafe { &mut *self.lists.get() };
-            let head = lists.heads[class];
-            if !head.is_null() {
-                // SAFETY: a kept block starts with the next kept block's address.
-                lists.heads[class] = unsafe { head.cast::<*mut u8>().read() };
-                lists.counts[class] -= 1;
-                lists.bytes -= block_layout(class).size();
-                return head;
-            }
+        let kept = self.pop(class);
+        if !kept.is_null() {
+            return kept;
         }
         let block = unsafe { self.inner.alloc(block_layout(class)) };
         if !block.is_null() {
