@@ -211,12 +211,7 @@ where
         if name.eq_ignore_ascii_case("host") {
             continue;
         }
-        // `from_utf8` checks ASCII a word at a time; the lossy walk is for the rare
-        // value that is not UTF-8.
-        let value = match std::str::from_utf8(value) {
-            Ok(value) => std::borrow::Cow::Borrowed(value),
-            Err(_) => String::from_utf8_lossy(value),
-        };
+        let value = as_text(value);
         let cut = truncate(&value, MAX_HEADER_VALUE_BYTES);
         if lines >= MAX_HEADER_LINES {
             truncated = true;
@@ -273,6 +268,18 @@ where
         );
     }
     (out, truncated)
+}
+
+/// A header value as text: borrowed when it is UTF-8, its lossy reading when not.
+/// Values are ASCII nearly always, which `is_ascii` confirms several bytes a step
+/// from any alignment (`from_utf8` walks to an aligned word byte by byte first: about
+/// 2 instructions a byte over a browser's headers, by callgrind).
+fn as_text(value: &[u8]) -> std::borrow::Cow<'_, str> {
+    if value.is_ascii() {
+        // SAFETY: ASCII is valid UTF-8.
+        return std::borrow::Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(value) });
+    }
+    String::from_utf8_lossy(value)
 }
 
 /// The WIT form of an address.
@@ -625,6 +632,22 @@ mod tests {
             let sizes: Vec<usize> = headers.iter().map(|(_, v)| v.len()).collect();
             assert_eq!(fits, !cut, "{sizes:?}");
         }
+    }
+
+    #[test]
+    fn values_are_read_as_utf8_or_lossily() {
+        for value in [
+            &b""[..],
+            b"text/html,application/xhtml+xml;q=0.9",
+            "caf\u{e9} \u{1f600}".as_bytes(),
+            b"a\xffb",
+            b"\xe2\x82",
+            b"\x7f\x80",
+        ] {
+            assert_eq!(as_text(value), String::from_utf8_lossy(value), "{value:?}");
+        }
+        let (joined, _) = join([("x-a", &b"caf\xc3\xa9 \xff"[..])]);
+        assert!(joined.ends_with("x-a: caf\u{e9} \u{fffd}"), "{joined}");
     }
 
     #[test]
