@@ -71,10 +71,7 @@ where
     }
     let mut written = fixed;
     for (name, value) in lines() {
-        let read = match std::str::from_utf8(value) {
-            Ok(text) => text.len(),
-            Err(_) => String::from_utf8_lossy(value).len(),
-        };
+        let read = as_text(value).len();
         if read > MAX_HEADER_VALUE_BYTES {
             return false;
         }
