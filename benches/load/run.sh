@@ -105,7 +105,12 @@ head -c 1024 /dev/zero | tr '\0' 'x' | sed '1s/^/<!doctype html><title>bench<\/t
 
 # One nginx per role, each with its own prefix, pid and logs. The access log is written
 # as botgate writes its own: from a 64 KiB buffer, at least every 50 ms (unbuffered,
-# nginx makes a `write` per request: about 5% of its CPU per request over TLS).
+# nginx makes a `write` per request: about 5% of its CPU per request over TLS). Each
+# worker keeps up to 256 idle origin connections, as each botgate thread does
+# (--origin-idle-connections): more than the 160 requests a worker has in flight over
+# HTTP/2 (32 connections of 10 streams, two workers), so neither opens an origin
+# connection per request (with 64, a third of HTTP/2's requests did, and the kernel's
+# search for a free port among the sockets in TIME_WAIT decided that row).
 nginx_conf() { # name workers extra-main extra-http server-body
     cat > "$work/$1.conf" <<EOF
 worker_processes $2;
@@ -118,7 +123,7 @@ http {
     client_body_temp_path $work/$1.tmp;
     proxy_temp_path $work/$1.tmp;
     keepalive_requests 1000000;
-    upstream origin { server 127.0.0.1:$origin_port; keepalive 64; }
+    upstream origin { server 127.0.0.1:$origin_port; keepalive 256; }
     $4
     server {
         $5

@@ -317,6 +317,12 @@ pub struct DataPlaneArgs {
     /// Seconds an origin connection (TCP and TLS) may take.
     #[arg(long, env = "BOTGATE_ORIGIN_CONNECT_TIMEOUT", default_value = "5")]
     origin_connect_timeout: u64,
+    /// Idle kept-alive connections each data-plane thread keeps per origin: at least
+    /// the requests a thread has in flight to one origin at its busiest, or those
+    /// beyond are closed when they finish and a new connection is opened for each.
+    /// The origin's own keep-alive timeout still closes idle ones.
+    #[arg(long, env = "BOTGATE_ORIGIN_IDLE_CONNECTIONS", default_value = "256")]
+    origin_idle_connections: usize,
     /// Seconds an origin may take to start answering. On HTTP/1.1 the client
     /// connection's idle timeout bounds this too: keep it below the idle timeout.
     #[arg(long, env = "BOTGATE_ORIGIN_RESPONSE_TIMEOUT", default_value = "60")]
@@ -514,6 +520,7 @@ impl DataPlaneArgs {
                 https_port: self.origin_https_port,
                 connect_timeout: Duration::from_secs(self.origin_connect_timeout.max(1)),
                 response_timeout: Duration::from_secs(self.origin_response_timeout.max(1)),
+                idle_per_origin: self.origin_idle_connections,
                 ..OriginConfig::default()
             },
             challenge: ChallengeConfig {

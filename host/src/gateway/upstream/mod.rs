@@ -48,7 +48,9 @@ pub struct OriginConfig {
     pub connect_timeout: Duration,
     /// The longest an origin may take to answer with its response head.
     pub response_timeout: Duration,
-    /// Idle kept-alive connections kept per origin.
+    /// Idle kept-alive connections each data-plane thread keeps per origin. Fewer than
+    /// a thread's requests in flight to one origin, and the ones beyond are closed as
+    /// they finish and opened again for the next requests.
     pub idle_per_origin: usize,
     /// How long an origin that refused a connection is skipped.
     pub down_for: Duration,
@@ -64,7 +66,7 @@ impl Default for OriginConfig {
             https_port: 443,
             connect_timeout: Duration::from_secs(5),
             response_timeout: Duration::from_secs(60),
-            idle_per_origin: 64,
+            idle_per_origin: 256,
             down_for: Duration::from_secs(10),
             policy: OriginPolicy::default(),
         }
@@ -673,5 +675,48 @@ mod tests {
         assert!(!elsewhere, "another thread took this thread's connection");
         assert!(origins.checkout(&key).is_some());
         assert!(origins.checkout(&key).is_none(), "taken once");
+    }
+
+    #[tokio::test]
+    async fn a_thread_keeps_as_many_idle_connections_as_configured_and_closes_the_rest() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = OriginConfig {
+            idle_per_origin: 3,
+            ..OriginConfig::default()
+        };
+        let origins = Origins::new(config, provider).unwrap();
+        let key = PoolKey {
+            address: listener.local_addr().unwrap(),
+            tls_name: None,
+            policy: 0,
+        };
+        let mut accepted = Vec::new();
+        let mut connections = Vec::new();
+        for _ in 0..5 {
+            connections.push(origins.connect(&key).await.unwrap());
+            accepted.push(listener.accept().await.unwrap().0);
+        }
+        for connection in connections {
+            origins.checkin(key.clone(), connection);
+        }
+        // Held open while the origin side is read below.
+        let kept: Vec<_> = std::iter::from_fn(|| origins.checkout(&key)).collect();
+        assert_eq!(kept.len(), 3, "idle connections kept");
+        // The two beyond the cap were closed: their origin side reads the end.
+        let mut closed = 0;
+        for mut socket in accepted {
+            let mut byte = [0u8; 1];
+            let read = tokio::time::timeout(
+                Duration::from_millis(200),
+                tokio::io::AsyncReadExt::read(&mut socket, &mut byte),
+            )
+            .await;
+            if matches!(read, Ok(Ok(0))) {
+                closed += 1;
+            }
+        }
+        assert_eq!(closed, 2, "connections closed beyond the cap");
+        drop(kept);
     }
 }
